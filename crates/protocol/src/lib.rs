@@ -8,10 +8,12 @@
 //! on any core, can use it; malformed input yields a typed [`ProtocolError`],
 //! never a panic.
 
+pub mod body;
 pub mod codes;
 pub mod error;
 pub mod ext;
 pub mod frame;
+pub mod header;
 pub mod limits;
 
 pub use error::ProtocolError;

@@ -1,1 +1,10 @@
-//! placeholder
+//! Ferrocket's runtime: glommio executors (one per shard, pinned to a core),
+//! cross-shard routing, and the Remoting server loop that both the name
+//! server and the broker run on each of their executors.
+//!
+//! `server` accepts connections and runs the per-connection read/dispatch/
+//! write loop; `shard` starts the pinned executors and carries messages
+//! between them.
+
+pub mod server;
+pub mod shard;

@@ -1,0 +1,387 @@
+//! Message properties: RocketMQ's `name \x01 value \x02 ...` string, the
+//! property names the broker reads (Java `MessageConst`), and the tag hash
+//! the ConsumeQueue stores.
+//!
+//! Decoding follows Java's `MessageDecoder.string2messageProperties`: the
+//! text is read as UTF-8 with invalid bytes replaced, entries with an empty
+//! name or value (or no `\x01`) are skipped, a repeated name keeps the last
+//! value. Decoding never fails.
+
+use std::collections::HashMap;
+
+/// Separates a name from its value (Java `NAME_VALUE_SEPARATOR`).
+pub const NAME_VALUE_SEPARATOR: u8 = 0x01;
+/// Ends each name/value pair (Java `PROPERTY_SEPARATOR`).
+pub const PROPERTY_SEPARATOR: u8 = 0x02;
+/// Separates the entries of [`KEYS`] (Java `KEY_SEPARATOR`).
+pub const KEY_SEPARATOR: char = ' ';
+
+/// Business keys, space separated (`PROPERTY_KEYS`).
+pub const KEYS: &str = "KEYS";
+/// Message tag (`PROPERTY_TAGS`).
+pub const TAGS: &str = "TAGS";
+/// Whether the producer waits for the store to flush (`PROPERTY_WAIT_STORE_MSG_OK`).
+pub const WAIT: &str = "WAIT";
+/// Delay level 1..=18 (`PROPERTY_DELAY_TIME_LEVEL`).
+pub const DELAY: &str = "DELAY";
+/// Original topic of a retry message (`PROPERTY_RETRY_TOPIC`).
+pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+/// Topic a scheduled/half message really belongs to (`PROPERTY_REAL_TOPIC`).
+pub const REAL_TOPIC: &str = "REAL_TOPIC";
+/// Queue id a scheduled/half message really belongs to (`PROPERTY_REAL_QUEUE_ID`).
+pub const REAL_QID: &str = "REAL_QID";
+/// "true" on a transactional half message (`PROPERTY_TRANSACTION_PREPARED`).
+pub const TRAN_MSG: &str = "TRAN_MSG";
+/// Producer group of a transactional message (`PROPERTY_PRODUCER_GROUP`).
+pub const PGROUP: &str = "PGROUP";
+/// Queue min offset, set on pulled messages (`PROPERTY_MIN_OFFSET`).
+pub const MIN_OFFSET: &str = "MIN_OFFSET";
+/// Queue max offset, set on pulled messages (`PROPERTY_MAX_OFFSET`).
+pub const MAX_OFFSET: &str = "MAX_OFFSET";
+/// Buyer id (`PROPERTY_BUYER_ID`).
+pub const BUYER_ID: &str = "BUYER_ID";
+/// Original message id of a retried message (`PROPERTY_ORIGIN_MESSAGE_ID`).
+pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+/// `PROPERTY_TRANSFER_FLAG`.
+pub const TRANSFER_FLAG: &str = "TRANSFER_FLAG";
+/// `PROPERTY_CORRECTION_FLAG`.
+pub const CORRECTION_FLAG: &str = "CORRECTION_FLAG";
+/// `PROPERTY_RECONSUME_TIME`.
+pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+/// Region of the message (`PROPERTY_MSG_REGION`).
+pub const MSG_REGION: &str = "MSG_REGION";
+/// Whether message tracing is on (`PROPERTY_TRACE_SWITCH`).
+pub const TRACE_ON: &str = "TRACE_ON";
+/// Client-generated unique key (`PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX`).
+pub const UNIQ_KEY: &str = "UNIQ_KEY";
+/// `PROPERTY_EXTEND_UNIQ_INFO`.
+pub const EXTEND_UNIQ_INFO: &str = "EXTEND_UNIQ_INFO";
+/// Per-message max reconsume times (`PROPERTY_MAX_RECONSUME_TIMES`).
+pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
+/// When the consumer started consuming (`PROPERTY_CONSUME_START_TIMESTAMP`).
+pub const CONSUME_START_TIME: &str = "CONSUME_START_TIME";
+/// Number of messages in an inner batch (`PROPERTY_INNER_NUM`).
+pub const INNER_NUM: &str = "INNER_NUM";
+/// First queue offset of an inner batch (`PROPERTY_INNER_BASE`).
+pub const INNER_BASE: &str = "INNER_BASE";
+/// `DUP_INFO`.
+pub const DUP_INFO: &str = "DUP_INFO";
+/// Seconds before the first transaction check (`PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS`).
+pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+/// Queue offset of the half message (`PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET`).
+pub const TRAN_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
+/// Transaction id (`PROPERTY_TRANSACTION_ID`).
+pub const TRANSACTION_ID: &str = "__transactionId__";
+/// How many times a half message was checked (`PROPERTY_TRANSACTION_CHECK_TIMES`).
+pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+/// `PROPERTY_INSTANCE_ID`.
+pub const INSTANCE_ID: &str = "INSTANCE_ID";
+/// Request/reply correlation id (`PROPERTY_CORRELATION_ID`).
+pub const CORRELATION_ID: &str = "CORRELATION_ID";
+/// Client a reply goes to (`PROPERTY_MESSAGE_REPLY_TO_CLIENT`).
+pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+/// Request/reply time to live (`PROPERTY_MESSAGE_TTL`).
+pub const TTL: &str = "TTL";
+/// `PROPERTY_REPLY_MESSAGE_ARRIVE_TIME`.
+pub const ARRIVE_TIME: &str = "ARRIVE_TIME";
+/// `PROPERTY_PUSH_REPLY_TIME`.
+pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
+/// `PROPERTY_CLUSTER`.
+pub const CLUSTER: &str = "CLUSTER";
+/// `PROPERTY_MESSAGE_TYPE`.
+pub const MSG_TYPE: &str = "MSG_TYPE";
+/// Pop checkpoint (`PROPERTY_POP_CK`).
+pub const POP_CK: &str = "POP_CK";
+/// `PROPERTY_POP_CK_OFFSET`.
+pub const POP_CK_OFFSET: &str = "POP_CK_OFFSET";
+/// First pop time (`PROPERTY_FIRST_POP_TIME`).
+pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
+/// Sharding key of an ordered message (`PROPERTY_SHARDING_KEY`).
+pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+/// `PROPERTY_FORWARD_QUEUE_ID`.
+pub const FORWARD_QUEUE_ID: &str = "PROPERTY_FORWARD_QUEUE_ID";
+/// `PROPERTY_REDIRECT`.
+pub const REDIRECT: &str = "REDIRECT";
+/// Light message queues to dispatch to (`PROPERTY_INNER_MULTI_DISPATCH`).
+pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
+/// `PROPERTY_INNER_MULTI_QUEUE_OFFSET`.
+pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
+/// `PROPERTY_TRACE_CONTEXT`.
+pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+/// Timer message: delay in seconds (`PROPERTY_TIMER_DELAY_SEC`).
+pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+/// Timer message: absolute delivery time in ms (`PROPERTY_TIMER_DELIVER_MS`).
+pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+/// Timer message: delay in ms (`PROPERTY_TIMER_DELAY_MS`).
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+/// `PROPERTY_TIMER_ENQUEUE_MS`.
+pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+/// `PROPERTY_TIMER_DEQUEUE_MS`.
+pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+/// `PROPERTY_TIMER_ROLL_TIMES`.
+pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+/// `PROPERTY_TIMER_OUT_MS`.
+pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+/// `PROPERTY_TIMER_DEL_UNIQKEY`.
+pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
+/// `PROPERTY_TIMER_DELAY_LEVEL`.
+pub const TIMER_DELAY_LEVEL: &str = "TIMER_DELAY_LEVEL";
+/// Born host set by proxies (`PROPERTY_BORN_HOST`).
+pub const BORN_HOST: &str = "__BORNHOST";
+/// `PROPERTY_BORN_TIMESTAMP`.
+pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
+/// Original topic of a dead-lettered message (`PROPERTY_DLQ_ORIGIN_TOPIC`).
+pub const DLQ_ORIGIN_TOPIC: &str = "DLQ_ORIGIN_TOPIC";
+/// Original message id of a dead-lettered message (`PROPERTY_DLQ_ORIGIN_MESSAGE_ID`).
+pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
+/// CRC32 appended to stored properties when enabled (`PROPERTY_CRC32`).
+pub const CRC32: &str = "__CRC32#";
+
+/// Above this many entries, decoding indexes names with a hash map instead
+/// of scanning, so a hostile properties string stays linear.
+const LINEAR_SCAN_ENTRIES_MAX: usize = 16;
+
+/// An ordered set of message properties. Small and linear: a message has a
+/// handful of properties, so a vector of pairs beats a map.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Properties {
+    entries: Vec<(String, String)>,
+}
+
+impl Properties {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses the wire/disk form. Never fails; see the module doc.
+    pub fn decode(bytes: &[u8]) -> Self {
+        let mut properties = Properties::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for segment in bytes.split(|b| *b == PROPERTY_SEPARATOR) {
+            let Some(sep) = segment.iter().position(|b| *b == NAME_VALUE_SEPARATOR) else {
+                continue;
+            };
+            let (name, value) = (&segment[..sep], &segment[sep + 1..]);
+            if name.is_empty() || value.is_empty() {
+                continue;
+            }
+            let name = String::from_utf8_lossy(name).into_owned();
+            let value = String::from_utf8_lossy(value).into_owned();
+            if properties.entries.len() < LINEAR_SCAN_ENTRIES_MAX && index.is_empty() {
+                properties.insert(name, value);
+                continue;
+            }
+            if index.is_empty() {
+                for (i, (k, _)) in properties.entries.iter().enumerate() {
+                    index.insert(k.clone(), i);
+                }
+            }
+            match index.get(&name) {
+                Some(&i) => properties.entries[i].1 = value,
+                None => {
+                    index.insert(name.clone(), properties.entries.len());
+                    properties.entries.push((name, value));
+                }
+            }
+        }
+        properties
+    }
+
+    /// Parses a properties string (e.g. the `properties` send header field).
+    pub fn decode_str(text: &str) -> Self {
+        Self::decode(text.as_bytes())
+    }
+
+    /// Bytes [`Properties::encode`] writes.
+    pub fn encoded_len(&self) -> usize {
+        self.entries.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
+    }
+
+    /// Appends `name\x01value\x02` for every entry, in order. Names and
+    /// values must not contain `\x01` or `\x02` (see [`is_valid_text`]).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.reserve(self.encoded_len());
+        for (name, value) in &self.entries {
+            out.extend_from_slice(name.as_bytes());
+            out.push(NAME_VALUE_SEPARATOR);
+            out.extend_from_slice(value.as_bytes());
+            out.push(PROPERTY_SEPARATOR);
+        }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.encode(&mut out);
+        out
+    }
+
+    /// The encoded form as text (what the send header's `properties` holds).
+    pub fn to_encoded_string(&self) -> String {
+        let mut out = String::with_capacity(self.encoded_len());
+        for (name, value) in &self.entries {
+            out.push_str(name);
+            out.push(NAME_VALUE_SEPARATOR as char);
+            out.push_str(value);
+            out.push(PROPERTY_SEPARATOR as char);
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Sets `name` to `value`, keeping the position of an earlier value;
+    /// returns the earlier value.
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) -> Option<String> {
+        let name = name.into();
+        let value = value.into();
+        match self.entries.iter_mut().find(|(k, _)| *k == name) {
+            Some(entry) => Some(std::mem::replace(&mut entry.1, value)),
+            None => {
+                self.entries.push((name, value));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<String> {
+        let index = self.entries.iter().position(|(k, _)| k == name)?;
+        Some(self.entries.remove(index).1)
+    }
+
+    /// The `TAGS` property.
+    pub fn tags(&self) -> Option<&str> {
+        self.get(TAGS)
+    }
+
+    /// The `KEYS` entries (space separated, empty ones skipped).
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.get(KEYS)
+            .unwrap_or("")
+            .split(KEY_SEPARATOR)
+            .filter(|k| !k.is_empty())
+    }
+
+    /// The `UNIQ_KEY` property.
+    pub fn unique_key(&self) -> Option<&str> {
+        self.get(UNIQ_KEY)
+    }
+
+    /// The `DELAY` level, when present and numeric.
+    pub fn delay_level(&self) -> Option<i32> {
+        self.get(DELAY).and_then(|v| v.trim().parse().ok())
+    }
+}
+
+impl FromIterator<(String, String)> for Properties {
+    fn from_iter<T: IntoIterator<Item = (String, String)>>(iter: T) -> Self {
+        let mut properties = Properties::new();
+        for (k, v) in iter {
+            properties.insert(k, v);
+        }
+        properties
+    }
+}
+
+/// Whether `text` can be a property name or value: non-empty and free of
+/// the two separator bytes.
+pub fn is_valid_text(text: &str) -> bool {
+    !text.is_empty()
+        && !text
+            .bytes()
+            .any(|b| b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR)
+}
+
+/// Java's `String.hashCode()` over the UTF-16 code units of `text`.
+pub fn java_string_hash(text: &str) -> i32 {
+    text.encode_utf16()
+        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
+}
+
+/// The tag hash stored in a ConsumeQueue entry: Java's `String.hashCode()` of
+/// the tag, widened to a long (`MessageExtBrokerInner.tagsString2tagsCode`).
+pub fn tags_code(tags: &str) -> i64 {
+    java_string_hash(tags) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_like_java() {
+        let p = Properties::decode(b"TAGS\x01tagA\x02KEYS\x01k1 k2\x02\x02bad\x02\x01v\x02k\x01\x02UNIQ_KEY\x01u");
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.tags(), Some("tagA"));
+        assert_eq!(p.keys().collect::<Vec<_>>(), vec!["k1", "k2"]);
+        assert_eq!(p.unique_key(), Some("u"));
+        let dup = Properties::decode(b"a\x011\x02b\x012\x02a\x013\x02");
+        assert_eq!(dup.iter().collect::<Vec<_>>(), vec![("a", "3"), ("b", "2")]);
+        let value_with_sep = Properties::decode(b"a\x01x\x01y\x02");
+        assert_eq!(value_with_sep.get("a"), Some("x\x01y"));
+    }
+
+    #[test]
+    fn many_duplicates_keep_last_value() {
+        let mut text = Vec::new();
+        for round in 0..3 {
+            for i in 0..100 {
+                text.extend_from_slice(format!("k{i}\x01v{round}\x02").as_bytes());
+            }
+        }
+        let p = Properties::decode(&text);
+        assert_eq!(p.len(), 100);
+        assert_eq!(p.get("k0"), Some("v2"));
+        assert_eq!(p.get("k99"), Some("v2"));
+        assert_eq!(p.iter().next(), Some(("k0", "v2")));
+    }
+
+    #[test]
+    fn encode_insert_remove() {
+        let mut p = Properties::new();
+        assert_eq!(p.insert(TAGS, "a"), None);
+        p.insert(WAIT, "true");
+        assert_eq!(p.insert(TAGS, "b"), Some("a".to_string()));
+        assert_eq!(p.to_bytes(), b"TAGS\x01b\x02WAIT\x01true\x02".to_vec());
+        assert_eq!(p.encoded_len(), p.to_bytes().len());
+        assert_eq!(p.to_encoded_string().as_bytes(), &p.to_bytes()[..]);
+        assert_eq!(p.remove(TAGS), Some("b".to_string()));
+        assert_eq!(p.remove(TAGS), None);
+        assert_eq!(p.to_bytes(), b"WAIT\x01true\x02".to_vec());
+    }
+
+    #[test]
+    fn java_hash_code() {
+        // Values of "x".hashCode() in Java.
+        assert_eq!(tags_code(""), 0);
+        assert_eq!(tags_code("a"), 97);
+        assert_eq!(tags_code("TagA"), 2_598_919);
+        assert_eq!(tags_code("hello world"), 1_794_106_052);
+        assert_eq!(tags_code("TagA || TagB"), 1_359_775_119);
+        // A well-known Java string whose hashCode() is Integer.MIN_VALUE.
+        assert_eq!(tags_code("polygenelubricants"), -2_147_483_648);
+        // Outside the BMP: two UTF-16 units (0xD83D, 0xDE00).
+        assert_eq!(tags_code("\u{1F600}"), 0xD83D * 31 + 0xDE00);
+        assert_eq!(tags_code("é"), 0xE9);
+    }
+}

@@ -1,0 +1,556 @@
+//! The stored message record: RocketMQ's CommitLog layout, which is also the
+//! body of a pull response (records back to back).
+//!
+//! ```text
+//! TOTALSIZE 4 | MAGICCODE 4 | BODYCRC 4 | QUEUEID 4 | FLAG 4 | QUEUEOFFSET 8 |
+//! PHYSICALOFFSET 8 | SYSFLAG 4 | BORNTIMESTAMP 8 | BORNHOST 8 (IPv6 20) |
+//! STORETIMESTAMP 8 | STOREHOST 8 (IPv6 20) | RECONSUMETIMES 4 |
+//! PREPAREDTRANSACTIONOFFSET 8 | BODY (i32 len + bytes) |
+//! TOPIC (v1: u8 len, v2: i16 len + bytes) | PROPERTIES (i16 len + bytes)
+//! ```
+//! A host is the address bytes followed by the port as an i32. A segment ends
+//! with a blank record: TOTALSIZE (the rest of the segment) and BLANK_MAGIC.
+//! Decoding borrows from the buffer, checks every length against TOTALSIZE
+//! and never panics.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use bytes::{BufMut, BytesMut};
+
+use crate::limits::PROPERTIES_BYTES_MAX;
+use crate::properties::Properties;
+use crate::ProtocolError;
+
+/// Magic of a v1 record: topic length is one byte (`MESSAGE_MAGIC_CODE`).
+pub const MAGIC_V1: u32 = 0xDAA3_20A7;
+/// Magic of a v2 record: topic length is an i16 (`MESSAGE_MAGIC_CODE_V2`).
+pub const MAGIC_V2: u32 = 0xDAA3_20AB;
+/// Magic of the blank record that fills a segment's end (`BLANK_MAGIC_CODE`).
+pub const BLANK_MAGIC: u32 = 0xCBD4_3194;
+
+/// Byte positions of the fixed fields (Java `MessageDecoder.*_POSITION`).
+pub const MAGIC_POS: usize = 4;
+pub const BODY_CRC_POS: usize = 8;
+pub const QUEUE_ID_POS: usize = 12;
+pub const FLAG_POS: usize = 16;
+pub const QUEUE_OFFSET_POS: usize = 20;
+pub const PHYSICAL_OFFSET_POS: usize = 28;
+pub const SYS_FLAG_POS: usize = 36;
+pub const BORN_TIMESTAMP_POS: usize = 40;
+pub const BORN_HOST_POS: usize = 48;
+
+/// Smallest message record: v1, IPv4 hosts, empty body, topic, properties.
+pub const RECORD_BYTES_MIN: usize = 99;
+/// Smallest blank record: TOTALSIZE and MAGIC (`END_FILE_MIN_BLANK_LENGTH`).
+pub const BLANK_BYTES_MIN: usize = 8;
+/// Longest topic a v1 record holds; Java reads the length as a signed byte
+/// and switches to v2 above `Byte.MAX_VALUE`.
+pub const TOPIC_BYTES_MAX_V1: usize = i8::MAX as usize;
+/// Longest topic a v2 record holds.
+pub const TOPIC_BYTES_MAX_V2: usize = i16::MAX as usize;
+
+/// Bits of a record's `sysFlag` (Java `MessageSysFlag`).
+pub mod sys_flag {
+    pub const COMPRESSED: i32 = 0x1;
+    pub const MULTI_TAGS: i32 = 0x2;
+    pub const TRANSACTION_NOT_TYPE: i32 = 0;
+    pub const TRANSACTION_PREPARED: i32 = 0x4;
+    pub const TRANSACTION_COMMIT: i32 = 0x8;
+    pub const TRANSACTION_ROLLBACK: i32 = 0xC;
+    /// Both transaction bits.
+    pub const TRANSACTION_MASK: i32 = 0xC;
+    pub const BORN_HOST_V6: i32 = 0x10;
+    pub const STORE_HOST_V6: i32 = 0x20;
+    /// A batch that the broker must split (`NEED_UNWRAP_FLAG`).
+    pub const NEED_UNWRAP: i32 = 0x40;
+    /// A batch stored as one record (`INNER_BATCH_FLAG`).
+    pub const INNER_BATCH: i32 = 0x80;
+    pub const COMPRESSION_LZ4: i32 = 0x1 << 8;
+    pub const COMPRESSION_ZSTD: i32 = 0x2 << 8;
+    pub const COMPRESSION_ZLIB: i32 = 0x3 << 8;
+    /// The compression type bits (`COMPRESSION_TYPE_COMPARATOR`).
+    pub const COMPRESSION_TYPE_MASK: i32 = 0x7 << 8;
+
+    /// One of the `TRANSACTION_*` values.
+    pub fn transaction_type(flag: i32) -> i32 {
+        flag & TRANSACTION_MASK
+    }
+
+    /// `flag` with its transaction bits replaced by `transaction_type`.
+    pub fn with_transaction_type(flag: i32, transaction_type: i32) -> i32 {
+        (flag & !TRANSACTION_MASK) | (transaction_type & TRANSACTION_MASK)
+    }
+
+    /// The compression type: 1 LZ4, 2 ZSTD, 3 ZLIB (0 when none is set).
+    pub fn compression_type(flag: i32) -> i32 {
+        (flag & COMPRESSION_TYPE_MASK) >> 8
+    }
+}
+
+/// RocketMQ's body CRC: CRC32 masked to 31 bits (`UtilAll.crc32`).
+pub fn body_crc(body: &[u8]) -> i32 {
+    (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
+}
+
+/// Size of a record with these field lengths.
+pub fn record_len(
+    sys_flag: i32,
+    v2: bool,
+    body_bytes: usize,
+    topic_bytes: usize,
+    properties_bytes: usize,
+) -> usize {
+    let born_host = host_len(sys_flag & sys_flag::BORN_HOST_V6 != 0);
+    let store_host = host_len(sys_flag & sys_flag::STORE_HOST_V6 != 0);
+    let topic_prefix = if v2 { 2 } else { 1 };
+    BORN_HOST_POS + born_host + 8 + store_host + 4 + 8 + 4 + body_bytes + topic_prefix
+        + topic_bytes
+        + 2
+        + properties_bytes
+}
+
+fn host_len(v6: bool) -> usize {
+    if v6 {
+        20
+    } else {
+        8
+    }
+}
+
+/// IPv4-mapped IPv6 addresses are stored as IPv4, as Java sees them.
+fn normalise_host(host: SocketAddr) -> SocketAddr {
+    match host {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), v6.port()),
+            None => host,
+        },
+        SocketAddr::V4(_) => host,
+    }
+}
+
+/// Appends the host field: address bytes then the port as an i32.
+pub(crate) fn put_host(out: &mut impl BufMut, host: SocketAddr) {
+    match normalise_host(host) {
+        SocketAddr::V4(v4) => out.put_slice(&v4.ip().octets()),
+        SocketAddr::V6(v6) => out.put_slice(&v6.ip().octets()),
+    }
+    out.put_i32(host.port() as i32);
+}
+
+/// Whether `host` is written as a 20-byte IPv6 host field.
+pub(crate) fn is_v6_host(host: SocketAddr) -> bool {
+    normalise_host(host).is_ipv6()
+}
+
+/// A record to append, before the appender assigns its offsets.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRecord<'a> {
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub flag: i32,
+    /// Host-version bits are set from the hosts by [`NewRecord::encode`].
+    pub sys_flag: i32,
+    pub born_timestamp_ms: i64,
+    pub born_host: SocketAddr,
+    pub store_timestamp_ms: i64,
+    pub store_host: SocketAddr,
+    pub reconsume_times: i32,
+    pub prepared_transaction_offset: i64,
+    pub body: &'a [u8],
+    /// Encoded properties (`name\x01value\x02...`).
+    pub properties: &'a [u8],
+}
+
+impl NewRecord<'_> {
+    /// The sysFlag written: the caller's, with the host-version bits matching
+    /// the hosts.
+    pub fn effective_sys_flag(&self) -> i32 {
+        let mut flag = self.sys_flag & !(sys_flag::BORN_HOST_V6 | sys_flag::STORE_HOST_V6);
+        if is_v6_host(self.born_host) {
+            flag |= sys_flag::BORN_HOST_V6;
+        }
+        if is_v6_host(self.store_host) {
+            flag |= sys_flag::STORE_HOST_V6;
+        }
+        flag
+    }
+
+    /// v2 only when the topic does not fit a v1 record.
+    pub fn magic(&self) -> u32 {
+        if self.topic.len() > TOPIC_BYTES_MAX_V1 {
+            MAGIC_V2
+        } else {
+            MAGIC_V1
+        }
+    }
+
+    /// Bytes [`NewRecord::encode`] appends.
+    pub fn encoded_len(&self) -> usize {
+        record_len(
+            self.effective_sys_flag(),
+            self.magic() == MAGIC_V2,
+            self.body.len(),
+            self.topic.len(),
+            self.properties.len(),
+        )
+    }
+
+    /// Appends the record to `out` and returns its length. Nothing is written
+    /// when a field is too long for the layout.
+    pub fn encode(
+        &self,
+        queue_offset: i64,
+        physical_offset: i64,
+        out: &mut BytesMut,
+    ) -> Result<usize, ProtocolError> {
+        if self.properties.len() > PROPERTIES_BYTES_MAX {
+            return Err(ProtocolError::Record(format!(
+                "properties of {} bytes exceed the limit of {PROPERTIES_BYTES_MAX} bytes",
+                self.properties.len()
+            )));
+        }
+        if self.topic.len() > TOPIC_BYTES_MAX_V2 {
+            return Err(ProtocolError::Record(format!(
+                "topic of {} bytes exceeds the limit of {TOPIC_BYTES_MAX_V2} bytes",
+                self.topic.len()
+            )));
+        }
+        let total = self.encoded_len();
+        if total > i32::MAX as usize {
+            return Err(ProtocolError::Record(format!(
+                "record of {total} bytes does not fit an i32 length"
+            )));
+        }
+        let magic = self.magic();
+        let start = out.len();
+        out.reserve(total);
+        out.put_i32(total as i32);
+        out.put_u32(magic);
+        out.put_i32(body_crc(self.body));
+        out.put_i32(self.queue_id);
+        out.put_i32(self.flag);
+        out.put_i64(queue_offset);
+        out.put_i64(physical_offset);
+        out.put_i32(self.effective_sys_flag());
+        out.put_i64(self.born_timestamp_ms);
+        put_host(out, self.born_host);
+        out.put_i64(self.store_timestamp_ms);
+        put_host(out, self.store_host);
+        out.put_i32(self.reconsume_times);
+        out.put_i64(self.prepared_transaction_offset);
+        out.put_i32(self.body.len() as i32);
+        out.put_slice(self.body);
+        if magic == MAGIC_V2 {
+            out.put_i16(self.topic.len() as i16);
+        } else {
+            out.put_u8(self.topic.len() as u8);
+        }
+        out.put_slice(self.topic.as_bytes());
+        out.put_i16(self.properties.len() as i16);
+        out.put_slice(self.properties);
+        assert_eq!(out.len() - start, total, "record length mismatch");
+        Ok(total)
+    }
+}
+
+/// Writes the queue and physical offsets into an encoded record in place.
+///
+/// # Panics
+/// When `record` is shorter than the fixed part that holds them; the caller
+/// passes a record it encoded.
+pub fn patch_offsets(record: &mut [u8], queue_offset: i64, physical_offset: i64) {
+    assert!(
+        record.len() >= SYS_FLAG_POS,
+        "a record of {} bytes cannot hold its offsets",
+        record.len()
+    );
+    record[QUEUE_OFFSET_POS..QUEUE_OFFSET_POS + 8].copy_from_slice(&queue_offset.to_be_bytes());
+    record[PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8]
+        .copy_from_slice(&physical_offset.to_be_bytes());
+}
+
+/// Appends a blank record of `total_size` bytes (at least [`BLANK_BYTES_MIN`]):
+/// the header, then zeros.
+pub fn encode_blank(total_size: usize, out: &mut BytesMut) {
+    assert!(
+        (BLANK_BYTES_MIN..=i32::MAX as usize).contains(&total_size),
+        "blank record of {total_size} bytes"
+    );
+    out.put_i32(total_size as i32);
+    out.put_u32(BLANK_MAGIC);
+    out.put_bytes(0, total_size - BLANK_BYTES_MIN);
+}
+
+/// One decoded record, borrowing from the buffer it was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    /// The whole record, TOTALSIZE included.
+    pub record: &'a [u8],
+    pub total_size: usize,
+    pub magic: u32,
+    pub body_crc: i32,
+    pub queue_id: i32,
+    pub flag: i32,
+    pub queue_offset: i64,
+    pub physical_offset: i64,
+    pub sys_flag: i32,
+    pub born_timestamp_ms: i64,
+    pub born_host: SocketAddr,
+    pub store_timestamp_ms: i64,
+    pub store_host: SocketAddr,
+    pub reconsume_times: i32,
+    pub prepared_transaction_offset: i64,
+    pub body: &'a [u8],
+    pub topic: &'a str,
+    /// Encoded properties; parse with [`RecordView::properties`].
+    pub properties: &'a [u8],
+}
+
+impl RecordView<'_> {
+    pub fn properties(&self) -> Properties {
+        Properties::decode(self.properties)
+    }
+
+    /// The offset message id: store host and physical offset, in hex.
+    pub fn offset_msg_id(&self) -> String {
+        crate::message_id::offset_msg_id(self.store_host, self.physical_offset)
+    }
+
+    pub fn body_crc_matches(&self) -> bool {
+        body_crc(self.body) == self.body_crc
+    }
+}
+
+fn record_error(message: impl Into<String>) -> ProtocolError {
+    ProtocolError::Record(message.into())
+}
+
+/// A bounds-checked cursor over one record.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, count: usize, what: &str) -> Result<&'a [u8], ProtocolError> {
+        let end = self
+            .pos
+            .checked_add(count)
+            .filter(|end| *end <= self.buf.len())
+            .ok_or_else(|| {
+                record_error(format!(
+                    "{what} of {count} bytes at {} overruns the record's {} bytes",
+                    self.pos,
+                    self.buf.len()
+                ))
+            })?;
+        let bytes = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(bytes)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], ProtocolError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N, what)?);
+        Ok(out)
+    }
+
+    fn i16(&mut self, what: &str) -> Result<i16, ProtocolError> {
+        Ok(i16::from_be_bytes(self.array(what)?))
+    }
+
+    fn i32(&mut self, what: &str) -> Result<i32, ProtocolError> {
+        Ok(i32::from_be_bytes(self.array(what)?))
+    }
+
+    fn i64(&mut self, what: &str) -> Result<i64, ProtocolError> {
+        Ok(i64::from_be_bytes(self.array(what)?))
+    }
+
+    fn host(&mut self, v6: bool, what: &str) -> Result<SocketAddr, ProtocolError> {
+        let ip = if v6 {
+            IpAddr::V6(Ipv6Addr::from(self.array::<16>(what)?))
+        } else {
+            IpAddr::V4(Ipv4Addr::from(self.array::<4>(what)?))
+        };
+        let port = self.i32(what)?;
+        let port = u16::try_from(port)
+            .map_err(|_| record_error(format!("{what} has port {port} outside 0..=65535")))?;
+        Ok(SocketAddr::new(ip, port))
+    }
+
+    fn length(&mut self, value: i64, what: &str) -> Result<&'a [u8], ProtocolError> {
+        let count = usize::try_from(value)
+            .map_err(|_| record_error(format!("{what} length {value} is negative")))?;
+        self.take(count, what)
+    }
+}
+
+/// What the first eight bytes of a CommitLog position hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordPeek {
+    /// A message record of `total_size` bytes (TOTALSIZE included).
+    Message { total_size: usize, magic: u32 },
+    /// The filler at a segment's end, `total_size` bytes up to its end.
+    Blank { total_size: usize },
+    /// Eight zero bytes: space never written.
+    Unwritten,
+}
+
+/// Reads TOTALSIZE and MAGIC at the front of `buf` (which need not hold the
+/// whole record), for recovery scans.
+pub fn peek_record(buf: &[u8]) -> Result<RecordPeek, ProtocolError> {
+    let Some(head) = buf.get(..8) else {
+        return Err(ProtocolError::Truncated {
+            what: "record header",
+            need_bytes: 8,
+            have_bytes: buf.len(),
+        });
+    };
+    let total = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    let magic = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    let min = match magic {
+        MAGIC_V1 | MAGIC_V2 => RECORD_BYTES_MIN,
+        BLANK_MAGIC => BLANK_BYTES_MIN,
+        0 if total == 0 => return Ok(RecordPeek::Unwritten),
+        other => return Err(record_error(format!("unknown magic code {other:#010X}"))),
+    };
+    let total_size = usize::try_from(total)
+        .ok()
+        .filter(|size| *size >= min)
+        .ok_or_else(|| {
+            record_error(format!(
+                "total size {total} is below the minimum of {min} bytes"
+            ))
+        })?;
+    Ok(if magic == BLANK_MAGIC {
+        RecordPeek::Blank { total_size }
+    } else {
+        RecordPeek::Message { total_size, magic }
+    })
+}
+
+/// Decodes the message record at the front of `buf`, checking the body CRC
+/// when `verify_crc`. `buf` may continue past the record.
+pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, ProtocolError> {
+    let (total_size, magic) = match peek_record(buf)? {
+        RecordPeek::Message { total_size, magic } => (total_size, magic),
+        RecordPeek::Blank { .. } => return Err(record_error("blank (end of segment) record")),
+        RecordPeek::Unwritten => return Err(record_error("unwritten (zero) bytes")),
+    };
+    let Some(record) = buf.get(..total_size) else {
+        return Err(ProtocolError::Truncated {
+            what: "record",
+            need_bytes: total_size,
+            have_bytes: buf.len(),
+        });
+    };
+    let mut c = Cursor {
+        buf: record,
+        pos: BODY_CRC_POS,
+    };
+    let body_crc = c.i32("BODYCRC")?;
+    let queue_id = c.i32("QUEUEID")?;
+    let flag = c.i32("FLAG")?;
+    let queue_offset = c.i64("QUEUEOFFSET")?;
+    let physical_offset = c.i64("PHYSICALOFFSET")?;
+    let sys_flag = c.i32("SYSFLAG")?;
+    let born_timestamp_ms = c.i64("BORNTIMESTAMP")?;
+    let born_host = c.host(sys_flag & sys_flag::BORN_HOST_V6 != 0, "BORNHOST")?;
+    let store_timestamp_ms = c.i64("STORETIMESTAMP")?;
+    let store_host = c.host(sys_flag & sys_flag::STORE_HOST_V6 != 0, "STOREHOST")?;
+    let reconsume_times = c.i32("RECONSUMETIMES")?;
+    let prepared_transaction_offset = c.i64("PREPAREDTRANSACTIONOFFSET")?;
+    let body_len = c.i32("BODY length")?;
+    let body = c.length(body_len.into(), "BODY")?;
+    let topic_len = if magic == MAGIC_V2 {
+        i64::from(c.i16("TOPIC length")?)
+    } else {
+        i64::from(c.array::<1>("TOPIC length")?[0])
+    };
+    let topic = c.length(topic_len, "TOPIC")?;
+    let topic =
+        std::str::from_utf8(topic).map_err(|_| record_error("the topic is not valid UTF-8"))?;
+    let properties_len = c.i16("PROPERTIES length")?;
+    let properties = c.length(properties_len.into(), "PROPERTIES")?;
+    if c.pos != total_size {
+        return Err(record_error(format!(
+            "fields end at {} but the total size is {total_size}",
+            c.pos
+        )));
+    }
+    let view = RecordView {
+        record,
+        total_size,
+        magic,
+        body_crc,
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_timestamp_ms,
+        born_host,
+        store_timestamp_ms,
+        store_host,
+        reconsume_times,
+        prepared_transaction_offset,
+        body,
+        topic,
+        properties,
+    };
+    if verify_crc && !view.body_crc_matches() {
+        return Err(record_error(format!(
+            "body CRC {} does not match the stored {body_crc}",
+            body_crc(body)
+        )));
+    }
+    Ok(view)
+}
+
+/// Iterates over records laid back to back (a pull body, a CommitLog range).
+/// Yields one error for the first bad record, then stops.
+#[derive(Debug, Clone)]
+pub struct Records<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    verify_crc: bool,
+    failed: bool,
+}
+
+/// The records in `buf`, which must hold whole records only.
+pub fn records(buf: &[u8], verify_crc: bool) -> Records<'_> {
+    Records {
+        buf,
+        pos: 0,
+        verify_crc,
+        failed: false,
+    }
+}
+
+impl Records<'_> {
+    /// Offset in the buffer of the next record (after the last one yielded).
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<RecordView<'a>, ProtocolError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.buf.len() {
+            return None;
+        }
+        match decode_record(&self.buf[self.pos..], self.verify_crc) {
+            Ok(view) => {
+                self.pos += view.total_size;
+                Some(Ok(view))
+            }
+            Err(error) => {
+                self.failed = true;
+                Some(Err(error))
+            }
+        }
+    }
+}

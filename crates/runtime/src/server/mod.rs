@@ -1,0 +1,1 @@
+//! Remoting server loop (being written).

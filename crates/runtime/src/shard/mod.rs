@@ -1,0 +1,1 @@
+//! Shard executors (being written).
