@@ -8,6 +8,7 @@
 //! on any core, can use it; malformed input yields a typed [`ProtocolError`],
 //! never a panic.
 
+pub mod batch;
 pub mod body;
 pub mod codes;
 pub mod error;
@@ -15,6 +16,9 @@ pub mod ext;
 pub mod frame;
 pub mod header;
 pub mod limits;
+pub mod message_id;
+pub mod properties;
+pub mod record;
 
 pub use error::ProtocolError;
 pub use ext::ExtFields;

@@ -44,12 +44,11 @@ fn hex_digit(c: u8) -> Option<u8> {
 
 /// Decodes hex (either case) of an even length.
 fn parse_hex(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    if bytes.len() % 2 != 0 {
+    let pairs = text.as_bytes().chunks_exact(2);
+    if !pairs.remainder().is_empty() {
         return None;
     }
-    bytes
-        .chunks_exact(2)
+    pairs
         .map(|pair| Some(hex_digit(pair[0])? << 4 | hex_digit(pair[1])?))
         .collect()
 }
@@ -124,7 +123,8 @@ pub struct UniqueKeyParts {
     pub ip: IpAddr,
     pub pid: u16,
     pub instance_hash: i32,
-    /// Milliseconds since the start of the month the key was made in.
+    /// Milliseconds since the start of the month the key was made in,
+    /// wrapped to an i32 as Java does (negative after about 24.8 days).
     pub month_ms: i32,
     pub counter: u16,
 }
@@ -264,7 +264,10 @@ mod tests {
         let mut generator = UniqueKeyGenerator::new(ip, 0x1_2345, -2);
         let now = 1_706_745_600_000 + 0x0102_0304; // 2024-02-01 + diff
         let first = generator.next_key(now);
-        assert_eq!(first, "0A000001_2345_FFFFFFFE_01020304_0000".replace('_', ""));
+        assert_eq!(
+            first,
+            "0A000001_2345_FFFFFFFE_01020304_0000".replace('_', "")
+        );
         let second = generator.next_key(now);
         assert!(second.ends_with("0001"));
         let parts = decode_unique_key(&second.to_lowercase()).unwrap();
@@ -273,8 +276,15 @@ mod tests {
         assert_eq!(parts.instance_hash, -2);
         assert_eq!(parts.month_ms, 0x0102_0304);
         assert_eq!(parts.counter, 1);
+        // Past about 24.8 days the difference wraps as Java's int cast does.
+        let day_25 = 1_706_745_600_000 + 25 * 86_400_000;
+        let wrapped = decode_unique_key(&generator.next_key(day_25)).unwrap();
+        assert_eq!(wrapped.month_ms, (25i64 * 86_400_000) as i32);
+        assert!(wrapped.month_ms < 0);
         // A small step back in time reads as 0.
-        assert!(generator.next_key(1_706_745_600_000 - 5).contains("000000000002"));
+        assert!(generator
+            .next_key(1_706_745_600_000 - 5)
+            .contains("000000000003"));
         let v6 = UniqueKeyGenerator::new("fe80::1".parse().unwrap(), 1, 1).next_key(now);
         assert_eq!(v6.len(), UNIQUE_KEY_V6_CHARS);
         assert!(decode_unique_key("XYZ").is_err());

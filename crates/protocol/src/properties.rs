@@ -194,7 +194,10 @@ impl Properties {
 
     /// Bytes [`Properties::encode`] writes.
     pub fn encoded_len(&self) -> usize {
-        self.entries.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
+        self.entries
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum()
     }
 
     /// Appends `name\x01value\x02` for every entry, in order. Names and
@@ -330,7 +333,9 @@ mod tests {
 
     #[test]
     fn decodes_like_java() {
-        let p = Properties::decode(b"TAGS\x01tagA\x02KEYS\x01k1 k2\x02\x02bad\x02\x01v\x02k\x01\x02UNIQ_KEY\x01u");
+        let p = Properties::decode(
+            b"TAGS\x01tagA\x02KEYS\x01k1 k2\x02\x02bad\x02\x01v\x02k\x01\x02UNIQ_KEY\x01u",
+        );
         assert_eq!(p.len(), 3);
         assert_eq!(p.tags(), Some("tagA"));
         assert_eq!(p.keys().collect::<Vec<_>>(), vec!["k1", "k2"]);

@@ -40,7 +40,7 @@ pub const BORN_TIMESTAMP_POS: usize = 40;
 pub const BORN_HOST_POS: usize = 48;
 
 /// Smallest message record: v1, IPv4 hosts, empty body, topic, properties.
-pub const RECORD_BYTES_MIN: usize = 99;
+pub const RECORD_BYTES_MIN: usize = 91;
 /// Smallest blank record: TOTALSIZE and MAGIC (`END_FILE_MIN_BLANK_LENGTH`).
 pub const BLANK_BYTES_MIN: usize = 8;
 /// Longest topic a v1 record holds; Java reads the length as a signed byte
@@ -103,7 +103,15 @@ pub fn record_len(
     let born_host = host_len(sys_flag & sys_flag::BORN_HOST_V6 != 0);
     let store_host = host_len(sys_flag & sys_flag::STORE_HOST_V6 != 0);
     let topic_prefix = if v2 { 2 } else { 1 };
-    BORN_HOST_POS + born_host + 8 + store_host + 4 + 8 + 4 + body_bytes + topic_prefix
+    BORN_HOST_POS
+        + born_host
+        + 8
+        + store_host
+        + 4
+        + 8
+        + 4
+        + body_bytes
+        + topic_prefix
         + topic_bytes
         + 2
         + properties_bytes
@@ -449,7 +457,7 @@ pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, Pro
         buf: record,
         pos: BODY_CRC_POS,
     };
-    let body_crc = c.i32("BODYCRC")?;
+    let stored_crc = c.i32("BODYCRC")?;
     let queue_id = c.i32("QUEUEID")?;
     let flag = c.i32("FLAG")?;
     let queue_offset = c.i64("QUEUEOFFSET")?;
@@ -483,7 +491,7 @@ pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, Pro
         record,
         total_size,
         magic,
-        body_crc,
+        body_crc: stored_crc,
         queue_id,
         flag,
         queue_offset,
@@ -501,7 +509,7 @@ pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, Pro
     };
     if verify_crc && !view.body_crc_matches() {
         return Err(record_error(format!(
-            "body CRC {} does not match the stored {body_crc}",
+            "body CRC {} does not match the stored {stored_crc}",
             body_crc(body)
         )));
     }
