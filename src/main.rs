@@ -1,1 +1,76 @@
-fn main() {}
+//! `ferrocket`: the command line for Ferrocket's name server, broker, local
+//! development pair and admin operations. Servers run until SIGTERM/SIGINT.
+
+mod admin;
+mod config;
+mod config_keys;
+mod properties;
+mod start;
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "ferrocket", version, about = "RocketMQ-compatible message broker, thread-per-core on io_uring")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a name server (broker registry and topic routes).
+    Namesrv(config::NamesrvArgs),
+    /// Run a broker.
+    Broker(config::BrokerArgs),
+    /// Local development: one name server and one broker as child processes.
+    Start(start::StartArgs),
+    /// mqadmin-style operations against a running cluster.
+    Admin(admin::AdminArgs),
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+/// A flag set by SIGTERM or SIGINT; servers poll it and stop gracefully.
+fn stop_flag() -> Result<Arc<AtomicBool>, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| format!("cannot install signal handler: {e}"))?;
+    }
+    Ok(stop)
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Namesrv(args) => {
+            let config = config::namesrv_config(&args)?;
+            ferrocket_namesrv::run(config, stop_flag()?).map_err(|e| format!("namesrv: {e}"))
+        }
+        Command::Broker(args) => {
+            let config = config::broker_config(&args)?;
+            ferrocket_broker::run(config, stop_flag()?).map_err(|e| format!("broker: {e}"))
+        }
+        Command::Start(args) => start::run(args, stop_flag()?),
+        Command::Admin(args) => admin::run(args),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,21 @@
-//! placeholder
+//! Ferrocket's name server (RocketMQ NameServer): the broker registry, topic
+//! routes, broker liveness and namespaced KV config.
+//!
+//! Runs on one glommio executor (one thread): the Remoting server from
+//! `ferrocket-runtime` plus a periodic scan that drops silent brokers. All
+//! state lives on that thread, so nothing is locked. Stateless across
+//! restarts: brokers register with every name server every 30 s.
+
+mod config;
+mod error;
+pub mod kv;
+pub mod processor;
+pub mod route;
+mod server;
+
+pub use config::{
+    NamesrvConfig, BROKER_EXPIRY_MS_DEFAULT, LISTEN_PORT_DEFAULT, SCAN_INTERVAL_MS_DEFAULT,
+    STOP_POLL_INTERVAL_MS_DEFAULT,
+};
+pub use error::NamesrvError;
+pub use server::{run, start, NamesrvHandle, START_TIMEOUT_MS};

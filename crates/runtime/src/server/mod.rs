@@ -1,1 +1,104 @@
-//! Remoting server loop (being written).
+//! The Remoting server loop, run on one glommio executor (the name server's
+//! only one, or each broker shard with its own SO_REUSEPORT listener).
+//!
+//! [`serve`] accepts connections until its stop future completes. Each
+//! connection gets a reader task, which decodes frames and spawns one task
+//! per request (a long-polling pull held for seconds does not delay the
+//! requests behind it on the same connection), and a writer task, which
+//! drains queued responses into as few writes as it can. Responses from the
+//! client (to requests the server sent with [`Connection::request`]) are
+//! matched by opaque and never reach the handler. A frame with a bad length
+//! or an undecodable header closes that connection only.
+
+mod conn_loop;
+mod connection;
+mod listener;
+mod serve;
+mod stop;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use ferrocket_protocol::limits::FRAME_BYTES_MAX;
+use ferrocket_protocol::RemotingCommand;
+
+pub use conn_loop::{READ_BYTES_MAX, READ_CHUNK_BYTES, WRITE_BATCH_BYTES_MAX};
+pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
+pub use listener::{bind_listener, LISTEN_BACKLOG};
+pub use serve::serve;
+pub use stop::{flag_set, StopSignal, STOP_POLL_INTERVAL_MS};
+
+/// What a request handler returns: the response, or `None` for no response
+/// (oneway requests, or a response sent later with [`Connection::send`]).
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Option<RemotingCommand>>>>;
+
+/// Answers requests. One handler serves every connection of a `serve` call;
+/// each request runs as its own task on the executor.
+pub trait RequestHandler: 'static {
+    /// Handles one request. The response's opaque and response flag are set
+    /// by the server from the request; a response to a oneway request is
+    /// dropped.
+    fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture;
+
+    /// A connection was accepted.
+    fn on_open(&self, _conn: &Rc<Connection>) {}
+
+    /// A connection is closed (called once, after its reader and writer
+    /// ended; requests still running may finish later, their answers dropped).
+    fn on_close(&self, _conn: &Connection) {}
+}
+
+/// Default most simultaneous connections per `serve` call.
+pub const CONNECTIONS_MAX_DEFAULT: usize = 10_000;
+/// Default most requests being handled at once per connection. Real clients
+/// multiplex everything on one connection, including one held long-polling
+/// pull per consumed queue, so this is generous; reaching it stops reading
+/// from that connection until requests finish.
+pub const INFLIGHT_REQUESTS_MAX_DEFAULT: usize = 16_384;
+/// Default most bytes queued for one connection's writer before its reader
+/// pauses (and before server-initiated sends fail).
+pub const WRITE_QUEUE_BYTES_MAX_DEFAULT: usize = 64 * 1024 * 1024;
+/// Default wait for in-flight requests on graceful stop.
+pub const DRAIN_TIMEOUT_MS_DEFAULT: u64 = 3_000;
+
+/// Limits of one server. Crossing one is backpressure or a closed
+/// connection, never a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Connections beyond this are accepted and closed at once.
+    pub connections_max: usize,
+    /// Largest frame (length prefix value) read; a larger one closes the
+    /// connection.
+    pub frame_bytes_max: usize,
+    /// Requests handled at once per connection before reading pauses.
+    pub inflight_requests_max: usize,
+    /// Bytes queued for writing per connection before reading pauses.
+    pub write_queue_bytes_max: usize,
+    /// How long a graceful stop waits for in-flight requests.
+    pub drain_timeout_ms: u64,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            connections_max: CONNECTIONS_MAX_DEFAULT,
+            frame_bytes_max: FRAME_BYTES_MAX,
+            inflight_requests_max: INFLIGHT_REQUESTS_MAX_DEFAULT,
+            write_queue_bytes_max: WRITE_QUEUE_BYTES_MAX_DEFAULT,
+            drain_timeout_ms: DRAIN_TIMEOUT_MS_DEFAULT,
+        }
+    }
+}
+
+/// Settings of one `serve` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerConfig {
+    /// Index of the executor running this server; goes into the top bits of
+    /// every connection id (see [`shard_of_conn_id`]).
+    pub shard_index: u16,
+    pub limits: ServerLimits,
+}

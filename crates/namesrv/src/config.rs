@@ -1,0 +1,53 @@
+//! Name server settings. The CLI fills them from a properties file and flags.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use ferrocket_runtime::server::ServerLimits;
+
+/// RocketMQ's name server port.
+pub const LISTEN_PORT_DEFAULT: u16 = 9876;
+/// A broker silent this long is dropped (RocketMQ `DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`).
+pub const BROKER_EXPIRY_MS_DEFAULT: u64 = 120_000;
+/// How often silent brokers are looked for (`scanNotActiveBrokerInterval`).
+pub const SCAN_INTERVAL_MS_DEFAULT: u64 = 5_000;
+/// How often `run` checks its stop flag.
+pub const STOP_POLL_INTERVAL_MS_DEFAULT: u64 = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamesrvConfig {
+    pub listen_addr: IpAddr,
+    /// 0 picks a free port (tests).
+    pub listen_port: u16,
+    /// Default expiry of a broker that sends no `heartbeatTimeoutMillis`.
+    pub broker_expiry_ms: u64,
+    pub scan_interval_ms: u64,
+    /// Unregister a broker when the connection it registered over closes,
+    /// as RocketMQ does (`BrokerHousekeepingService`).
+    pub unregister_on_disconnect: bool,
+    /// Drop a broker's topics missing from its registration
+    /// (`deleteTopicWithBrokerRegistration`, off in RocketMQ too).
+    pub delete_topic_with_broker_registration: bool,
+    pub stop_poll_interval_ms: u64,
+    pub limits: ServerLimits,
+}
+
+impl Default for NamesrvConfig {
+    fn default() -> Self {
+        Self {
+            listen_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            listen_port: LISTEN_PORT_DEFAULT,
+            broker_expiry_ms: BROKER_EXPIRY_MS_DEFAULT,
+            scan_interval_ms: SCAN_INTERVAL_MS_DEFAULT,
+            unregister_on_disconnect: true,
+            delete_topic_with_broker_registration: false,
+            stop_poll_interval_ms: STOP_POLL_INTERVAL_MS_DEFAULT,
+            limits: ServerLimits::default(),
+        }
+    }
+}
+
+impl NamesrvConfig {
+    pub fn listen_socket_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.listen_addr, self.listen_port)
+    }
+}

@@ -1,0 +1,18 @@
+//! Why the name server could not start or run.
+
+use std::net::SocketAddr;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NamesrvError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot start the name server executor: {0}")]
+    Executor(String),
+    #[error("invalid name server config: {0}")]
+    Config(String),
+    #[error("the name server thread panicked")]
+    Panicked,
+}

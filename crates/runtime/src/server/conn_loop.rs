@@ -1,0 +1,229 @@
+//! The per-connection tasks: a reader that decodes frames and spawns one
+//! task per request, and a writer that drains the outgoing queue in batches.
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use bytes::BytesMut;
+use ferrocket_protocol::FrameDecoder;
+use futures_lite::{AsyncRead, AsyncWrite};
+use glommio::net::TcpStream;
+
+use super::connection::{Connection, Phase, WriteBatch, WriterTurn};
+use super::RequestHandler;
+
+/// Smallest read attempted; a frame larger than what is buffered grows the
+/// read up to [`READ_BYTES_MAX`].
+pub const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// Largest single read, so a client announcing a huge frame makes us grow
+/// the buffer only as its bytes actually arrive.
+pub const READ_BYTES_MAX: usize = 1024 * 1024;
+/// Most bytes of small frames the writer copies together into one write.
+pub const WRITE_BATCH_BYTES_MAX: usize = 256 * 1024;
+/// Requests dispatched back to back before the reader yields to other tasks.
+pub const DISPATCH_BURST_MAX: usize = 64;
+
+type Stream = Rc<RefCell<TcpStream>>;
+
+/// Why the reader stopped.
+enum ReadEnd {
+    /// Server shutdown or an explicit close.
+    Stopped,
+    /// End of stream, I/O error or bad input: the connection is closed.
+    Failed,
+}
+
+/// Runs one connection to its end, then reports it closed to the handler.
+pub(crate) async fn run_connection<H: RequestHandler>(
+    stream: TcpStream,
+    conn: Rc<Connection>,
+    handler: Rc<H>,
+    frame_bytes_max: usize,
+) {
+    let stream: Stream = Rc::new(RefCell::new(stream));
+    let writer = glommio::spawn_local(write_loop(conn.clone(), stream.clone()));
+    let end = read_loop(&conn, &stream, &handler, frame_bytes_max).await;
+    match end {
+        ReadEnd::Stopped if conn.phase() == Phase::Draining => {
+            // Answer what is in flight, flush, then close.
+            poll_fn(|cx| conn.poll_idle(cx)).await;
+            conn.finish();
+        }
+        _ => conn.close(),
+    }
+    writer.await;
+    conn.close();
+    drop(stream);
+    handler.on_close(&conn);
+    tracing::debug!(conn = conn.id(), peer = %conn.peer_addr(), "connection closed");
+}
+
+async fn read_loop<H: RequestHandler>(
+    conn: &Rc<Connection>,
+    stream: &Stream,
+    handler: &Rc<H>,
+    frame_bytes_max: usize,
+) -> ReadEnd {
+    let decoder = FrameDecoder::new(frame_bytes_max);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    loop {
+        let mut burst = 0;
+        loop {
+            let command = match decoder.next_frame(&mut buf) {
+                Ok(Some(command)) => command,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(peer = %conn.peer_addr(), "closing connection on bad frame: {e}");
+                    return ReadEnd::Failed;
+                }
+            };
+            if command.is_response() {
+                conn.deliver_response(command);
+                continue;
+            }
+            if !poll_fn(|cx| conn.poll_dispatch_room(cx)).await {
+                return ReadEnd::Stopped;
+            }
+            dispatch(conn, handler, command);
+            burst += 1;
+            if burst >= DISPATCH_BURST_MAX {
+                burst = 0;
+                glommio::yield_if_needed().await;
+            }
+        }
+        let missing = match decoder.missing_bytes(&buf) {
+            Ok(missing) => missing,
+            Err(e) => {
+                tracing::warn!(peer = %conn.peer_addr(), "closing connection on bad frame: {e}");
+                return ReadEnd::Failed;
+            }
+        };
+        let want = missing.clamp(READ_CHUNK_BYTES, READ_BYTES_MAX);
+        let start = buf.len();
+        buf.resize(start + want, 0);
+        let read = poll_fn(|cx| {
+            if conn.phase() != Phase::Open {
+                return Poll::Ready(None);
+            }
+            conn.set_reader_waker(cx);
+            let mut socket = stream.borrow_mut();
+            Pin::new(&mut *socket)
+                .poll_read(cx, &mut buf[start..])
+                .map(Some)
+        })
+        .await;
+        match read {
+            None => {
+                buf.truncate(start);
+                return ReadEnd::Stopped;
+            }
+            Some(Ok(0)) => {
+                tracing::debug!(peer = %conn.peer_addr(), "peer closed the connection");
+                return ReadEnd::Failed;
+            }
+            Some(Ok(count)) => buf.truncate(start + count),
+            Some(Err(e)) => {
+                tracing::debug!(peer = %conn.peer_addr(), "read failed: {e}");
+                return ReadEnd::Failed;
+            }
+        }
+    }
+}
+
+/// Decrements the connection's in-flight count however the request task
+/// ends (answered, or dropped with its executor).
+struct InflightGuard {
+    conn: Rc<Connection>,
+    opaque: i32,
+    done: bool,
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            self.conn.request_finished(None, self.opaque);
+        }
+    }
+}
+
+fn dispatch<H: RequestHandler>(
+    conn: &Rc<Connection>,
+    handler: &Rc<H>,
+    request: ferrocket_protocol::RemotingCommand,
+) {
+    let opaque = request.opaque;
+    let oneway = request.is_oneway();
+    let code = request.code;
+    conn.request_started();
+    let mut guard = InflightGuard {
+        conn: conn.clone(),
+        opaque,
+        done: false,
+    };
+    let future = handler.clone().handle(conn.clone(), request);
+    glommio::spawn_local(async move {
+        let response = future.await;
+        guard.done = true;
+        let response = match response {
+            Some(_) if oneway => {
+                tracing::trace!(code, "response to a oneway request dropped");
+                None
+            }
+            other => other,
+        };
+        guard.conn.request_finished(response, opaque);
+    })
+    .detach();
+}
+
+async fn write_loop(conn: Rc<Connection>, stream: Stream) {
+    let mut buf = BytesMut::with_capacity(WRITE_BATCH_BYTES_MAX);
+    loop {
+        match poll_fn(|cx| conn.poll_writer_turn(cx)).await {
+            WriterTurn::Exit => return,
+            WriterTurn::Write => {}
+        }
+        buf.clear();
+        let result = match conn.take_write_batch(&mut buf, WRITE_BATCH_BYTES_MAX) {
+            WriteBatch::Coalesced => write_all(&conn, &stream, &buf).await,
+            WriteBatch::Large(chunk) => write_all(&conn, &stream, &chunk).await,
+        };
+        if let Err(e) = result {
+            if !conn.is_closed() {
+                tracing::debug!(peer = %conn.peer_addr(), "write failed: {e}");
+                conn.close();
+            }
+            return;
+        }
+    }
+}
+
+/// Writes all of `data`, giving up when the connection is closed meanwhile.
+async fn write_all(conn: &Connection, stream: &Stream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        let written = poll_fn(|cx| {
+            if conn.is_closed() {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "connection closed",
+                )));
+            }
+            conn.set_writer_waker(cx);
+            let mut socket = stream.borrow_mut();
+            Pin::new(&mut *socket).poll_write(cx, data)
+        })
+        .await?;
+        if written == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "socket wrote 0 bytes",
+            ));
+        }
+        data = &data[written..];
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! The accept loop and graceful stop.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use futures_lite::future;
+use glommio::net::{TcpListener, TcpStream};
+
+use super::conn_loop::run_connection;
+use super::connection::{next_conn_id, Connection};
+use super::{RequestHandler, ServerConfig};
+
+/// Pause after a failed accept (out of file descriptors, say) so the loop
+/// does not spin.
+pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 50;
+
+/// Live connections of one server, and who waits for them to end.
+#[derive(Default)]
+struct Registry {
+    conns: RefCell<HashMap<u64, Rc<Connection>>>,
+    empty_waker: Cell<Option<Waker>>,
+}
+
+impl Registry {
+    fn remove(&self, conn_id: u64) {
+        let empty = {
+            let mut conns = self.conns.borrow_mut();
+            conns.remove(&conn_id);
+            conns.is_empty()
+        };
+        if empty {
+            if let Some(waker) = self.empty_waker.take() {
+                waker.wake();
+            }
+        }
+    }
+
+    fn snapshot(&self) -> Vec<Rc<Connection>> {
+        self.conns.borrow().values().cloned().collect()
+    }
+
+    async fn wait_empty(&self) {
+        poll_fn(|cx| {
+            if self.conns.borrow().is_empty() {
+                return Poll::Ready(());
+            }
+            self.empty_waker.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// Serves Remoting requests on `listener` with `handler` until `stop`
+/// completes, then stops gracefully: no more accepts or reads, in-flight
+/// requests get up to `drain_timeout_ms` to be answered and flushed, and
+/// every connection is closed before this returns.
+///
+/// Must run on the glommio executor that owns `listener`.
+pub async fn serve<H, S>(listener: TcpListener, handler: Rc<H>, config: ServerConfig, stop: S)
+where
+    H: RequestHandler,
+    S: Future<Output = ()>,
+{
+    let registry = Rc::new(Registry::default());
+    let local = listener.local_addr().ok();
+    tracing::debug!(?local, shard = config.shard_index, "serving");
+    let mut stop = pin!(stop);
+    loop {
+        // Stop first, so a flood of connections cannot starve it.
+        let accepted = future::or(
+            async {
+                stop.as_mut().await;
+                None
+            },
+            async { Some(listener.accept().await) },
+        )
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok(stream)) => start_connection(stream, &handler, &config, &registry),
+            Some(Err(e)) => {
+                tracing::warn!(?local, "accept failed: {e}");
+                glommio::timer::sleep(Duration::from_millis(ACCEPT_ERROR_BACKOFF_MS)).await;
+            }
+        }
+    }
+    drop(listener);
+    let conns = registry.snapshot();
+    tracing::debug!(
+        ?local,
+        connections = conns.len(),
+        "stopping: draining connections"
+    );
+    for conn in &conns {
+        conn.begin_drain();
+    }
+    drop(conns);
+    let drain = Duration::from_millis(config.limits.drain_timeout_ms);
+    let drained = future::or(
+        async {
+            registry.wait_empty().await;
+            true
+        },
+        async {
+            glommio::timer::sleep(drain).await;
+            false
+        },
+    )
+    .await;
+    if !drained {
+        let conns = registry.snapshot();
+        tracing::warn!(
+            ?local,
+            connections = conns.len(),
+            "drain timed out; closing connections"
+        );
+        for conn in &conns {
+            conn.close();
+        }
+        drop(conns);
+        registry.wait_empty().await;
+    }
+    tracing::debug!(?local, "stopped");
+}
+
+fn start_connection<H: RequestHandler>(
+    stream: TcpStream,
+    handler: &Rc<H>,
+    config: &ServerConfig,
+    registry: &Rc<Registry>,
+) {
+    let (peer, local) = match (stream.peer_addr(), stream.local_addr()) {
+        (Ok(peer), Ok(local)) => (peer, local),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::debug!("dropping an accepted connection without addresses: {e}");
+            return;
+        }
+    };
+    let count = registry.conns.borrow().len();
+    if count >= config.limits.connections_max {
+        tracing::warn!(%peer, count, "connection limit reached; closing new connection");
+        return;
+    }
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, "could not set TCP_NODELAY: {e}");
+    }
+    let conn = Rc::new(Connection::new(
+        next_conn_id(config.shard_index),
+        peer,
+        local,
+        config.limits,
+    ));
+    tracing::debug!(conn = conn.id(), %peer, "connection accepted");
+    registry.conns.borrow_mut().insert(conn.id(), conn.clone());
+    handler.on_open(&conn);
+    let handler = handler.clone();
+    let registry = registry.clone();
+    let frame_bytes_max = config.limits.frame_bytes_max;
+    glommio::spawn_local(async move {
+        let conn_id = conn.id();
+        run_connection(stream, conn, handler, frame_bytes_max).await;
+        registry.remove(conn_id);
+    })
+    .detach();
+}

@@ -1,0 +1,270 @@
+//! `ferrocket admin`: mqadmin-style operations (topics, routes, clusters)
+//! over the Remoting client. Builds its own current-thread tokio runtime.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use ferrocket_client::admin::{BrokerEntry, CreateTopicOptions};
+use ferrocket_client::{Admin, ClientError};
+
+/// How long one admin request may take.
+const ADMIN_REQUEST_TIMEOUT_MS: u64 = 5_000;
+/// How long fetching one broker's runtime info may take in `cluster list`.
+const RUNTIME_INFO_TIMEOUT_MS: u64 = 2_000;
+
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// Name server address(es), "host:port;host:port".
+    #[arg(short = 'n', long, default_value = "127.0.0.1:9876")]
+    namesrv_addr: String,
+    #[command(subcommand)]
+    command: AdminCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum AdminCommand {
+    /// Create, list and inspect topics.
+    #[command(subcommand)]
+    Topic(TopicCommand),
+    /// Inspect clusters and their brokers.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum TopicCommand {
+    /// Create or update a topic on one broker, on a cluster's masters, or
+    /// (with neither option) on every registered master.
+    Create(CreateTopicArgs),
+    /// List every topic the name server knows.
+    List,
+    /// Print a topic's route as JSON.
+    Route {
+        #[arg(short = 't', long)]
+        topic: String,
+    },
+}
+
+#[derive(Debug, Args)]
+struct CreateTopicArgs {
+    #[arg(short = 't', long)]
+    topic: String,
+    /// Create on the masters of this cluster.
+    #[arg(short = 'c', long, conflicts_with = "broker_addr")]
+    cluster: Option<String>,
+    /// Create on this broker only (host:port).
+    #[arg(short = 'b', long)]
+    broker_addr: Option<String>,
+    #[arg(short = 'r', long, default_value_t = 8)]
+    read_queues: i32,
+    #[arg(short = 'w', long, default_value_t = 8)]
+    write_queues: i32,
+    /// Permission bits: 2 write, 4 read, 6 both.
+    #[arg(short = 'p', long, default_value_t = 6)]
+    perm: i32,
+    /// Mark the topic ordered.
+    #[arg(short = 'o', long)]
+    order: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum ClusterCommand {
+    /// Brokers of every cluster, with runtime figures when reachable.
+    List,
+}
+
+/// Runs one admin command to completion; the error is the message to print.
+pub fn run(args: AdminArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(execute(args))
+}
+
+async fn execute(args: AdminArgs) -> Result<(), String> {
+    let config = ferrocket_client::ConnectionConfig {
+        request_timeout_ms: ADMIN_REQUEST_TIMEOUT_MS,
+        ..Default::default()
+    };
+    let admin = Admin::with_config(&args.namesrv_addr, config).map_err(|e| e.to_string())?;
+    let describe = |error: ClientError| describe_error(&admin, error);
+    match args.command {
+        AdminCommand::Topic(TopicCommand::Create(create)) => {
+            create_topic(&admin, create).await.map_err(describe)
+        }
+        AdminCommand::Topic(TopicCommand::List) => {
+            let mut topics = admin.topic_list().await.map_err(describe)?;
+            topics.sort();
+            for topic in topics {
+                println!("{topic}");
+            }
+            Ok(())
+        }
+        AdminCommand::Topic(TopicCommand::Route { topic }) => {
+            let route = admin.topic_route(&topic).await.map_err(|error| {
+                if ferrocket_client::namesrv::is_topic_not_exist(&error) {
+                    format!("topic `{topic}` has no route on the name server (does it exist?)")
+                } else {
+                    describe(error)
+                }
+            })?;
+            let json = serde_json::to_string_pretty(&route)
+                .map_err(|e| format!("cannot print the route: {e}"))?;
+            println!("{json}");
+            Ok(())
+        }
+        AdminCommand::Cluster(ClusterCommand::List) => cluster_list(&admin).await.map_err(describe),
+    }
+}
+
+async fn create_topic(admin: &Admin, args: CreateTopicArgs) -> Result<(), ClientError> {
+    let options = CreateTopicOptions {
+        read_queue_nums: args.read_queues,
+        write_queue_nums: args.write_queues,
+        perm: args.perm,
+        order: args.order,
+        ..CreateTopicOptions::default()
+    };
+    let addrs = match (&args.broker_addr, &args.cluster) {
+        (Some(addr), _) => {
+            admin.create_topic(addr, &args.topic, &options).await?;
+            vec![addr.clone()]
+        }
+        (None, Some(cluster)) => {
+            admin
+                .create_topic_in_cluster(cluster, &args.topic, &options)
+                .await?
+        }
+        (None, None) => {
+            let brokers = admin.cluster_brokers().await?;
+            let masters: Vec<String> = brokers
+                .into_iter()
+                .filter(|b| b.broker_id == 0)
+                .map(|b| b.addr)
+                .collect();
+            if masters.is_empty() {
+                return Err(ClientError::InvalidArgument(
+                    "no master broker is registered with the name server".into(),
+                ));
+            }
+            for addr in &masters {
+                admin.create_topic(addr, &args.topic, &options).await?;
+            }
+            masters
+        }
+    };
+    for addr in addrs {
+        println!(
+            "created topic {} on {addr} (read queues {}, write queues {}, perm {}{})",
+            args.topic,
+            options.read_queue_nums,
+            options.write_queue_nums,
+            options.perm,
+            if options.order { ", ordered" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+async fn cluster_list(admin: &Admin) -> Result<(), ClientError> {
+    let brokers = admin.cluster_brokers().await?;
+    let mut rows = vec![[
+        "Cluster",
+        "Broker name",
+        "Id",
+        "Address",
+        "Version",
+        "InTPS",
+        "OutTPS",
+        "Today in",
+    ]
+    .map(String::from)];
+    for broker in &brokers {
+        rows.push(broker_row(admin, broker).await);
+    }
+    print_table(&rows);
+    if brokers.is_empty() {
+        println!("(no broker registered)");
+    }
+    Ok(())
+}
+
+async fn broker_row(admin: &Admin, broker: &BrokerEntry) -> [String; 8] {
+    let timeout = Duration::from_millis(RUNTIME_INFO_TIMEOUT_MS);
+    let info = tokio::time::timeout(timeout, admin.broker_runtime_info(&broker.addr)).await;
+    let figures = match info {
+        Ok(Ok(table)) => {
+            let get = |keys: &[&str]| {
+                keys.iter()
+                    .find_map(|k| table.get(*k))
+                    .and_then(|v| v.split_whitespace().next())
+                    .unwrap_or("-")
+                    .to_string()
+            };
+            [
+                get(&["brokerVersionDesc"]),
+                get(&["putTps"]),
+                get(&["getTransferredTps", "getTransferedTps"]),
+                get(&["msgPutTotalTodayNow"]),
+            ]
+        }
+        _ => ["unreachable", "-", "-", "-"].map(String::from),
+    };
+    let [version, in_tps, out_tps, today] = figures;
+    [
+        broker.cluster.clone(),
+        broker.broker_name.clone(),
+        broker.broker_id.to_string(),
+        broker.addr.clone(),
+        version,
+        in_tps,
+        out_tps,
+        today,
+    ]
+}
+
+fn print_table<const N: usize>(rows: &[[String; N]]) {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+}
+
+/// A message naming what could not be reached, e.g. "cannot reach name
+/// server at 127.0.0.1:9876: connection refused".
+fn describe_error(admin: &Admin, error: ClientError) -> String {
+    let role = |addr: &str| {
+        if admin.namesrv().addrs().iter().any(|a| a == addr) {
+            "name server"
+        } else {
+            "broker"
+        }
+    };
+    match &error {
+        ClientError::Connect { addr, source } => {
+            let reason = match source.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+                std::io::ErrorKind::TimedOut => source.to_string(),
+                _ => source.to_string(),
+            };
+            format!("cannot reach {} at {addr}: {reason}", role(addr))
+        }
+        ClientError::Timeout { addr, .. }
+        | ClientError::Closed { addr, .. }
+        | ClientError::Io { addr, .. } => {
+            format!("{} at {addr}: {error}", role(addr))
+        }
+        _ => error.to_string(),
+    }
+}

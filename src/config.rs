@@ -1,0 +1,140 @@
+//! Server configuration from RocketMQ-style properties files and flags.
+//!
+//! Every setting has its RocketMQ key name (`listenPort`, `namesrvAddr`, ...).
+//! A flag is sugar for one key, and `--set key=value` sets any key; the file
+//! is read first and flags override it. Unknown keys are warned about; bad
+//! values are rejected with the key, the value and the line named.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::properties::{self, Setting};
+
+/// Flags shared by both servers.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// RocketMQ-style properties file (`key=value` lines).
+    #[arg(short = 'c', long = "config")]
+    pub config_file: Option<PathBuf>,
+    /// Address to listen on (Ferrocket key `listenAddr`).
+    #[arg(long)]
+    pub listen_addr: Option<String>,
+    /// Port to listen on (`listenPort`).
+    #[arg(long)]
+    pub listen_port: Option<u16>,
+    /// Any setting by its key name, repeatable: `--set brokerName=broker-a`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub settings: Vec<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct NamesrvArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Drop brokers silent for this long (`brokerExpiryMs`).
+    #[arg(long)]
+    pub broker_expiry_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct BrokerArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Name servers, `host:port;host:port` (`namesrvAddr`).
+    #[arg(short = 'n', long)]
+    pub namesrv_addr: Option<String>,
+    /// Store directory (`storePathRootDir`).
+    #[arg(long)]
+    pub store_path_root_dir: Option<String>,
+    /// `brokerName`.
+    #[arg(long)]
+    pub broker_name: Option<String>,
+    /// `brokerClusterName`.
+    #[arg(long)]
+    pub broker_cluster_name: Option<String>,
+    /// Address announced to clients (`brokerIP1`).
+    #[arg(long = "broker-ip1")]
+    pub broker_ip1: Option<String>,
+    /// Number of shards, one pinned executor each (`shardCount`).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// ASYNC_FLUSH or SYNC_FLUSH (`flushDiskType`).
+    #[arg(long)]
+    pub flush_disk_type: Option<String>,
+    /// `autoCreateTopicEnable`.
+    #[arg(long)]
+    pub auto_create_topic_enable: Option<bool>,
+    /// CommitLog segment size in bytes (`mappedFileSizeCommitLog`).
+    #[arg(long)]
+    pub mapped_file_size_commit_log: Option<u64>,
+    /// Re-registration period with the name servers (`registerBrokerIntervalMs`).
+    #[arg(long)]
+    pub register_interval_ms: Option<u64>,
+}
+
+/// All settings in force: the file's, then the flags' on top.
+fn collect(common: &CommonArgs, flags: Vec<(&str, Option<String>)>) -> Result<BTreeMap<String, Setting>, String> {
+    let mut settings = match &common.config_file {
+        Some(path) => properties::load(path)?,
+        None => BTreeMap::new(),
+    };
+    let mut put = |key: &str, value: String| {
+        settings.insert(key.to_string(), Setting { value, line: 0 });
+    };
+    if let Some(addr) = &common.listen_addr {
+        put("listenAddr", addr.clone());
+    }
+    if let Some(port) = common.listen_port {
+        put("listenPort", port.to_string());
+    }
+    for (key, value) in flags {
+        if let Some(value) = value {
+            put(key, value);
+        }
+    }
+    for entry in &common.settings {
+        let (key, value) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("--set expects KEY=VALUE, found `{entry}`"))?;
+        put(key.trim(), value.trim().to_string());
+    }
+    Ok(settings)
+}
+
+fn warn_unknown(key: &str) {
+    tracing::warn!("ignoring unknown setting `{key}`");
+}
+
+pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvConfig, String> {
+    let settings = collect(&args.common, vec![("brokerExpiryMs", args.broker_expiry_ms.map(|v| v.to_string()))])?;
+    let mut config = ferrocket_namesrv::NamesrvConfig::default();
+    for (key, setting) in &settings {
+        if !crate::config_keys::apply_namesrv(&mut config, key, setting)? {
+            warn_unknown(key);
+        }
+    }
+    Ok(config)
+}
+
+pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig, String> {
+    let flags = vec![
+        ("namesrvAddr", args.namesrv_addr.clone()),
+        ("storePathRootDir", args.store_path_root_dir.clone()),
+        ("brokerName", args.broker_name.clone()),
+        ("brokerClusterName", args.broker_cluster_name.clone()),
+        ("brokerIP1", args.broker_ip1.clone()),
+        ("shardCount", args.shards.map(|v| v.to_string())),
+        ("flushDiskType", args.flush_disk_type.clone()),
+        ("autoCreateTopicEnable", args.auto_create_topic_enable.map(|v| v.to_string())),
+        ("mappedFileSizeCommitLog", args.mapped_file_size_commit_log.map(|v| v.to_string())),
+        ("registerBrokerIntervalMs", args.register_interval_ms.map(|v| v.to_string())),
+    ];
+    let settings = collect(&args.common, flags)?;
+    let mut config = ferrocket_broker::BrokerConfig::default();
+    for (key, setting) in &settings {
+        if !crate::config_keys::apply_broker(&mut config, key, setting)? {
+            warn_unknown(key);
+        }
+    }
+    Ok(config)
+}

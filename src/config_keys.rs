@@ -1,0 +1,133 @@
+//! The settings each server understands, by RocketMQ key name (Ferrocket's
+//! own keys where RocketMQ has none). Each `apply_*` returns `Ok(false)` for
+//! a key it does not know, so the caller can warn about it.
+
+use crate::properties::{parse_bool, parse_value, Setting};
+use ferrocket_broker::{BrokerConfig, CommitLogWriteMode, FlushDiskType};
+use ferrocket_namesrv::NamesrvConfig;
+
+pub fn apply_namesrv(config: &mut NamesrvConfig, key: &str, setting: &Setting) -> Result<bool, String> {
+    match key {
+        "listenAddr" => config.listen_addr = parse_value(key, setting)?,
+        "listenPort" => config.listen_port = parse_value(key, setting)?,
+        "brokerExpiryMs" => config.broker_expiry_ms = positive(key, setting)?,
+        "scanNotActiveBrokerInterval" | "scanIntervalMs" => config.scan_interval_ms = positive(key, setting)?,
+        "unregisterOnDisconnect" => config.unregister_on_disconnect = parse_bool(key, setting)?,
+        "deleteTopicWithBrokerRegistration" => {
+            config.delete_topic_with_broker_registration = parse_bool(key, setting)?
+        }
+        // RocketMQ settings with no effect here, accepted so a Java
+        // namesrv.conf loads without noise.
+        "rocketmqHome" | "kvConfigPath" | "configStorePath" | "orderMessageEnable" => {}
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+pub fn apply_broker(config: &mut BrokerConfig, key: &str, setting: &Setting) -> Result<bool, String> {
+    match key {
+        "listenAddr" => config.listen_addr = parse_value(key, setting)?,
+        "listenPort" => config.listen_port = parse_value(key, setting)?,
+        "namesrvAddr" => config.namesrv_addr = setting.value.clone(),
+        "brokerClusterName" => config.broker_cluster_name = non_empty(key, setting)?,
+        "brokerName" => config.broker_name = non_empty(key, setting)?,
+        "brokerId" => config.broker_id = parse_value(key, setting)?,
+        "brokerIP1" => config.broker_ip1 = setting.value.clone(),
+        "storePathRootDir" => config.store_path_root_dir = non_empty(key, setting)?.into(),
+        "flushDiskType" => {
+            config.flush_disk_type = FlushDiskType::parse(&setting.value)
+                .ok_or_else(|| invalid(key, setting, "expected ASYNC_FLUSH or SYNC_FLUSH"))?
+        }
+        "flushIntervalCommitLog" => config.flush_interval_commit_log_ms = positive(key, setting)?,
+        "syncFlushTimeout" => config.sync_flush_timeout_ms = positive(key, setting)?,
+        "writeMode" => {
+            config.write_mode = CommitLogWriteMode::parse(&setting.value)
+                .ok_or_else(|| invalid(key, setting, "expected buffered or direct"))?
+        }
+        "autoCreateTopicEnable" => config.auto_create_topic_enable = parse_bool(key, setting)?,
+        "defaultTopicQueueNums" => config.default_topic_queue_nums = parse_value(key, setting)?,
+        "mappedFileSizeCommitLog" => config.mapped_file_size_commit_log = positive(key, setting)?,
+        "maxMessageSize" => config.max_message_size = parse_value(key, setting)?,
+        "registerBrokerIntervalMs" | "registerNameServerPeriod" => {
+            config.register_broker_interval_ms = positive(key, setting)?
+        }
+        "registerBrokerTimeoutMills" => config.register_broker_timeout_ms = positive(key, setting)?,
+        "flushConsumerOffsetInterval" => config.offset_persist_interval_ms = positive(key, setting)?,
+        "shardCount" => config.shard_count = parse_value(key, setting)?,
+        "shardCores" => config.shard_cores = core_list(key, setting)?,
+        "pinShards" => config.pin_shards = parse_bool(key, setting)?,
+        "longPollingEnable" => config.long_polling_enable = parse_bool(key, setting)?,
+        "suspendTimeoutMsMax" => config.suspend_timeout_ms_max = positive(key, setting)?,
+        "maxTransferCountOnMessageInMemory" => config.pull_messages_max = parse_value(key, setting)?,
+        "maxTransferBytesOnMessageInMemory" => config.pull_bytes_max = parse_value(key, setting)?,
+        "channelExpiredTimeout" => config.client_expiry_ms = positive(key, setting)?,
+        "regionId" => config.region_id = setting.value.clone(),
+        "traceOn" => config.trace_on = parse_bool(key, setting)?,
+        // RocketMQ settings with no effect here, accepted so a Java
+        // broker.conf loads without noise.
+        "brokerRole" | "deleteWhen" | "fileReservedTime" | "rocketmqHome" | "storePathCommitLog"
+        | "storePathConsumeQueue" | "haListenPort" | "brokerIP2" => {}
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+fn invalid(key: &str, setting: &Setting, why: &str) -> String {
+    format!("line {}: invalid value `{}` for {key}: {why}", setting.line, setting.value)
+}
+
+fn positive(key: &str, setting: &Setting) -> Result<u64, String> {
+    let value: u64 = parse_value(key, setting)?;
+    if value == 0 {
+        return Err(invalid(key, setting, "must be greater than 0"));
+    }
+    Ok(value)
+}
+
+fn non_empty(key: &str, setting: &Setting) -> Result<String, String> {
+    if setting.value.is_empty() {
+        return Err(invalid(key, setting, "must not be empty"));
+    }
+    Ok(setting.value.clone())
+}
+
+fn core_list(key: &str, setting: &Setting) -> Result<Vec<usize>, String> {
+    setting
+        .value
+        .split(',')
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| part.trim().parse::<usize>().map_err(|e| invalid(key, setting, &e.to_string())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(value: &str) -> Setting {
+        Setting { value: value.into(), line: 7 }
+    }
+
+    #[test]
+    fn broker_keys_apply_and_reject() {
+        let mut config = BrokerConfig::default();
+        assert!(apply_broker(&mut config, "brokerName", &setting("b1")).unwrap());
+        assert!(apply_broker(&mut config, "flushDiskType", &setting("SYNC_FLUSH")).unwrap());
+        assert!(apply_broker(&mut config, "shardCores", &setting("0, 2")).unwrap());
+        assert_eq!(config.broker_name, "b1");
+        assert_eq!(config.flush_disk_type, FlushDiskType::SyncFlush);
+        assert_eq!(config.shard_cores, vec![0, 2]);
+        assert!(!apply_broker(&mut config, "noSuchKey", &setting("1")).unwrap());
+        let error = apply_broker(&mut config, "listenPort", &setting("70000")).unwrap_err();
+        assert!(error.contains("listenPort") && error.contains("line 7"), "{error}");
+        assert!(apply_broker(&mut config, "flushDiskType", &setting("SOMETIMES")).is_err());
+    }
+
+    #[test]
+    fn namesrv_keys_apply() {
+        let mut config = NamesrvConfig::default();
+        assert!(apply_namesrv(&mut config, "listenPort", &setting("19876")).unwrap());
+        assert_eq!(config.listen_port, 19876);
+        assert!(apply_namesrv(&mut config, "brokerExpiryMs", &setting("0")).is_err());
+    }
+}

@@ -1,0 +1,129 @@
+//! `ferrocket start`: a local development pair, one name server and one
+//! broker, as two child processes of this one. Ctrl-C or SIGTERM stops
+//! both; if either child exits, the other is stopped too.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a child gets between SIGTERM and SIGKILL.
+const CHILD_STOP_GRACE_MS: u64 = 10_000;
+const POLL_INTERVAL_MS: u64 = 100;
+
+#[derive(Debug, clap::Args)]
+pub struct StartArgs {
+    /// Directory for the broker's store (created if missing).
+    #[arg(long, default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Address both servers listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub listen_addr: String,
+    #[arg(long, default_value_t = 9876)]
+    pub namesrv_port: u16,
+    #[arg(long, default_value_t = 10911)]
+    pub broker_port: u16,
+    /// Extra `key=value` broker settings (RocketMQ names), repeatable.
+    #[arg(long = "broker-set", value_name = "KEY=VALUE")]
+    pub broker_settings: Vec<String>,
+}
+
+struct Supervised {
+    name: &'static str,
+    child: Child,
+}
+
+impl Supervised {
+    fn spawn(name: &'static str, args: &[String]) -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+        let mut command = Command::new(exe);
+        command.args(args);
+        // Children die with us even if we are killed with SIGKILL.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
+        tracing::info!(pid = child.id(), "started {name}");
+        Ok(Self { name, child })
+    }
+
+    fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM, then SIGKILL after the grace period; waits for the exit.
+    fn stop(&mut self) {
+        if self.exited().is_some() {
+            return;
+        }
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_millis(CHILD_STOP_GRACE_MS);
+        while Instant::now() < deadline {
+            if self.exited().is_some() {
+                tracing::info!("{} stopped", self.name);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
+        }
+        tracing::warn!("{} did not stop within {CHILD_STOP_GRACE_MS} ms; killing it", self.name);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
+    std::fs::create_dir_all(&args.data_dir)
+        .map_err(|e| format!("cannot create data dir {}: {e}", args.data_dir.display()))?;
+    let namesrv_addr = format!("{}:{}", args.listen_addr, args.namesrv_port);
+    let namesrv_args = vec![
+        "namesrv".to_string(),
+        "--listen-addr".into(),
+        args.listen_addr.clone(),
+        "--listen-port".into(),
+        args.namesrv_port.to_string(),
+    ];
+    let mut broker_args = vec![
+        "broker".to_string(),
+        "--listen-addr".into(),
+        args.listen_addr.clone(),
+        "--listen-port".into(),
+        args.broker_port.to_string(),
+        "--namesrv-addr".into(),
+        namesrv_addr,
+        "--store-path-root-dir".into(),
+        args.data_dir.join("broker").display().to_string(),
+    ];
+    for setting in &args.broker_settings {
+        broker_args.push("--set".into());
+        broker_args.push(setting.clone());
+    }
+    let mut children = vec![Supervised::spawn("namesrv", &namesrv_args)?];
+    match Supervised::spawn("broker", &broker_args) {
+        Ok(broker) => children.push(broker),
+        Err(e) => {
+            children[0].stop();
+            return Err(e);
+        }
+    }
+    let mut failure = None;
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(child) = children.iter_mut().find_map(|c| c.exited().map(|s| (c.name, s))) {
+            failure = Some(format!("{} exited unexpectedly ({})", child.0, child.1));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
+    }
+    // Broker first, so it can unregister from the running name server.
+    for child in children.iter_mut().rev() {
+        child.stop();
+    }
+    failure.map_or(Ok(()), Err)
+}
