@@ -1,1 +1,35 @@
-//! placeholder
+//! Ferrocket's Rust Remoting client, used by the bench harness, the admin
+//! CLI and the tests; it speaks to Ferrocket and to Apache RocketMQ alike.
+//!
+//! Owns: pipelined connections ([`Connection`], [`ConnectionPool`]), name
+//! server calls and the route cache ([`NameServerClient`]), admin calls
+//! ([`Admin`]), the producer ([`Producer`]: sync, oneway and batch sends)
+//! and the pull consumer ([`PullConsumer`]: pulls, offsets, heartbeats).
+//!
+//! Runs on whatever tokio runtime the caller drives, multi- or
+//! current-thread: each connection spawns one reader and one writer task on
+//! it. Nothing here blocks a thread.
+
+pub mod admin;
+pub mod connection;
+pub mod consumer;
+pub mod error;
+mod json;
+pub mod message;
+pub mod namesrv;
+pub mod pool;
+pub mod producer;
+pub mod route;
+pub mod send;
+
+pub use admin::{Admin, BrokerEntry, CreateTopicOptions};
+pub use connection::{Connection, ConnectionConfig, RequestHandler};
+pub use consumer::{PullConsumer, PullConsumerConfig, PullResult, PullStatus};
+pub use error::{expect_success, ClientError};
+pub use json::decode_body;
+pub use message::MessageExt;
+pub use namesrv::NameServerClient;
+pub use pool::ConnectionPool;
+pub use producer::{Producer, ProducerConfig};
+pub use route::MessageQueue;
+pub use send::{BatchMessage, QueueSelector, SendOptions, SendResult, SendStatus, SendVersion};
