@@ -1,0 +1,108 @@
+//! The appender's shared state and its background tasks: the periodic
+//! fdatasync (async flush mode) and the periodic checkpoint, both on the
+//! appender's executor next to the batch loop.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use glommio::channels::shared_channel::ConnectedSender;
+
+use crate::checkpoint_writer::CheckpointWriter;
+use crate::commitlog::CommitLogShared;
+use crate::error::StoreError;
+use crate::io::SegmentFile;
+use crate::messages::ShardBatch;
+use crate::stop::Stop;
+
+/// The segment the appender is filling.
+pub(crate) struct OpenSegment {
+    pub(crate) start: i64,
+    pub(crate) file: Rc<dyn SegmentFile>,
+}
+
+/// State shared by the batch loop and its flush/checkpoint tasks.
+pub(crate) struct Common {
+    pub(crate) shared: Arc<CommitLogShared>,
+    pub(crate) current: RefCell<Rc<OpenSegment>>,
+    pub(crate) failed: RefCell<Option<String>>,
+    /// Every dispatch below this position has been sent to its shard.
+    pub(crate) dispatched_upto: Cell<i64>,
+    pub(crate) flush_stop: Stop,
+    pub(crate) checkpoint_stop: Stop,
+    pub(crate) senders: Vec<ConnectedSender<ShardBatch>>,
+}
+
+impl Common {
+    pub(crate) fn fail(&self, reason: String) {
+        tracing::error!(%reason, "CommitLog appender stops accepting writes");
+        let mut failed = self.failed.borrow_mut();
+        if failed.is_none() {
+            *failed = Some(reason);
+        }
+    }
+
+    pub(crate) fn failure(&self) -> Option<StoreError> {
+        self.failed
+            .borrow()
+            .as_ref()
+            .map(|reason| StoreError::Unavailable(format!("CommitLog failed earlier: {reason}")))
+    }
+
+    pub(crate) async fn send(&self, shard: usize, batch: ShardBatch) {
+        if let Some(tx) = self.senders.get(shard) {
+            // A shard that went away no longer needs answers.
+            let _ = tx.send(batch).await;
+        }
+    }
+}
+
+/// Async flush: fdatasync the current segment every `interval_ms`.
+pub(crate) async fn flush_task(common: Rc<Common>, interval_ms: u64) {
+    let interval = Duration::from_millis(interval_ms);
+    while !common.flush_stop.sleep(interval).await {
+        if common.failed.borrow().is_some() {
+            break;
+        }
+        let written = common.shared.written();
+        if written <= common.shared.durable() {
+            continue;
+        }
+        // Older segments were synced before the appender left them.
+        let segment = Rc::clone(&common.current.borrow());
+        match segment.file.sync_data().await {
+            Ok(()) => common.shared.publish_durable(written),
+            Err(e) => common.fail(format!("periodic fdatasync: {e}")),
+        }
+    }
+}
+
+/// Every `interval_ms`: nudge idle shards' dispatch watermarks, then write
+/// the checkpoint off the executor thread.
+pub(crate) async fn checkpoint_task(
+    common: Rc<Common>,
+    writer: Arc<CheckpointWriter>,
+    interval_ms: u64,
+) {
+    let interval = Duration::from_millis(interval_ms);
+    while !common.checkpoint_stop.sleep(interval).await {
+        let watermark = common.dispatched_upto.get();
+        for tx in &common.senders {
+            // Only a hint: a full ring already carries newer watermarks.
+            let _ = tx.try_send(ShardBatch {
+                results: Vec::new(),
+                dispatches: Vec::new(),
+                watermark,
+            });
+        }
+        let durable = common.shared.durable();
+        let writer = Arc::clone(&writer);
+        let outcome = glommio::executor()
+            .spawn_blocking(move || writer.write(durable))
+            .await;
+        if let Err(e) = outcome {
+            tracing::warn!(error = %e, "checkpoint write failed");
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! ConsumeQueue: the per-(topic, queueId) index into the CommitLog. Files
+//! `consumequeue/{topic}/{queueId}/{20-digit start byte position}` hold
+//! fixed 20-byte entries (CommitLog offset i64, size i32, tags code i64),
+//! `entries_per_file` each. Entry `n` is queue offset `n`.
+//!
+//! Single-threaded by design: a queue lives on its owner shard (or on the
+//! opening thread during recovery), so there are no locks, only `Cell`s.
+//! Entries are written into a shared read-write map of the file (page cache);
+//! [`ConsumeQueue::take_dirty_files`] hands out file handles to fdatasync off
+//! the shard.
+
+use std::cell::{Cell, RefCell};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::StoreError;
+use crate::files::{list_offset_files, offset_file_name};
+
+/// Bytes of one entry (`CQ_STORE_UNIT_SIZE`).
+pub const CQ_ENTRY_BYTES: usize = 20;
+
+/// One ConsumeQueue entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqEntry {
+    pub physical_offset: i64,
+    pub size: i32,
+    pub tags_code: i64,
+}
+
+impl CqEntry {
+    fn encode(&self, out: &mut [u8]) {
+        out[0..8].copy_from_slice(&self.physical_offset.to_be_bytes());
+        out[8..12].copy_from_slice(&self.size.to_be_bytes());
+        out[12..20].copy_from_slice(&self.tags_code.to_be_bytes());
+    }
+
+    fn decode(buf: &[u8]) -> Self {
+        let mut off = [0u8; 8];
+        off.copy_from_slice(&buf[0..8]);
+        let mut size = [0u8; 4];
+        size.copy_from_slice(&buf[8..12]);
+        let mut tags = [0u8; 8];
+        tags.copy_from_slice(&buf[12..20]);
+        Self {
+            physical_offset: i64::from_be_bytes(off),
+            size: i32::from_be_bytes(size),
+            tags_code: i64::from_be_bytes(tags),
+        }
+    }
+
+    /// A written entry (`offset >= 0 && size > 0`); zeros mean never written.
+    fn is_valid(&self) -> bool {
+        self.physical_offset >= 0 && self.size > 0
+    }
+
+    /// CommitLog position just past the record.
+    pub fn end(&self) -> i64 {
+        self.physical_offset + i64::from(self.size)
+    }
+}
+
+struct CqFile {
+    /// Queue offset of the first entry.
+    start: i64,
+    path: PathBuf,
+    file: fs::File,
+    map: memmap2::MmapMut,
+    dirty: bool,
+}
+
+/// One queue's index.
+pub struct ConsumeQueue {
+    dir: PathBuf,
+    entries_per_file: u64,
+    files: RefCell<Vec<CqFile>>,
+    min_offset: Cell<i64>,
+    max_offset: Cell<i64>,
+}
+
+impl std::fmt::Debug for ConsumeQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumeQueue")
+            .field("dir", &self.dir)
+            .field("min_offset", &self.min_offset.get())
+            .field("max_offset", &self.max_offset.get())
+            .finish()
+    }
+}
+
+/// `consumequeue/{topic}/{queue_id}`.
+pub fn queue_dir(consumequeue_dir: &Path, topic: &str, queue_id: i32) -> PathBuf {
+    consumequeue_dir.join(topic).join(queue_id.to_string())
+}
+
+impl ConsumeQueue {
+    /// Opens the queue's files (none yet is fine: an empty queue).
+    pub fn open(dir: PathBuf, entries_per_file: u64) -> Result<Self, StoreError> {
+        assert!(entries_per_file > 0);
+        let file_bytes = entries_per_file * CQ_ENTRY_BYTES as u64;
+        let mut files = Vec::new();
+        for (start_bytes, path) in list_offset_files(&dir)? {
+            if start_bytes as u64 % file_bytes != 0 {
+                return Err(StoreError::Corrupt(format!(
+                    "ConsumeQueue file {} does not start at a file boundary",
+                    path.display()
+                )));
+            }
+            let start = start_bytes / CQ_ENTRY_BYTES as i64;
+            if let Some(prev) = files.last() {
+                let prev: &CqFile = prev;
+                if prev.start + entries_per_file as i64 != start {
+                    return Err(StoreError::Corrupt(format!(
+                        "ConsumeQueue files in {} are not contiguous at {}",
+                        dir.display(),
+                        path.display()
+                    )));
+                }
+            }
+            files.push(map_file(&path, start, file_bytes, false)?);
+        }
+        let queue = Self {
+            dir,
+            entries_per_file,
+            files: RefCell::new(files),
+            min_offset: Cell::new(0),
+            max_offset: Cell::new(0),
+        };
+        queue.compute_bounds();
+        Ok(queue)
+    }
+
+    fn compute_bounds(&self) {
+        let files = self.files.borrow();
+        let Some(first) = files.first() else {
+            return;
+        };
+        self.min_offset.set(first.start);
+        // Files are created only when the previous one is full, so the queue
+        // ends at the first unwritten entry of the last file.
+        let last = files.last().unwrap_or(first);
+        let mut max = last.start + self.entries_per_file as i64;
+        for index in 0..self.entries_per_file as usize {
+            let at = index * CQ_ENTRY_BYTES;
+            if !CqEntry::decode(&last.map[at..at + CQ_ENTRY_BYTES]).is_valid() {
+                max = last.start + index as i64;
+                break;
+            }
+        }
+        self.max_offset.set(max);
+    }
+
+    /// First queue offset still stored (`getMinOffsetInQueue`).
+    pub fn min_offset(&self) -> i64 {
+        self.min_offset.get()
+    }
+
+    /// Next queue offset to be written (`getMaxOffsetInQueue`).
+    pub fn max_offset(&self) -> i64 {
+        self.max_offset.get()
+    }
+
+    /// The entry at `queue_offset`, if stored.
+    pub fn entry(&self, queue_offset: i64) -> Option<CqEntry> {
+        self.get(queue_offset, 1).into_iter().next()
+    }
+
+    /// Up to `max_count` entries from `queue_offset` on (fewer at the end).
+    pub fn get(&self, queue_offset: i64, max_count: usize) -> Vec<CqEntry> {
+        let mut out = Vec::new();
+        if queue_offset < self.min_offset() {
+            return out;
+        }
+        let end = self
+            .max_offset()
+            .min(queue_offset.saturating_add(i64::try_from(max_count).unwrap_or(i64::MAX)));
+        let files = self.files.borrow();
+        let mut offset = queue_offset;
+        while offset < end {
+            let Some(file) = self.file_for(&files, offset) else {
+                break;
+            };
+            let index = (offset - file.start) as usize;
+            let at = index * CQ_ENTRY_BYTES;
+            let entry = CqEntry::decode(&file.map[at..at + CQ_ENTRY_BYTES]);
+            if !entry.is_valid() {
+                tracing::error!(dir = %self.dir.display(), offset, "hole in ConsumeQueue");
+                break;
+            }
+            out.push(entry);
+            offset += 1;
+        }
+        out
+    }
+
+    /// The last entry, if any.
+    pub fn last_entry(&self) -> Option<CqEntry> {
+        let max = self.max_offset();
+        if max > self.min_offset() {
+            self.entry(max - 1)
+        } else {
+            None
+        }
+    }
+
+    fn file_for<'a>(&self, files: &'a [CqFile], offset: i64) -> Option<&'a CqFile> {
+        let first = files.first()?;
+        let index = (offset - first.start) / self.entries_per_file as i64;
+        files.get(usize::try_from(index).ok()?)
+    }
+
+    /// Appends the entry for `queue_offset`, which must be the next one.
+    pub(crate) fn append(&self, queue_offset: i64, entry: CqEntry) -> Result<(), StoreError> {
+        let max = self.max_offset();
+        if queue_offset != max {
+            return Err(StoreError::Corrupt(format!(
+                "ConsumeQueue {} expects offset {max}, got {queue_offset}",
+                self.dir.display()
+            )));
+        }
+        if !entry.is_valid() {
+            return Err(StoreError::Corrupt(format!(
+                "invalid ConsumeQueue entry {entry:?}"
+            )));
+        }
+        if let Some(last) = self.last_entry() {
+            if last.end() > entry.physical_offset {
+                return Err(StoreError::Corrupt(format!(
+                    "ConsumeQueue {} entries must grow: {last:?} then {entry:?}",
+                    self.dir.display()
+                )));
+            }
+        }
+        let mut files = self.files.borrow_mut();
+        let per_file = self.entries_per_file as i64;
+        let needs_file = match files.last() {
+            Some(last) => queue_offset >= last.start + per_file,
+            None => true,
+        };
+        if needs_file {
+            let start = queue_offset - queue_offset.rem_euclid(per_file);
+            fs::create_dir_all(&self.dir)
+                .map_err(|e| StoreError::io("create ConsumeQueue dir", &self.dir, e))?;
+            let path = self
+                .dir
+                .join(offset_file_name(start * CQ_ENTRY_BYTES as i64));
+            let file_bytes = self.entries_per_file * CQ_ENTRY_BYTES as u64;
+            files.push(map_file(&path, start, file_bytes, true)?);
+            if files.len() == 1 {
+                self.min_offset.set(start);
+            }
+        }
+        let Some(file) = files.last_mut() else {
+            return Err(StoreError::Corrupt("no ConsumeQueue file".into()));
+        };
+        let at = (queue_offset - file.start) as usize * CQ_ENTRY_BYTES;
+        entry.encode(&mut file.map[at..at + CQ_ENTRY_BYTES]);
+        file.dirty = true;
+        self.max_offset.set(queue_offset + 1);
+        Ok(())
+    }
+
+    /// Drops entries from `queue_offset` on (recovery only).
+    pub(crate) fn truncate(&self, queue_offset: i64) -> Result<(), StoreError> {
+        if queue_offset >= self.max_offset() {
+            return Ok(());
+        }
+        let mut files = self.files.borrow_mut();
+        let per_file = self.entries_per_file as i64;
+        while let Some(last) = files.last() {
+            if last.start >= queue_offset && last.start > 0 && files.len() > 1 {
+                if let Some(file) = files.pop() {
+                    fs::remove_file(&file.path)
+                        .map_err(|e| StoreError::io("remove ConsumeQueue file", &file.path, e))?;
+                }
+                continue;
+            }
+            break;
+        }
+        if let Some(file) = files.last_mut() {
+            let from = (queue_offset.max(file.start) - file.start) as usize * CQ_ENTRY_BYTES;
+            let to = per_file as usize * CQ_ENTRY_BYTES;
+            file.map[from..to].fill(0);
+            file.dirty = true;
+        }
+        drop(files);
+        self.max_offset.set(queue_offset.max(self.min_offset()));
+        Ok(())
+    }
+
+    /// Drops every entry whose record ends past `commitlog_end` (recovery).
+    pub(crate) fn truncate_beyond(&self, commitlog_end: i64) -> Result<(), StoreError> {
+        let mut keep = self.max_offset();
+        while keep > self.min_offset() {
+            match self.entry(keep - 1) {
+                Some(entry) if entry.end() > commitlog_end => keep -= 1,
+                _ => break,
+            }
+        }
+        self.truncate(keep)
+    }
+
+    /// Handles of the files written since the last call, for an fdatasync
+    /// off the calling thread (the writes are in the shared map, so syncing
+    /// the file persists them).
+    pub(crate) fn take_dirty_files(&self) -> Result<Vec<fs::File>, StoreError> {
+        let mut out = Vec::new();
+        for file in self.files.borrow_mut().iter_mut().filter(|f| f.dirty) {
+            out.push(
+                file.file
+                    .try_clone()
+                    .map_err(|e| StoreError::io("dup ConsumeQueue file", &file.path, e))?,
+            );
+            file.dirty = false;
+        }
+        Ok(out)
+    }
+
+    /// Flushes dirty files on this thread (recovery, tests).
+    pub(crate) fn flush_blocking(&self) -> Result<(), StoreError> {
+        for file in self.take_dirty_files()? {
+            file.sync_data()
+                .map_err(|e| StoreError::io("fdatasync ConsumeQueue", &self.dir, e))?;
+        }
+        Ok(())
+    }
+}
+
+fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<CqFile, StoreError> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| StoreError::io("open ConsumeQueue file", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| StoreError::io("stat ConsumeQueue file", path, e))?
+        .len();
+    if create && len == 0 {
+        file.set_len(file_bytes)
+            .map_err(|e| StoreError::io("size ConsumeQueue file", path, e))?;
+    } else if len != file_bytes {
+        return Err(StoreError::Corrupt(format!(
+            "ConsumeQueue file {} has {len} bytes, expected {file_bytes}",
+            path.display()
+        )));
+    }
+    // SAFETY: the file is owned by this queue (one thread) and never
+    // truncated while mapped.
+    let map = unsafe { memmap2::MmapMut::map_mut(&file) }
+        .map_err(|e| StoreError::io("mmap ConsumeQueue file", path, e))?;
+    Ok(CqFile {
+        start,
+        path: path.to_path_buf(),
+        file,
+        map,
+        dirty: create,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: i64) -> CqEntry {
+        CqEntry {
+            physical_offset: n * 100,
+            size: 100,
+            tags_code: n,
+        }
+    }
+
+    #[test]
+    fn appends_across_files_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let qdir = queue_dir(dir.path(), "T", 3);
+        let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
+        assert_eq!((cq.min_offset(), cq.max_offset()), (0, 0));
+        for n in 0..10 {
+            cq.append(n, entry(n)).unwrap();
+        }
+        assert!(cq.append(11, entry(11)).is_err());
+        assert_eq!(cq.get(2, 5), (2..7).map(entry).collect::<Vec<_>>());
+        assert_eq!(cq.get(8, 5), vec![entry(8), entry(9)]);
+        assert!(cq.get(10, 5).is_empty());
+        cq.flush_blocking().unwrap();
+        drop(cq);
+        let names: Vec<i64> = list_offset_files(&qdir)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.0)
+            .collect();
+        assert_eq!(names, vec![0, 80, 160]);
+        let cq = ConsumeQueue::open(qdir, 4).unwrap();
+        assert_eq!(cq.max_offset(), 10);
+        assert_eq!(cq.last_entry(), Some(entry(9)));
+        cq.truncate_beyond(7 * 100 + 50).unwrap();
+        assert_eq!(cq.max_offset(), 7);
+        cq.append(7, entry(7)).unwrap();
+        assert_eq!(cq.entry(7), Some(entry(7)));
+    }
+}

@@ -1,0 +1,198 @@
+//! The storage I/O seam: how the appender opens, writes and flushes CommitLog
+//! segments. [`GlommioIo`] is the real one (io_uring through glommio: a
+//! `DmaFile` in Direct mode, a `BufferedFile` in Buffered mode; never a
+//! DmaFile read, which these VMs refuse). [`crate::FaultyIo`] wraps it to
+//! inject failures deterministically in tests.
+//!
+//! Everything here runs on the appender's executor thread: futures are local
+//! (`!Send`); only the factory ([`StorageIo`]) crosses threads.
+
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use glommio::io::{BufferedFile, DmaBuffer, DmaFile, OpenOptions};
+
+use crate::config::WriteMode;
+
+/// A boxed future that stays on its executor.
+pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// Opens CommitLog segment files for the appender.
+pub trait StorageIo: Send + Sync + 'static {
+    /// Opens `path` for writing, creating it and preallocating `size_bytes`
+    /// when new. Called on the appender's executor.
+    fn open_segment<'a>(
+        &'a self,
+        path: &'a Path,
+        size_bytes: u64,
+        mode: WriteMode,
+    ) -> LocalBoxFuture<'a, io::Result<Rc<dyn SegmentFile>>>;
+}
+
+/// A buffer ready to be written: aligned memory for O_DIRECT, or a Vec.
+pub enum IoBuffer {
+    Dma(DmaBuffer),
+    Heap(Vec<u8>),
+}
+
+impl IoBuffer {
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        match self {
+            IoBuffer::Dma(buf) => buf.as_bytes_mut(),
+            IoBuffer::Heap(buf) => buf.as_mut_slice(),
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            IoBuffer::Dma(buf) => buf.as_bytes(),
+            IoBuffer::Heap(buf) => buf.as_slice(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One open segment file.
+pub trait SegmentFile {
+    /// Alignment that write positions and lengths must have (1: none).
+    fn alignment(&self) -> u64;
+    /// A buffer of `len` bytes suitable for [`SegmentFile::write_at`]; its
+    /// contents are unspecified: the caller fills every byte.
+    fn alloc_buffer(&self, len: usize) -> IoBuffer;
+    /// Writes all of `buf` at `pos`; a short write is an error.
+    fn write_at(&self, buf: IoBuffer, pos: u64) -> LocalBoxFuture<'_, io::Result<()>>;
+    /// fdatasync.
+    fn sync_data(&self) -> LocalBoxFuture<'_, io::Result<()>>;
+}
+
+/// The real thing: glommio's io_uring files.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GlommioIo;
+
+impl StorageIo for GlommioIo {
+    fn open_segment<'a>(
+        &'a self,
+        path: &'a Path,
+        size_bytes: u64,
+        mode: WriteMode,
+    ) -> LocalBoxFuture<'a, io::Result<Rc<dyn SegmentFile>>> {
+        Box::pin(async move {
+            let mut options = OpenOptions::new();
+            options.write(true).create(true);
+            let file: Rc<dyn SegmentFile> = match mode {
+                WriteMode::Direct => {
+                    let file = options.dma_open(path).await.map_err(io::Error::from)?;
+                    if file.pre_allocate(size_bytes, false).await.is_err() {
+                        // No fallocate on this file system: size it sparsely.
+                        file.truncate(size_bytes).await.map_err(io::Error::from)?;
+                    }
+                    Rc::new(DirectSegment { file })
+                }
+                WriteMode::Buffered => {
+                    let file = options.buffered_open(path).await.map_err(io::Error::from)?;
+                    if file.pre_allocate(size_bytes, false).await.is_err() {
+                        file.truncate(size_bytes).await.map_err(io::Error::from)?;
+                    }
+                    Rc::new(BufferedSegment { file })
+                }
+            };
+            Ok(file)
+        })
+    }
+}
+
+struct DirectSegment {
+    file: DmaFile,
+}
+
+impl SegmentFile for DirectSegment {
+    fn alignment(&self) -> u64 {
+        self.file.alignment().max(1)
+    }
+
+    fn alloc_buffer(&self, len: usize) -> IoBuffer {
+        IoBuffer::Dma(self.file.alloc_dma_buffer(len))
+    }
+
+    fn write_at(&self, buf: IoBuffer, pos: u64) -> LocalBoxFuture<'_, io::Result<()>> {
+        Box::pin(async move {
+            let buf = match buf {
+                IoBuffer::Dma(buf) => buf,
+                IoBuffer::Heap(vec) => {
+                    let mut dma = self.file.alloc_dma_buffer(vec.len());
+                    dma.as_bytes_mut().copy_from_slice(&vec);
+                    dma
+                }
+            };
+            let len = buf.len();
+            let written = self
+                .file
+                .write_at(buf, pos)
+                .await
+                .map_err(io::Error::from)?;
+            if written != len {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    format!("short O_DIRECT write: {written} of {len} bytes at {pos}"),
+                ));
+            }
+            Ok(())
+        })
+    }
+
+    fn sync_data(&self) -> LocalBoxFuture<'_, io::Result<()>> {
+        Box::pin(async move { self.file.fdatasync().await.map_err(io::Error::from) })
+    }
+}
+
+struct BufferedSegment {
+    file: BufferedFile,
+}
+
+impl SegmentFile for BufferedSegment {
+    fn alignment(&self) -> u64 {
+        1
+    }
+
+    fn alloc_buffer(&self, len: usize) -> IoBuffer {
+        IoBuffer::Heap(vec![0u8; len])
+    }
+
+    fn write_at(&self, buf: IoBuffer, pos: u64) -> LocalBoxFuture<'_, io::Result<()>> {
+        Box::pin(async move {
+            let data = match buf {
+                IoBuffer::Heap(vec) => vec,
+                IoBuffer::Dma(dma) => dma.as_bytes().to_vec(),
+            };
+            let len = data.len();
+            let written = self
+                .file
+                .write_at(data, pos)
+                .await
+                .map_err(io::Error::from)?;
+            // Segments are preallocated, so a short write means the disk is
+            // in trouble: report it (the appender stops) rather than retry.
+            if written != len {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    format!("short buffered write: {written} of {len} bytes at {pos}"),
+                ));
+            }
+            Ok(())
+        })
+    }
+
+    fn sync_data(&self) -> LocalBoxFuture<'_, io::Result<()>> {
+        Box::pin(async move { self.file.fdatasync().await.map_err(io::Error::from) })
+    }
+}

@@ -1,0 +1,413 @@
+//! The per-shard side of the store: [`ShardStore`] lives on one shard's
+//! executor (not `Send`). It sends appends to the appender over the shard's
+//! request ring and completes them from the result ring; it owns the
+//! ConsumeQueues of the queues this shard owns and applies the appender's
+//! dispatches to them, then calls the broker's dispatch listener (to wake
+//! long polls); it flushes those ConsumeQueues periodically and reports how
+//! far they are flushed for the checkpoint.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
+
+use crate::appender::QueueOwnerFn;
+use crate::checkpoint_writer::CheckpointWriter;
+use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
+use crate::config::StoreConfig;
+use crate::consume_queue::{queue_dir, ConsumeQueue, CqEntry};
+use crate::error::StoreError;
+use crate::messages::{AppendRequest, AppendResult, DispatchEntry, Envelope, ShardBatch};
+use crate::stop::Stop;
+
+/// What every shard shares about the store.
+pub(crate) struct StoreContext {
+    pub(crate) config: StoreConfig,
+    pub(crate) shared: Arc<CommitLogShared>,
+    pub(crate) owner: QueueOwnerFn,
+    pub(crate) checkpoint: Arc<CheckpointWriter>,
+    pub(crate) shard_count: usize,
+}
+
+/// A shard's unconnected end of its two rings. `Send`: move it to the
+/// shard's thread and call [`ShardStore::connect`] there.
+pub struct ShardPort {
+    pub(crate) shard_id: usize,
+    pub(crate) requests: SharedSender<Envelope>,
+    pub(crate) results: SharedReceiver<ShardBatch>,
+    pub(crate) ctx: Arc<StoreContext>,
+}
+
+impl ShardPort {
+    pub fn shard_id(&self) -> usize {
+        self.shard_id
+    }
+}
+
+impl std::fmt::Debug for ShardPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardPort")
+            .field("shard_id", &self.shard_id)
+            .finish()
+    }
+}
+
+/// A one-shot result cell completed by the receiver task.
+#[derive(Default)]
+struct Slot {
+    value: RefCell<Option<Result<AppendResult, StoreError>>>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Slot {
+    fn complete(&self, value: Result<AppendResult, StoreError>) {
+        *self.value.borrow_mut() = Some(value);
+        if let Some(waker) = self.waker.borrow_mut().take() {
+            waker.wake();
+        }
+    }
+}
+
+type Queues = HashMap<Arc<str>, HashMap<i32, Rc<ConsumeQueue>>>;
+type Listener = Rc<dyn Fn(&DispatchEntry)>;
+
+struct ShardInner {
+    shard_id: usize,
+    ctx: Arc<StoreContext>,
+    sender: RefCell<Option<Rc<ConnectedSender<Envelope>>>>,
+    next_seq: Cell<u64>,
+    pending: RefCell<HashMap<u64, Rc<Slot>>>,
+    queues: RefCell<Queues>,
+    listener: RefCell<Option<Listener>>,
+    /// Every dispatch below this CommitLog position has been applied here.
+    applied: Cell<i64>,
+    /// A ConsumeQueue write or flush failed: stop advancing the flushed
+    /// watermark so recovery rebuilds from the last good point.
+    cq_broken: Cell<bool>,
+    reader: LocalReader,
+    done: Cell<bool>,
+    done_waiters: RefCell<Vec<Waker>>,
+    flush_stop: Stop,
+    flush_task: RefCell<Option<glommio::Task<()>>>,
+}
+
+/// One shard's handle on the store. Create it inside the shard's executor.
+pub struct ShardStore {
+    inner: Rc<ShardInner>,
+}
+
+/// Removes a pending slot when an append future ends, however it ends.
+struct PendingGuard<'a> {
+    inner: &'a ShardInner,
+    seq: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.inner.pending.borrow_mut().remove(&self.seq);
+    }
+}
+
+impl ShardStore {
+    /// Connects the shard's rings (waits for the appender to connect its
+    /// ends) and starts the result/dispatch task and the ConsumeQueue flush
+    /// task on the current executor.
+    pub async fn connect(port: ShardPort) -> ShardStore {
+        let ShardPort {
+            shard_id,
+            requests,
+            results,
+            ctx,
+        } = port;
+        let (sender, receiver) =
+            futures_lite::future::zip(requests.connect(), results.connect()).await;
+        let start = ctx.shared.written();
+        let inner = Rc::new(ShardInner {
+            shard_id,
+            reader: LocalReader::new(Arc::clone(&ctx.shared)),
+            ctx,
+            sender: RefCell::new(Some(Rc::new(sender))),
+            next_seq: Cell::new(0),
+            pending: RefCell::new(HashMap::new()),
+            queues: RefCell::new(HashMap::new()),
+            listener: RefCell::new(None),
+            applied: Cell::new(start),
+            cq_broken: Cell::new(false),
+            done: Cell::new(false),
+            done_waiters: RefCell::new(Vec::new()),
+            flush_stop: Stop::default(),
+            flush_task: RefCell::new(None),
+        });
+        let task_inner = Rc::clone(&inner);
+        glommio::spawn_local(async move {
+            while let Some(batch) = receiver.recv().await {
+                task_inner.apply(batch);
+            }
+            task_inner.finish();
+        })
+        .detach();
+        let flush_inner = Rc::clone(&inner);
+        let flusher = glommio::spawn_local(async move {
+            let interval = Duration::from_millis(flush_inner.ctx.config.cq_flush_interval_ms);
+            while !flush_inner.flush_stop.sleep(interval).await {
+                flush_inner.flush_queues().await;
+            }
+        });
+        *inner.flush_task.borrow_mut() = Some(flusher);
+        ShardStore { inner }
+    }
+
+    pub fn shard_id(&self) -> usize {
+        self.inner.shard_id
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.inner.ctx.shard_count
+    }
+
+    /// The shard that owns `(topic, queue_id)`.
+    pub fn owner_of(&self, topic: &str, queue_id: i32) -> usize {
+        (self.inner.ctx.owner)(topic, queue_id)
+    }
+
+    /// Appends one request (one record, or a batch for one queue). Resolves
+    /// once the appender has written it (and flushed it, in sync mode). A
+    /// full ring makes this wait; it never drops the request.
+    pub async fn append(&self, request: AppendRequest) -> Result<AppendResult, StoreError> {
+        request.validate(self.inner.ctx.config.append_bytes_max())?;
+        let Some(sender) = self.inner.sender.borrow().clone() else {
+            return Err(StoreError::Unavailable("the store is shutting down".into()));
+        };
+        let seq = self.inner.next_seq.get();
+        self.inner.next_seq.set(seq + 1);
+        let slot = Rc::new(Slot::default());
+        self.inner
+            .pending
+            .borrow_mut()
+            .insert(seq, Rc::clone(&slot));
+        let _guard = PendingGuard {
+            inner: &self.inner,
+            seq,
+        };
+        if sender.send(Envelope { seq, request }).await.is_err() {
+            return Err(StoreError::Unavailable(
+                "the CommitLog appender is gone".into(),
+            ));
+        }
+        poll_fn(|cx| {
+            if let Some(value) = slot.value.borrow_mut().take() {
+                return Poll::Ready(value);
+            }
+            *slot.waker.borrow_mut() = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// The ConsumeQueue of a queue this shard owns (opened on first use).
+    pub fn consume_queue(
+        &self,
+        topic: &str,
+        queue_id: i32,
+    ) -> Result<Rc<ConsumeQueue>, StoreError> {
+        let owner = self.owner_of(topic, queue_id);
+        if owner != self.inner.shard_id {
+            return Err(StoreError::NotOwner {
+                topic: topic.to_owned(),
+                queue_id,
+                owner,
+                shard: self.inner.shard_id,
+            });
+        }
+        self.inner.queue(topic, queue_id)
+    }
+
+    /// Queues of this shard that have been opened, as (topic, queue id).
+    pub fn open_queues(&self) -> Vec<(Arc<str>, i32)> {
+        self.inner
+            .queues
+            .borrow()
+            .iter()
+            .flat_map(|(topic, ids)| ids.keys().map(move |id| (Arc::clone(topic), *id)))
+            .collect()
+    }
+
+    /// Called after each dispatched entry is in its ConsumeQueue (on this
+    /// shard's executor): the hook for waking long-polling pulls.
+    pub fn set_dispatch_listener(&self, listener: impl Fn(&DispatchEntry) + 'static) {
+        *self.inner.listener.borrow_mut() = Some(Rc::new(listener));
+    }
+
+    /// Zero-copy CommitLog bytes `[physical_offset, physical_offset + size)`;
+    /// `None` when not (yet) written or not within one segment.
+    pub fn read_records(&self, physical_offset: i64, size: usize) -> Option<Bytes> {
+        self.inner.reader.read(physical_offset, size)
+    }
+
+    /// A `Send + Sync` reader, for other threads.
+    pub fn reader(&self) -> CommitLogReader {
+        CommitLogReader {
+            shared: Arc::clone(&self.inner.ctx.shared),
+        }
+    }
+
+    /// Stops this shard's appends, waits until the appender has answered
+    /// everything and closed (which happens once every shard has called
+    /// `shutdown`), then flushes this shard's ConsumeQueues. Call it on
+    /// every shard, then `AppenderHandle::join`.
+    pub async fn shutdown(&self) {
+        if let Some(sender) = self.inner.sender.borrow_mut().take() {
+            sender.close();
+        }
+        poll_fn(|cx| {
+            if self.inner.done.get() {
+                Poll::Ready(())
+            } else {
+                self.inner
+                    .done_waiters
+                    .borrow_mut()
+                    .push(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await;
+        // Stop the periodic flush and wait for it (it may be inside a
+        // blocking-pool call), then flush everything once more.
+        self.inner.flush_stop.stop();
+        let flusher = self.inner.flush_task.borrow_mut().take();
+        if let Some(flusher) = flusher {
+            flusher.await;
+        }
+        self.inner.flush_queues().await;
+    }
+}
+
+impl Drop for ShardStore {
+    fn drop(&mut self) {
+        // Without this the appender would wait for this ring forever.
+        if let Some(sender) = self.inner.sender.borrow_mut().take() {
+            sender.close();
+        }
+    }
+}
+
+impl ShardInner {
+    fn queue(&self, topic: &str, queue_id: i32) -> Result<Rc<ConsumeQueue>, StoreError> {
+        if let Some(queue) = self
+            .queues
+            .borrow()
+            .get(topic)
+            .and_then(|ids| ids.get(&queue_id))
+        {
+            return Ok(Rc::clone(queue));
+        }
+        let dir = queue_dir(&self.ctx.config.consumequeue_dir(), topic, queue_id);
+        let queue = Rc::new(ConsumeQueue::open(
+            dir,
+            self.ctx.config.cq_entries_per_file,
+        )?);
+        self.queues
+            .borrow_mut()
+            .entry(Arc::from(topic))
+            .or_default()
+            .insert(queue_id, Rc::clone(&queue));
+        Ok(queue)
+    }
+
+    fn apply(&self, batch: ShardBatch) {
+        for (seq, result) in batch.results {
+            let slot = self.pending.borrow_mut().remove(&seq);
+            if let Some(slot) = slot {
+                slot.complete(result);
+            }
+        }
+        let listener = self.listener.borrow().clone();
+        for entry in &batch.dispatches {
+            debug_assert_eq!(
+                (self.ctx.owner)(&entry.topic, entry.queue_id),
+                self.shard_id
+            );
+            let applied = self.queue(&entry.topic, entry.queue_id).and_then(|queue| {
+                queue.append(
+                    entry.queue_offset,
+                    CqEntry {
+                        physical_offset: entry.physical_offset,
+                        size: entry.size,
+                        tags_code: entry.tags_code,
+                    },
+                )
+            });
+            match applied {
+                Ok(()) => {
+                    if let Some(listener) = &listener {
+                        listener(entry);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, topic = %entry.topic, queue_id = entry.queue_id, "ConsumeQueue dispatch failed");
+                    self.cq_broken.set(true);
+                }
+            }
+        }
+        if batch.watermark > self.applied.get() {
+            self.applied.set(batch.watermark);
+        }
+    }
+
+    /// The appender closed the result ring: nothing more will come.
+    fn finish(&self) {
+        let pending: Vec<Rc<Slot>> = self.pending.borrow_mut().drain().map(|(_, s)| s).collect();
+        for slot in pending {
+            slot.complete(Err(StoreError::Unavailable(
+                "the CommitLog appender stopped".into(),
+            )));
+        }
+        self.done.set(true);
+        for waker in self.done_waiters.borrow_mut().drain(..) {
+            waker.wake();
+        }
+    }
+
+    /// fdatasyncs dirty ConsumeQueue files on the blocking pool, then
+    /// reports the watermark they cover.
+    async fn flush_queues(&self) {
+        if self.cq_broken.get() {
+            return;
+        }
+        let watermark = self.applied.get();
+        let queues: Vec<Rc<ConsumeQueue>> = self
+            .queues
+            .borrow()
+            .values()
+            .flat_map(|ids| ids.values().cloned())
+            .collect();
+        let mut files = Vec::new();
+        for queue in queues {
+            match queue.take_dirty_files() {
+                Ok(dirty) => files.extend(dirty),
+                Err(e) => {
+                    tracing::error!(error = %e, "ConsumeQueue flush failed");
+                    self.cq_broken.set(true);
+                    return;
+                }
+            }
+        }
+        if !files.is_empty() {
+            let synced = glommio::executor()
+                .spawn_blocking(move || files.iter().try_for_each(|file| file.sync_data()))
+                .await;
+            if let Err(e) = synced {
+                tracing::error!(error = %e, "ConsumeQueue fdatasync failed");
+                self.cq_broken.set(true);
+                return;
+            }
+        }
+        self.ctx.checkpoint.shard_flushed(self.shard_id, watermark);
+    }
+}

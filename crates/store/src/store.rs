@@ -1,0 +1,204 @@
+//! Opening the store and starting its appender: the entry points the broker
+//! uses (see the crate docs for the whole sequence).
+
+use std::sync::Arc;
+
+use glommio::channels::shared_channel;
+use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
+
+use crate::appender::{self, AppenderSetup, QueueOwnerFn};
+use crate::checkpoint_writer::CheckpointWriter;
+use crate::commitlog::{CommitLogReader, CommitLogShared};
+use crate::config::{StoreConfig, WriteMode};
+use crate::error::StoreError;
+use crate::io::{GlommioIo, StorageIo};
+use crate::json_file::ConfigDir;
+use crate::recovery::{recover, Recovered};
+use crate::shard::{ShardPort, StoreContext};
+
+/// Name of the appender's executor thread.
+pub const APPENDER_THREAD_NAME: &str = "ferrocket-appender";
+
+/// Opens the store: runs recovery (blocking) and returns the shared handle
+/// plus the parts that start the appender.
+pub struct MessageStore;
+
+impl MessageStore {
+    /// Opens with real io_uring I/O.
+    pub fn open(config: StoreConfig) -> Result<(StoreHandle, AppenderParts), StoreError> {
+        Self::open_with_io(config, Arc::new(GlommioIo))
+    }
+
+    /// Opens with a custom storage seam (fault injection in tests).
+    pub fn open_with_io(
+        config: StoreConfig,
+        io: Arc<dyn StorageIo>,
+    ) -> Result<(StoreHandle, AppenderParts), StoreError> {
+        config.validate()?;
+        let recovered = recover(&config)?;
+        let hot = (config.write_mode == WriteMode::Direct).then_some(config.hot_tail_bytes);
+        let shared = Arc::new(CommitLogShared::new(
+            config.segment_bytes,
+            recovered.segments.clone(),
+            recovered.end,
+            hot,
+        ));
+        let config = Arc::new(config);
+        Ok((
+            StoreHandle {
+                config: Arc::clone(&config),
+                shared: Arc::clone(&shared),
+            },
+            AppenderParts {
+                config,
+                io,
+                shared,
+                recovered,
+            },
+        ))
+    }
+}
+
+/// The store as every thread sees it: `Send + Sync + Clone`.
+#[derive(Clone)]
+pub struct StoreHandle {
+    config: Arc<StoreConfig>,
+    shared: Arc<CommitLogShared>,
+}
+
+impl StoreHandle {
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// A reader for CommitLog bytes, usable from any thread.
+    pub fn reader(&self) -> CommitLogReader {
+        CommitLogReader {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// The `config/` directory for the broker's JSON files.
+    pub fn config_dir(&self) -> Result<ConfigDir, StoreError> {
+        ConfigDir::open(self.config.config_dir())
+    }
+
+    /// End of the readable CommitLog (`getMaxPhyOffset`).
+    pub fn written_offset(&self) -> i64 {
+        self.shared.written()
+    }
+
+    /// End of the flushed CommitLog.
+    pub fn durable_offset(&self) -> i64 {
+        self.shared.durable()
+    }
+}
+
+/// What starts the appender; consumed by [`AppenderParts::start_appender`].
+pub struct AppenderParts {
+    config: Arc<StoreConfig>,
+    io: Arc<dyn StorageIo>,
+    shared: Arc<CommitLogShared>,
+    recovered: Recovered,
+}
+
+impl AppenderParts {
+    /// Next queue offset per queue after recovery (for tests and admin).
+    pub fn recovered_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.recovered
+            .queue_offsets
+            .get(&(Arc::from(topic), queue_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Starts the appender on its own executor thread at `placement` and
+    /// returns one [`ShardPort`] per shard (index = shard id). `owner` maps a
+    /// queue to its shard and must return a value below `shard_count`.
+    pub fn start_appender(
+        self,
+        shard_count: usize,
+        owner: QueueOwnerFn,
+        placement: Placement,
+    ) -> Result<(AppenderHandle, Vec<ShardPort>), StoreError> {
+        if shard_count == 0 {
+            return Err(StoreError::Config("shard_count must be positive".into()));
+        }
+        let checkpoint = Arc::new(CheckpointWriter::new(
+            self.config.checkpoint_path(),
+            shard_count,
+            self.recovered.end,
+        ));
+        let ctx = Arc::new(StoreContext {
+            config: StoreConfig::clone(&self.config),
+            shared: Arc::clone(&self.shared),
+            owner: Arc::clone(&owner),
+            checkpoint: Arc::clone(&checkpoint),
+            shard_count,
+        });
+        let mut ports = Vec::with_capacity(shard_count);
+        let mut requests = Vec::with_capacity(shard_count);
+        let mut results = Vec::with_capacity(shard_count);
+        for shard_id in 0..shard_count {
+            let (request_tx, request_rx) = shared_channel::new_bounded(self.config.ring_capacity);
+            let (result_tx, result_rx) = shared_channel::new_bounded(self.config.ring_capacity);
+            requests.push(request_rx);
+            results.push(result_tx);
+            ports.push(ShardPort {
+                shard_id,
+                requests: request_tx,
+                results: result_rx,
+                ctx: Arc::clone(&ctx),
+            });
+        }
+        let setup = AppenderSetup {
+            config: StoreConfig::clone(&self.config),
+            io: self.io,
+            shared: Arc::clone(&self.shared),
+            queue_offsets: self.recovered.queue_offsets,
+            end: self.recovered.end,
+            owner,
+            requests,
+            results,
+            checkpoint: Arc::clone(&checkpoint),
+        };
+        let join = LocalExecutorBuilder::new(placement)
+            .name(APPENDER_THREAD_NAME)
+            .spawn(move || appender::run(setup))
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the appender: {e}")))?;
+        Ok((
+            AppenderHandle {
+                join,
+                checkpoint,
+                shared: self.shared,
+            },
+            ports,
+        ))
+    }
+}
+
+/// The running appender thread.
+pub struct AppenderHandle {
+    join: ExecutorJoinHandle<Result<i64, StoreError>>,
+    checkpoint: Arc<CheckpointWriter>,
+    shared: Arc<CommitLogShared>,
+}
+
+impl AppenderHandle {
+    /// Waits for the appender to finish (after every shard's
+    /// `ShardStore::shutdown`), then writes the final checkpoint. Blocking:
+    /// call it from a plain thread, not from a shard executor.
+    pub fn join(self) -> Result<(), StoreError> {
+        let outcome = self
+            .join
+            .join()
+            .map_err(|e| StoreError::Unavailable(format!("appender thread failed: {e}")))?;
+        self.checkpoint.write(self.shared.durable())?;
+        outcome.map(|_| ())
+    }
+
+    /// The last checkpoint written (tests, admin).
+    pub fn last_checkpoint(&self) -> crate::checkpoint::StoreCheckpoint {
+        self.checkpoint.last()
+    }
+}
