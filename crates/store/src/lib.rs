@@ -78,6 +78,7 @@ mod consume_queue;
 mod error;
 mod fault;
 mod files;
+pub mod index;
 mod intake;
 mod io;
 mod json_file;

@@ -1,0 +1,375 @@
+//! Command-line options. Every option is also written to the JSON report.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+
+use crate::error::BenchError;
+
+/// Throughput and latency harness for any RocketMQ Remoting name server
+/// (Ferrocket, Apache RocketMQ, rocketmq-rust).
+#[derive(Debug, Parser)]
+#[command(name = "ferrocket-bench", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub mode: Mode,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Mode {
+    /// Send as fast as allowed (or at --rate) and measure send latency.
+    Produce(SingleArgs),
+    /// Preload a backlog, then measure how fast pulls drain it.
+    Consume(ConsumeArgs),
+    /// Send at --rate while long-polling consumers receive; measure the
+    /// send-to-receive latency carried in each message.
+    E2e(SingleArgs),
+    /// The same workload against two name servers, in alternating rounds.
+    Compare(CompareArgs),
+}
+
+/// How messages are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SendMode {
+    /// SEND_MESSAGE, waiting for each acknowledgement.
+    Sync,
+    /// SEND_MESSAGE marked oneway: no acknowledgement; latency is the time
+    /// to queue the frame, not a broker round trip.
+    Oneway,
+    /// SEND_BATCH_MESSAGE with --batch messages per request.
+    Batch,
+}
+
+/// Header encoding of requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeaderEncoding {
+    /// JSON headers (the Java client's default).
+    Json,
+    /// RocketMQ binary headers.
+    Rocketmq,
+}
+
+/// The workload compare mode runs in each round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompareWorkload {
+    Produce,
+    E2e,
+}
+
+/// One system under test.
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct TargetArgs {
+    /// Name server address list, "host:port;host:port".
+    #[arg(short = 'n', long, default_value = "127.0.0.1:9876")]
+    pub namesrv: String,
+    /// Name used in tables and plots.
+    #[arg(long, default_value = "target")]
+    pub label: String,
+    /// Broker process id(s), comma-separated: measures broker CPU per message.
+    #[arg(long, value_delimiter = ',')]
+    pub broker_pid: Vec<u32>,
+    /// Count the CPU of the broker pids' child processes too (e.g. the pid of
+    /// `ferrocket start`, whose children are the name server and broker).
+    #[arg(long)]
+    pub broker_pid_children: bool,
+    /// Broker configuration file to copy into the report.
+    #[arg(long)]
+    pub broker_config: Option<PathBuf>,
+}
+
+/// What to send and how hard.
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct WorkloadArgs {
+    /// Topic to use; created on every master broker unless --no-create-topic.
+    #[arg(long, default_value = "BenchTopic")]
+    pub topic: String,
+    /// Queues of the topic (read and write).
+    #[arg(long, default_value_t = 8)]
+    pub queues: i32,
+    /// Use the topic as it is (it must exist or be auto-created).
+    #[arg(long)]
+    pub no_create_topic: bool,
+    /// Message body size in bytes (at least 16 in e2e mode: the timestamp).
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Producer connections per broker.
+    #[arg(long, default_value_t = 1)]
+    pub connections: usize,
+    /// Requests in flight per producer connection (pipelining depth).
+    #[arg(long, default_value_t = 64)]
+    pub inflight: usize,
+    #[arg(long, value_enum, default_value_t = SendMode::Sync)]
+    pub send_mode: SendMode,
+    /// Messages per SEND_BATCH_MESSAGE request (batch mode).
+    #[arg(long, default_value_t = 16)]
+    pub batch: usize,
+    /// Offered load in messages per second (fixed rate, latency measured from
+    /// each message's intended send time). Unset: as fast as possible.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Measured seconds (after warm-up).
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
+    /// Stop after this many measured messages instead (still capped by
+    /// --duration).
+    #[arg(long)]
+    pub messages: Option<u64>,
+    /// Seconds of load before measuring starts (not counted).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u64,
+    /// Per-request timeout, ms.
+    #[arg(long, default_value_t = 5_000)]
+    pub timeout_ms: u64,
+    #[arg(long, value_enum, default_value_t = HeaderEncoding::Json)]
+    pub header_encoding: HeaderEncoding,
+    #[arg(long, default_value = "ferrocket_bench_producer")]
+    pub producer_group: String,
+    #[arg(long, default_value = "ferrocket_bench_consumer")]
+    pub consumer_group: String,
+    /// Consumer connections per broker (consume and e2e modes).
+    #[arg(long, default_value_t = 1)]
+    pub consumer_connections: usize,
+    /// Most messages per pull.
+    #[arg(long, default_value_t = 32)]
+    pub pull_batch: i32,
+    /// Long-poll hold time of a pull, ms.
+    #[arg(long, default_value_t = 1_000)]
+    pub suspend_ms: u64,
+    /// Tokio worker threads of the harness (default: half the CPUs, at
+    /// least 1), so the harness leaves room for a broker on the same host.
+    #[arg(long)]
+    pub client_threads: Option<usize>,
+}
+
+/// Where reports go.
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct OutputArgs {
+    /// Directory for report.json and report.svg (default:
+    /// target/bench/<mode>-<unix time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress line each second.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct SingleArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct ConsumeArgs {
+    #[command(flatten)]
+    pub single: SingleArgs,
+    /// Messages produced (unmeasured) before the drain is measured.
+    #[arg(long, default_value_t = 200_000)]
+    pub preload: u64,
+}
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct CompareArgs {
+    /// Name server of system A.
+    #[arg(long)]
+    pub namesrv_a: String,
+    /// Name server of system B.
+    #[arg(long)]
+    pub namesrv_b: String,
+    #[arg(long, default_value = "A")]
+    pub label_a: String,
+    #[arg(long, default_value = "B")]
+    pub label_b: String,
+    /// Broker pid(s) of A, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub broker_pid_a: Vec<u32>,
+    /// Broker pid(s) of B, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub broker_pid_b: Vec<u32>,
+    /// Count child processes of the broker pids too.
+    #[arg(long)]
+    pub broker_pid_children: bool,
+    /// Broker configuration files of A and B to copy into the report.
+    #[arg(long)]
+    pub broker_config_a: Option<PathBuf>,
+    #[arg(long)]
+    pub broker_config_b: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = CompareWorkload::Produce)]
+    pub workload: CompareWorkload,
+    /// Rounds per system (run A, B, A, B, ...).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    /// Seconds per round (--duration is ignored in compare mode).
+    #[arg(long, default_value_t = 5)]
+    pub round_secs: u64,
+    #[command(flatten)]
+    pub workload_args: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Largest message body accepted (the protocol's default limit).
+pub const SIZE_BYTES_MAX: usize = ferrocket_protocol::limits::MESSAGE_BODY_BYTES_MAX_DEFAULT;
+/// Most requests in flight per connection.
+pub const INFLIGHT_MAX: usize = 65_536;
+/// Most connections per broker.
+pub const CONNECTIONS_MAX: usize = 1_024;
+
+impl WorkloadArgs {
+    /// Messages per request.
+    pub fn messages_per_request(&self) -> usize {
+        match self.send_mode {
+            SendMode::Batch => self.batch,
+            SendMode::Sync | SendMode::Oneway => 1,
+        }
+    }
+
+    /// Checks ranges and combinations; `needs_timestamp` in e2e mode.
+    pub fn validate(&self, needs_timestamp: bool) -> Result<(), BenchError> {
+        let fail = |m: String| Err(BenchError::Options(m));
+        if self.size > SIZE_BYTES_MAX {
+            return fail(format!(
+                "--size {} exceeds {SIZE_BYTES_MAX} bytes",
+                self.size
+            ));
+        }
+        if needs_timestamp && self.size < crate::message::STAMP_BYTES {
+            return fail(format!(
+                "--size must be at least {} bytes to carry the send timestamp",
+                crate::message::STAMP_BYTES
+            ));
+        }
+        if self.size == 0 {
+            return fail("--size must be at least 1".into());
+        }
+        if !(1..=1024).contains(&self.queues) {
+            return fail(format!("--queues {} is not within 1..=1024", self.queues));
+        }
+        if !(1..=CONNECTIONS_MAX).contains(&self.connections)
+            || !(1..=CONNECTIONS_MAX).contains(&self.consumer_connections)
+        {
+            return fail(format!("connections must be within 1..={CONNECTIONS_MAX}"));
+        }
+        if !(1..=INFLIGHT_MAX).contains(&self.inflight) {
+            return fail(format!("--inflight must be within 1..={INFLIGHT_MAX}"));
+        }
+        let batch_max = ferrocket_protocol::limits::BATCH_MESSAGES_MAX;
+        if self.send_mode == SendMode::Batch && !(1..=batch_max).contains(&self.batch) {
+            return fail(format!("--batch must be within 1..={batch_max}"));
+        }
+        let frame = self.messages_per_request() * (self.size + 64);
+        if frame > ferrocket_protocol::limits::FRAME_BYTES_MAX / 2 {
+            return fail(format!(
+                "a request of {frame} bytes is too large; lower --batch or --size"
+            ));
+        }
+        if let Some(rate) = self.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return fail(format!("--rate {rate} must be a positive number"));
+            }
+        }
+        if self.duration == 0 {
+            return fail("--duration must be at least 1 second".into());
+        }
+        if !(1..=1024).contains(&self.pull_batch) {
+            return fail("--pull-batch must be within 1..=1024".into());
+        }
+        if self.client_threads == Some(0) {
+            return fail("--client-threads must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Tokio worker threads to run.
+    pub fn client_threads(&self) -> usize {
+        self.client_threads.unwrap_or_else(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cpus / 2).max(1)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(args).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        let Mode::Produce(single) = parse(&["ferrocket-bench", "produce"]).mode else {
+            panic!("not produce");
+        };
+        assert_eq!(single.target.namesrv, "127.0.0.1:9876");
+        assert_eq!(single.workload.messages_per_request(), 1);
+        single.workload.validate(true).unwrap();
+    }
+
+    #[test]
+    fn batch_mode_and_limits() {
+        let Mode::E2e(single) = parse(&[
+            "ferrocket-bench",
+            "e2e",
+            "--send-mode",
+            "batch",
+            "--batch",
+            "32",
+            "--size",
+            "8",
+            "--broker-pid",
+            "10,11",
+        ])
+        .mode
+        else {
+            panic!("not e2e");
+        };
+        assert_eq!(single.workload.messages_per_request(), 32);
+        assert_eq!(single.target.broker_pid, vec![10, 11]);
+        // 8 bytes cannot hold the e2e timestamp, but are fine for produce.
+        assert!(single.workload.validate(true).is_err());
+        single.workload.validate(false).unwrap();
+
+        let mut workload = single.workload.clone();
+        workload.rate = Some(0.0);
+        assert!(workload.validate(false).is_err());
+        workload.rate = Some(1e5);
+        workload.batch = 100_000;
+        assert!(workload.validate(false).is_err());
+    }
+
+    #[test]
+    fn compare_takes_two_targets() {
+        let Mode::Compare(compare) = parse(&[
+            "ferrocket-bench",
+            "compare",
+            "--namesrv-a",
+            "127.0.0.1:9876",
+            "--namesrv-b",
+            "127.0.0.1:19876",
+            "--workload",
+            "e2e",
+            "--rounds",
+            "2",
+            "--rate",
+            "1000",
+        ])
+        .mode
+        else {
+            panic!("not compare");
+        };
+        assert_eq!(compare.workload, CompareWorkload::E2e);
+        assert_eq!(compare.rounds, 2);
+        assert_eq!(compare.workload_args.rate, Some(1000.0));
+        assert!(Cli::try_parse_from(["ferrocket-bench", "compare"]).is_err());
+    }
+}

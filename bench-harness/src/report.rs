@@ -1,0 +1,396 @@
+//! The final table (stdout) and the JSON report.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::hist::{format_us, LatencySummary};
+use crate::host::HostFacts;
+use crate::progress::thousands;
+use crate::recorder::Sample;
+use crate::window::TargetResult;
+
+/// What the headline throughput counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Headline {
+    /// Messages acknowledged (or queued, oneway) by the broker.
+    Sent,
+    /// Messages pulled back.
+    Received,
+}
+
+/// Which latency the table's first row shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestLatency {
+    Send,
+    Pull,
+}
+
+/// Broker CPU over the measured time.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuReport {
+    pub pids: Vec<u32>,
+    pub cpu_s: f64,
+    /// Percent of one core, averaged over the measured time.
+    pub cpu_pct_of_core: f64,
+    /// CPU microseconds per headline message.
+    pub cpu_us_per_msg: f64,
+}
+
+/// Everything about one target.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    pub label: String,
+    pub namesrv: String,
+    pub topic: String,
+    pub queues: usize,
+    pub brokers: BTreeMap<String, String>,
+    pub broker_config: Option<BTreeMap<String, String>>,
+    pub windows: u32,
+    pub measured_s: f64,
+    pub headline: Headline,
+    pub msgs_per_s: f64,
+    /// Body megabytes (10^6 bytes) per second of the headline direction.
+    pub mb_per_s: f64,
+    /// Send requests (failed ones included).
+    pub requests: u64,
+    /// Pull requests that returned messages or failed.
+    pub pulls: u64,
+    pub sent_msgs: u64,
+    pub sent_bytes: u64,
+    pub received_msgs: u64,
+    pub received_bytes: u64,
+    /// What `request_latency` measures.
+    pub request_latency_kind: &'static str,
+    pub request_latency: LatencySummary,
+    pub e2e_latency: Option<LatencySummary>,
+    pub errors: BTreeMap<String, u64>,
+    pub error_total: u64,
+    pub broker_cpu: Option<CpuReport>,
+    pub client_cpu: CpuReport,
+    pub timeline: Vec<Sample>,
+}
+
+impl TargetReport {
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        label: &str,
+        namesrv: &str,
+        topic: &str,
+        queues: usize,
+        brokers: BTreeMap<String, String>,
+        broker_config: Option<BTreeMap<String, String>>,
+        broker_pids: &[u32],
+        ticks_per_s: u64,
+        result: &TargetResult,
+        headline: Headline,
+        request_latency: (RequestLatency, &'static str),
+        e2e: bool,
+    ) -> TargetReport {
+        let (source, request_latency_kind) = request_latency;
+        let request_hist = match source {
+            RequestLatency::Send => &result.totals.send_latency,
+            RequestLatency::Pull => &result.totals.pull_latency,
+        };
+        let totals = &result.totals;
+        let secs = result.measured_s.max(1e-9);
+        let (msgs, bytes) = match headline {
+            Headline::Sent => (totals.sent_msgs, totals.sent_bytes),
+            Headline::Received => (totals.received_msgs, totals.received_bytes),
+        };
+        let cpu = |pids: Vec<u32>, ticks: u64| {
+            let cpu_s = ticks as f64 / ticks_per_s.max(1) as f64;
+            CpuReport {
+                pids,
+                cpu_s,
+                cpu_pct_of_core: 100.0 * cpu_s / secs,
+                cpu_us_per_msg: if msgs == 0 {
+                    0.0
+                } else {
+                    cpu_s * 1e6 / msgs as f64
+                },
+            }
+        };
+        TargetReport {
+            label: label.to_string(),
+            namesrv: namesrv.to_string(),
+            topic: topic.to_string(),
+            queues,
+            brokers,
+            broker_config,
+            windows: result.windows,
+            measured_s: result.measured_s,
+            headline,
+            msgs_per_s: msgs as f64 / secs,
+            mb_per_s: bytes as f64 / secs / 1e6,
+            requests: totals.requests,
+            pulls: totals.pulls,
+            sent_msgs: totals.sent_msgs,
+            sent_bytes: totals.sent_bytes,
+            received_msgs: totals.received_msgs,
+            received_bytes: totals.received_bytes,
+            request_latency_kind,
+            request_latency: request_hist.summary(),
+            e2e_latency: e2e.then(|| totals.e2e_latency.summary()),
+            errors: totals.errors.clone(),
+            error_total: totals.error_total(),
+            broker_cpu: result
+                .broker_cpu
+                .map(|ticks| cpu(broker_pids.to_vec(), ticks.total())),
+            client_cpu: cpu(vec![std::process::id()], result.client_cpu.total()),
+            timeline: result.samples.clone(),
+        }
+    }
+}
+
+/// A/B ratios of a compare run (every ratio is A divided by B).
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    pub rounds: u32,
+    pub round_s: u64,
+    pub ratios: BTreeMap<String, Option<f64>>,
+}
+
+impl Comparison {
+    pub fn build(a: &TargetReport, b: &TargetReport, rounds: u32, round_s: u64) -> Comparison {
+        let mut ratios = BTreeMap::new();
+        for (name, va, vb) in comparable(a, b) {
+            ratios.insert(name.to_string(), ratio(va, vb));
+        }
+        Comparison {
+            a: a.label.clone(),
+            b: b.label.clone(),
+            rounds,
+            round_s,
+            ratios,
+        }
+    }
+}
+
+/// `a / b`, or `None` when b is zero or either side is missing.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 && a.is_finite() && b.is_finite() => Some(a / b),
+        _ => None,
+    }
+}
+
+/// (metric, value of A, value of B) for every compared metric.
+fn comparable(a: &TargetReport, b: &TargetReport) -> Vec<(&'static str, Option<f64>, Option<f64>)> {
+    let lat = |r: &TargetReport, f: fn(&LatencySummary) -> f64| Some(f(&r.request_latency));
+    let e2e = |r: &TargetReport, f: fn(&LatencySummary) -> f64| r.e2e_latency.as_ref().map(f);
+    let cpu = |r: &TargetReport| r.broker_cpu.as_ref().map(|c| c.cpu_us_per_msg);
+    vec![
+        ("msgs_per_s", Some(a.msgs_per_s), Some(b.msgs_per_s)),
+        ("mb_per_s", Some(a.mb_per_s), Some(b.mb_per_s)),
+        ("request_p50_us", lat(a, |s| s.p50_us), lat(b, |s| s.p50_us)),
+        ("request_p99_us", lat(a, |s| s.p99_us), lat(b, |s| s.p99_us)),
+        (
+            "request_p999_us",
+            lat(a, |s| s.p999_us),
+            lat(b, |s| s.p999_us),
+        ),
+        ("e2e_p50_us", e2e(a, |s| s.p50_us), e2e(b, |s| s.p50_us)),
+        ("e2e_p99_us", e2e(a, |s| s.p99_us), e2e(b, |s| s.p99_us)),
+        ("broker_cpu_us_per_msg", cpu(a), cpu(b)),
+        (
+            "errors",
+            Some(a.error_total as f64),
+            Some(b.error_total as f64),
+        ),
+    ]
+}
+
+/// The whole JSON report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub mode: &'static str,
+    pub parameters: serde_json::Value,
+    pub host: HostFacts,
+    pub targets: Vec<TargetReport>,
+    pub comparison: Option<Comparison>,
+}
+
+fn latency_row(out: &mut String, name: &str, summary: &LatencySummary) {
+    let _ = write!(out, "  {name:<22} {:>10}", thousands(summary.count as f64));
+    for (_, value) in summary.columns() {
+        let _ = write!(out, " {:>10}", format_us(value));
+    }
+    out.push('\n');
+}
+
+/// The final table of one target.
+pub fn target_table(mode: &str, report: &TargetReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "== {} — {mode}: {:.1} s measured over {} window(s), {} queue(s) ==",
+        report.label, report.measured_s, report.windows, report.queues
+    );
+    let _ = writeln!(
+        out,
+        "  throughput: {} msg/s, {:.1} MB/s ({:?}; sent {} msgs in {} requests, received {} msgs in {} pulls)",
+        thousands(report.msgs_per_s),
+        report.mb_per_s,
+        report.headline,
+        thousands(report.sent_msgs as f64),
+        thousands(report.requests as f64),
+        thousands(report.received_msgs as f64),
+        thousands(report.pulls as f64),
+    );
+    let _ = write!(out, "  {:<22} {:>10}", "latency", "count");
+    for (label, _) in LatencySummary::default().columns() {
+        let _ = write!(out, " {label:>10}");
+    }
+    out.push('\n');
+    latency_row(
+        &mut out,
+        report.request_latency_kind,
+        &report.request_latency,
+    );
+    if let Some(e2e) = &report.e2e_latency {
+        latency_row(&mut out, "send -> receive (e2e)", e2e);
+    }
+    if report.errors.is_empty() {
+        out.push_str("  errors: none\n");
+    } else {
+        out.push_str("  errors:\n");
+        for (label, count) in &report.errors {
+            let _ = writeln!(out, "    {label:<40} {count}");
+        }
+    }
+    if let Some(cpu) = &report.broker_cpu {
+        let _ = writeln!(
+            out,
+            "  broker cpu: {:.2} s ({:.0}% of a core), {:.2} cpu-us/msg (pids {:?})",
+            cpu.cpu_s, cpu.cpu_pct_of_core, cpu.cpu_us_per_msg, cpu.pids
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  harness cpu: {:.2} s ({:.0}% of a core), {:.2} cpu-us/msg",
+        report.client_cpu.cpu_s,
+        report.client_cpu.cpu_pct_of_core,
+        report.client_cpu.cpu_us_per_msg
+    );
+    out
+}
+
+/// The side-by-side table of a compare run.
+pub fn comparison_table(a: &TargetReport, b: &TargetReport, comparison: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "== compare: {} vs {} ({} rounds of {} s each, interleaved) ==",
+        a.label, b.label, comparison.rounds, comparison.round_s
+    );
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>14} {:>14} {:>10}",
+        "metric", a.label, b.label, "A/B"
+    );
+    for (name, va, vb) in comparable(a, b) {
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let r = ratio(va, vb).map_or("-".to_string(), |r| format!("{r:.2}x"));
+        let _ = writeln!(
+            out,
+            "  {name:<24} {:>14} {:>14} {r:>10}",
+            show(va),
+            show(vb)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proc_stat::CpuTicks;
+
+    fn result() -> TargetResult {
+        let mut result = TargetResult::default();
+        for i in 0..1_000u64 {
+            result.totals.sent(100_000 + i * 1_000, 1, 1_000);
+        }
+        result
+            .totals
+            .send_failed(&crate::recorder::ErrorKind::Code(2));
+        result.measured_s = 2.0;
+        result.windows = 1;
+        result.broker_cpu = Some(CpuTicks {
+            user: 30,
+            system: 20,
+        });
+        result.client_cpu = CpuTicks {
+            user: 10,
+            system: 0,
+        };
+        result
+    }
+
+    fn report(label: &str, result: &TargetResult) -> TargetReport {
+        TargetReport::build(
+            label,
+            "127.0.0.1:9876",
+            "T",
+            8,
+            BTreeMap::new(),
+            None,
+            &[42],
+            100,
+            result,
+            Headline::Sent,
+            (RequestLatency::Send, "send ack"),
+            false,
+        )
+    }
+
+    #[test]
+    fn rates_and_cpu_per_message_come_from_totals() {
+        let report = report("A", &result());
+        assert_eq!(report.msgs_per_s, 500.0);
+        assert_eq!(report.mb_per_s, 0.5);
+        assert_eq!(report.error_total, 1);
+        let cpu = report.broker_cpu.as_ref().unwrap();
+        assert_eq!(cpu.cpu_s, 0.5);
+        assert_eq!(cpu.cpu_pct_of_core, 25.0);
+        assert_eq!(cpu.cpu_us_per_msg, 500.0);
+        assert_eq!(report.client_cpu.cpu_us_per_msg, 100.0);
+        assert!(report.e2e_latency.is_none());
+        let table = target_table("produce", &report);
+        assert!(table.contains("500 msg/s"), "{table}");
+        assert!(table.contains("code 2 SYSTEM_BUSY"), "{table}");
+        assert!(table.contains("500.00 cpu-us/msg"), "{table}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["request_latency"]["count"], 1000);
+        assert_eq!(json["headline"], "sent");
+    }
+
+    #[test]
+    fn comparison_divides_a_by_b() {
+        let a = report("A", &result());
+        let mut slower = result();
+        slower.measured_s = 4.0;
+        slower.broker_cpu = None;
+        let b = report("B", &slower);
+        let comparison = Comparison::build(&a, &b, 3, 5);
+        assert_eq!(comparison.ratios["msgs_per_s"], Some(2.0));
+        assert_eq!(comparison.ratios["request_p99_us"], Some(1.0));
+        assert_eq!(comparison.ratios["broker_cpu_us_per_msg"], None);
+        assert_eq!(comparison.ratios["e2e_p99_us"], None);
+        let table = comparison_table(&a, &b, &comparison);
+        assert!(table.contains("2.00x"), "{table}");
+    }
+
+    #[test]
+    fn ratio_guards_against_zero_and_missing() {
+        assert_eq!(ratio(Some(3.0), Some(1.5)), Some(2.0));
+        assert_eq!(ratio(Some(3.0), Some(0.0)), None);
+        assert_eq!(ratio(None, Some(1.0)), None);
+        assert_eq!(ratio(Some(f64::NAN), Some(1.0)), None);
+    }
+}

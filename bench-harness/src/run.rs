@@ -1,0 +1,275 @@
+//! The four modes: set up targets, run windows, write the reports.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::args::{
+    CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SendMode, SingleArgs, WorkloadArgs,
+};
+use crate::error::BenchError;
+use crate::host;
+use crate::report::{
+    comparison_table, target_table, Comparison, Headline, Report, RequestLatency, TargetReport,
+};
+use crate::svg;
+use crate::target::TargetSpec;
+use crate::window::Session;
+
+/// Offered load of e2e runs without --rate, messages per second: a
+/// moderate load, so the latency measured is not queueing at saturation.
+pub const E2E_RATE_DEFAULT: f64 = 10_000.0;
+
+/// Which single-target mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SingleMode {
+    Produce,
+    Consume,
+    E2e,
+}
+
+impl SingleMode {
+    fn name(self) -> &'static str {
+        match self {
+            SingleMode::Produce => "produce",
+            SingleMode::Consume => "consume",
+            SingleMode::E2e => "e2e",
+        }
+    }
+}
+
+fn runtime(workload: &WorkloadArgs) -> Result<tokio::runtime::Runtime, BenchError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workload.client_threads())
+        .thread_name("bench-client")
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::io("tokio runtime", e))
+}
+
+/// Tells this run's messages apart from any other run's.
+fn run_id() -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    nanos ^ std::process::id().rotate_left(16)
+}
+
+fn spec_of(target: &crate::args::TargetArgs) -> TargetSpec {
+    TargetSpec {
+        label: target.label.clone(),
+        namesrv: target.namesrv.clone(),
+        broker_pids: target.broker_pid.clone(),
+        broker_pid_children: target.broker_pid_children,
+        broker_config: target.broker_config.clone(),
+    }
+}
+
+fn request_kind(mode: SingleMode, workload: &WorkloadArgs) -> (RequestLatency, &'static str) {
+    match (mode, workload.send_mode) {
+        (SingleMode::Consume, _) => (RequestLatency::Pull, "pull round trip"),
+        (_, SendMode::Oneway) => (RequestLatency::Send, "oneway enqueue"),
+        (_, SendMode::Batch) => (RequestLatency::Send, "batch send ack"),
+        (_, SendMode::Sync) => (RequestLatency::Send, "send ack"),
+    }
+}
+
+fn report_of(
+    session: &Session,
+    headline: Headline,
+    kind: (RequestLatency, &'static str),
+    e2e: bool,
+) -> TargetReport {
+    let target = &session.target;
+    TargetReport::build(
+        &target.label,
+        &target.namesrv,
+        &target.topic,
+        target.queues.len(),
+        target.brokers.clone(),
+        target.broker_config.clone(),
+        target.broker_cpu.as_ref().map_or(&[], |p| p.roots()),
+        crate::proc_stat::clock_ticks_per_s(),
+        &session.result,
+        headline,
+        kind,
+        e2e,
+    )
+}
+
+/// produce, consume and e2e.
+pub fn run_single(mode: SingleMode, args: SingleArgs, preload: u64) -> Result<(), BenchError> {
+    let mut args = args;
+    if mode == SingleMode::E2e && args.workload.rate.is_none() {
+        args.workload.rate = Some(E2E_RATE_DEFAULT);
+    }
+    args.workload.validate(mode == SingleMode::E2e)?;
+    let parameters = parameters(&args, preload)?;
+    let runtime = runtime(&args.workload)?;
+    let report = runtime.block_on(async {
+        let t0 = Instant::now();
+        crate::message::anchor();
+        let spec = spec_of(&args.target);
+        let consumers = mode != SingleMode::Produce;
+        let mut session = Session::open(
+            &spec,
+            &args.workload,
+            consumers,
+            run_id(),
+            args.output.quiet,
+        )
+        .await?;
+        let w = &args.workload;
+        match mode {
+            SingleMode::Produce => session.produce(w.warmup, w.duration, t0).await?,
+            SingleMode::E2e => session.e2e(w.warmup, w.duration, t0).await?,
+            SingleMode::Consume => session.drain(preload, w.duration, t0).await?,
+        }
+        let headline = match mode {
+            SingleMode::Produce => Headline::Sent,
+            SingleMode::Consume | SingleMode::E2e => Headline::Received,
+        };
+        Ok::<_, BenchError>(report_of(
+            &session,
+            headline,
+            request_kind(mode, w),
+            mode == SingleMode::E2e,
+        ))
+    })?;
+    println!("{}", target_table(mode.name(), &report));
+    let report = Report {
+        mode: mode.name(),
+        parameters,
+        host: host::collect(),
+        targets: vec![report],
+        comparison: None,
+    };
+    write_outputs(mode.name(), &args.output, &report)
+}
+
+pub fn run_consume(args: ConsumeArgs) -> Result<(), BenchError> {
+    run_single(SingleMode::Consume, args.single, args.preload)
+}
+
+/// The same workload on two targets, in alternating rounds.
+pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
+    let mut args = args;
+    let e2e = args.workload == CompareWorkload::E2e;
+    if e2e && args.workload_args.rate.is_none() {
+        args.workload_args.rate = Some(E2E_RATE_DEFAULT);
+    }
+    args.workload_args.validate(e2e)?;
+    if args.rounds == 0 || args.round_secs == 0 {
+        return Err(BenchError::Options(
+            "--rounds and --round-secs must be at least 1".into(),
+        ));
+    }
+    let parameters = serde_json::to_value(&args)
+        .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))?;
+    let runtime = runtime(&args.workload_args)?;
+    let quiet = args.output.quiet;
+    let (a, b) = runtime.block_on(async {
+        let t0 = Instant::now();
+        crate::message::anchor();
+        let spec =
+            |label: &str, namesrv: &str, pids: &[u32], config: &Option<PathBuf>| TargetSpec {
+                label: label.to_string(),
+                namesrv: namesrv.to_string(),
+                broker_pids: pids.to_vec(),
+                broker_pid_children: args.broker_pid_children,
+                broker_config: config.clone(),
+            };
+        let spec_a = spec(
+            &args.label_a,
+            &args.namesrv_a,
+            &args.broker_pid_a,
+            &args.broker_config_a,
+        );
+        let spec_b = spec(
+            &args.label_b,
+            &args.namesrv_b,
+            &args.broker_pid_b,
+            &args.broker_config_b,
+        );
+        let w = &args.workload_args;
+        let mut a = Session::open(&spec_a, w, e2e, run_id(), quiet).await?;
+        let mut b = Session::open(&spec_b, w, e2e, run_id().wrapping_add(1), quiet).await?;
+        for round in 0..args.rounds {
+            let warmup = if round == 0 { w.warmup } else { 0 };
+            for session in [&mut a, &mut b] {
+                if e2e {
+                    session.e2e(warmup, args.round_secs, t0).await?;
+                } else {
+                    session.produce(warmup, args.round_secs, t0).await?;
+                }
+            }
+        }
+        let headline = if e2e {
+            Headline::Received
+        } else {
+            Headline::Sent
+        };
+        let kind = request_kind(SingleMode::Produce, w);
+        Ok::<_, BenchError>((
+            report_of(&a, headline, kind, e2e),
+            report_of(&b, headline, kind, e2e),
+        ))
+    })?;
+    println!("{}", target_table("compare", &a));
+    println!("{}", target_table("compare", &b));
+    let comparison = Comparison::build(&a, &b, args.rounds, args.round_secs);
+    println!("{}", comparison_table(&a, &b, &comparison));
+    let report = Report {
+        mode: "compare",
+        parameters,
+        host: host::collect(),
+        targets: vec![a, b],
+        comparison: Some(comparison),
+    };
+    write_outputs("compare", &args.output, &report)
+}
+
+fn parameters(args: &SingleArgs, preload: u64) -> Result<serde_json::Value, BenchError> {
+    #[derive(Serialize)]
+    struct WithPreload<'a> {
+        #[serde(flatten)]
+        args: &'a SingleArgs,
+        preload: u64,
+    }
+    serde_json::to_value(WithPreload { args, preload })
+        .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))
+}
+
+fn write_outputs(mode: &str, output: &OutputArgs, report: &Report) -> Result<(), BenchError> {
+    let dir = output.out.clone().unwrap_or_else(|| {
+        Path::new("target")
+            .join("bench")
+            .join(format!("{mode}-{}", report.host.started_unix_s))
+    });
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(dir.display().to_string(), e))?;
+    let json_path = dir.join("report.json");
+    let json = serde_json::to_string_pretty(report)
+        .map_err(|e| BenchError::Setup(format!("cannot encode the report: {e}")))?;
+    std::fs::write(&json_path, json)
+        .map_err(|e| BenchError::io(json_path.display().to_string(), e))?;
+    let labels: Vec<&str> = report.targets.iter().map(|t| t.label.as_str()).collect();
+    let title = format!("ferrocket-bench {mode}: {}", labels.join(" vs "));
+    let subtitle = format!(
+        "{} | {} CPUs | kernel {} | git {}",
+        report.host.cpu_model,
+        report.host.cpus_online,
+        report.host.kernel,
+        report.host.git_revision.as_deref().unwrap_or("unknown")
+    );
+    let targets: Vec<&TargetReport> = report.targets.iter().collect();
+    let svg_path = dir.join("report.svg");
+    std::fs::write(&svg_path, svg::render(&title, &subtitle, &targets))
+        .map_err(|e| BenchError::io(svg_path.display().to_string(), e))?;
+    println!(
+        "reports: {} and {}",
+        json_path.display(),
+        svg_path.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! A system under test: its name server, the bench topic's queues and the
+//! master brokers that serve them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ferrocket_client::route::{write_queues, write_queues_limited};
+use ferrocket_client::{Admin, Connection, ConnectionConfig, CreateTopicOptions, MessageQueue};
+use ferrocket_protocol::body::TopicRouteData;
+use ferrocket_protocol::SerializeType;
+
+use crate::args::{HeaderEncoding, WorkloadArgs};
+use crate::error::BenchError;
+use crate::message::DEFAULT_TOPIC;
+use crate::proc_stat::CpuProbe;
+
+/// How long a freshly created topic may take to show up in the route.
+pub const ROUTE_WAIT_MS: u64 = 15_000;
+/// Pause between route lookups while waiting.
+const ROUTE_POLL_MS: u64 = 200;
+
+/// Who to benchmark, before connecting.
+#[derive(Debug, Clone)]
+pub struct TargetSpec {
+    pub label: String,
+    pub namesrv: String,
+    pub broker_pids: Vec<u32>,
+    pub broker_pid_children: bool,
+    pub broker_config: Option<PathBuf>,
+}
+
+/// A prepared target.
+#[derive(Debug)]
+pub struct Target {
+    pub label: String,
+    pub namesrv: String,
+    pub topic: String,
+    /// Writable queues, ordered by broker then queue id.
+    pub queues: Vec<MessageQueue>,
+    /// Master address by broker name.
+    pub brokers: BTreeMap<String, String>,
+    pub connection_config: ConnectionConfig,
+    pub broker_cpu: Option<CpuProbe>,
+    pub broker_config: Option<BTreeMap<String, String>>,
+}
+
+impl Target {
+    /// Opens `count` connections to each broker that serves queues.
+    pub async fn connect(&self, count: usize) -> Result<Vec<(String, Connection)>, BenchError> {
+        let mut out = Vec::new();
+        for (name, addr) in &self.brokers {
+            if self.queues.iter().all(|q| &q.broker_name != name) {
+                continue;
+            }
+            for _ in 0..count {
+                let connection =
+                    Connection::connect(addr, self.connection_config.clone(), None).await?;
+                out.push((name.clone(), connection));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Connects to the name server, creates the topic (unless told not to),
+/// waits until its route lists the queues, and checks the broker pids.
+pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Target, BenchError> {
+    let connection_config = ConnectionConfig {
+        request_timeout_ms: workload.timeout_ms,
+        serialize_type: match workload.header_encoding {
+            HeaderEncoding::Json => SerializeType::Json,
+            HeaderEncoding::Rocketmq => SerializeType::RocketMq,
+        },
+        ..ConnectionConfig::default()
+    };
+    let admin = Admin::with_config(&spec.namesrv, connection_config.clone())?;
+    let masters: Vec<_> = admin
+        .cluster_brokers()
+        .await?
+        .into_iter()
+        .filter(|b| b.broker_id == 0)
+        .collect();
+    if masters.is_empty() {
+        return Err(BenchError::Setup(format!(
+            "{}: no master broker is registered with name server {}",
+            spec.label, spec.namesrv
+        )));
+    }
+    if !workload.no_create_topic {
+        let options = CreateTopicOptions {
+            read_queue_nums: workload.queues,
+            write_queue_nums: workload.queues,
+            ..CreateTopicOptions::default()
+        };
+        for master in &masters {
+            if let Err(error) = admin
+                .create_topic(&master.addr, &workload.topic, &options)
+                .await
+            {
+                eprintln!(
+                    "warning: {}: creating topic {} on {} failed: {error}",
+                    spec.label, workload.topic, master.addr
+                );
+            }
+        }
+    }
+    let route = wait_for_route(&admin, &workload.topic, workload.queues).await;
+    let (route, queues) = match route {
+        Ok(route) => {
+            let queues = write_queues(&workload.topic, &route);
+            (route, queues)
+        }
+        Err(error) if workload.no_create_topic => {
+            // Auto-creation: the template topic says which brokers accept it.
+            eprintln!(
+                "note: {}: no route for {} ({error}); relying on auto-creation from {DEFAULT_TOPIC}",
+                spec.label, workload.topic
+            );
+            let route = admin.topic_route(DEFAULT_TOPIC).await?;
+            let per_broker = usize::try_from(workload.queues).unwrap_or(1);
+            let queues = write_queues_limited(&workload.topic, &route, per_broker);
+            (route, queues)
+        }
+        Err(error) => return Err(error),
+    };
+    if queues.is_empty() {
+        return Err(BenchError::Setup(format!(
+            "{}: topic {} has no writable queue on a master broker",
+            spec.label, workload.topic
+        )));
+    }
+    let brokers = master_addrs(&route);
+    let broker_cpu = if spec.broker_pids.is_empty() {
+        None
+    } else {
+        let probe = CpuProbe::new(spec.broker_pids.clone(), spec.broker_pid_children);
+        probe.check()?;
+        Some(probe)
+    };
+    let broker_config = match &spec.broker_config {
+        Some(path) => Some(
+            crate::host::read_properties(path)
+                .map_err(|e| BenchError::io(path.display().to_string(), e))?,
+        ),
+        None => None,
+    };
+    Ok(Target {
+        label: spec.label.clone(),
+        namesrv: spec.namesrv.clone(),
+        topic: workload.topic.clone(),
+        queues,
+        brokers,
+        connection_config,
+        broker_cpu,
+        broker_config,
+    })
+}
+
+/// Polls the route until every broker lists `queues` write queues (or the
+/// wait ends; then whatever route exists is used).
+async fn wait_for_route(
+    admin: &Admin,
+    topic: &str,
+    queues: i32,
+) -> Result<TopicRouteData, BenchError> {
+    let deadline = Instant::now() + Duration::from_millis(ROUTE_WAIT_MS);
+    loop {
+        let result = admin.topic_route(topic).await;
+        let complete = match &result {
+            Ok(route) => {
+                !route.queue_datas.is_empty()
+                    && route
+                        .queue_datas
+                        .iter()
+                        .all(|q| q.write_queue_nums == queues)
+            }
+            Err(_) => false,
+        };
+        if complete || Instant::now() >= deadline {
+            return match result {
+                Ok(route) if !route.queue_datas.is_empty() => {
+                    if !complete {
+                        eprintln!(
+                            "warning: the route of {topic} does not show {queues} write queues on every broker; using it as it is"
+                        );
+                    }
+                    Ok(route)
+                }
+                Ok(_) => Err(BenchError::Setup(format!(
+                    "the route of {topic} lists no queues"
+                ))),
+                Err(error) => Err(error.into()),
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(ROUTE_POLL_MS)).await;
+    }
+}
+
+/// Master address of every broker set in `route`.
+pub fn master_addrs(route: &TopicRouteData) -> BTreeMap<String, String> {
+    route
+        .broker_datas
+        .iter()
+        .filter_map(|b| {
+            b.master_addr()
+                .map(|a| (b.broker_name.clone(), a.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,141 @@
+//! Topic administration (UPDATE_AND_CREATE_TOPIC 17, GET_ALL_TOPIC_CONFIG 21,
+//! GET_TOPIC_CONFIG 351, DELETE_TOPIC_IN_BROKER 215) and
+//! GET_BROKER_RUNTIME_INFO (28) (`AdminBrokerProcessor`).
+
+use std::rc::Rc;
+
+use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
+use ferrocket_protocol::limits::validate_topic;
+use ferrocket_protocol::RemotingCommand;
+
+use crate::messages::{ShardRequest, ShardResponse, ShardStats};
+use crate::shard::Shard;
+use crate::topics::{is_system_topic, TopicChange};
+use crate::util::{now_ms, Reject};
+
+/// Version string reported by GET_BROKER_RUNTIME_INFO.
+pub const BROKER_VERSION_DESC: &str = concat!("ferrocket-", env!("CARGO_PKG_VERSION"));
+
+fn ok(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(request, response_code::SUCCESS, None)
+}
+
+fn check_admin_topic(topic: &str) -> Result<(), Reject> {
+    validate_topic(topic).map_err(|e| Reject::system(e.to_string()))?;
+    if is_system_topic(topic) {
+        return Err(Reject::system(format!(
+            "The topic[{topic}] is conflict with system topic."
+        )));
+    }
+    Ok(())
+}
+
+async fn change(shard: &Shard, change: TopicChange) -> Result<Option<TopicConfig>, Reject> {
+    match shard.call(0, ShardRequest::Topic(change)).await? {
+        ShardResponse::Topic(result) => result,
+        other => Err(other.unexpected()),
+    }
+}
+
+/// UPDATE_AND_CREATE_TOPIC.
+pub(crate) async fn update_and_create_topic(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = CreateTopicRequestHeader::from_ext(&request.ext_fields)?;
+    check_admin_topic(&header.topic)?;
+    let mut topic = TopicConfig::new(&header.topic, header.write_queue_nums);
+    topic.read_queue_nums = header.read_queue_nums;
+    topic.perm = header.perm;
+    if let Some(filter) = header.topic_filter_type.filter(|f| !f.is_empty()) {
+        topic.topic_filter_type = filter;
+    }
+    topic.topic_sys_flag = header.topic_sys_flag.unwrap_or(0);
+    topic.order = header.order;
+    change(shard, TopicChange::Upsert(topic)).await?;
+    Ok(ok(request))
+}
+
+/// GET_ALL_TOPIC_CONFIG: the table with its data version.
+pub(crate) fn all_topic_config(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
+    ok(request).with_body(encode_json(&*shard.topics.get()))
+}
+
+/// GET_TOPIC_CONFIG.
+pub(crate) fn topic_config(
+    shard: &Shard,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = TopicRequestHeader::from_ext(&request.ext_fields)?;
+    match shard.topic(&header.topic) {
+        Some(topic) => Ok(ok(request).with_body(encode_json(&topic))),
+        None => Err(Reject::new(
+            response_code::TOPIC_NOT_EXIST,
+            format!("No topic in this broker. topic: {}", header.topic),
+        )),
+    }
+}
+
+/// DELETE_TOPIC_IN_BROKER: removes the topic and every group's offsets of it.
+/// Its stored messages stay in the CommitLog until retention removes them.
+pub(crate) async fn delete_topic(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = TopicRequestHeader::from_ext(&request.ext_fields)?;
+    check_admin_topic(&header.topic)?;
+    change(shard, TopicChange::Delete(header.topic.clone())).await?;
+    for answer in shard
+        .on_all(|| ShardRequest::ForgetTopic {
+            topic: header.topic.clone(),
+        })
+        .await
+    {
+        if let Err(reject) = answer {
+            tracing::warn!(remark = %reject.remark, "a shard kept offsets of a deleted topic");
+        }
+    }
+    Ok(ok(request))
+}
+
+/// GET_BROKER_RUNTIME_INFO: a few counters summed over the shards.
+pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -> RemotingCommand {
+    let mut total = ShardStats::default();
+    for answer in shard.on_all(|| ShardRequest::Stats).await {
+        if let Ok(ShardResponse::Stats(stats)) = answer {
+            total.put_messages += stats.put_messages;
+            total.put_bytes += stats.put_bytes;
+            total.got_messages += stats.got_messages;
+            total.held_pulls += stats.held_pulls;
+        }
+    }
+    let env = &shard.env;
+    let reader = shard.store.reader();
+    let mut table = KvTable::default();
+    let mut put = |key: &str, value: String| {
+        table.table.insert(key.to_string(), value);
+    };
+    put("brokerVersionDesc", BROKER_VERSION_DESC.to_string());
+    put(
+        "brokerVersion",
+        ferrocket_protocol::frame::VERSION_DEFAULT.to_string(),
+    );
+    put("bootTimestamp", env.boot_ms.to_string());
+    put("runtime", format!("{} ms", now_ms() - env.boot_ms));
+    put("msgPutTotalTodayNow", total.put_messages.to_string());
+    put("msgGetTotalTodayNow", total.got_messages.to_string());
+    put("putMessageTotalBytes", total.put_bytes.to_string());
+    put("pullHoldingCount", total.held_pulls.to_string());
+    put("commitLogMinOffset", reader.min_offset().to_string());
+    put("commitLogMaxOffset", reader.written_offset().to_string());
+    put(
+        "commitLogFlushedOffset",
+        reader.durable_offset().to_string(),
+    );
+    put("shardCount", shard.count.to_string());
+    put("brokerName", env.config.broker_name.clone());
+    put("brokerAddr", env.broker_addr.clone());
+    ok(request).with_body(encode_json(&table))
+}

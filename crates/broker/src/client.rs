@@ -1,0 +1,115 @@
+//! HEART_BEAT (34), UNREGISTER_CLIENT (35) and GET_CONSUMER_LIST_BY_GROUP
+//! (38) (`ClientManageProcessor`, `ConsumerManageProcessor`). Registry
+//! changes go to shard 0; the consumer list is read from this shard's copy.
+
+use std::rc::Rc;
+
+use ferrocket_protocol::body::{decode_json, encode_json, ConsumerIdList, HeartbeatData};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::header::{ConsumerGroupRequestHeader, UnregisterClientRequestHeader};
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::Connection;
+
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::shard::Shard;
+use crate::util::Reject;
+
+fn done(request: &RemotingCommand, answer: ShardResponse) -> Result<RemotingCommand, Reject> {
+    match answer {
+        ShardResponse::Done => Ok(RemotingCommand::response_to(
+            request,
+            response_code::SUCCESS,
+            None,
+        )),
+        other => Err(other.unexpected()),
+    }
+}
+
+/// HEART_BEAT: registers the client's producer and consumer groups on this
+/// connection (and creates the retry topic of each clustering group).
+pub(crate) async fn heartbeat(
+    shard: &Rc<Shard>,
+    conn: &Rc<Connection>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let data: HeartbeatData = decode_json(&request.body)?;
+    if data.client_id.is_empty() {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            "the heartbeat has no clientID",
+        ));
+    }
+    let answer = shard
+        .call(
+            0,
+            ShardRequest::Heartbeat {
+                conn_id: conn.id(),
+                data,
+            },
+        )
+        .await?;
+    done(request, answer)
+}
+
+/// UNREGISTER_CLIENT.
+pub(crate) async fn unregister_client(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = UnregisterClientRequestHeader::from_ext(&request.ext_fields)?;
+    let answer = shard
+        .call(
+            0,
+            ShardRequest::Unregister {
+                client_id: header.client_id,
+                producer_group: header.producer_group.filter(|g| !g.is_empty()),
+                consumer_group: header.consumer_group.filter(|g| !g.is_empty()),
+            },
+        )
+        .await?;
+    done(request, answer)
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP.
+pub(crate) fn consumer_list(
+    shard: &Shard,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = ConsumerGroupRequestHeader::from_ext(&request.ext_fields)?;
+    let clients = shard.clients.get();
+    let ids: Vec<String> = clients
+        .consumers
+        .get(&header.consumer_group)
+        .map(|group| group.clients.keys().cloned().collect())
+        .unwrap_or_default();
+    if ids.is_empty() {
+        return Err(Reject::system(format!(
+            "no consumer for this group, {}",
+            header.consumer_group
+        )));
+    }
+    let body = encode_json(&ConsumerIdList {
+        consumer_id_list: ids,
+    });
+    Ok(RemotingCommand::response_to(request, response_code::SUCCESS, None).with_body(body))
+}
+
+/// A connection closed: its clients leave the registry (only asks shard 0
+/// when this shard's copy knows a client on it).
+pub(crate) fn connection_closed(shard: &Shard, conn_id: u64) {
+    if !shard.clients.get().has_connection(conn_id) {
+        return;
+    }
+    let Some(mesh) = shard.mesh() else {
+        return;
+    };
+    glommio::spawn_local(async move {
+        if let Err(err) = mesh
+            .invoke_on(0, ShardRequest::ConnectionClosed { conn_id })
+            .await
+        {
+            tracing::debug!(conn_id, %err, "could not report a closed connection");
+        }
+    })
+    .detach();
+}

@@ -1,0 +1,310 @@
+//! Broker configuration. Field docs give the RocketMQ property name
+//! (`BrokerConfig` / `MessageStoreConfig`) that the CLI maps onto each.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use ferrocket_protocol::limits::MESSAGE_BODY_BYTES_MAX_DEFAULT;
+use ferrocket_runtime::shard::ShardsConfig;
+use ferrocket_store::{FlushMode, StoreConfig, WriteMode};
+
+use crate::error::BrokerError;
+
+/// Default broker port (`listenPort`).
+pub const LISTEN_PORT_DEFAULT: u16 = 10911;
+/// Default cluster (`brokerClusterName`).
+pub const CLUSTER_NAME_DEFAULT: &str = "DefaultCluster";
+/// Default broker name (`brokerName`; Java uses the host name).
+pub const BROKER_NAME_DEFAULT: &str = "broker-a";
+/// Default queues of an auto-created topic (`defaultTopicQueueNums`).
+pub const DEFAULT_TOPIC_QUEUE_NUMS: i32 = 8;
+/// Default interval between registrations with the name servers
+/// (`registerNameServerPeriod`).
+pub const REGISTER_INTERVAL_MS_DEFAULT: u64 = 30_000;
+/// Default wait for one name server call.
+pub const REGISTER_TIMEOUT_MS_DEFAULT: u64 = 6_000;
+/// Default consumer offset persistence interval (`flushConsumerOffsetInterval`).
+pub const OFFSET_PERSIST_INTERVAL_MS_DEFAULT: u64 = 5_000;
+/// Longest a pull may be held (the client asks for 15 s by default; a larger
+/// request is capped here).
+pub const SUSPEND_TIMEOUT_MS_MAX_DEFAULT: u64 = 30_000;
+/// Most held pulls per shard; more are answered at once with PULL_NOT_FOUND.
+pub const LONG_POLL_WAITERS_MAX_DEFAULT: usize = 100_000;
+/// Most messages in one pull answer (`maxTransferCountOnMessageInMemory`).
+pub const PULL_MESSAGES_MAX_DEFAULT: usize = 32;
+/// Most bytes in one pull answer (`maxTransferBytesOnMessageInMemory`).
+pub const PULL_BYTES_MAX_DEFAULT: usize = 256 * 1024;
+/// A client silent this long is dropped (`channelExpiredTimeout`).
+pub const CLIENT_EXPIRY_MS_DEFAULT: u64 = 120_000;
+
+/// When the CommitLog is flushed (`flushDiskType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlushDiskType {
+    /// `ASYNC_FLUSH`: acknowledge once written; fdatasync periodically.
+    #[default]
+    AsyncFlush,
+    /// `SYNC_FLUSH`: acknowledge after the fdatasync (group commit).
+    SyncFlush,
+}
+
+impl FlushDiskType {
+    /// Parses `ASYNC_FLUSH` / `SYNC_FLUSH` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "ASYNC_FLUSH" | "ASYNC" => Some(Self::AsyncFlush),
+            "SYNC_FLUSH" | "SYNC" => Some(Self::SyncFlush),
+            _ => None,
+        }
+    }
+}
+
+/// How the CommitLog is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommitLogWriteMode {
+    /// Through the page cache.
+    #[default]
+    Buffered,
+    /// O_DIRECT, with a hot tail kept in memory for readers.
+    Direct,
+}
+
+impl CommitLogWriteMode {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "buffered" => Some(Self::Buffered),
+            "direct" => Some(Self::Direct),
+            _ => None,
+        }
+    }
+}
+
+/// Everything a broker is started with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerConfig {
+    /// Address to listen on (the CLI's `--listen-addr`).
+    pub listen_addr: IpAddr,
+    /// `listenPort`. 0 picks a free port (tests).
+    pub listen_port: u16,
+    /// `namesrvAddr`: name servers as `host:port;host:port` (empty: none).
+    pub namesrv_addr: String,
+    /// `brokerClusterName`.
+    pub broker_cluster_name: String,
+    /// `brokerName`.
+    pub broker_name: String,
+    /// `brokerId`: 0 is the master.
+    pub broker_id: i64,
+    /// `brokerIP1`: the address clients are told to use. Empty: the listen
+    /// address, or 127.0.0.1 when listening on every interface.
+    pub broker_ip1: String,
+    /// `storePathRootDir`.
+    pub store_path_root_dir: PathBuf,
+    /// `flushDiskType`.
+    pub flush_disk_type: FlushDiskType,
+    /// `flushIntervalCommitLog`, for async flush.
+    pub flush_interval_commit_log_ms: u64,
+    /// `syncFlushTimeout`, for sync flush.
+    pub sync_flush_timeout_ms: u64,
+    /// CommitLog write mode (Ferrocket's own).
+    pub write_mode: CommitLogWriteMode,
+    /// `autoCreateTopicEnable`.
+    pub auto_create_topic_enable: bool,
+    /// `defaultTopicQueueNums`.
+    pub default_topic_queue_nums: i32,
+    /// `mappedFileSizeCommitLog`.
+    pub mapped_file_size_commit_log: u64,
+    /// `maxMessageSize`: largest message body (for a batch, the whole body).
+    pub max_message_size: usize,
+    /// `registerBrokerIntervalMs` (`registerNameServerPeriod`).
+    pub register_broker_interval_ms: u64,
+    /// Wait for one name server call (`registerBrokerTimeoutMills`).
+    pub register_broker_timeout_ms: u64,
+    /// `flushConsumerOffsetInterval`.
+    pub offset_persist_interval_ms: u64,
+    /// Shards (executors); 0 means one per core of `shard_cores`.
+    pub shard_count: usize,
+    /// Cores the shards run on; empty means every online core.
+    pub shard_cores: Vec<usize>,
+    /// Pin each shard's thread to its core.
+    pub pin_shards: bool,
+    /// `longPollingEnable`: hold pulls with the suspend flag.
+    pub long_polling_enable: bool,
+    /// Cap on a pull's `suspendTimeoutMillis`.
+    pub suspend_timeout_ms_max: u64,
+    /// Most held pulls per shard.
+    pub long_poll_waiters_max: usize,
+    /// `maxTransferCountOnMessageInMemory`.
+    pub pull_messages_max: usize,
+    /// `maxTransferBytesOnMessageInMemory`.
+    pub pull_bytes_max: usize,
+    /// `channelExpiredTimeout`: clients without a heartbeat this long are dropped.
+    pub client_expiry_ms: u64,
+    /// `regionId`, returned in send responses (`MSG_REGION`).
+    pub region_id: String,
+    /// `traceOn`, returned in send responses (`TRACE_ON`).
+    pub trace_on: bool,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+        Self {
+            listen_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            listen_port: LISTEN_PORT_DEFAULT,
+            namesrv_addr: String::new(),
+            broker_cluster_name: CLUSTER_NAME_DEFAULT.into(),
+            broker_name: BROKER_NAME_DEFAULT.into(),
+            broker_id: 0,
+            broker_ip1: String::new(),
+            store_path_root_dir: home.join("store"),
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            flush_interval_commit_log_ms: ferrocket_store::FLUSH_INTERVAL_MS_DEFAULT,
+            sync_flush_timeout_ms: ferrocket_store::SYNC_FLUSH_TIMEOUT_MS_DEFAULT,
+            write_mode: CommitLogWriteMode::Buffered,
+            auto_create_topic_enable: true,
+            default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS,
+            mapped_file_size_commit_log: ferrocket_store::SEGMENT_BYTES_DEFAULT,
+            max_message_size: MESSAGE_BODY_BYTES_MAX_DEFAULT,
+            register_broker_interval_ms: REGISTER_INTERVAL_MS_DEFAULT,
+            register_broker_timeout_ms: REGISTER_TIMEOUT_MS_DEFAULT,
+            offset_persist_interval_ms: OFFSET_PERSIST_INTERVAL_MS_DEFAULT,
+            shard_count: 0,
+            shard_cores: Vec::new(),
+            pin_shards: true,
+            long_polling_enable: true,
+            suspend_timeout_ms_max: SUSPEND_TIMEOUT_MS_MAX_DEFAULT,
+            long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
+            pull_messages_max: PULL_MESSAGES_MAX_DEFAULT,
+            pull_bytes_max: PULL_BYTES_MAX_DEFAULT,
+            client_expiry_ms: CLIENT_EXPIRY_MS_DEFAULT,
+            region_id: "DefaultRegion".into(),
+            trace_on: true,
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// The name servers, parsed from `namesrv_addr` (`;` or `,` separated).
+    pub fn namesrv_addrs(&self) -> Result<Vec<SocketAddr>, BrokerError> {
+        self.namesrv_addr
+            .split([';', ','])
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                use std::net::ToSocketAddrs;
+                part.to_socket_addrs()
+                    .ok()
+                    .and_then(|mut addrs| addrs.next())
+                    .ok_or_else(|| {
+                        BrokerError::Config(format!("namesrvAddr entry `{part}` is not host:port"))
+                    })
+            })
+            .collect()
+    }
+
+    /// The IP clients are told to use (`brokerIP1`).
+    pub fn advertised_ip(&self) -> Result<IpAddr, BrokerError> {
+        if self.broker_ip1.trim().is_empty() {
+            return Ok(if self.listen_addr.is_unspecified() {
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            } else {
+                self.listen_addr
+            });
+        }
+        self.broker_ip1.trim().parse().map_err(|_| {
+            BrokerError::Config(format!(
+                "brokerIP1 `{}` is not an IP address",
+                self.broker_ip1
+            ))
+        })
+    }
+
+    /// Rejects values the broker cannot run with.
+    pub fn validate(&self) -> Result<(), BrokerError> {
+        let bad = |reason: String| Err(BrokerError::Config(reason));
+        if self.broker_name.trim().is_empty() {
+            return bad("brokerName is empty".into());
+        }
+        if self.broker_cluster_name.trim().is_empty() {
+            return bad("brokerClusterName is empty".into());
+        }
+        if !(1..=1024).contains(&self.default_topic_queue_nums) {
+            return bad(format!(
+                "defaultTopicQueueNums {} is outside 1..=1024",
+                self.default_topic_queue_nums
+            ));
+        }
+        if self.max_message_size == 0 {
+            return bad("maxMessageSize must be positive".into());
+        }
+        if self.register_broker_interval_ms == 0 || self.offset_persist_interval_ms == 0 {
+            return bad("registration and offset persistence intervals must be positive".into());
+        }
+        if self.pull_messages_max == 0 || self.pull_bytes_max == 0 {
+            return bad("pull limits must be positive".into());
+        }
+        self.namesrv_addrs()?;
+        self.advertised_ip()?;
+        Ok(())
+    }
+
+    /// The store's configuration.
+    pub fn store_config(&self) -> StoreConfig {
+        let mut store = StoreConfig::new(&self.store_path_root_dir);
+        store.segment_bytes = self.mapped_file_size_commit_log;
+        store.write_mode = match self.write_mode {
+            CommitLogWriteMode::Buffered => WriteMode::Buffered,
+            CommitLogWriteMode::Direct => WriteMode::Direct,
+        };
+        store.flush_mode = match self.flush_disk_type {
+            FlushDiskType::AsyncFlush => FlushMode::Async {
+                interval_ms: self.flush_interval_commit_log_ms,
+            },
+            FlushDiskType::SyncFlush => FlushMode::Sync {
+                timeout_ms: self.sync_flush_timeout_ms,
+            },
+        };
+        store
+    }
+
+    /// Where the shards run.
+    pub fn shards_config(&self) -> ShardsConfig {
+        ShardsConfig {
+            shard_count: self.shard_count,
+            cores: self.shard_cores.clone(),
+            pin: self.pin_shards,
+            name: "ferrocket-shard".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_rocketmq() {
+        let config = BrokerConfig::default();
+        assert_eq!(config.listen_port, 10911);
+        assert_eq!(config.broker_cluster_name, "DefaultCluster");
+        assert_eq!(config.default_topic_queue_nums, 8);
+        assert_eq!(config.max_message_size, 4 * 1024 * 1024);
+        assert!(config.auto_create_topic_enable);
+        assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn parses_namesrv_list_and_rejects_garbage() {
+        let mut config = BrokerConfig {
+            namesrv_addr: "127.0.0.1:9876; 127.0.0.1:9877".into(),
+            ..BrokerConfig::default()
+        };
+        assert_eq!(config.namesrv_addrs().unwrap().len(), 2);
+        config.namesrv_addr = "nonsense".into();
+        assert!(config.validate().is_err());
+        assert_eq!(
+            FlushDiskType::parse("sync_flush"),
+            Some(FlushDiskType::SyncFlush)
+        );
+        assert_eq!(FlushDiskType::parse("x"), None);
+    }
+}

@@ -1,0 +1,362 @@
+//! The control-plane writer, on shard 0: the master topic table and client
+//! registry, their snapshots sent to every shard, topics.json and
+//! consumerOffset.json, client expiry, and the shutdown rendezvous.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrocket_protocol::body::{HeartbeatData, TopicConfig};
+use futures_lite::future;
+use glommio::sync::Semaphore;
+
+use ferrocket_runtime::server::shard_of_conn_id;
+use ferrocket_runtime::shard::Versioned;
+
+use crate::clients::ClientTable;
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::namesrv::NamesrvClient;
+use crate::offset_table::{merge, OffsetFile, OffsetMap, OFFSETS_FILE};
+use crate::shard::Shard;
+use crate::topics::{self, TopicChange, TopicTable, TOPICS_FILE};
+use crate::util::{now_ms, Notify, Reject};
+
+/// How often silent clients are looked for (`ClientHousekeepingService`).
+pub const CLIENT_SCAN_INTERVAL_MS: u64 = 10_000;
+/// How long shard 0 waits at shutdown for the other shards' offsets.
+pub const SHUTDOWN_GATHER_TIMEOUT_MS: u64 = 10_000;
+
+/// Shard 0's writer state.
+pub(crate) struct Control {
+    topics: RefCell<TopicTable>,
+    topics_version: Cell<u64>,
+    clients: RefCell<ClientTable>,
+    clients_version: Cell<u64>,
+    /// One change at a time: persistence and snapshots go out in order.
+    write_lock: Semaphore,
+    /// Wakes the name server registration loop (topics changed).
+    pub register_now: Notify,
+    stopped: RefCell<BTreeMap<usize, OffsetMap>>,
+    stopped_notify: Notify,
+    /// Connections to the name servers.
+    pub namesrv: NamesrvClient,
+}
+
+impl Control {
+    pub fn new(initial: &Versioned<TopicTable>) -> Self {
+        Self {
+            topics: RefCell::new(TopicTable::clone(&initial.value)),
+            topics_version: Cell::new(initial.version),
+            clients: RefCell::new(ClientTable::default()),
+            clients_version: Cell::new(0),
+            write_lock: Semaphore::new(1),
+            register_now: Notify::default(),
+            stopped: RefCell::new(BTreeMap::new()),
+            stopped_notify: Notify::default(),
+            namesrv: NamesrvClient::new(),
+        }
+    }
+
+    /// The master topic table (for registration).
+    pub fn topics(&self) -> TopicTable {
+        self.topics.borrow().clone()
+    }
+}
+
+fn control(shard: &Shard) -> Result<&Control, Reject> {
+    shard
+        .control
+        .as_ref()
+        .ok_or_else(|| Reject::system("not the control shard"))
+}
+
+/// Handles a control-plane request on shard 0.
+pub(crate) async fn handle(shard: &Rc<Shard>, request: ShardRequest) -> ShardResponse {
+    let outcome = match request {
+        ShardRequest::Topic(change) => {
+            return ShardResponse::Topic(topic_change(shard, change).await)
+        }
+        ShardRequest::Heartbeat { conn_id, data } => heartbeat(shard, conn_id, data).await,
+        ShardRequest::Unregister {
+            client_id,
+            producer_group,
+            consumer_group,
+        } => {
+            change_clients(shard, |table| {
+                table.unregister(
+                    &client_id,
+                    producer_group.as_deref(),
+                    consumer_group.as_deref(),
+                )
+            })
+            .await
+        }
+        ShardRequest::ConnectionClosed { conn_id } => {
+            change_clients(shard, |table| table.connection_closed(conn_id)).await
+        }
+        ShardRequest::ShardStopped {
+            shard: from,
+            offsets,
+        } => match control(shard) {
+            Ok(control) => {
+                control.stopped.borrow_mut().insert(from, offsets);
+                control.stopped_notify.notify();
+                Ok(())
+            }
+            Err(reject) => Err(reject),
+        },
+        _ => Err(Reject::system("not a control-plane request")),
+    };
+    match outcome {
+        Ok(()) => ShardResponse::Done,
+        Err(reject) => ShardResponse::Failed(reject),
+    }
+}
+
+/// Applies a topic change, persists topics.json, sends the new table to every
+/// shard (answering only once all have it) and triggers a registration.
+pub(crate) async fn topic_change(
+    shard: &Rc<Shard>,
+    change: TopicChange,
+) -> Result<Option<TopicConfig>, Reject> {
+    let control = control(shard)?;
+    let _permit = control
+        .write_lock
+        .acquire_permit(1)
+        .await
+        .map_err(|_| Reject::system("the broker is stopping"))?;
+    let (topic, changed) = {
+        let mut table = control.topics.borrow_mut();
+        topics::apply(&mut table, change, shard.config(), now_ms())?
+    };
+    if changed {
+        let version = control.topics_version.get() + 1;
+        control.topics_version.set(version);
+        let snapshot = Arc::new(control.topics.borrow().clone());
+        persist_json(shard, TOPICS_FILE, Arc::clone(&snapshot)).await;
+        let snapshot = Versioned {
+            version,
+            value: snapshot,
+        };
+        for answer in shard
+            .on_all(|| ShardRequest::InstallTopics(snapshot.clone()))
+            .await
+        {
+            if let Err(reject) = answer {
+                tracing::warn!(remark = %reject.remark, "a shard missed a topic table update");
+            }
+        }
+        control.register_now.notify();
+    }
+    Ok(topic)
+}
+
+/// Writes a JSON config file on the blocking pool (logs failures).
+async fn persist_json<T: serde::Serialize + Send + Sync + 'static>(
+    shard: &Shard,
+    name: &'static str,
+    value: Arc<T>,
+) {
+    let dir = shard.env.config_dir.clone();
+    let written = glommio::executor()
+        .spawn_blocking(move || dir.write_json(name, &*value))
+        .await;
+    if let Err(err) = written {
+        tracing::error!(file = name, %err, "persisting a config file failed");
+    }
+}
+
+async fn heartbeat(shard: &Rc<Shard>, conn_id: u64, data: HeartbeatData) -> Result<(), Reject> {
+    for group in ClientTable::clustering_groups(&data) {
+        if !control(shard)?
+            .topics
+            .borrow()
+            .topic_config_table
+            .contains_key(&topics::retry_topic(group))
+        {
+            topic_change(
+                shard,
+                TopicChange::EnsureRetry {
+                    group: group.to_string(),
+                },
+            )
+            .await?;
+        }
+    }
+    let now = now_ms();
+    change_clients(shard, |table| table.heartbeat(conn_id, &data, now)).await
+}
+
+/// Applies `change` to the client registry; when it changed something,
+/// sends the new snapshot to every shard.
+async fn change_clients(
+    shard: &Rc<Shard>,
+    change: impl FnOnce(&mut ClientTable) -> bool,
+) -> Result<(), Reject> {
+    let control = control(shard)?;
+    let before = control.clients.borrow().group_signatures();
+    let changed = change(&mut control.clients.borrow_mut());
+    if !changed {
+        return Ok(());
+    }
+    let after = control.clients.borrow().group_signatures();
+    let version = control.clients_version.get() + 1;
+    control.clients_version.set(version);
+    let snapshot = Versioned {
+        version,
+        value: Arc::new(control.clients.borrow().clone()),
+    };
+    for answer in shard
+        .on_all(|| ShardRequest::InstallClients(snapshot.clone()))
+        .await
+    {
+        if let Err(reject) = answer {
+            tracing::warn!(remark = %reject.remark, "a shard missed a client registry update");
+        }
+    }
+    let changed_groups = after
+        .iter()
+        .filter(|(group, signature)| before.get(*group) != Some(signature))
+        .map(|(group, _)| group.clone());
+    for group in changed_groups {
+        notify_group(shard, &snapshot.value, group);
+    }
+    Ok(())
+}
+
+/// Sends NOTIFY_CONSUMER_IDS_CHANGED to every member of `group`, through
+/// the shards holding their connections (`notifyConsumerIdsChanged`), so
+/// they rebalance now rather than at their next periodic rebalance.
+fn notify_group(shard: &Rc<Shard>, table: &ClientTable, group: String) {
+    let Some(mesh) = shard.mesh() else {
+        return;
+    };
+    let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for conn_id in table.group_connections(&group) {
+        by_shard
+            .entry(usize::from(shard_of_conn_id(conn_id)))
+            .or_default()
+            .push(conn_id);
+    }
+    for (target, conn_ids) in by_shard {
+        if target >= shard.count {
+            continue;
+        }
+        let mesh = mesh.clone();
+        let notify = ShardRequest::NotifyConsumerIdsChanged {
+            group: group.clone(),
+            conn_ids,
+        };
+        glommio::spawn_local(async move {
+            if let Err(err) = mesh.invoke_on(target, notify).await {
+                tracing::debug!(target, %err, "consumer change notification not delivered");
+            }
+        })
+        .detach();
+    }
+}
+
+/// Drops clients that stopped sending heartbeats; runs until the shard stops.
+pub(crate) async fn client_expiry_loop(shard: Rc<Shard>) {
+    let interval = Duration::from_millis(CLIENT_SCAN_INTERVAL_MS);
+    loop {
+        let stopped = future::or(
+            async {
+                glommio::timer::sleep(interval).await;
+                false
+            },
+            async {
+                shard.stopping.wait().await;
+                true
+            },
+        )
+        .await;
+        if stopped {
+            return;
+        }
+        let expiry = shard.config().client_expiry_ms;
+        let now = now_ms();
+        if let Err(reject) = change_clients(&shard, |table| table.expire(now, expiry)).await {
+            tracing::warn!(remark = %reject.remark, "client expiry failed");
+        }
+    }
+}
+
+/// Gathers every shard's offsets and writes consumerOffset.json when any
+/// changed; runs until the shard stops.
+pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
+    let interval = Duration::from_millis(shard.config().offset_persist_interval_ms);
+    loop {
+        let stopped = future::or(
+            async {
+                glommio::timer::sleep(interval).await;
+                false
+            },
+            async {
+                shard.stopping.wait().await;
+                true
+            },
+        )
+        .await;
+        if stopped {
+            return;
+        }
+        let mut parts = Vec::with_capacity(shard.count);
+        let mut changed = false;
+        let mut complete = true;
+        for answer in shard.on_all(|| ShardRequest::SnapshotOffsets).await {
+            match answer {
+                Ok(ShardResponse::Offsets { map, changed: c }) => {
+                    changed |= c;
+                    parts.push(map);
+                }
+                _ => complete = false,
+            }
+        }
+        // A partial view would drop the missing shards' offsets from the file.
+        if changed && complete {
+            let file = OffsetFile {
+                offset_table: merge(parts),
+            };
+            persist_json(&shard, OFFSETS_FILE, Arc::new(file)).await;
+        }
+    }
+}
+
+/// At shutdown, on shard 0: waits (bounded) for every other shard's final
+/// offsets, then writes consumerOffset.json and topics.json.
+pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
+    let Ok(control) = control(shard) else {
+        return;
+    };
+    control.stopped.borrow_mut().insert(shard.index, own);
+    let all_in = async {
+        while control.stopped.borrow().len() < shard.count {
+            control.stopped_notify.wait().await;
+        }
+        true
+    };
+    let timeout = async {
+        glommio::timer::sleep(Duration::from_millis(SHUTDOWN_GATHER_TIMEOUT_MS)).await;
+        false
+    };
+    if !future::or(all_in, timeout).await {
+        tracing::warn!(
+            reported = control.stopped.borrow().len(),
+            shards = shard.count,
+            "not every shard reported its offsets at shutdown; keeping the last file"
+        );
+        persist_json(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+        return;
+    }
+    let parts: Vec<OffsetMap> = std::mem::take(&mut *control.stopped.borrow_mut())
+        .into_values()
+        .collect();
+    let file = OffsetFile {
+        offset_table: merge(parts),
+    };
+    persist_json(shard, OFFSETS_FILE, Arc::new(file)).await;
+    persist_json(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+}

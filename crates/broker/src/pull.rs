@@ -1,0 +1,306 @@
+//! PULL_MESSAGE (11) (Java's `PullMessageProcessor`, `getMessage` and
+//! `PullRequestHoldService`). The receiving shard checks the request and
+//! resolves the subscription, then forwards it to the queue's owner shard,
+//! which commits the consumer's offset, reads ConsumeQueue entries, filters
+//! them by tag hash, gathers the raw CommitLog records, and — when nothing
+//! new is there and the client allows it — holds the pull until a dispatch
+//! for the queue arrives or the suspend timeout passes.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use ferrocket_protocol::body::perm;
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::header::{
+    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
+};
+use ferrocket_protocol::RemotingCommand;
+use futures_lite::future;
+
+use crate::filter::{FilterError, TagFilter};
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::shard::Shard;
+use crate::util::Reject;
+
+/// Most ConsumeQueue entries one pull looks at (`maxFilterMessageSize`
+/// 16,000 bytes / 20 bytes per entry), unless it asks for more messages.
+pub const PULL_SCAN_ENTRIES_MAX: usize = 800;
+/// Suspend timeout when the client gives none (the Java client's default).
+pub const SUSPEND_TIMEOUT_MS_DEFAULT: i64 = 15_000;
+
+/// A pull as the owner shard executes it. `Send`: it crosses shards.
+#[derive(Debug, Clone)]
+pub(crate) struct PullQuery {
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub max_messages: usize,
+    pub max_bytes: usize,
+    pub filter: TagFilter,
+    /// Offset to store for the group first (commit-offset flag).
+    pub commit_offset: Option<i64>,
+    /// How long to hold the pull when nothing is there; 0: answer at once.
+    pub suspend_ms: u64,
+}
+
+/// The owner's answer.
+#[derive(Debug, Clone)]
+pub(crate) struct PullAnswer {
+    pub code: i32,
+    pub remark: Option<String>,
+    pub next_begin_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+    pub body: Bytes,
+    pub message_count: u32,
+}
+
+impl PullAnswer {
+    fn status(code: i32, next: i64, min: i64, max: i64) -> Self {
+        Self {
+            code,
+            remark: None,
+            next_begin_offset: next,
+            min_offset: min,
+            max_offset: max,
+            body: Bytes::new(),
+            message_count: 0,
+        }
+    }
+}
+
+fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFilter, Reject> {
+    let parse = |expression: &str, kind: Option<&str>| {
+        TagFilter::parse(expression, kind).map_err(|err| match err {
+            FilterError::Unsupported(kind) => Reject::system(format!(
+                "The broker does not support consumer to filter message by {kind}"
+            )),
+            FilterError::TooLong(len) => Reject::new(
+                response_code::SUBSCRIPTION_PARSE_FAILED,
+                format!("the subscription expression of {len} bytes is too long"),
+            ),
+        })
+    };
+    if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 {
+        return parse(
+            header.subscription.as_deref().unwrap_or("*"),
+            header.expression_type.as_deref(),
+        );
+    }
+    let clients = shard.clients.get();
+    let subscription = clients
+        .subscription(&header.consumer_group, &header.topic)
+        .map_err(|remark| Reject::new(response_code::SUBSCRIPTION_NOT_EXIST, remark))?;
+    parse(
+        &subscription.sub_string,
+        subscription.expression_type.as_deref(),
+    )
+}
+
+/// PULL_MESSAGE on the receiving shard.
+pub(crate) async fn pull_message(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = PullMessageRequestHeader::from_ext(&request.ext_fields)?;
+    let Some(topic) = shard.topic(&header.topic) else {
+        return Err(Reject::new(
+            response_code::TOPIC_NOT_EXIST,
+            format!("topic[{}] not exist, apply first please!", header.topic),
+        ));
+    };
+    if !perm::is_readable(topic.perm) {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("the topic[{}] pulling message is forbidden", header.topic),
+        ));
+    }
+    if header.queue_id < 0 || header.queue_id >= topic.read_queue_nums {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}]",
+                header.queue_id, header.topic, topic.read_queue_nums
+            ),
+        ));
+    }
+    let filter = filter_for(shard, &header)?;
+    let config = shard.config();
+    let suspend_ms = if header.sys_flag & pull_sys_flag::SUSPEND != 0 && config.long_polling_enable
+    {
+        let asked = header
+            .suspend_timeout_millis
+            .unwrap_or(SUSPEND_TIMEOUT_MS_DEFAULT)
+            .max(0) as u64;
+        asked.min(config.suspend_timeout_ms_max)
+    } else {
+        0
+    };
+    let commit_offset = (header.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0
+        && header.commit_offset >= 0)
+        .then_some(header.commit_offset);
+    let max_bytes = match header.max_msg_bytes {
+        Some(asked) if asked > 0 => (asked as usize).min(config.pull_bytes_max),
+        _ => config.pull_bytes_max,
+    };
+    let query = PullQuery {
+        group: header.consumer_group,
+        topic: header.topic,
+        queue_id: header.queue_id,
+        queue_offset: header.queue_offset,
+        max_messages: (header.max_msg_nums.max(1) as usize).min(config.pull_messages_max),
+        max_bytes,
+        filter,
+        commit_offset,
+        suspend_ms,
+    };
+    let owner = shard.owner_of(&query.topic, query.queue_id);
+    let answer = match shard.call(owner, ShardRequest::Pull(query)).await? {
+        ShardResponse::Pull(answer) => answer,
+        other => return Err(other.unexpected()),
+    };
+    shard.count_got(u64::from(answer.message_count));
+    let mut response = RemotingCommand::response_to(request, answer.code, answer.remark);
+    response.ext_fields = PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: answer.next_begin_offset,
+        min_offset: answer.min_offset,
+        max_offset: answer.max_offset,
+    }
+    .to_ext();
+    response.body = answer.body;
+    Ok(response)
+}
+
+/// Runs a pull on the queue's owner shard.
+pub(crate) async fn execute(shard: &Rc<Shard>, query: PullQuery) -> PullAnswer {
+    if let Some(offset) = query.commit_offset {
+        shard
+            .offsets
+            .borrow_mut()
+            .commit(&query.group, &query.topic, query.queue_id, offset);
+    }
+    let first = read(shard, &query);
+    if first.code != response_code::PULL_NOT_FOUND || query.suspend_ms == 0 {
+        return first;
+    }
+    // Nothing new: hold the pull. Nothing can land between `read` and
+    // `hold` (no await between them on this single-threaded shard).
+    let Some(held) = shard
+        .polls
+        .hold(&query.topic, query.queue_id, query.filter.clone())
+    else {
+        return first;
+    };
+    let timed_out = future::or(
+        async {
+            held.woken.await;
+            false
+        },
+        async {
+            glommio::timer::sleep(Duration::from_millis(query.suspend_ms)).await;
+            true
+        },
+    )
+    .await;
+    if timed_out {
+        shard.polls.forget(&query.topic, query.queue_id, held.id);
+    }
+    read(shard, &query)
+}
+
+/// One look at the queue (`getMessage`), never waiting.
+fn read(shard: &Shard, query: &PullQuery) -> PullAnswer {
+    let queue = match shard.store.consume_queue(&query.topic, query.queue_id) {
+        Ok(queue) => queue,
+        Err(err) => {
+            let mut answer =
+                PullAnswer::status(response_code::SYSTEM_ERROR, query.queue_offset, 0, 0);
+            answer.remark = Some(err.to_string());
+            return answer;
+        }
+    };
+    let (min, max) = (queue.min_offset(), queue.max_offset());
+    let offset = query.queue_offset;
+    let status = |code, next| PullAnswer::status(code, next, min, max);
+    if max == 0 {
+        let code = if offset != 0 {
+            response_code::PULL_OFFSET_MOVED
+        } else {
+            response_code::PULL_NOT_FOUND
+        };
+        return status(code, 0);
+    }
+    if offset < min {
+        return status(response_code::PULL_OFFSET_MOVED, min);
+    }
+    if offset == max {
+        return status(response_code::PULL_NOT_FOUND, offset);
+    }
+    if offset > max {
+        return status(response_code::PULL_OFFSET_MOVED, max);
+    }
+    let entries = queue.get(offset, PULL_SCAN_ENTRIES_MAX.max(query.max_messages));
+    let mut records: Vec<Bytes> = Vec::new();
+    let mut bytes = 0usize;
+    let mut next = offset;
+    for (index, entry) in entries.iter().enumerate() {
+        let size = usize::try_from(entry.size).unwrap_or(0);
+        if records.len() >= query.max_messages
+            || (!records.is_empty() && bytes + size > query.max_bytes)
+        {
+            break;
+        }
+        let queue_offset = offset + index as i64;
+        if !query.filter.matches(entry.tags_code) {
+            next = queue_offset + 1;
+            continue;
+        }
+        match shard.store.read_records(entry.physical_offset, size) {
+            Some(record) => {
+                bytes += record.len();
+                records.push(record);
+                next = queue_offset + 1;
+            }
+            None => {
+                tracing::error!(
+                    topic = %query.topic,
+                    queue_id = query.queue_id,
+                    queue_offset,
+                    physical_offset = entry.physical_offset,
+                    "ConsumeQueue entry points at unreadable CommitLog bytes"
+                );
+                break;
+            }
+        }
+    }
+    if records.is_empty() {
+        let code = if next > offset {
+            response_code::PULL_RETRY_IMMEDIATELY
+        } else {
+            response_code::PULL_NOT_FOUND
+        };
+        return status(code, next);
+    }
+    let count = records.len() as u32;
+    let body = if records.len() == 1 {
+        records.pop().unwrap_or_default()
+    } else {
+        let mut joined = BytesMut::with_capacity(bytes);
+        for record in &records {
+            joined.extend_from_slice(record);
+        }
+        joined.freeze()
+    };
+    PullAnswer {
+        code: response_code::SUCCESS,
+        remark: None,
+        next_begin_offset: next,
+        min_offset: min,
+        max_offset: max,
+        body,
+        message_count: count,
+    }
+}

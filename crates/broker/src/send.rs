@@ -1,0 +1,306 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
+//! (`SendMessageProcessor`). The record is encoded (CRC included) on the
+//! shard that received it and handed to the CommitLog appender; the queue's
+//! owner shard hears about it through the appender's dispatch.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use ferrocket_protocol::batch::decode_batch;
+use ferrocket_protocol::body::{perm, TopicConfig};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
+use ferrocket_protocol::limits::{validate_topic, PROPERTIES_BYTES_MAX};
+use ferrocket_protocol::message_id::offset_msg_id;
+use ferrocket_protocol::properties::{self, tags_code, Properties};
+use ferrocket_protocol::record::NewRecord;
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::Connection;
+use ferrocket_store::{AppendRequest, AppendResult};
+
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::shard::Shard;
+use crate::topics::{self, TopicChange, RETRY_TOPIC_PREFIX, TBW102};
+use crate::util::{now_ms, Reject};
+
+/// Finds the topic for a send, auto-creating it from its template when
+/// allowed, and checks that it takes writes (`msgCheck`).
+async fn topic_for_send(
+    shard: &Shard,
+    header: &SendMessageRequestHeader,
+) -> Result<TopicConfig, Reject> {
+    let topic = header.topic.as_str();
+    validate_topic(topic)
+        .map_err(|e| Reject::new(response_code::MESSAGE_ILLEGAL, e.to_string()))?;
+    if topics::is_send_forbidden(topic) {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("Sending message to topic[{topic}] is forbidden."),
+        ));
+    }
+    let config = match shard.topic(topic) {
+        Some(config) => config,
+        None => {
+            let change = if let Some(group) = topic.strip_prefix(RETRY_TOPIC_PREFIX) {
+                TopicChange::EnsureRetry {
+                    group: group.to_string(),
+                }
+            } else {
+                TopicChange::AutoCreate {
+                    topic: topic.to_string(),
+                    default_topic: header
+                        .default_topic
+                        .clone()
+                        .filter(|t| !t.is_empty())
+                        .unwrap_or_else(|| TBW102.to_string()),
+                    queue_nums: header
+                        .default_topic_queue_nums
+                        .unwrap_or(shard.config().default_topic_queue_nums),
+                }
+            };
+            match shard.call(0, ShardRequest::Topic(change)).await? {
+                ShardResponse::Topic(Ok(Some(config))) => config,
+                ShardResponse::Topic(Ok(None)) => {
+                    return Err(Reject::new(
+                        response_code::TOPIC_NOT_EXIST,
+                        format!("topic[{topic}] not exist, apply first please!"),
+                    ))
+                }
+                ShardResponse::Topic(Err(reject)) => return Err(reject),
+                other => return Err(other.unexpected()),
+            }
+        }
+    };
+    if !perm::is_writeable(config.perm) {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("the topic[{topic}] sending message is forbidden"),
+        ));
+    }
+    Ok(config)
+}
+
+/// The queue a send goes to: the requested one, or a random writable one
+/// when it asks for none (negative id).
+fn choose_queue(
+    shard: &Shard,
+    header: &SendMessageRequestHeader,
+    topic: &TopicConfig,
+) -> Result<i32, Reject> {
+    let requested = header.queue_id.unwrap_or(-1);
+    if requested < 0 {
+        if topic.write_queue_nums <= 0 {
+            return Err(Reject::new(
+                response_code::NO_PERMISSION,
+                format!("topic[{}] has no writable queue", topic.topic_name),
+            ));
+        }
+        return Ok(shard.random_below(topic.write_queue_nums));
+    }
+    let valid = topic.write_queue_nums.max(topic.read_queue_nums);
+    if requested >= valid {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            format!(
+                "request queueId[{requested}] is illegal, topic {} has {valid} queues",
+                topic.topic_name
+            ),
+        ));
+    }
+    Ok(requested)
+}
+
+fn check_body(shard: &Shard, body_bytes: usize) -> Result<(), Reject> {
+    let max = shard.config().max_message_size;
+    if body_bytes > max {
+        return Err(Reject::new(
+            response_code::MESSAGE_ILLEGAL,
+            format!("the message body size {body_bytes} is over the max value {max}"),
+        ));
+    }
+    Ok(())
+}
+
+fn success(
+    shard: &Shard,
+    request: &RemotingCommand,
+    code: i32,
+    header: SendMessageResponseHeader,
+) -> RemotingCommand {
+    let mut response = RemotingCommand::response_to(request, code, None);
+    response.ext_fields = header.to_ext();
+    response
+        .ext_fields
+        .insert(properties::MSG_REGION, shard.config().region_id.clone());
+    response
+        .ext_fields
+        .insert(properties::TRACE_ON, shard.config().trace_on.to_string());
+    response
+}
+
+/// Whether a send carries a batch body. Besides Java's "true", the Apache
+/// C++ client before 2.0 writes the flag as "1" (its bool to string gave
+/// 0/1); reading that as false would store the whole batch as one message.
+fn is_batch(header: &SendMessageRequestHeader, request: &RemotingCommand) -> bool {
+    header.batch
+        || request
+            .ext_fields
+            .get_any(&["batch", "m"])
+            .is_some_and(|value| value.trim() == "1")
+}
+
+fn tag_hash(props: &Properties) -> i64 {
+    props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code)
+}
+
+/// SEND_MESSAGE / SEND_MESSAGE_V2.
+pub(crate) async fn send_message(
+    shard: &Rc<Shard>,
+    conn: &Rc<Connection>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = SendMessageRequestHeader::from_ext(&request.ext_fields)?;
+    if is_batch(&header, request) {
+        return send_batch(shard, conn, request).await;
+    }
+    check_body(shard, request.body.len())?;
+    let topic = topic_for_send(shard, &header).await?;
+    let queue_id = choose_queue(shard, &header, &topic)?;
+    let mut props = Properties::decode_str(header.properties.as_deref().unwrap_or(""));
+    if !matches!(props.unique_key(), Some(key) if !key.is_empty()) {
+        props.insert(properties::UNIQ_KEY, shard.next_unique_key());
+    }
+    props.insert(
+        properties::CLUSTER,
+        shard.config().broker_cluster_name.clone(),
+    );
+    let props_bytes = props.to_bytes();
+    if props_bytes.len() > PROPERTIES_BYTES_MAX {
+        return Err(Reject::new(
+            response_code::MESSAGE_ILLEGAL,
+            format!(
+                "the message properties length {} is over the max value {PROPERTIES_BYTES_MAX}",
+                props_bytes.len()
+            ),
+        ));
+    }
+    let now = now_ms();
+    let record = NewRecord {
+        topic: &topic.topic_name,
+        queue_id,
+        flag: header.flag.unwrap_or(0),
+        sys_flag: header.sys_flag.unwrap_or(0),
+        born_timestamp_ms: header.born_timestamp.unwrap_or(now),
+        born_host: conn.peer_addr(),
+        store_timestamp_ms: now,
+        store_host: shard.env.store_host,
+        reconsume_times: header.reconsume_times.unwrap_or(0),
+        prepared_transaction_offset: 0,
+        body: &request.body,
+        properties: &props_bytes,
+    };
+    let mut encoded = BytesMut::with_capacity(record.encoded_len());
+    record.encode(0, 0, &mut encoded)?;
+    let append = AppendRequest::new(
+        Arc::from(topic.topic_name.as_str()),
+        queue_id,
+        encoded,
+        tag_hash(&props),
+    );
+    let result = shard.store.append(append).await?;
+    shard.count_put(1, request.body.len() as u64);
+    let header = SendMessageResponseHeader {
+        msg_id: offset_msg_id(shard.env.store_host, result.physical_offset),
+        queue_id,
+        queue_offset: result.queue_offset,
+        transaction_id: None,
+        batch_uniq_id: None,
+    };
+    Ok(success(
+        shard,
+        request,
+        result.status.response_code(),
+        header,
+    ))
+}
+
+/// SEND_BATCH_MESSAGE: one append for the whole batch (consecutive queue
+/// offsets in one queue); the answer's msgId lists every message's offset
+/// id, comma-separated, as Java's does.
+pub(crate) async fn send_batch(
+    shard: &Rc<Shard>,
+    conn: &Rc<Connection>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = SendMessageRequestHeader::from_ext(&request.ext_fields)?;
+    check_body(shard, request.body.len())?;
+    let topic = topic_for_send(shard, &header).await?;
+    if topic.topic_name.starts_with(RETRY_TOPIC_PREFIX) {
+        return Err(Reject::new(
+            response_code::MESSAGE_ILLEGAL,
+            format!(
+                "batch request does not support retry group {}",
+                topic.topic_name
+            ),
+        ));
+    }
+    let queue_id = choose_queue(shard, &header, &topic)?;
+    let items = decode_batch(&request.body)
+        .map_err(|e| Reject::new(response_code::MESSAGE_ILLEGAL, e.to_string()))?;
+    if items.is_empty() {
+        return Err(Reject::new(
+            response_code::MESSAGE_ILLEGAL,
+            "the batch holds no message",
+        ));
+    }
+    let now = now_ms();
+    let mut encoded = BytesMut::with_capacity(request.body.len() + items.len() * 128);
+    let mut codes = Vec::with_capacity(items.len());
+    let mut sizes = Vec::with_capacity(items.len());
+    for item in &items {
+        let record = NewRecord {
+            topic: &topic.topic_name,
+            queue_id,
+            flag: item.flag,
+            sys_flag: header.sys_flag.unwrap_or(0),
+            born_timestamp_ms: header.born_timestamp.unwrap_or(now),
+            born_host: conn.peer_addr(),
+            store_timestamp_ms: now,
+            store_host: shard.env.store_host,
+            reconsume_times: header.reconsume_times.unwrap_or(0),
+            prepared_transaction_offset: 0,
+            body: &item.body,
+            properties: &item.properties,
+        };
+        sizes.push(record.encode(0, 0, &mut encoded)?);
+        codes.push(tag_hash(&Properties::decode(&item.properties)));
+    }
+    let append = AppendRequest::batch(
+        Arc::from(topic.topic_name.as_str()),
+        queue_id,
+        encoded,
+        codes,
+    );
+    let result: AppendResult = shard.store.append(append).await?;
+    shard.count_put(items.len() as u64, request.body.len() as u64);
+    let mut ids = Vec::with_capacity(sizes.len());
+    let mut position = result.physical_offset;
+    for size in sizes {
+        ids.push(offset_msg_id(shard.env.store_host, position));
+        position += size as i64;
+    }
+    let header = SendMessageResponseHeader {
+        msg_id: ids.join(","),
+        queue_id,
+        queue_offset: result.queue_offset,
+        transaction_id: None,
+        batch_uniq_id: None,
+    };
+    Ok(success(
+        shard,
+        request,
+        result.status.response_code(),
+        header,
+    ))
+}

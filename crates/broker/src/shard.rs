@@ -1,0 +1,311 @@
+//! One shard's state, and what it does with requests other shards forward.
+//! Lives on its shard's executor only (`Rc`, `RefCell`, no locks).
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+
+use ferrocket_protocol::body::TopicConfig;
+use ferrocket_protocol::codes::request_code;
+use ferrocket_protocol::message_id::UniqueKeyGenerator;
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::{Connection, StopSignal};
+use ferrocket_runtime::shard::{
+    owner_shard, LocalBoxFuture, Mesh, MeshHandler, Replica, Versioned,
+};
+use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
+
+use crate::clients::ClientTable;
+use crate::config::BrokerConfig;
+use crate::control::{self, Control};
+use crate::long_poll::LongPolls;
+use crate::messages::{ShardRequest, ShardResponse, ShardStats};
+use crate::offset_table::{OffsetMap, OffsetTable};
+use crate::topics::TopicTable;
+use crate::util::{now_ms, Reject};
+use crate::{offsets, pull};
+
+/// What every shard shares, fixed at start. `Send + Sync`.
+pub(crate) struct BrokerEnv {
+    pub config: BrokerConfig,
+    /// Where every shard listens (the port is resolved when 0 was asked).
+    pub listen: SocketAddr,
+    /// The store host written into records and message ids.
+    pub store_host: SocketAddr,
+    /// `ip:port` announced to name servers.
+    pub broker_addr: String,
+    pub store: StoreHandle,
+    pub config_dir: ConfigDir,
+    pub boot_ms: i64,
+    pub initial_topics: Versioned<TopicTable>,
+    pub initial_offsets: Arc<OffsetMap>,
+    pub namesrvs: Vec<SocketAddr>,
+    /// A message this close to the CommitLog's end counts as in memory
+    /// (`accessMessageInMemoryMaxRatio` of physical memory).
+    pub in_memory_bytes: i64,
+}
+
+pub(crate) type ShardMesh = Mesh<ShardRequest, ShardResponse>;
+
+/// One shard.
+pub(crate) struct Shard {
+    pub index: usize,
+    pub count: usize,
+    pub env: Arc<BrokerEnv>,
+    pub store: ShardStore,
+    mesh: OnceCell<Rc<ShardMesh>>,
+    pub topics: Replica<TopicTable>,
+    pub clients: Replica<ClientTable>,
+    /// Offsets of the queues this shard owns.
+    pub offsets: RefCell<OffsetTable>,
+    pub polls: LongPolls,
+    pub stats: Cell<ShardStats>,
+    uniq: RefCell<UniqueKeyGenerator>,
+    rng: Cell<u64>,
+    /// Open connections of this shard, by id.
+    conns: RefCell<HashMap<u64, Weak<Connection>>>,
+    /// Fired when the shard starts stopping (background loops end).
+    pub stopping: StopSignal,
+    /// The control-plane writer; on shard 0 only.
+    pub control: Option<Control>,
+}
+
+impl Shard {
+    pub fn new(index: usize, count: usize, env: Arc<BrokerEnv>, store: ShardStore) -> Rc<Self> {
+        let offsets = OffsetTable::from_file(&env.initial_offsets, |topic, queue_id| {
+            owner_shard(topic, queue_id, count) == index
+        });
+        let control = (index == 0).then(|| Control::new(&env.initial_topics));
+        let seed = (now_ms() as u64) ^ ((index as u64 + 1) << 48) ^ u64::from(std::process::id());
+        let uniq = UniqueKeyGenerator::new(
+            env.store_host.ip(),
+            std::process::id(),
+            seed as i32 ^ index as i32,
+        );
+        let shard = Rc::new(Self {
+            index,
+            count,
+            topics: Replica::new(env.initial_topics.clone()),
+            clients: Replica::new(Versioned {
+                version: 0,
+                value: Arc::new(ClientTable::default()),
+            }),
+            offsets: RefCell::new(offsets),
+            polls: LongPolls::new(env.config.long_poll_waiters_max),
+            stats: Cell::new(ShardStats::default()),
+            uniq: RefCell::new(uniq),
+            rng: Cell::new(seed | 1),
+            stopping: StopSignal::new(),
+            control,
+            mesh: OnceCell::new(),
+            conns: RefCell::new(HashMap::new()),
+            store,
+            env,
+        });
+        let weak = Rc::downgrade(&shard);
+        shard.store.set_dispatch_listener(move |entry| {
+            if let Some(shard) = weak.upgrade() {
+                shard
+                    .polls
+                    .notify(&entry.topic, entry.queue_id, entry.tags_code);
+            }
+        });
+        shard
+    }
+
+    pub fn set_mesh(&self, mesh: Rc<ShardMesh>) {
+        if self.mesh.set(mesh).is_err() {
+            tracing::error!(shard = self.index, "mesh connected twice");
+        }
+    }
+
+    pub fn mesh(&self) -> Option<Rc<ShardMesh>> {
+        self.mesh.get().cloned()
+    }
+
+    pub fn config(&self) -> &BrokerConfig {
+        &self.env.config
+    }
+
+    /// The topic's current configuration (this shard's copy).
+    pub fn topic(&self, name: &str) -> Option<TopicConfig> {
+        self.topics.get().topic_config_table.get(name).cloned()
+    }
+
+    pub fn owner_of(&self, topic: &str, queue_id: i32) -> usize {
+        owner_shard(topic, queue_id, self.count)
+    }
+
+    /// Runs `request` on shard `target` (here when it is this shard).
+    pub async fn call(
+        &self,
+        target: usize,
+        request: ShardRequest,
+    ) -> Result<ShardResponse, Reject> {
+        let mesh = self
+            .mesh()
+            .ok_or_else(|| Reject::system("the shard is not connected yet"))?;
+        Ok(mesh.invoke_on(target, request).await?)
+    }
+
+    /// Runs `make()` on every shard at once; answers in shard order.
+    pub async fn on_all(
+        &self,
+        make: impl Fn() -> ShardRequest,
+    ) -> Vec<Result<ShardResponse, Reject>> {
+        let Some(mesh) = self.mesh() else {
+            return Vec::new();
+        };
+        let tasks: Vec<_> = (0..self.count)
+            .map(|target| {
+                let mesh = mesh.clone();
+                let request = make();
+                glommio::spawn_local(async move {
+                    mesh.invoke_on(target, request).await.map_err(Reject::from)
+                })
+            })
+            .collect();
+        let mut answers = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            answers.push(task.await);
+        }
+        answers
+    }
+
+    pub fn connection_opened(&self, conn: &Rc<Connection>) {
+        self.conns
+            .borrow_mut()
+            .insert(conn.id(), Rc::downgrade(conn));
+    }
+
+    pub fn connection_closed(&self, conn_id: u64) {
+        self.conns.borrow_mut().remove(&conn_id);
+    }
+
+    /// Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) on these connections.
+    fn notify_consumers(&self, group: &str, conn_ids: &[u64]) {
+        for conn_id in conn_ids {
+            let conn = self.conns.borrow().get(conn_id).and_then(Weak::upgrade);
+            let Some(conn) = conn else {
+                continue;
+            };
+            let notice = RemotingCommand::request(request_code::NOTIFY_CONSUMER_IDS_CHANGED)
+                .with_ext("consumerGroup", group);
+            if let Err(err) = conn.send_oneway(notice) {
+                tracing::debug!(conn_id, %err, "consumer change notification dropped");
+            }
+        }
+    }
+
+    /// A new UNIQ_KEY for a message sent without one.
+    pub fn next_unique_key(&self) -> String {
+        self.uniq.borrow_mut().next_key(now_ms())
+    }
+
+    /// A pseudo-random value in `0..bound` (xorshift; queue selection only).
+    pub fn random_below(&self, bound: i32) -> i32 {
+        assert!(bound > 0, "random_below needs a positive bound");
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        (x % bound as u64) as i32
+    }
+
+    pub fn count_put(&self, messages: u64, bytes: u64) {
+        let mut stats = self.stats.get();
+        stats.put_messages += messages;
+        stats.put_bytes += bytes;
+        self.stats.set(stats);
+    }
+
+    pub fn count_got(&self, messages: u64) {
+        let mut stats = self.stats.get();
+        stats.got_messages += messages;
+        self.stats.set(stats);
+    }
+
+    async fn on_mesh(self: Rc<Self>, from: usize, request: ShardRequest) -> ShardResponse {
+        match request {
+            ShardRequest::Pull(query) => ShardResponse::Pull(pull::execute(&self, query).await),
+            ShardRequest::QueryOffset {
+                group,
+                topic,
+                queue_id,
+                set_zero_if_not_found,
+            } => ShardResponse::Offset(offsets::query_owned(
+                &self,
+                &group,
+                &topic,
+                queue_id,
+                set_zero_if_not_found,
+            )),
+            ShardRequest::CommitOffset {
+                group,
+                topic,
+                queue_id,
+                offset,
+            } => {
+                self.offsets
+                    .borrow_mut()
+                    .commit(&group, &topic, queue_id, offset);
+                ShardResponse::Done
+            }
+            ShardRequest::QueueBounds { topic, queue_id } => {
+                match offsets::bounds_owned(&self, &topic, queue_id) {
+                    Ok((min, max)) => ShardResponse::Bounds { min, max },
+                    Err(reject) => ShardResponse::Failed(reject),
+                }
+            }
+            ShardRequest::InstallTopics(snapshot) => {
+                self.topics.install(snapshot);
+                ShardResponse::Done
+            }
+            ShardRequest::InstallClients(snapshot) => {
+                self.clients.install(snapshot);
+                ShardResponse::Done
+            }
+            ShardRequest::SnapshotOffsets => {
+                let (map, changed) = self.offsets.borrow_mut().snapshot();
+                ShardResponse::Offsets { map, changed }
+            }
+            ShardRequest::ForgetTopic { topic } => {
+                self.offsets.borrow_mut().forget_topic(&topic);
+                ShardResponse::Done
+            }
+            ShardRequest::NotifyConsumerIdsChanged { group, conn_ids } => {
+                self.notify_consumers(&group, &conn_ids);
+                ShardResponse::Done
+            }
+            ShardRequest::Stats => {
+                let mut stats = self.stats.get();
+                stats.held_pulls = self.polls.held_count() as u64;
+                ShardResponse::Stats(stats)
+            }
+            control_request => {
+                if self.control.is_none() {
+                    tracing::error!(
+                        shard = self.index,
+                        from,
+                        "control request sent to a shard other than 0"
+                    );
+                    return ShardResponse::Failed(Reject::system("not the control shard"));
+                }
+                control::handle(&self, control_request).await
+            }
+        }
+    }
+}
+
+impl MeshHandler<ShardRequest, ShardResponse> for Shard {
+    fn handle(
+        self: Rc<Self>,
+        from_shard: usize,
+        request: ShardRequest,
+    ) -> LocalBoxFuture<ShardResponse> {
+        Box::pin(self.on_mesh(from_shard, request))
+    }
+}

@@ -1,0 +1,276 @@
+//! The topic table (`TopicConfigManager`): system topics present by default,
+//! the changes shard 0 applies to its master copy, and `config/topics.json`.
+
+use ferrocket_protocol::body::{perm, TopicConfig, TopicConfigSerializeWrapper};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::limits::validate_topic;
+use ferrocket_store::ConfigDir;
+
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::util::Reject;
+
+/// The topic table as stored in topics.json and sent to name servers.
+pub type TopicTable = TopicConfigSerializeWrapper;
+
+/// File holding the topic table under `config/`.
+pub const TOPICS_FILE: &str = "topics.json";
+/// Template topic of auto-created topics (`AUTO_CREATE_TOPIC_KEY_TOPIC`).
+pub const TBW102: &str = "TBW102";
+/// Prefix of consumer groups' retry topics (`RETRY_GROUP_TOPIC_PREFIX`).
+pub const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
+/// Most queues a topic may have.
+pub const TOPIC_QUEUE_NUMS_MAX: i32 = 1024;
+/// Queues of a retry topic (`retryQueueNums`).
+pub const RETRY_QUEUE_NUMS: i32 = 1;
+
+/// System topics created at start (`TopicValidator` / `TopicConfigManager`),
+/// with their queue counts. The cluster and broker name topics are added
+/// from the config.
+const SYSTEM_TOPICS: [(&str, i32); 6] = [
+    ("SELF_TEST_TOPIC", 1),
+    ("OFFSET_MOVED_EVENT", 1),
+    ("SCHEDULE_TOPIC_XXXX", 18),
+    ("RMQ_SYS_TRANS_HALF_TOPIC", 1),
+    ("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1),
+    ("RMQ_SYS_TRACE_TOPIC", 1),
+];
+
+/// Topics no producer may send to (`TopicValidator.isNotAllowedSendTopic`).
+pub fn is_send_forbidden(topic: &str) -> bool {
+    topic == TBW102
+        || SYSTEM_TOPICS
+            .iter()
+            .any(|(name, _)| *name == topic && *name != "RMQ_SYS_TRACE_TOPIC")
+}
+
+/// Topics an admin may not create or delete (`TopicValidator.isSystemTopic`).
+pub fn is_system_topic(topic: &str) -> bool {
+    topic == TBW102
+        || topic.starts_with("rmq_sys_")
+        || SYSTEM_TOPICS.iter().any(|(n, _)| *n == topic)
+}
+
+/// The retry topic of a consumer group.
+pub fn retry_topic(group: &str) -> String {
+    format!("{RETRY_TOPIC_PREFIX}{group}")
+}
+
+/// A change to the topic table; applied only on shard 0.
+#[derive(Debug, Clone)]
+pub(crate) enum TopicChange {
+    /// UPDATE_AND_CREATE_TOPIC.
+    Upsert(TopicConfig),
+    /// A send to an unknown topic, modelled on `default_topic`.
+    AutoCreate {
+        topic: String,
+        default_topic: String,
+        queue_nums: i32,
+    },
+    /// A consumer group's retry topic, created on its first heartbeat.
+    EnsureRetry { group: String },
+    /// DELETE_TOPIC_IN_BROKER.
+    Delete(String),
+}
+
+fn system_config(name: &str, queues: i32, topic_perm: i32) -> TopicConfig {
+    TopicConfig {
+        perm: topic_perm,
+        ..TopicConfig::new(name, queues)
+    }
+}
+
+/// The table a fresh broker starts with.
+pub fn default_table(config: &BrokerConfig) -> TopicTable {
+    let mut table = TopicTable::default();
+    let mut put = |topic: TopicConfig| {
+        table
+            .topic_config_table
+            .insert(topic.topic_name.clone(), topic);
+    };
+    for (name, queues) in SYSTEM_TOPICS {
+        put(system_config(name, queues, perm::READ_WRITE));
+    }
+    let inherit = perm::INHERIT | perm::READ_WRITE;
+    let template_perm = if config.auto_create_topic_enable {
+        inherit
+    } else {
+        perm::READ_WRITE
+    };
+    put(system_config(
+        TBW102,
+        config.default_topic_queue_nums,
+        template_perm,
+    ));
+    put(system_config(&config.broker_cluster_name, 16, inherit));
+    put(system_config(&config.broker_name, 1, inherit));
+    table
+}
+
+/// Loads topics.json over the defaults (the file wins for topics it has).
+pub fn load_table(dir: &ConfigDir, config: &BrokerConfig) -> Result<TopicTable, BrokerError> {
+    let mut table = default_table(config);
+    if let Some(stored) = dir.read_json::<TopicTable>(TOPICS_FILE)? {
+        for (name, topic) in stored.topic_config_table {
+            if validate_topic(&name).is_ok() && name == topic.topic_name {
+                table.topic_config_table.insert(name, topic);
+            } else {
+                tracing::warn!(topic = %name, "ignoring an invalid entry of topics.json");
+            }
+        }
+        table.data_version = stored.data_version;
+    }
+    // A new version at every start: name servers take the table afresh.
+    table.data_version.next(crate::util::now_ms());
+    Ok(table)
+}
+
+fn check_queue_nums(topic: &TopicConfig) -> Result<(), Reject> {
+    let valid = 0..=TOPIC_QUEUE_NUMS_MAX;
+    if !valid.contains(&topic.read_queue_nums) || !valid.contains(&topic.write_queue_nums) {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            format!(
+                "queue numbers of topic {} must be within 0..={TOPIC_QUEUE_NUMS_MAX}",
+                topic.topic_name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Applies `change` to `table`; returns the topic it concerns (None after a
+/// delete, or when an auto-create is not allowed) and whether the table
+/// changed.
+pub(crate) fn apply(
+    table: &mut TopicTable,
+    change: TopicChange,
+    config: &BrokerConfig,
+    now_ms: i64,
+) -> Result<(Option<TopicConfig>, bool), Reject> {
+    let topics = &mut table.topic_config_table;
+    let outcome = match change {
+        TopicChange::Upsert(topic) => {
+            validate_topic(&topic.topic_name)
+                .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
+            check_queue_nums(&topic)?;
+            let changed = topics.get(&topic.topic_name) != Some(&topic);
+            topics.insert(topic.topic_name.clone(), topic.clone());
+            (Some(topic), changed)
+        }
+        TopicChange::AutoCreate {
+            topic,
+            default_topic,
+            queue_nums,
+        } => {
+            if let Some(existing) = topics.get(&topic) {
+                return Ok((Some(existing.clone()), false));
+            }
+            let Some(template) = topics.get(&default_topic) else {
+                return Ok((None, false));
+            };
+            let inheritable = template.perm & perm::INHERIT != 0
+                && (default_topic != TBW102 || config.auto_create_topic_enable);
+            if !inheritable {
+                return Ok((None, false));
+            }
+            let queues = queue_nums.clamp(1, template.write_queue_nums.max(1));
+            let created = TopicConfig {
+                perm: template.perm & !perm::INHERIT,
+                topic_filter_type: template.topic_filter_type.clone(),
+                ..TopicConfig::new(&topic, queues)
+            };
+            topics.insert(topic, created.clone());
+            tracing::info!(topic = %created.topic_name, queues, "auto-created topic");
+            (Some(created), true)
+        }
+        TopicChange::EnsureRetry { group } => {
+            let name = retry_topic(&group);
+            if let Some(existing) = topics.get(&name) {
+                return Ok((Some(existing.clone()), false));
+            }
+            validate_topic(&name)
+                .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
+            let created = TopicConfig::new(&name, RETRY_QUEUE_NUMS);
+            topics.insert(name, created.clone());
+            (Some(created), true)
+        }
+        TopicChange::Delete(name) => {
+            let changed = topics.remove(&name).is_some();
+            (None, changed)
+        }
+    };
+    if outcome.1 {
+        table.data_version.next(now_ms);
+    }
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_hold_the_template_and_system_topics() {
+        let config = BrokerConfig::default();
+        let table = default_table(&config);
+        let template = &table.topic_config_table[TBW102];
+        assert_eq!(template.write_queue_nums, 8);
+        assert_eq!(template.perm, 7);
+        assert!(table.topic_config_table.contains_key("DefaultCluster"));
+        assert!(table.topic_config_table.contains_key("SCHEDULE_TOPIC_XXXX"));
+        assert!(is_send_forbidden(TBW102));
+        assert!(!is_send_forbidden("TopicTest"));
+    }
+
+    #[test]
+    fn auto_create_inherits_from_the_template() {
+        let config = BrokerConfig::default();
+        let mut table = default_table(&config);
+        let change = TopicChange::AutoCreate {
+            topic: "T".into(),
+            default_topic: TBW102.into(),
+            queue_nums: 4,
+        };
+        let (created, changed) = apply(&mut table, change.clone(), &config, 1).unwrap();
+        let created = created.unwrap();
+        assert!(changed);
+        assert_eq!((created.write_queue_nums, created.perm), (4, 6));
+        let (_, again) = apply(&mut table, change, &config, 2).unwrap();
+        assert!(!again);
+        let off = BrokerConfig {
+            auto_create_topic_enable: false,
+            ..BrokerConfig::default()
+        };
+        let (none, _) = apply(
+            &mut default_table(&off),
+            TopicChange::AutoCreate {
+                topic: "U".into(),
+                default_topic: TBW102.into(),
+                queue_nums: 4,
+            },
+            &off,
+            3,
+        )
+        .unwrap();
+        assert!(none.is_none());
+    }
+
+    #[test]
+    fn upsert_validates_and_delete_removes() {
+        let config = BrokerConfig::default();
+        let mut table = default_table(&config);
+        let bad = TopicConfig::new("a b", 4);
+        assert!(apply(&mut table, TopicChange::Upsert(bad), &config, 1).is_err());
+        let good = TopicConfig::new("Good", 4);
+        assert!(
+            apply(&mut table, TopicChange::Upsert(good), &config, 1)
+                .unwrap()
+                .1
+        );
+        let (_, removed) =
+            apply(&mut table, TopicChange::Delete("Good".into()), &config, 2).unwrap();
+        assert!(removed);
+        assert!(!table.topic_config_table.contains_key("Good"));
+    }
+}

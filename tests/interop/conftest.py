@@ -1,0 +1,414 @@
+"""Fixtures for the interop suite: real `ferrocket` processes on free
+127.0.0.1 ports, driven by the Apache RocketMQ C++ client (PyPI
+`rocketmq==0.4.4`, which bundles librocketmq.so).
+
+Every server process is started here, recorded by pid, and stopped by pid
+(SIGTERM, then SIGKILL after a grace period) at fixture teardown, at exit, and
+by the per-test watchdog, so nothing outlives the run even when a test fails.
+
+Environment:
+  FERROCKET_BIN           the binary under test (default target/debug/ferrocket)
+  FERROCKET_INTEROP_HOME  where server logs and the C++ client's logs go
+                          (default: a new temporary directory)
+  FERROCKET_TEST_TIMEOUT_S  per-test watchdog (default 240)
+"""
+
+import atexit
+import faulthandler
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from naming import unique_name
+
+READY_TIMEOUT_S = 60
+STOP_GRACE_S = 10
+PORT_RETRIES_MAX = 3
+TEST_TIMEOUT_S = int(os.environ.get("FERROCKET_TEST_TIMEOUT_S", "240"))
+# Small CommitLog segments, so a test broker does not preallocate 1 GiB.
+COMMIT_LOG_SEGMENT_BYTES = 64 * 1024 * 1024
+# How much of each server's log a failure report shows.
+LOG_TAIL_LINES = 80
+# The C++ client's own timeout for one send, milliseconds.
+SEND_TIMEOUT_MS = 5000
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# pid -> ServerProcess, for every server started and not yet reaped.
+_LIVE = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def ferrocket_bin():
+    path = os.environ.get("FERROCKET_BIN") or str(REPO_ROOT / "target" / "debug" / "ferrocket")
+    if not os.access(path, os.X_OK):
+        pytest.exit(f"ferrocket binary not found at {path}; build it or set FERROCKET_BIN", returncode=2)
+    return path
+
+
+def interop_home():
+    return Path(os.environ["FERROCKET_INTEROP_HOME"])
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --------------------------------------------------------------------------
+# Session setup: keep the C++ client out of the real home directory.
+
+
+def pytest_configure(config):
+    home = os.environ.get("FERROCKET_INTEROP_HOME") or tempfile.mkdtemp(prefix="ferrocket-interop-")
+    Path(home).mkdir(parents=True, exist_ok=True)
+    os.environ["FERROCKET_INTEROP_HOME"] = home
+    # rocketmq-client-cpp writes logs to $HOME/logs/rocketmq-cpp and route
+    # snapshots under $HOME as well; it reads HOME when the first client
+    # starts, after this.
+    os.environ["HOME"] = home
+
+
+def pytest_report_header(config):
+    return [
+        f"ferrocket binary: {os.environ.get('FERROCKET_BIN', '(default) target/debug/ferrocket')}",
+        f"server and C++ client logs: {os.environ['FERROCKET_INTEROP_HOME']}",
+    ]
+
+
+# --------------------------------------------------------------------------
+# Server processes.
+
+
+class ServerProcess:
+    """One `ferrocket` child, its output going to a log file."""
+
+    def __init__(self, role, args, workdir, port):
+        self.role = role
+        self.port = port
+        self.addr = f"127.0.0.1:{port}"
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.workdir / f"{role}-{port}.log"
+        env = dict(os.environ)
+        env["HOME"] = str(self.workdir)
+        env.setdefault("RUST_LOG", "info")
+        env["NO_COLOR"] = "1"
+        with open(self.log_path, "ab") as log:
+            self.popen = subprocess.Popen(
+                [ferrocket_bin(), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.workdir,
+            )
+        self.pid = self.popen.pid
+        with _LIVE_LOCK:
+            _LIVE[self.pid] = self
+
+    def log_text(self):
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, lines=LOG_TAIL_LINES):
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def wait_listening(self, timeout_s=READY_TIMEOUT_S):
+        needle = f"ferrocket {self.role} listening on {self.addr}"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if needle in self.log_text():
+                return
+            if self.popen.poll() is not None:
+                raise RuntimeError(
+                    f"{self.role} exited with {self.popen.returncode} before listening; "
+                    f"its output:\n{self.log_text()}"
+                )
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{self.role} did not print {needle!r} within {timeout_s} s; its output:\n{self.log_text()}")
+
+    def running(self):
+        return self.popen.poll() is None
+
+    def stop(self):
+        """SIGTERM by pid, SIGKILL after the grace period. Returns the exit code."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                sys.stderr.write(f"{self.role} (pid {self.pid}) ignored SIGTERM; sending SIGKILL\n")
+                self.popen.kill()
+                self.popen.wait()
+        with _LIVE_LOCK:
+            _LIVE.pop(self.pid, None)
+        return self.popen.returncode
+
+
+def start_server(role, make_args, workdir):
+    """Starts `role` on a free port, retrying when the port got taken."""
+    last_error = None
+    for _ in range(PORT_RETRIES_MAX):
+        port = free_port()
+        server = ServerProcess(role, make_args(port), workdir, port)
+        try:
+            server.wait_listening()
+            return server
+        except RuntimeError as error:
+            server.stop()
+            if "Address already in use" not in str(error) and "os error 98" not in str(error):
+                raise
+            last_error = error
+    raise RuntimeError(f"{role} found no free port in {PORT_RETRIES_MAX} tries: {last_error}")
+
+
+def start_namesrv(workdir, extra_args=()):
+    return start_server(
+        "namesrv",
+        lambda port: ["namesrv", "--listen-addr", "127.0.0.1", "--listen-port", str(port), *extra_args],
+        workdir,
+    )
+
+
+def start_broker(workdir, namesrv_addr, auto_create_topic, broker_name, extra_args=()):
+    store = Path(workdir) / "store"
+    return start_server(
+        "broker",
+        lambda port: [
+            "broker",
+            "--listen-addr", "127.0.0.1",
+            "--listen-port", str(port),
+            "--broker-ip1", "127.0.0.1",
+            "--namesrv-addr", namesrv_addr,
+            "--store-path-root-dir", str(store),
+            "--broker-name", broker_name,
+            "--auto-create-topic-enable", "true" if auto_create_topic else "false",
+            "--mapped-file-size-commit-log", str(COMMIT_LOG_SEGMENT_BYTES),
+            *extra_args,
+        ],
+        workdir,
+    )
+
+
+def _stop_all_live():
+    with _LIVE_LOCK:
+        servers = list(_LIVE.values())
+    for server in servers:
+        try:
+            server.stop()
+        except Exception as error:  # keep stopping the others
+            sys.stderr.write(f"stopping {server.role} (pid {server.pid}) failed: {error}\n")
+
+
+atexit.register(_stop_all_live)
+
+
+class Cluster:
+    """A name server and (optionally) one broker registered with it."""
+
+    def __init__(self, name, auto_create_topic=False, with_broker=True):
+        self.workdir = interop_home() / "servers" / unique_name(name)
+        self.namesrv = start_namesrv(self.workdir / "namesrv")
+        self.broker = None
+        try:
+            if with_broker:
+                self.broker = start_broker(
+                    self.workdir / "broker",
+                    self.namesrv.addr,
+                    auto_create_topic,
+                    broker_name=unique_name("broker"),
+                )
+        except BaseException:
+            self.namesrv.stop()
+            raise
+
+    @property
+    def namesrv_addr(self):
+        return self.namesrv.addr
+
+    @property
+    def broker_addr(self):
+        assert self.broker is not None, "this cluster has no broker"
+        return self.broker.addr
+
+    def servers(self):
+        return [s for s in (self.broker, self.namesrv) if s is not None]
+
+    def admin(self, *args, check=True):
+        """Runs `ferrocket admin -n NAMESRV ARGS`."""
+        result = subprocess.run(
+            [ferrocket_bin(), "admin", "-n", self.namesrv_addr, *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        if check and result.returncode != 0:
+            raise RuntimeError(
+                f"ferrocket admin {' '.join(args)} failed ({result.returncode}):\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+            )
+        return result
+
+    def create_topic(self, topic):
+        """Creates `topic` on the broker and waits until the name server routes it."""
+        self.admin("topic", "create", "--topic", topic, "--broker-addr", self.broker_addr)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.admin("topic", "route", "--topic", topic, check=False).returncode == 0:
+                return topic
+            time.sleep(0.2)
+        raise RuntimeError(f"topic {topic} created but the name server has no route for it after 30 s")
+
+    def stop(self):
+        # Broker first, so it can unregister from the running name server.
+        for server in self.servers():
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """Name server + broker with autoCreateTopicEnable=false (topics are
+    created with `ferrocket admin`). Shared by the whole session; tests use
+    unique topic and group names."""
+    c = Cluster("cluster", auto_create_topic=False)
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="session")
+def autocreate_cluster():
+    """Name server + broker with autoCreateTopicEnable=true."""
+    c = Cluster("autocreate", auto_create_topic=True)
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def lone_namesrv():
+    """A name server with no broker at all."""
+    c = Cluster("lone", with_broker=False)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def topic(cluster):
+    """A fresh topic created on the session cluster's broker."""
+    return cluster.create_topic(unique_name("Topic"))
+
+
+# --------------------------------------------------------------------------
+# C++ clients.
+
+
+class Clients:
+    """Creates started C++ clients, each with its own instance name (its own
+    client factory, connections and threads), and shuts them all down."""
+
+    def __init__(self):
+        self._started = []
+
+    def producer(self, namesrv_addr, group=None, timeout_ms=SEND_TIMEOUT_MS):
+        from rocketmq.client import Producer
+        from rocketmq.ffi import dll
+
+        producer = Producer(group or unique_name("PG"), timeout=timeout_ms)
+        producer.set_namesrv_addr(namesrv_addr)
+        dll.SetProducerInstanceName(producer._handle, unique_name("p").encode())
+        producer.start()
+        self._started.append(producer)
+        return producer
+
+    def pull_consumer(self, namesrv_addr, group=None):
+        from rocketmq.client import PullConsumer
+
+        consumer = PullConsumer(group or unique_name("PullCG"))
+        consumer.set_namesrv_addr(namesrv_addr)
+        consumer.start()
+        self._started.append(consumer)
+        return consumer
+
+    def push_consumer(self, namesrv_addr, topic, callback, expression="*", group=None):
+        from rocketmq.client import PushConsumer
+
+        consumer = PushConsumer(group or unique_name("PushCG"))
+        consumer.set_namesrv_addr(namesrv_addr)
+        consumer.set_instance_name(unique_name("c"))
+        consumer.set_thread_count(2)
+        consumer.subscribe(topic, callback, expression)
+        consumer.start()
+        self._started.append(consumer)
+        return consumer
+
+    def shutdown_all(self):
+        while self._started:
+            client = self._started.pop()
+            try:
+                client.shutdown()
+            except Exception as error:
+                sys.stderr.write(f"shutting down {type(client).__name__} failed: {error}\n")
+
+
+@pytest.fixture
+def clients():
+    c = Clients()
+    yield c
+    c.shutdown_all()
+
+
+# --------------------------------------------------------------------------
+# Watchdog and failure reports.
+
+
+def _watchdog_fired(nodeid):
+    sys.stderr.write(
+        f"\n*** {nodeid} ran longer than {TEST_TIMEOUT_S} s; dumping threads, stopping servers, exiting ***\n"
+    )
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    with _LIVE_LOCK:
+        servers = list(_LIVE.values())
+    for server in servers:
+        sys.stderr.write(f"---- {server.role} {server.addr} log tail ----\n{server.log_tail()}\n")
+    _stop_all_live()
+    sys.stderr.flush()
+    # A C++ call that never returns cannot be interrupted; leave for good.
+    os._exit(3)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    timer = threading.Timer(TEST_TIMEOUT_S, _watchdog_fired, args=(item.nodeid,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        with _LIVE_LOCK:
+            servers = list(_LIVE.values())
+        for server in servers:
+            report.sections.append(
+                (f"{server.role} {server.addr} (pid {server.pid}) log tail", server.log_tail())
+            )
