@@ -14,9 +14,10 @@ PUSH_TIMEOUT_S = 90
 CUSTOM_PROPERTY = "ferrocketColour"
 
 
-def assert_ok(result):
+def assert_ok(result, with_msg_id=True):
     assert result.status == SendStatus.OK, result
-    assert result.msg_id, result
+    if with_msg_id:
+        assert result.msg_id, result
     assert result.offset >= 0, result
 
 
@@ -115,7 +116,9 @@ def test_send_batch(cluster, clients, topic):
     count = 16
     batch = [make_message(topic, f"batch-{i}", keys=f"bk-{i}", tags="TagBatch") for i in range(count)]
     result = producer.send_batch(batch)
-    assert_ok(result)
+    # rocketmq-client-cpp takes the result's msg_id from the batch wrapper,
+    # which has no UNIQ_KEY of its own, so it is empty for every broker.
+    assert_ok(result, with_msg_id=False)
 
     consumer = clients.pull_consumer(cluster.namesrv_addr)
     received = Puller(consumer, topic).pull(count, PULL_TIMEOUT_S)

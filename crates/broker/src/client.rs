@@ -97,7 +97,10 @@ pub(crate) fn consumer_list(
 /// A connection closed: its clients leave the registry (only asks shard 0
 /// when this shard's copy knows a client on it).
 pub(crate) fn connection_closed(shard: &Shard, conn_id: u64) {
-    if !shard.clients.get().has_connection(conn_id) {
+    if !shard
+        .clients
+        .with(|clients| clients.has_connection(conn_id))
+    {
         return;
     }
     let Some(mesh) = shard.mesh() else {

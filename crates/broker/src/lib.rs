@@ -31,6 +31,7 @@ mod offsets;
 mod pull;
 mod send;
 mod shard;
+pub mod sql92;
 mod start;
 mod topics;
 mod util;

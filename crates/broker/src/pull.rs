@@ -89,14 +89,14 @@ fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFil
             header.expression_type.as_deref(),
         );
     }
-    let clients = shard.clients.get();
-    let subscription = clients
-        .subscription(&header.consumer_group, &header.topic)
-        .map_err(|remark| Reject::new(response_code::SUBSCRIPTION_NOT_EXIST, remark))?;
-    parse(
-        &subscription.sub_string,
-        subscription.expression_type.as_deref(),
-    )
+    let found = shard.clients.with(|clients| {
+        clients
+            .subscription(&header.consumer_group, &header.topic)
+            .map(|s| (s.sub_string.clone(), s.expression_type.clone()))
+    });
+    let (expression, kind) =
+        found.map_err(|remark| Reject::new(response_code::SUBSCRIPTION_NOT_EXIST, remark))?;
+    parse(&expression, kind.as_deref())
 }
 
 /// PULL_MESSAGE on the receiving shard.

@@ -131,7 +131,8 @@ impl Shard {
 
     /// The topic's current configuration (this shard's copy).
     pub fn topic(&self, name: &str) -> Option<TopicConfig> {
-        self.topics.get().topic_config_table.get(name).cloned()
+        self.topics
+            .with(|table| table.topic_config_table.get(name).cloned())
     }
 
     pub fn owner_of(&self, topic: &str, queue_id: i32) -> usize {
