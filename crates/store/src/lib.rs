@@ -87,6 +87,7 @@ mod recovery;
 mod shard;
 mod stop;
 mod store;
+pub mod timer;
 
 pub use appender::QueueOwnerFn;
 pub use checkpoint::StoreCheckpoint;
@@ -96,11 +97,13 @@ pub use consume_queue::{queue_dir, ConsumeQueue, CqEntry, CQ_ENTRY_BYTES};
 pub use error::StoreError;
 pub use fault::{FaultPlan, FaultyIo};
 pub use files::offset_file_name;
+pub use index::{IndexConfig, IndexError, IndexService};
 pub use io::{GlommioIo, IoBuffer, LocalBoxFuture, SegmentFile, StorageIo};
 pub use json_file::{write_atomic, ConfigDir};
 pub use messages::{AppendRequest, AppendResult, AppendStatus, DispatchEntry};
 pub use shard::{ShardPort, ShardStore};
 pub use store::{AppenderHandle, AppenderParts, MessageStore, StoreHandle, APPENDER_THREAD_NAME};
+pub use timer::{AddOutcome, TimerConfig, TimerEntry, TimerError, TimerRecovery, TimerStore};
 
 /// glommio's placement, re-exported for `start_appender`.
 pub use glommio::Placement;

@@ -42,7 +42,10 @@ fn put_and_query_across_file_rolls() {
         let uniq = format!("U{i}");
         assert_eq!(index.query("TopicA", &uniq, 32, 0, i64::MAX), vec![i * 100]);
         let order = format!("order-{i}");
-        assert_eq!(index.query("TopicA", &order, 32, 0, i64::MAX), vec![i * 100]);
+        assert_eq!(
+            index.query("TopicA", &order, 32, 0, i64::MAX),
+            vec![i * 100]
+        );
     }
     let all: Vec<i64> = (0..10).rev().map(|i| i * 100).collect();
     assert_eq!(index.query("TopicA", "common", 32, 0, i64::MAX), all);
@@ -74,7 +77,9 @@ fn time_range_and_max_count() {
     assert!(index
         .query("TopicA", "common", 32, T0 + 200_000, T0 + 300_000)
         .is_empty());
-    assert!(index.query("TopicA", "common", 32, T0 + 60_000, T0).is_empty());
+    assert!(index
+        .query("TopicA", "common", 32, T0 + 60_000, T0)
+        .is_empty());
     // max_count picks the newest; the config caps it.
     assert_eq!(
         index.query("TopicA", "common", 2, 0, i64::MAX),

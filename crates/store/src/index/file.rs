@@ -95,7 +95,9 @@ struct Entry {
 
 /// Bytes of a file with these counts.
 pub(crate) fn file_bytes(slots: u32, entries: u32) -> u64 {
-    HEADER_BYTES as u64 + u64::from(slots) * SLOT_BYTES as u64 + u64::from(entries) * ENTRY_BYTES as u64
+    HEADER_BYTES as u64
+        + u64::from(slots) * SLOT_BYTES as u64
+        + u64::from(entries) * ENTRY_BYTES as u64
 }
 
 impl IndexFile {
@@ -165,21 +167,35 @@ impl IndexFile {
         if i64::from(header.index_count) > i64::from(entries) {
             return Err(IndexError::corrupt(
                 path,
-                format!("index count {} exceeds {entries} entries", header.index_count),
+                format!(
+                    "index count {} exceeds {entries} entries",
+                    header.index_count
+                ),
             ));
         }
         if header.begin_phy < 0 || header.end_phy < header.begin_phy {
             return Err(IndexError::corrupt(
                 path,
-                format!("physical offsets {}..{} are invalid", header.begin_phy, header.end_phy),
+                format!(
+                    "physical offsets {}..{} are invalid",
+                    header.begin_phy, header.end_phy
+                ),
             ));
         }
-        header.used_slots = header.used_slots.clamp(0, slots.min(i32::MAX as u32) as i32);
+        header.used_slots = header
+            .used_slots
+            .clamp(0, slots.min(i32::MAX as u32) as i32);
         this.header = header;
         Ok(this)
     }
 
-    fn map(path: &Path, name_ms: i64, file: fs::File, slots: u32, entries: u32) -> Result<Self, IndexError> {
+    fn map(
+        path: &Path,
+        name_ms: i64,
+        file: fs::File,
+        slots: u32,
+        entries: u32,
+    ) -> Result<Self, IndexError> {
         // SAFETY: the file belongs to this service (one owner thread) and is
         // never truncated while mapped.
         let map = unsafe { memmap2::MmapMut::map_mut(&file) }
@@ -272,9 +288,7 @@ impl IndexFile {
 
     /// Whether `[begin, end]` overlaps the times this file holds.
     pub fn time_matches(&self, begin: i64, end: i64) -> bool {
-        self.entry_count() > 0
-            && begin <= self.header.end_ts
-            && end >= self.header.begin_ts
+        self.entry_count() > 0 && begin <= self.header.end_ts && end >= self.header.begin_ts
     }
 
     /// Appends to `out` (up to `max` in all) the offsets of entries with

@@ -93,7 +93,9 @@ impl IndexConfig {
         }
         let bytes = file::file_bytes(self.hash_slots, self.entries_per_file);
         if bytes > FILE_BYTES_MAX {
-            return bad(format!("index files of {bytes} bytes exceed {FILE_BYTES_MAX}"));
+            return bad(format!(
+                "index files of {bytes} bytes exceed {FILE_BYTES_MAX}"
+            ));
         }
         if self.query_count_max == 0 || self.keys_per_message_max == 0 {
             return bad("query_count_max and keys_per_message_max must be positive".into());
@@ -240,7 +242,10 @@ impl IndexService {
                 return Err(IndexError::Config("no index file to write".into()));
             };
             if !file.put(hash, physical_offset, store_timestamp_ms) {
-                return Err(IndexError::corrupt(&file.path, "file full right after roll"));
+                return Err(IndexError::corrupt(
+                    &file.path,
+                    "file full right after roll",
+                ));
             }
             written += 1;
         }
@@ -324,7 +329,8 @@ impl IndexService {
             if let Some(file) = self.files.pop() {
                 let path = file.path.clone();
                 drop(file);
-                fs::remove_file(&path).map_err(|e| IndexError::io("remove index file", &path, e))?;
+                fs::remove_file(&path)
+                    .map_err(|e| IndexError::io("remove index file", &path, e))?;
             }
         }
         Ok(removed)

@@ -22,9 +22,7 @@ fn java_hash_extend(mut hash: i32, s: &str) -> i32 {
 /// entry, computed without building the string.
 pub fn index_key_hash(topic: &str, key: &str) -> i32 {
     let mut hash = java_hash_extend(0, topic);
-    hash = hash
-        .wrapping_mul(31)
-        .wrapping_add(KEY_SEPARATOR as i32);
+    hash = hash.wrapping_mul(31).wrapping_add(KEY_SEPARATOR as i32);
     hash = java_hash_extend(hash, key);
     // Math.abs(Integer.MIN_VALUE) stays negative; RocketMQ then uses 0.
     if hash == i32::MIN {
@@ -36,13 +34,19 @@ pub fn index_key_hash(topic: &str, key: &str) -> i32 {
 
 /// The keys RocketMQ indexes for one message, in its order: the UNIQ_KEY
 /// first, then each non-empty KEYS entry (split on spaces).
-pub fn message_index_keys<'a>(keys_property: Option<&'a str>, uniq_key: Option<&'a str>) -> Vec<&'a str> {
+pub fn message_index_keys<'a>(
+    keys_property: Option<&'a str>,
+    uniq_key: Option<&'a str>,
+) -> Vec<&'a str> {
     let mut out = Vec::new();
     if let Some(uniq) = uniq_key.filter(|k| !k.is_empty()) {
         out.push(uniq);
     }
     if let Some(keys) = keys_property {
-        out.extend(keys.split(KEYS_PROPERTY_SEPARATOR).filter(|k| !k.is_empty()));
+        out.extend(
+            keys.split(KEYS_PROPERTY_SEPARATOR)
+                .filter(|k| !k.is_empty()),
+        );
     }
     out
 }
@@ -92,7 +96,12 @@ pub fn ms_for_file_name(name: &str) -> Option<i64> {
     }
     let field = |from: usize, to: usize| name.get(from..to)?.parse::<i64>().ok();
     let (year, month, day) = (field(0, 4)?, field(4, 6)?, field(6, 8)?);
-    let (hour, minute, second, milli) = (field(8, 10)?, field(10, 12)?, field(12, 14)?, field(14, 17)?);
+    let (hour, minute, second, milli) = (
+        field(8, 10)?,
+        field(10, 12)?,
+        field(12, 14)?,
+        field(14, 17)?,
+    );
     let valid = (1..=12).contains(&month)
         && (1..=31).contains(&day)
         && hour < 24

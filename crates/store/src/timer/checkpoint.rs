@@ -75,7 +75,7 @@ impl TimerCheckpoint {
         out.extend_from_slice(&VERSION.to_be_bytes());
         out.extend_from_slice(&self.wheel_slots.to_be_bytes());
         out.extend_from_slice(&self.replay_from.to_be_bytes());
-        let mut key = |out: &mut Vec<u8>, k: Key| {
+        let key = |out: &mut Vec<u8>, k: Key| {
             out.extend_from_slice(&k.0.to_be_bytes());
             out.extend_from_slice(&k.1.to_be_bytes());
         };

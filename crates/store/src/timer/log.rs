@@ -134,11 +134,17 @@ impl TimerLog {
         let mut segments: Vec<Segment> = Vec::with_capacity(files.len());
         for (start, path) in files {
             if start as u64 % segment_bytes != 0 {
-                return Err(TimerError::corrupt(&path, "segment does not start at a segment boundary"));
+                return Err(TimerError::corrupt(
+                    &path,
+                    "segment does not start at a segment boundary",
+                ));
             }
             if let Some(prev) = segments.last() {
                 if prev.start + segment_bytes as i64 != start {
-                    return Err(TimerError::corrupt(&path, "timer log segments are not contiguous"));
+                    return Err(TimerError::corrupt(
+                        &path,
+                        "timer log segments are not contiguous",
+                    ));
                 }
             }
             segments.push(map_segment(&path, start, segment_bytes, false)?);
@@ -180,7 +186,11 @@ impl TimerLog {
         if pos < self.start() || pos >= self.end || pos % RECORD_BYTES as i64 != 0 {
             return Err(TimerError::corrupt(
                 &self.dir,
-                format!("position {pos} outside the log {}..{}", self.start(), self.end),
+                format!(
+                    "position {pos} outside the log {}..{}",
+                    self.start(),
+                    self.end
+                ),
             ));
         }
         self.raw(pos)
@@ -189,8 +199,15 @@ impl TimerLog {
     }
 
     /// Visits every valid record from `from` on and sets the end to the
-    /// first invalid one; everything after it is zeroed or removed.
-    pub fn scan(&mut self, from: i64, mut visit: impl FnMut(i64, Record)) -> Result<(), TimerError> {
+    /// first invalid one; everything after it is zeroed or removed. An
+    /// invalid record before `must_reach` (durable data) is an error and
+    /// nothing is removed.
+    pub fn scan(
+        &mut self,
+        from: i64,
+        must_reach: i64,
+        mut visit: impl FnMut(i64, Record),
+    ) -> Result<(), TimerError> {
         let first = self.segments.first().map(|s| s.start);
         let last_end = self
             .segments
@@ -214,6 +231,12 @@ impl TimerLog {
             visit(pos, record);
             pos += RECORD_BYTES as i64;
         }
+        if pos < must_reach {
+            return Err(TimerError::corrupt(
+                &self.dir,
+                format!("bad record at {pos}, below the durable position {must_reach}"),
+            ));
+        }
         self.end = pos;
         self.truncate_after_end()
     }
@@ -233,7 +256,9 @@ impl TimerLog {
         }
         let end = self.end;
         if let Some(seg) = self.segments.last_mut() {
-            let from = usize::try_from(end - seg.start).unwrap_or(usize::MAX).min(seg.map.len());
+            let from = usize::try_from(end - seg.start)
+                .unwrap_or(usize::MAX)
+                .min(seg.map.len());
             if seg.map[from..].iter().any(|b| *b != 0) {
                 seg.map[from..].fill(0);
                 seg.dirty = true;
@@ -260,7 +285,10 @@ impl TimerLog {
         };
         let at = (pos - seg.start) as usize;
         let Some(dst) = seg.map.get_mut(at..at + RECORD_BYTES) else {
-            return Err(TimerError::corrupt(&seg.path, format!("append at {pos} outside segment")));
+            return Err(TimerError::corrupt(
+                &seg.path,
+                format!("append at {pos} outside segment"),
+            ));
         };
         dst.copy_from_slice(&record.encode(pos));
         seg.dirty = true;
@@ -293,7 +321,11 @@ impl TimerLog {
 
     /// Deletes the leading segments that end at or before `below` and hold
     /// no ADD for `live_second` or later. The last segment stays.
-    pub fn remove_dead_segments(&mut self, below: i64, live_second: i64) -> Result<usize, TimerError> {
+    pub fn remove_dead_segments(
+        &mut self,
+        below: i64,
+        live_second: i64,
+    ) -> Result<usize, TimerError> {
         let mut removed = 0;
         while self.segments.len() > 1 {
             let seg = &self.segments[0];
@@ -303,7 +335,8 @@ impl TimerLog {
             let seg = self.segments.remove(0);
             let path = seg.path.clone();
             drop(seg);
-            fs::remove_file(&path).map_err(|e| TimerError::io("remove timer log segment", &path, e))?;
+            fs::remove_file(&path)
+                .map_err(|e| TimerError::io("remove timer log segment", &path, e))?;
             removed += 1;
         }
         Ok(removed)
@@ -372,7 +405,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let seg = 4 * RECORD_BYTES as u64;
         let mut log = TimerLog::open(dir.path(), seg).unwrap();
-        log.scan(0, |_, _| {}).unwrap();
+        log.scan(0, 0, |_, _| {}).unwrap();
         for n in 0..10i64 {
             let pos = log.append(Record::Done { key: (n, n) }).unwrap();
             assert_eq!(pos, n * RECORD_BYTES as i64);
@@ -385,11 +418,13 @@ mod tests {
         drop(log);
         let mut log = TimerLog::open(dir.path(), seg).unwrap();
         let mut seen = 0;
-        log.scan(0, |_, _| seen += 1).unwrap();
+        log.scan(0, 0, |_, _| seen += 1).unwrap();
         assert_eq!(seen, 6);
         assert_eq!(log.end(), 6 * RECORD_BYTES as i64);
         assert_eq!(log.segments.len(), 2);
         assert_eq!(log.append(Record::Done { key: (0, 0) }).unwrap(), 192);
-        assert!(log.scan(10_000, |_, _| {}).is_err());
+        assert!(log.scan(10_000, 0, |_, _| {}).is_err());
+        assert!(log.scan(0, 320, |_, _| {}).is_err());
+        assert_eq!(log.end(), 7 * RECORD_BYTES as i64);
     }
 }

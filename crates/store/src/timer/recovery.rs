@@ -1,0 +1,253 @@
+//! Opening the timer store: load the checkpoint and the wheel file, replay
+//! the timer log after the checkpoint, and rebuild the wheel from the whole
+//! log when its file is missing, of another size, or points at records that
+//! are not the heads it claims.
+//!
+//! Replay is idempotent, because the wheel file may be newer than the
+//! checkpoint (a flush that stopped between the two) or older (slots
+//! changed after the last flush): an ADD becomes its slot's head only when
+//! the slot holds an older second or an earlier head of the same second.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::PathBuf;
+
+use super::checkpoint::TimerCheckpoint;
+use super::log::{Key, Record, TimerLog};
+use super::wheel::Wheel;
+use super::{
+    TimerConfig, TimerError, TimerRecovery, TimerStore, CHECKPOINT_FILE, LOG_DIR, WHEEL_FILE,
+};
+
+/// State rebuilt from the checkpoint plus the replayed records.
+struct Replayed {
+    floor: Option<Key>,
+    ahead: BTreeSet<Key>,
+    handout: Option<Key>,
+    ingested_end: i64,
+    pending: u64,
+    earliest_add_ms: Option<i64>,
+    records: u64,
+}
+
+impl Replayed {
+    fn apply(&mut self, record: Record) {
+        self.records += 1;
+        match record {
+            Record::Add {
+                deliver_at_ms,
+                physical_offset,
+                size,
+                ..
+            } => {
+                self.pending += 1;
+                let end = physical_offset.saturating_add(i64::from(size));
+                self.ingested_end = self.ingested_end.max(end);
+                self.earliest_add_ms = Some(
+                    self.earliest_add_ms
+                        .map_or(deliver_at_ms, |e| e.min(deliver_at_ms)),
+                );
+            }
+            Record::Done { key } => {
+                self.pending = self.pending.saturating_sub(1);
+                if self.floor.map_or(true, |floor| key >= floor) {
+                    self.ahead.insert(key);
+                }
+            }
+            Record::Handout { key } => {
+                self.handout = Some(self.handout.map_or(key, |h| h.max(key)));
+            }
+        }
+    }
+}
+
+/// Makes the ADD at `pos` its second's head unless the wheel already
+/// reflects it or holds a later second in that slot.
+fn replay_add(wheel: &mut Wheel, second: i64, pos: i64) {
+    let slot = wheel.slot(second);
+    if slot.is_empty() || slot.second < second || (slot.second == second && pos > slot.head) {
+        wheel.set(second, pos);
+    }
+}
+
+/// Scans the log from `from` (every record below `must_reach` was durable
+/// and must still be valid): every ADD updates the wheel and the segments' latest seconds; records at or after
+/// `state_from` update `state`.
+fn replay(
+    log: &mut TimerLog,
+    wheel: &mut Wheel,
+    from: i64,
+    must_reach: i64,
+    state_from: i64,
+    state: &mut Replayed,
+    segment_bytes: i64,
+) -> Result<(), TimerError> {
+    let mut seconds: Vec<(i64, i64)> = Vec::new();
+    log.scan(from, must_reach, |pos, record| {
+        if let Record::Add { deliver_at_ms, .. } = record {
+            let second = deliver_at_ms.div_euclid(1000);
+            replay_add(wheel, second, pos);
+            let start = pos - pos.rem_euclid(segment_bytes);
+            match seconds.last_mut() {
+                Some((s, max)) if *s == start => *max = (*max).max(second),
+                _ => seconds.push((start, second)),
+            }
+        }
+        if pos >= state_from {
+            state.apply(record);
+        }
+    })?;
+    for (start, second) in seconds {
+        log.note_second(start, second);
+    }
+    Ok(())
+}
+
+/// Every live slot heads an ADD of its own second inside the log.
+fn wheel_is_consistent(wheel: &Wheel, log: &TimerLog, floor_second: i64) -> bool {
+    wheel
+        .iter()
+        .filter(|slot| slot.second >= floor_second)
+        .all(|slot| {
+            matches!(log.read(slot.head), Ok(Record::Add { deliver_at_ms, .. })
+            if deliver_at_ms.div_euclid(1000) == slot.second)
+        })
+}
+
+impl TimerStore {
+    /// Opens (creating) the timer store in `dir` (by convention
+    /// `{root}/timer`) and recovers it.
+    pub fn open(
+        dir: impl Into<PathBuf>,
+        config: TimerConfig,
+    ) -> Result<(Self, TimerRecovery), TimerError> {
+        config.validate()?;
+        let dir = dir.into();
+        fs::create_dir_all(&dir).map_err(|e| TimerError::io("create timer dir", &dir, e))?;
+        let checkpoint = TimerCheckpoint::load(&dir.join(CHECKPOINT_FILE))?;
+        let mut log = TimerLog::open(&dir.join(LOG_DIR), config.log_segment_bytes)?;
+        if let Some(cp) = checkpoint.as_ref() {
+            // Seconds map to other slots now; pending timers could collide.
+            if cp.wheel_slots != config.wheel_slots && cp.pending > 0 {
+                return Err(TimerError::Config(format!(
+                    "wheel_slots changed from {} to {} while {} timers are pending",
+                    cp.wheel_slots, config.wheel_slots, cp.pending
+                )));
+            }
+        }
+        let wheel_usable = checkpoint
+            .as_ref()
+            .is_some_and(|cp| cp.wheel_slots == config.wheel_slots);
+        let (mut wheel, loaded) =
+            Wheel::open(&dir.join(WHEEL_FILE), config.wheel_slots, wheel_usable)?;
+
+        let mut state = Replayed {
+            floor: None,
+            ahead: BTreeSet::new(),
+            handout: None,
+            ingested_end: 0,
+            pending: 0,
+            earliest_add_ms: None,
+            records: 0,
+        };
+        let mut replay_from = log.start();
+        if let Some(cp) = &checkpoint {
+            state.floor = Some(cp.floor);
+            state.ahead = cp
+                .ahead
+                .iter()
+                .copied()
+                .filter(|k| *k >= cp.floor)
+                .collect();
+            state.handout = cp.handout;
+            state.ingested_end = cp.ingested_end;
+            state.pending = cp.pending;
+            replay_from = cp.replay_from;
+            for &(start, max_second) in &cp.segments {
+                if let Some(seg) = log.segments.iter_mut().find(|s| s.start == start) {
+                    seg.max_second = max_second;
+                }
+            }
+        }
+        let segment_bytes = config.log_segment_bytes as i64;
+        let scan_from = if loaded {
+            replay_from
+        } else {
+            log.start().min(replay_from)
+        };
+        replay(
+            &mut log,
+            &mut wheel,
+            scan_from,
+            replay_from,
+            replay_from,
+            &mut state,
+            segment_bytes,
+        )?;
+        let mut rebuilt = !loaded && log.end() > log.start();
+
+        let floor = match state.floor {
+            Some(floor) => floor,
+            // No checkpoint: nothing was known delivered before the log.
+            None => (
+                state
+                    .earliest_add_ms
+                    .map_or(0, |ms| ms.div_euclid(1000) * 1000),
+                i64::MIN,
+            ),
+        };
+        let ahead = state.ahead.split_off(&floor);
+        let floor_second = floor.0.div_euclid(1000);
+        if !wheel_is_consistent(&wheel, &log, floor_second) {
+            tracing::warn!(dir = %dir.display(), "timer wheel inconsistent with the log; rebuilding it");
+            wheel.clear();
+            let (start, end) = (log.start(), log.end());
+            let mut ignored = Replayed {
+                floor: None,
+                ahead: BTreeSet::new(),
+                handout: None,
+                ingested_end: 0,
+                pending: 0,
+                earliest_add_ms: None,
+                records: 0,
+            };
+            replay(
+                &mut log,
+                &mut wheel,
+                start,
+                end,
+                i64::MAX,
+                &mut ignored,
+                segment_bytes,
+            )?;
+            if !wheel_is_consistent(&wheel, &log, floor_second) {
+                return Err(TimerError::corrupt(&dir, "timer log chains are damaged"));
+            }
+            rebuilt = true;
+        }
+        let recovery = TimerRecovery {
+            pending: state.pending,
+            ingested_end: state.ingested_end,
+            delivered_floor_ms: floor.0,
+            in_doubt_through_ms: state.handout.map(|k| k.0),
+            replayed_records: state.records,
+            wheel_rebuilt: rebuilt,
+        };
+        let store = TimerStore {
+            dir,
+            config,
+            log,
+            wheel,
+            floor,
+            ahead,
+            ready: Default::default(),
+            loaded_through: floor_second,
+            handout: state.handout,
+            in_doubt_through: state.handout,
+            ingested_end: state.ingested_end,
+            pending: state.pending,
+            changed: true,
+        };
+        Ok((store, recovery))
+    }
+}
