@@ -59,8 +59,17 @@ else
     PY="$(pick_python)"
     step "creating the interop venv at $VENV with $PY ($("$PY" --version 2>&1))"
     rm -rf "$VENV"
-    "$PY" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQUIREMENTS"
+    if "$PY" -m venv "$VENV"; then
+        "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQUIREMENTS"
+    else
+        # Some distributions ship Python without ensurepip: make the venv
+        # without pip and install into it with the interpreter's own pip.
+        echo "python -m venv failed; retrying without pip in the venv" >&2
+        rm -rf "$VENV"
+        "$PY" -m venv --without-pip "$VENV"
+        "$PY" -m pip --python "$VENV/bin/python" install --disable-pip-version-check --quiet \
+            -r "$REQUIREMENTS"
+    fi
     echo "$want_hash" >"$STAMP"
 fi
 # The wheel bundles librocketmq.so; fail here, clearly, if it cannot load.

@@ -82,6 +82,11 @@ fn start_runs_namesrv_and_broker_and_stops_both_on_sigterm() {
         namesrv_port.to_string(),
         "--broker-port".into(),
         broker_port.to_string(),
+        "--broker-set".into(),
+        format!(
+            "mappedFileSizeCommitLog={}",
+            harness::TEST_COMMIT_LOG_SEGMENT_BYTES
+        ),
     ];
     let mut start = ServerProcess::spawn("start", &args, data.path()).unwrap();
     let namesrv_line = format!("ferrocket namesrv listening on 127.0.0.1:{namesrv_port}");

@@ -128,6 +128,7 @@ impl ServerProcess {
         command
             .args(args)
             .env("HOME", home)
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -226,7 +227,8 @@ impl ServerProcess {
         }
     }
 
-    /// Waits up to `timeout` for the process to exit by itself.
+    /// Waits up to `timeout` for the process to exit by itself; once it
+    /// has, its remaining output is collected too.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         while self.is_running() {
@@ -235,6 +237,7 @@ impl ServerProcess {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        self.settle_readers();
         self.exit
     }
 
@@ -254,7 +257,6 @@ impl ServerProcess {
     pub fn stop(&mut self) -> ExitStatus {
         self.signal(libc::SIGTERM);
         if let Some(status) = self.wait_exit(Duration::from_millis(STOP_GRACE_MS)) {
-            self.settle_readers();
             return status;
         }
         eprintln!(

@@ -36,6 +36,16 @@ pub const PULL_MESSAGES_MAX_DEFAULT: usize = 32;
 pub const PULL_BYTES_MAX_DEFAULT: usize = 256 * 1024;
 /// A client silent this long is dropped (`channelExpiredTimeout`).
 pub const CLIENT_EXPIRY_MS_DEFAULT: u64 = 120_000;
+/// Default longest timer delay (`timerMaxDelaySec`): 3 days.
+pub const TIMER_MAX_DELAY_SEC_DEFAULT: u64 = 3 * 24 * 3600;
+/// Largest `timerMaxDelaySec` (the timer wheel spans twice it: 60 days).
+pub const TIMER_MAX_DELAY_SEC_MAX: u64 = 30 * 24 * 3600;
+/// Default age before a half message is checked (`transactionTimeOut`).
+pub const TRANSACTION_TIMEOUT_MS_DEFAULT: u64 = 6_000;
+/// Default check period (`transactionCheckInterval`).
+pub const TRANSACTION_CHECK_INTERVAL_MS_DEFAULT: u64 = 30_000;
+/// Default checks before a rollback (`transactionCheckMax`).
+pub const TRANSACTION_CHECK_MAX_DEFAULT: u32 = 15;
 
 /// When the CommitLog is flushed (`flushDiskType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -142,6 +152,14 @@ pub struct BrokerConfig {
     pub region_id: String,
     /// `traceOn`, returned in send responses (`TRACE_ON`).
     pub trace_on: bool,
+    /// `timerMaxDelaySec`: longest delay a timer message may ask for.
+    pub timer_max_delay_sec: u64,
+    /// `transactionTimeOut`: a half message younger than this is not checked.
+    pub transaction_timeout_ms: u64,
+    /// `transactionCheckInterval`: how often half messages are checked.
+    pub transaction_check_interval_ms: u64,
+    /// `transactionCheckMax`: checks before a half message is rolled back.
+    pub transaction_check_max: u32,
 }
 
 impl Default for BrokerConfig {
@@ -178,6 +196,10 @@ impl Default for BrokerConfig {
             client_expiry_ms: CLIENT_EXPIRY_MS_DEFAULT,
             region_id: "DefaultRegion".into(),
             trace_on: true,
+            timer_max_delay_sec: TIMER_MAX_DELAY_SEC_DEFAULT,
+            transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
+            transaction_check_interval_ms: TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,
+            transaction_check_max: TRANSACTION_CHECK_MAX_DEFAULT,
         }
     }
 }
@@ -241,6 +263,15 @@ impl BrokerConfig {
         }
         if self.pull_messages_max == 0 || self.pull_bytes_max == 0 {
             return bad("pull limits must be positive".into());
+        }
+        if self.timer_max_delay_sec == 0 || self.timer_max_delay_sec > TIMER_MAX_DELAY_SEC_MAX {
+            return bad(format!(
+                "timerMaxDelaySec {} is outside 1..={TIMER_MAX_DELAY_SEC_MAX}",
+                self.timer_max_delay_sec
+            ));
+        }
+        if self.transaction_check_interval_ms == 0 {
+            return bad("transactionCheckInterval must be positive".into());
         }
         self.namesrv_addrs()?;
         self.advertised_ip()?;

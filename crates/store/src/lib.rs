@@ -48,8 +48,9 @@
 //! (one short mutex-guarded lookup, Direct mode only).
 //!
 //! Known limits: one batch write in flight at a time (Direct mode is bound
-//! by device write latency); the IndexFile and CommitLog retention are not
-//! here yet; recovery rebuilds tags codes as `tags_code(TAGS)`.
+//! by device write latency); CommitLog and index retention are not here
+//! yet; recovery rebuilds tags codes as `tags_code(TAGS)`. The IndexFile
+//! (`index`) and the timer store (`timer`) are fed by the broker.
 //!
 //! # Using it (broker)
 //!
