@@ -6,6 +6,7 @@ mod config;
 mod config_keys;
 mod properties;
 mod start;
+mod tune;
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -30,6 +31,8 @@ enum Command {
     Start(start::StartArgs),
     /// mqadmin-style operations against a running cluster.
     Admin(admin::AdminArgs),
+    /// Host checks for running a broker well (`tune check`).
+    Tune(tune::TuneArgs),
 }
 
 fn init_logging() {
@@ -60,6 +63,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Start(args) => start::run(args, stop_flag()?),
         Command::Admin(args) => admin::run(args),
+        Command::Tune(args) => tune::run(args),
     }
 }
 

@@ -42,6 +42,17 @@ pub enum SendMode {
     Batch,
 }
 
+/// How producers drive their connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Driver {
+    /// One writer and one reader task per connection with a table of
+    /// in-flight slots: the least harness CPU per message.
+    Raw,
+    /// ferrocket-client's `Connection`: one task per in-flight request.
+    Client,
+}
+
 /// Header encoding of requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -104,6 +115,9 @@ pub struct WorkloadArgs {
     pub inflight: usize,
     #[arg(long, value_enum, default_value_t = SendMode::Sync)]
     pub send_mode: SendMode,
+    /// Producer implementation.
+    #[arg(long, value_enum, default_value_t = Driver::Raw)]
+    pub driver: Driver,
     /// Messages per SEND_BATCH_MESSAGE request (batch mode).
     #[arg(long, default_value_t = 16)]
     pub batch: usize,

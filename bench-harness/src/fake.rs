@@ -309,6 +309,45 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn client_driver_counts_match_too() {
+        let fake = Fake::start().await;
+        let w = workload(&["--driver", "client", "--messages", "300", "--inflight", "4"]);
+        let mut session = Session::open(&spec(&fake), &w, false, 1, true)
+            .await
+            .unwrap();
+        session.produce(0, 30, Instant::now()).await.unwrap();
+        let totals = &session.result.totals;
+        assert!(totals.sent_msgs >= 300);
+        assert_eq!(totals.sent_msgs as usize, fake.stored("BenchTopic"));
+        assert!(totals.errors.is_empty(), "{:?}", totals.errors);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn oneway_sends_all_arrive() {
+        let fake = Fake::start().await;
+        let w = workload(&[
+            "--send-mode",
+            "oneway",
+            "--messages",
+            "1000",
+            "--inflight",
+            "16",
+        ]);
+        let mut session = Session::open(&spec(&fake), &w, false, 1, true)
+            .await
+            .unwrap();
+        session.produce(0, 30, Instant::now()).await.unwrap();
+        let sent = session.result.totals.sent_msgs as usize;
+        assert!(sent >= 1000, "sent {sent}");
+        // No acknowledgements: wait for the fake to store what was written.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while fake.stored("BenchTopic") < sent && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(fake.stored("BenchTopic"), sent);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn batch_sends_count_every_message() {
         let fake = Fake::start().await;
         let w = workload(&["--send-mode", "batch", "--batch", "10", "--messages", "200"]);

@@ -20,6 +20,7 @@ mod message;
 mod pacing;
 mod proc_stat;
 mod progress;
+mod raw;
 mod recorder;
 mod report;
 mod run;

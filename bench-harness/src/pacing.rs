@@ -116,6 +116,14 @@ impl Pacer {
         Some(self.start + Duration::from_nanos(self.schedule.offset_ns(ticket)))
     }
 
+    /// The next request if one is due now, without waiting.
+    pub fn try_next(&self) -> Option<Instant> {
+        let permit = self.permits.try_acquire().ok()?;
+        permit.forget();
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        Some(self.start + Duration::from_nanos(self.schedule.offset_ns(ticket)))
+    }
+
     /// Stops releasing requests and wakes every waiting worker with `None`.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -231,6 +239,7 @@ mod tests {
             }
             pacer.stop();
             assert!(pacer.next().await.is_none());
+            assert!(pacer.try_next().is_none());
         });
     }
 }

@@ -16,7 +16,7 @@ const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
 /// Where the max is drawn, past the last percentile, in decades.
-const MAX_POINT_EXTRA_DECADES: f64 = 0.35;
+const MAX_POINT_EXTRA_DECADES: f64 = 0.5;
 /// A gap in samples longer than this (seconds) breaks the line (compare
 /// rounds of other targets run in between).
 const TIMELINE_GAP_S: f64 = 1.6;

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use ferrocket_client::{Connection, MessageQueue};
 use tokio::task::JoinHandle;
 
-use crate::args::WorkloadArgs;
+use crate::args::{Driver, SendMode, WorkloadArgs};
 use crate::control::Control;
 use crate::error::BenchError;
 use crate::message::SendFactory;
 use crate::pacing::{Pacer, Schedule};
 use crate::proc_stat::{CpuProbe, CpuTicks};
 use crate::progress::print_progress;
+use crate::raw::{spawn_raw_producers, RawPlan};
 use crate::recorder::{Counts, Recorder, Sample};
 use crate::target::{prepare, Target, TargetSpec};
 use crate::workers::{max_offsets, spawn_consumers, spawn_producers, ConsumerPlan, ProducerPlan};
@@ -84,7 +85,11 @@ impl Session {
         quiet: bool,
     ) -> Result<Session, BenchError> {
         let target = prepare(spec, workload).await?;
-        let producers = target.connect(workload.connections).await?;
+        let producers = match workload.driver {
+            Driver::Client => target.connect(workload.connections).await?,
+            // The raw driver opens its own connections in each window.
+            Driver::Raw => Vec::new(),
+        };
         let consumers = if with_consumers {
             target.connect(workload.consumer_connections).await?
         } else {
@@ -162,15 +167,39 @@ impl Session {
                 pacer =
                     Some(Pacer::start(schedule).map_err(|e| BenchError::io("pacer thread", e))?);
             }
-            let plan = ProducerPlan {
-                factory: self.factory.clone(),
-                mode: self.workload.send_mode,
-                inflight: self.workload.inflight,
-                timeout,
-                pacer: pacer.clone(),
+            producer_tasks = match self.workload.driver {
+                Driver::Client => {
+                    let plan = ProducerPlan {
+                        factory: self.factory.clone(),
+                        mode: self.workload.send_mode,
+                        inflight: self.workload.inflight,
+                        timeout,
+                        pacer: pacer.clone(),
+                    };
+                    spawn_producers(&self.producers, &self.queue_ids, &plan, &control, &recorder)
+                }
+                Driver::Raw => {
+                    let plan = RawPlan {
+                        factory: self.factory.clone(),
+                        inflight: self.workload.inflight,
+                        oneway: self.workload.send_mode == SendMode::Oneway,
+                        serialize_type: self.target.connection_config.serialize_type,
+                        timeout,
+                        pacer: pacer.clone(),
+                    };
+                    let brokers = &self.target.brokers;
+                    let per_broker = self.workload.connections;
+                    spawn_raw_producers(
+                        brokers,
+                        &self.queue_ids,
+                        per_broker,
+                        &plan,
+                        &control,
+                        &recorder,
+                    )
+                    .await?
+                }
             };
-            producer_tasks =
-                spawn_producers(&self.producers, &self.queue_ids, &plan, &control, &recorder);
         }
 
         let broker_probe = self.target.broker_cpu.clone();
