@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+mod message;
+
 use clap::{Args, Subcommand};
 use ferrocket_client::admin::{BrokerEntry, CreateTopicOptions};
 use ferrocket_client::{Admin, ClientError};
@@ -29,6 +31,9 @@ enum AdminCommand {
     /// Inspect clusters and their brokers.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Find messages by id, key, unique key or queue offset.
+    #[command(subcommand)]
+    Message(message::MessageCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -115,6 +120,13 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
             Ok(())
         }
         AdminCommand::Cluster(ClusterCommand::List) => cluster_list(&admin).await.map_err(describe),
+        AdminCommand::Message(command) => {
+            if message::run(&admin, command).await.map_err(describe)? {
+                Ok(())
+            } else {
+                Err("no message found (QUERY_NOT_FOUND)".to_string())
+            }
+        }
     }
 }
 

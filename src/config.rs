@@ -73,7 +73,10 @@ pub struct BrokerArgs {
 }
 
 /// All settings in force: the file's, then the flags' on top.
-fn collect(common: &CommonArgs, flags: Vec<(&str, Option<String>)>) -> Result<BTreeMap<String, Setting>, String> {
+fn collect(
+    common: &CommonArgs,
+    flags: Vec<(&str, Option<String>)>,
+) -> Result<BTreeMap<String, Setting>, String> {
     let mut settings = match &common.config_file {
         Some(path) => properties::load(path)?,
         None => BTreeMap::new(),
@@ -106,7 +109,13 @@ fn warn_unknown(key: &str) {
 }
 
 pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvConfig, String> {
-    let settings = collect(&args.common, vec![("brokerExpiryMs", args.broker_expiry_ms.map(|v| v.to_string()))])?;
+    let settings = collect(
+        &args.common,
+        vec![(
+            "brokerExpiryMs",
+            args.broker_expiry_ms.map(|v| v.to_string()),
+        )],
+    )?;
     let mut config = ferrocket_namesrv::NamesrvConfig::default();
     for (key, setting) in &settings {
         if !crate::config_keys::apply_namesrv(&mut config, key, setting)? {
@@ -125,9 +134,18 @@ pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig
         ("brokerIP1", args.broker_ip1.clone()),
         ("shardCount", args.shards.map(|v| v.to_string())),
         ("flushDiskType", args.flush_disk_type.clone()),
-        ("autoCreateTopicEnable", args.auto_create_topic_enable.map(|v| v.to_string())),
-        ("mappedFileSizeCommitLog", args.mapped_file_size_commit_log.map(|v| v.to_string())),
-        ("registerBrokerIntervalMs", args.register_interval_ms.map(|v| v.to_string())),
+        (
+            "autoCreateTopicEnable",
+            args.auto_create_topic_enable.map(|v| v.to_string()),
+        ),
+        (
+            "mappedFileSizeCommitLog",
+            args.mapped_file_size_commit_log.map(|v| v.to_string()),
+        ),
+        (
+            "registerBrokerIntervalMs",
+            args.register_interval_ms.map(|v| v.to_string()),
+        ),
     ];
     let settings = collect(&args.common, flags)?;
     let mut config = ferrocket_broker::BrokerConfig::default();

@@ -6,12 +6,18 @@ use crate::properties::{parse_bool, parse_value, Setting};
 use ferrocket_broker::{BrokerConfig, CommitLogWriteMode, FlushDiskType};
 use ferrocket_namesrv::NamesrvConfig;
 
-pub fn apply_namesrv(config: &mut NamesrvConfig, key: &str, setting: &Setting) -> Result<bool, String> {
+pub fn apply_namesrv(
+    config: &mut NamesrvConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
     match key {
         "listenAddr" => config.listen_addr = parse_value(key, setting)?,
         "listenPort" => config.listen_port = parse_value(key, setting)?,
         "brokerExpiryMs" => config.broker_expiry_ms = positive(key, setting)?,
-        "scanNotActiveBrokerInterval" | "scanIntervalMs" => config.scan_interval_ms = positive(key, setting)?,
+        "scanNotActiveBrokerInterval" | "scanIntervalMs" => {
+            config.scan_interval_ms = positive(key, setting)?
+        }
         "unregisterOnDisconnect" => config.unregister_on_disconnect = parse_bool(key, setting)?,
         "deleteTopicWithBrokerRegistration" => {
             config.delete_topic_with_broker_registration = parse_bool(key, setting)?
@@ -24,7 +30,11 @@ pub fn apply_namesrv(config: &mut NamesrvConfig, key: &str, setting: &Setting) -
     Ok(true)
 }
 
-pub fn apply_broker(config: &mut BrokerConfig, key: &str, setting: &Setting) -> Result<bool, String> {
+pub fn apply_broker(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
     match key {
         "listenAddr" => config.listen_addr = parse_value(key, setting)?,
         "listenPort" => config.listen_port = parse_value(key, setting)?,
@@ -52,28 +62,47 @@ pub fn apply_broker(config: &mut BrokerConfig, key: &str, setting: &Setting) -> 
             config.register_broker_interval_ms = positive(key, setting)?
         }
         "registerBrokerTimeoutMills" => config.register_broker_timeout_ms = positive(key, setting)?,
-        "flushConsumerOffsetInterval" => config.offset_persist_interval_ms = positive(key, setting)?,
+        "flushConsumerOffsetInterval" => {
+            config.offset_persist_interval_ms = positive(key, setting)?
+        }
         "shardCount" => config.shard_count = parse_value(key, setting)?,
         "shardCores" => config.shard_cores = core_list(key, setting)?,
         "pinShards" => config.pin_shards = parse_bool(key, setting)?,
         "longPollingEnable" => config.long_polling_enable = parse_bool(key, setting)?,
         "suspendTimeoutMsMax" => config.suspend_timeout_ms_max = positive(key, setting)?,
-        "maxTransferCountOnMessageInMemory" => config.pull_messages_max = parse_value(key, setting)?,
+        "maxTransferCountOnMessageInMemory" => {
+            config.pull_messages_max = parse_value(key, setting)?
+        }
         "maxTransferBytesOnMessageInMemory" => config.pull_bytes_max = parse_value(key, setting)?,
         "channelExpiredTimeout" => config.client_expiry_ms = positive(key, setting)?,
         "regionId" => config.region_id = setting.value.clone(),
         "traceOn" => config.trace_on = parse_bool(key, setting)?,
+        "timerMaxDelaySec" => config.timer_max_delay_sec = positive(key, setting)?,
+        "transactionTimeOut" => config.transaction_timeout_ms = parse_value(key, setting)?,
+        "transactionCheckInterval" => {
+            config.transaction_check_interval_ms = positive(key, setting)?
+        }
+        "transactionCheckMax" => config.transaction_check_max = parse_value(key, setting)?,
         // RocketMQ settings with no effect here, accepted so a Java
         // broker.conf loads without noise.
-        "brokerRole" | "deleteWhen" | "fileReservedTime" | "rocketmqHome" | "storePathCommitLog"
-        | "storePathConsumeQueue" | "haListenPort" | "brokerIP2" => {}
+        "brokerRole"
+        | "deleteWhen"
+        | "fileReservedTime"
+        | "rocketmqHome"
+        | "storePathCommitLog"
+        | "storePathConsumeQueue"
+        | "haListenPort"
+        | "brokerIP2" => {}
         _ => return Ok(false),
     }
     Ok(true)
 }
 
 fn invalid(key: &str, setting: &Setting, why: &str) -> String {
-    format!("line {}: invalid value `{}` for {key}: {why}", setting.line, setting.value)
+    format!(
+        "line {}: invalid value `{}` for {key}: {why}",
+        setting.line, setting.value
+    )
 }
 
 fn positive(key: &str, setting: &Setting) -> Result<u64, String> {
@@ -96,7 +125,11 @@ fn core_list(key: &str, setting: &Setting) -> Result<Vec<usize>, String> {
         .value
         .split(',')
         .filter(|part| !part.trim().is_empty())
-        .map(|part| part.trim().parse::<usize>().map_err(|e| invalid(key, setting, &e.to_string())))
+        .map(|part| {
+            part.trim()
+                .parse::<usize>()
+                .map_err(|e| invalid(key, setting, &e.to_string()))
+        })
         .collect()
 }
 
@@ -105,7 +138,10 @@ mod tests {
     use super::*;
 
     fn setting(value: &str) -> Setting {
-        Setting { value: value.into(), line: 7 }
+        Setting {
+            value: value.into(),
+            line: 7,
+        }
     }
 
     #[test]
@@ -119,7 +155,10 @@ mod tests {
         assert_eq!(config.shard_cores, vec![0, 2]);
         assert!(!apply_broker(&mut config, "noSuchKey", &setting("1")).unwrap());
         let error = apply_broker(&mut config, "listenPort", &setting("70000")).unwrap_err();
-        assert!(error.contains("listenPort") && error.contains("line 7"), "{error}");
+        assert!(
+            error.contains("listenPort") && error.contains("line 7"),
+            "{error}"
+        );
         assert!(apply_broker(&mut config, "flushDiskType", &setting("SOMETIMES")).is_err());
     }
 

@@ -15,7 +15,11 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "ferrocket", version, about = "RocketMQ-compatible message broker, thread-per-core on io_uring")]
+#[command(
+    name = "ferrocket",
+    version,
+    about = "RocketMQ-compatible message broker, thread-per-core on io_uring"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,7 +42,10 @@ enum Command {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 /// A flag set by SIGTERM or SIGINT; servers poll it and stop gracefully.

@@ -21,7 +21,9 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Setting>, String> {
     for (index, raw_line) in text.lines().enumerate() {
         let line_number = index + 1;
         let trimmed = raw_line.trim();
-        if pending.is_empty() && (trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('!')) {
+        if pending.is_empty()
+            && (trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('!'))
+        {
             continue;
         }
         if pending.is_empty() {
@@ -33,18 +35,26 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Setting>, String> {
         }
         pending.push_str(trimmed);
         let entry = std::mem::take(&mut pending);
-        let split_at = entry.find(['=', ':']).ok_or_else(|| {
-            format!("line {pending_line}: expected `key=value`, found `{entry}`")
-        })?;
+        let split_at = entry
+            .find(['=', ':'])
+            .ok_or_else(|| format!("line {pending_line}: expected `key=value`, found `{entry}`"))?;
         let key = entry[..split_at].trim();
         if key.is_empty() {
             return Err(format!("line {pending_line}: missing key before `=`"));
         }
         let value = entry[split_at + 1..].trim().to_string();
-        settings.insert(key.to_string(), Setting { value, line: pending_line });
+        settings.insert(
+            key.to_string(),
+            Setting {
+                value,
+                line: pending_line,
+            },
+        );
     }
     if !pending.is_empty() {
-        return Err(format!("line {pending_line}: file ends inside a continued line"));
+        return Err(format!(
+            "line {pending_line}: file ends inside a continued line"
+        ));
     }
     Ok(settings)
 }
@@ -62,7 +72,10 @@ where
     T::Err: std::fmt::Display,
 {
     setting.value.parse::<T>().map_err(|e| {
-        format!("line {}: invalid value `{}` for {key}: {e}", setting.line, setting.value)
+        format!(
+            "line {}: invalid value `{}` for {key}: {e}",
+            setting.line, setting.value
+        )
     })
 }
 
@@ -92,8 +105,21 @@ mod tests {
         assert_eq!(settings["namesrvAddr"].value, "a:1;b:2");
         assert!(parse("novalue\n").is_err());
         assert!(parse("=x\n").is_err());
-        let port: Result<u16, _> = parse_value("listenPort", &Setting { value: "70000".into(), line: 3 });
+        let port: Result<u16, _> = parse_value(
+            "listenPort",
+            &Setting {
+                value: "70000".into(),
+                line: 3,
+            },
+        );
         assert!(port.unwrap_err().contains("listenPort"));
-        assert!(parse_bool("autoCreateTopicEnable", &Setting { value: "yes".into(), line: 1 }).is_err());
+        assert!(parse_bool(
+            "autoCreateTopicEnable",
+            &Setting {
+                value: "yes".into(),
+                line: 1
+            }
+        )
+        .is_err());
     }
 }

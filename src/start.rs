@@ -36,7 +36,8 @@ struct Supervised {
 
 impl Supervised {
     fn spawn(name: &'static str, args: &[String]) -> Result<Self, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
         let mut command = Command::new(exe);
         command.args(args);
         // Children die with us even if we are killed with SIGKILL.
@@ -48,7 +49,9 @@ impl Supervised {
                 Ok(())
             });
         }
-        let child = command.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
         tracing::info!(pid = child.id(), "started {name}");
         Ok(Self { name, child })
     }
@@ -73,7 +76,10 @@ impl Supervised {
             }
             std::thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
         }
-        tracing::warn!("{} did not stop within {CHILD_STOP_GRACE_MS} ms; killing it", self.name);
+        tracing::warn!(
+            "{} did not stop within {CHILD_STOP_GRACE_MS} ms; killing it",
+            self.name
+        );
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -115,7 +121,10 @@ pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     }
     let mut failure = None;
     while !stop.load(Ordering::Relaxed) {
-        if let Some(child) = children.iter_mut().find_map(|c| c.exited().map(|s| (c.name, s))) {
+        if let Some(child) = children
+            .iter_mut()
+            .find_map(|c| c.exited().map(|s| (c.name, s)))
+        {
             failure = Some(format!("{} exited unexpectedly ({})", child.0, child.1));
             break;
         }

@@ -89,17 +89,21 @@ fn start_runs_namesrv_and_broker_and_stops_both_on_sigterm() {
         ),
     ];
     let mut start = ServerProcess::spawn("start", &args, data.path()).unwrap();
-    let namesrv_line = format!("ferrocket namesrv listening on 127.0.0.1:{namesrv_port}");
-    let broker_line = format!("ferrocket broker listening on 127.0.0.1:{broker_port}");
-    start.wait_for_line(&namesrv_line, ready_timeout()).unwrap();
-    // Lines may come in either order; the log holds both once both are up.
+    // Both children write to the same stderr, so their listening lines may
+    // interleave with each other's logs; readiness is checked by connecting.
+    let namesrv_addr = format!("127.0.0.1:{namesrv_port}");
+    let broker_addr = format!("127.0.0.1:{broker_port}");
     let both_up = wait_for(ready_timeout(), || {
-        let out = start.output();
-        (out.contains(&namesrv_line) && out.contains(&broker_line)).then_some(())
+        if !start.is_running() {
+            return Some(false);
+        }
+        let accepts = |addr: &str| std::net::TcpStream::connect(addr).is_ok();
+        (accepts(&namesrv_addr) && accepts(&broker_addr)).then_some(true)
     });
-    assert!(
-        both_up.is_some(),
-        "broker never came up; output:\n{}",
+    assert_eq!(
+        both_up,
+        Some(true),
+        "namesrv and broker did not both come up; output:\n{}",
         start.output()
     );
 
@@ -112,7 +116,7 @@ fn start_runs_namesrv_and_broker_and_stops_both_on_sigterm() {
     );
 
     // Both serve: the name server answers, and the broker registered with it.
-    let mut conn = RemotingConn::connect(&format!("127.0.0.1:{namesrv_port}")).unwrap();
+    let mut conn = RemotingConn::connect(&namesrv_addr).unwrap();
     let response = conn.request(route_request("NoSuchTopicForStart"));
     assert_eq!(
         response.code,
@@ -124,7 +128,6 @@ fn start_runs_namesrv_and_broker_and_stops_both_on_sigterm() {
             request_code::GET_BROKER_CLUSTER_INFO,
         ));
         let info: ClusterInfo = decode_json(&info.body).ok()?;
-        let broker_addr = format!("127.0.0.1:{broker_port}");
         info.broker_addr_table
             .values()
             .any(|b| b.broker_addrs.values().any(|a| *a == broker_addr))

@@ -135,7 +135,7 @@ async fn serve_namesrv(
             }
         }
     });
-    eprintln!("ferrocket namesrv listening on {bound}");
+    ferrocket_runtime::server::announce_listening("namesrv", bound);
     tracing::info!(%bound, "name server listening");
     on_bound(bound);
     let server_config = ServerConfig {

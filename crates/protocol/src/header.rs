@@ -13,7 +13,8 @@ pub trait HeaderField: Sized {
 }
 
 fn raw<'a>(fields: &'a ExtFields, keys: &[&'static str]) -> Option<(&'static str, &'a str)> {
-    keys.iter().find_map(|key| fields.get(key).map(|value| (*key, value)))
+    keys.iter()
+        .find_map(|key| fields.get(key).map(|value| (*key, value)))
 }
 
 fn parse_int(key: &'static str, value: &str) -> Result<Option<i64>, ProtocolError> {
@@ -22,7 +23,9 @@ fn parse_int(key: &'static str, value: &str) -> Result<Option<i64>, ProtocolErro
 
 impl HeaderField for String {
     fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        raw(fields, keys).map(|(_, v)| v.to_string()).ok_or(ProtocolError::MissingField(keys[0]))
+        raw(fields, keys)
+            .map(|(_, v)| v.to_string())
+            .ok_or(ProtocolError::MissingField(keys[0]))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
         out.insert(key, self.clone());
@@ -69,7 +72,10 @@ impl HeaderField for Option<i32> {
             None => Ok(None),
             Some(wide) => i32::try_from(wide)
                 .map(Some)
-                .map_err(|_| ProtocolError::InvalidField { field: keys[0], value: wide.to_string() }),
+                .map_err(|_| ProtocolError::InvalidField {
+                    field: keys[0],
+                    value: wide.to_string(),
+                }),
         }
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
@@ -383,7 +389,10 @@ mod tests {
         assert_eq!(header.producer_group, "PG");
         assert_eq!(header.queue_id, Some(3));
         assert!(header.batch);
-        assert_eq!(SendMessageRequestHeader::from_ext(&header.to_ext()).unwrap(), header);
+        assert_eq!(
+            SendMessageRequestHeader::from_ext(&header.to_ext()).unwrap(),
+            header
+        );
     }
 
     #[test]
@@ -398,7 +407,10 @@ mod tests {
         bad.insert("queueId", "zero");
         assert!(matches!(
             QueueRequestHeader::from_ext(&bad),
-            Err(ProtocolError::InvalidField { field: "queueId", .. })
+            Err(ProtocolError::InvalidField {
+                field: "queueId",
+                ..
+            })
         ));
     }
 }

@@ -77,11 +77,18 @@ mod tests {
                 perm: 6,
                 topic_sys_flag: 0,
             }],
-            broker_datas: vec![BrokerData { cluster: "c".into(), broker_name: "b".into(), broker_addrs: addrs }],
+            broker_datas: vec![BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                broker_addrs: addrs,
+            }],
             filter_server_table: BTreeMap::new(),
         };
         let json = String::from_utf8(super::super::encode_json(&route)).unwrap();
-        assert!(json.contains(r#""brokerAddrs":{"0":"127.0.0.1:10911"}"#), "{json}");
+        assert!(
+            json.contains(r#""brokerAddrs":{"0":"127.0.0.1:10911"}"#),
+            "{json}"
+        );
         let back: TopicRouteData = super::super::decode_json(json.as_bytes()).unwrap();
         assert_eq!(back, route);
         let loose: QueueData =

@@ -10,6 +10,7 @@
 //! matched by opaque and never reach the handler. A frame with a bad length
 //! or an undecodable header closes that connection only.
 
+mod announce;
 mod conn_loop;
 mod connection;
 mod listener;
@@ -26,6 +27,7 @@ use std::rc::Rc;
 use ferrocket_protocol::limits::FRAME_BYTES_MAX;
 use ferrocket_protocol::RemotingCommand;
 
+pub use announce::announce_listening;
 pub use conn_loop::{READ_BYTES_MAX, READ_CHUNK_BYTES, WRITE_BATCH_BYTES_MAX};
 pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
 pub use listener::{bind_listener, LISTEN_BACKLOG};

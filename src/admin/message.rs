@@ -1,0 +1,125 @@
+//! `ferrocket admin message ...`: mqadmin's queryMsgById, queryMsgByKey,
+//! queryMsgByUniqueKey and queryMsgByOffset. Each prints every message found
+//! with its fields and properties; none found is an error (exit 1).
+
+use clap::Subcommand;
+use ferrocket_client::{Admin, ClientError, KeyQuery, MessageExt};
+
+#[derive(Debug, Subcommand)]
+pub enum MessageCommand {
+    /// Find a message by its offset message id (send result `offsetMsgId`).
+    QueryById {
+        #[arg(short = 'i', long = "id")]
+        id: String,
+    },
+    /// Find messages of a topic by one of their KEYS.
+    QueryByKey {
+        #[arg(short = 't', long)]
+        topic: String,
+        #[arg(short = 'k', long)]
+        key: String,
+        /// Most messages to ask each broker for.
+        #[arg(short = 'm', long, default_value_t = 64)]
+        max_num: i32,
+    },
+    /// Find a message of a topic by its unique key (the producer's msgId).
+    QueryByUniqueKey {
+        #[arg(short = 't', long)]
+        topic: String,
+        #[arg(short = 'k', long = "key", alias = "id")]
+        key: String,
+    },
+    /// Read the message at a queue offset.
+    QueryByOffset {
+        #[arg(short = 't', long)]
+        topic: String,
+        #[arg(short = 'q', long = "queue-id")]
+        queue_id: i32,
+        #[arg(short = 'o', long)]
+        offset: i64,
+    },
+}
+
+/// Runs one message command; `Ok(false)` when nothing was found.
+pub async fn run(admin: &Admin, command: MessageCommand) -> Result<bool, ClientError> {
+    let found: Vec<MessageExt> = match command {
+        MessageCommand::QueryById { id } => match admin.view_message(&id).await {
+            Ok(message) => vec![message],
+            Err(ClientError::Response { code, .. })
+                if code == ferrocket_protocol::codes::response_code::SYSTEM_ERROR =>
+            {
+                Vec::new()
+            }
+            Err(error) => return Err(error),
+        },
+        MessageCommand::QueryByKey {
+            topic,
+            key,
+            max_num,
+        } => {
+            let mut query = KeyQuery::by_key(&topic, &key);
+            query.max_num = max_num;
+            admin.query_messages(&query).await?
+        }
+        MessageCommand::QueryByUniqueKey { topic, key } => {
+            admin
+                .query_messages(&KeyQuery::by_unique_key(&topic, &key))
+                .await?
+        }
+        MessageCommand::QueryByOffset {
+            topic,
+            queue_id,
+            offset,
+        } => admin
+            .query_message_by_offset(&topic, queue_id, offset)
+            .await?
+            .into_iter()
+            .collect(),
+    };
+    for (index, message) in found.iter().enumerate() {
+        if index > 0 {
+            println!();
+        }
+        print!("{}", describe(message));
+    }
+    Ok(!found.is_empty())
+}
+
+/// The message as mqadmin prints it: one `Name: value` line per field,
+/// then the properties and the body.
+pub fn describe(message: &MessageExt) -> String {
+    let mut out = String::new();
+    let mut line = |name: &str, value: String| {
+        out.push_str(&format!("{name:<20}{value}\n"));
+    };
+    line("OffsetID:", message.msg_id.clone());
+    line(
+        "MsgId:",
+        message.unique_key.clone().unwrap_or_else(|| "-".into()),
+    );
+    line("Topic:", message.topic.clone());
+    line("Tags:", message.tags.clone().unwrap_or_default());
+    line("Keys:", message.keys.join(" "));
+    line("Queue ID:", message.queue_id.to_string());
+    line("Queue Offset:", message.queue_offset.to_string());
+    line("CommitLog Offset:", message.commit_log_offset.to_string());
+    line("Reconsume Times:", message.reconsume_times.to_string());
+    line("Born Timestamp:", message.born_timestamp_ms.to_string());
+    line("Store Timestamp:", message.store_timestamp_ms.to_string());
+    line("Born Host:", message.born_host.to_string());
+    line("Store Host:", message.store_host.to_string());
+    line("System Flag:", message.sys_flag.to_string());
+    let mut props: Vec<(&str, &str)> = message.properties.iter().collect();
+    props.sort();
+    let props: Vec<String> = props.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    line("Properties:", format!("{{{}}}", props.join(", ")));
+    line("Body Size:", message.body.len().to_string());
+    let compressed = message.sys_flag & ferrocket_protocol::record::sys_flag::COMPRESSED != 0;
+    let body = if compressed {
+        "(compressed)".to_string()
+    } else {
+        String::from_utf8_lossy(&message.body).into_owned()
+    };
+    line("Message Body:", body);
+    out
+}
