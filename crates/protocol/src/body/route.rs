@@ -24,7 +24,7 @@ pub struct QueueData {
 
 /// One broker set: a master (id 0) and its slaves (`BrokerData`).
 /// `brokerAddrs` keys are broker ids written as JSON strings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BrokerData {
     #[serde(deserialize_with = "de_string")]
@@ -32,6 +32,20 @@ pub struct BrokerData {
     #[serde(deserialize_with = "de_string")]
     pub broker_name: String,
     pub broker_addrs: BTreeMap<i64, String>,
+}
+
+/// Written as Java writes it, `enableActingMaster` included: strict
+/// clients (`rocketmq-client-rust`) refuse a `BrokerData` without it.
+impl Serialize for BrokerData {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("BrokerData", 4)?;
+        out.serialize_field("cluster", &self.cluster)?;
+        out.serialize_field("brokerName", &self.broker_name)?;
+        out.serialize_field("brokerAddrs", &self.broker_addrs)?;
+        out.serialize_field("enableActingMaster", &false)?;
+        out.end()
+    }
 }
 
 impl BrokerData {
