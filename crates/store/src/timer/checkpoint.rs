@@ -9,8 +9,12 @@
 //! | floor (at_ms i64, phy i64) | handout present u8 (at_ms i64, phy i64)
 //! | ingested_end i64 | pending u64
 //! | segment count u32, (start i64, max_second i64)*
-//! | ahead count u32, (at_ms i64, phy i64)* | crc32 u32
+//! | ahead count u32, (at_ms i64, phy i64)*
+//! | truncation count u32, (log position i64, commitlog_end i64)*  (v2)
+//! | crc32 u32
 //! ```
+//!
+//! Version 1 (no truncation list) is still read.
 
 use std::fs;
 use std::path::Path;
@@ -20,7 +24,9 @@ use super::log::Key;
 use crate::json_file::write_atomic;
 
 const MAGIC: u32 = 0x4652_544D; // "FRTM"
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The first version: no truncation list.
+const VERSION_1: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct TimerCheckpoint {
@@ -39,6 +45,9 @@ pub(crate) struct TimerCheckpoint {
     pub segments: Vec<(i64, i64)>,
     /// Delivered keys at or above `floor`.
     pub ahead: Vec<Key>,
+    /// (log position of a TRUNCATE record, its CommitLog end), in log
+    /// order: the truncations that can still kill a retained ADD.
+    pub truncations: Vec<(i64, i64)>,
 }
 
 struct Reader<'a> {
@@ -70,7 +79,8 @@ impl Reader<'_> {
 
 impl TimerCheckpoint {
     fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(80 + 16 * (self.segments.len() + self.ahead.len()));
+        let pairs = self.segments.len() + self.ahead.len() + self.truncations.len();
+        let mut out = Vec::with_capacity(84 + 16 * pairs);
         out.extend_from_slice(&MAGIC.to_be_bytes());
         out.extend_from_slice(&VERSION.to_be_bytes());
         out.extend_from_slice(&self.wheel_slots.to_be_bytes());
@@ -92,6 +102,10 @@ impl TimerCheckpoint {
         for &k in &self.ahead {
             key(&mut out, k);
         }
+        out.extend_from_slice(&(self.truncations.len() as u32).to_be_bytes());
+        for &pair in &self.truncations {
+            key(&mut out, pair);
+        }
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_be_bytes());
         out
@@ -106,7 +120,11 @@ impl TimerCheckpoint {
             return None;
         }
         let mut r = Reader { buf: body, at: 0 };
-        if r.u32()? != MAGIC || r.u32()? != VERSION {
+        if r.u32()? != MAGIC {
+            return None;
+        }
+        let version = r.u32()?;
+        if version != VERSION && version != VERSION_1 {
             return None;
         }
         let wheel_slots = r.u32()?;
@@ -133,6 +151,17 @@ impl TimerCheckpoint {
         for _ in 0..ahead_count {
             ahead.push(r.key()?);
         }
+        let mut truncations = Vec::new();
+        if version >= VERSION {
+            let count = r.u32()? as usize;
+            if count > body.len() / 16 {
+                return None;
+            }
+            truncations.reserve(count);
+            for _ in 0..count {
+                truncations.push(r.key()?);
+            }
+        }
         if r.at != body.len() || replay_from < 0 || ingested_end < 0 {
             return None;
         }
@@ -145,6 +174,7 @@ impl TimerCheckpoint {
             pending,
             segments,
             ahead,
+            truncations,
         })
     }
 
@@ -190,9 +220,23 @@ mod tests {
             pending: 3,
             segments: vec![(0, 9), (256, 12)],
             ahead: vec![(6_000, 9)],
+            truncations: vec![(288, 700)],
         };
         cp.store(&path).unwrap();
-        assert_eq!(TimerCheckpoint::load(&path).unwrap(), Some(cp));
+        assert_eq!(TimerCheckpoint::load(&path).unwrap(), Some(cp.clone()));
+        // Version 1: the same without the truncation list.
+        let v2 = cp.encode();
+        let mut v1 = v2[..v2.len() - 4 - 4 - 16].to_vec();
+        v1[4..8].copy_from_slice(&VERSION_1.to_be_bytes());
+        let crc = crc32fast::hash(&v1);
+        v1.extend_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            TimerCheckpoint::decode(&v1),
+            Some(TimerCheckpoint {
+                truncations: Vec::new(),
+                ..cp
+            })
+        );
         let mut bytes = fs::read(&path).unwrap();
         bytes[13] ^= 1;
         fs::write(&path, &bytes).unwrap();

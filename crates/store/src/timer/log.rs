@@ -4,8 +4,10 @@
 //! ```text
 //! 0..4    crc32 of (position i64 BE ++ bytes 4..32)
 //! 4..8    kind: > 0 ADD (the message's size) | -1 DONE | -2 HANDOUT
-//! 8..16   deliver_at_ms i64
-//! 16..24  physical_offset i64 (CommitLog offset of the timer message)
+//!         | -3 TRUNCATE
+//! 8..16   deliver_at_ms i64 (TRUNCATE: the CommitLog end)
+//! 16..24  physical_offset i64 (CommitLog offset of the timer message;
+//!         TRUNCATE: how many pending timers it dropped)
 //! 24..32  prev i64: ADD: position of the previous ADD of the same second
 //!         (the wheel slot's chain), -1 for none; otherwise -1
 //! ```
@@ -23,6 +25,7 @@ use crate::files::{list_offset_files, offset_file_name};
 pub const RECORD_BYTES: usize = 32;
 const KIND_DONE: i32 = -1;
 const KIND_HANDOUT: i32 = -2;
+const KIND_TRUNCATE: i32 = -3;
 
 /// Ordering key of a timer: deliver time, then CommitLog offset (unique).
 pub(crate) type Key = (i64, i64);
@@ -41,6 +44,13 @@ pub(crate) enum Record {
     Handout {
         key: Key,
     },
+    /// The CommitLog was recovered to `commitlog_end`: every ADD written
+    /// before this record with a physical offset at or after it is dead;
+    /// `dropped` of them were pending.
+    Truncate {
+        commitlog_end: i64,
+        dropped: i64,
+    },
 }
 
 impl Record {
@@ -54,6 +64,10 @@ impl Record {
             } => (size, deliver_at_ms, physical_offset, prev),
             Record::Done { key } => (KIND_DONE, key.0, key.1, -1),
             Record::Handout { key } => (KIND_HANDOUT, key.0, key.1, -1),
+            Record::Truncate {
+                commitlog_end,
+                dropped,
+            } => (KIND_TRUNCATE, commitlog_end, dropped, -1),
         };
         let mut out = [0u8; RECORD_BYTES];
         out[4..8].copy_from_slice(&kind.to_be_bytes());
@@ -96,6 +110,10 @@ impl Record {
             }),
             KIND_DONE => Some(Record::Done { key: (at, phy) }),
             KIND_HANDOUT => Some(Record::Handout { key: (at, phy) }),
+            KIND_TRUNCATE => Some(Record::Truncate {
+                commitlog_end: at,
+                dropped: phy,
+            }),
             _ => None,
         }
     }
@@ -395,6 +413,11 @@ mod tests {
         assert_eq!(Record::decode(0, &[0u8; RECORD_BYTES]), None);
         let done = Record::Done { key: (5, 6) };
         assert_eq!(Record::decode(0, &done.encode(0)), Some(done));
+        let truncate = Record::Truncate {
+            commitlog_end: 4_096,
+            dropped: 3,
+        };
+        assert_eq!(Record::decode(32, &truncate.encode(32)), Some(truncate));
         let mut torn = bytes;
         torn[20] ^= 0x40;
         assert_eq!(Record::decode(64, &torn), None);

@@ -8,6 +8,7 @@
 //! changed after the last flush): an ADD becomes its slot's head only when
 //! the slot holds an older second or an earlier head of the same second.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::PathBuf;
@@ -28,10 +29,25 @@ struct Replayed {
     pending: u64,
     earliest_add_ms: Option<i64>,
     records: u64,
+    /// (log position, CommitLog end) of the TRUNCATE records.
+    truncations: Vec<(i64, i64)>,
 }
 
 impl Replayed {
-    fn apply(&mut self, record: Record) {
+    fn new() -> Self {
+        Self {
+            floor: None,
+            ahead: BTreeSet::new(),
+            handout: None,
+            ingested_end: 0,
+            pending: 0,
+            earliest_add_ms: None,
+            records: 0,
+            truncations: Vec::new(),
+        }
+    }
+
+    fn apply(&mut self, pos: i64, record: Record) {
         self.records += 1;
         match record {
             Record::Add {
@@ -56,6 +72,19 @@ impl Replayed {
             }
             Record::Handout { key } => {
                 self.handout = Some(self.handout.map_or(key, |h| h.max(key)));
+            }
+            // The same steps as `TimerStore::truncate_from`.
+            Record::Truncate {
+                commitlog_end,
+                dropped,
+            } => {
+                self.pending = self.pending.saturating_sub(dropped as u64);
+                self.ingested_end = self.ingested_end.min(commitlog_end);
+                self.ahead.retain(|k| k.1 < commitlog_end);
+                if let Some(floor) = self.floor.as_mut() {
+                    floor.1 = floor.1.min(commitlog_end);
+                }
+                self.truncations.push((pos, commitlog_end));
             }
         }
     }
@@ -94,7 +123,7 @@ fn replay(
             }
         }
         if pos >= state_from {
-            state.apply(record);
+            state.apply(pos, record);
         }
     })?;
     for (start, second) in seconds {
@@ -141,15 +170,7 @@ impl TimerStore {
         let (mut wheel, loaded) =
             Wheel::open(&dir.join(WHEEL_FILE), config.wheel_slots, wheel_usable)?;
 
-        let mut state = Replayed {
-            floor: None,
-            ahead: BTreeSet::new(),
-            handout: None,
-            ingested_end: 0,
-            pending: 0,
-            earliest_add_ms: None,
-            records: 0,
-        };
+        let mut state = Replayed::new();
         let mut replay_from = log.start();
         if let Some(cp) = &checkpoint {
             state.floor = Some(cp.floor);
@@ -162,6 +183,7 @@ impl TimerStore {
             state.handout = cp.handout;
             state.ingested_end = cp.ingested_end;
             state.pending = cp.pending;
+            state.truncations = cp.truncations.clone();
             replay_from = cp.replay_from;
             for &(start, max_second) in &cp.segments {
                 if let Some(seg) = log.segments.iter_mut().find(|s| s.start == start) {
@@ -202,15 +224,7 @@ impl TimerStore {
             tracing::warn!(dir = %dir.display(), "timer wheel inconsistent with the log; rebuilding it");
             wheel.clear();
             let (start, end) = (log.start(), log.end());
-            let mut ignored = Replayed {
-                floor: None,
-                ahead: BTreeSet::new(),
-                handout: None,
-                ingested_end: 0,
-                pending: 0,
-                earliest_add_ms: None,
-                records: 0,
-            };
+            let mut ignored = Replayed::new();
             replay(
                 &mut log,
                 &mut wheel,
@@ -244,8 +258,11 @@ impl TimerStore {
             loaded_through: floor_second,
             handout: state.handout,
             in_doubt_through: state.handout,
+            in_doubt_below_offset: i64::MAX,
             ingested_end: state.ingested_end,
             pending: state.pending,
+            truncations: state.truncations,
+            next_due: Cell::new(None),
             changed: true,
         };
         Ok((store, recovery))
