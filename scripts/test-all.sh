@@ -5,12 +5,14 @@
 #  2. runs the Rust tests (unit, integration: real `ferrocket` processes),
 #  3. creates or reuses a Python venv in target/interop-venv with the pinned
 #     Apache RocketMQ C++ client (PyPI rocketmq==0.4.4) and runs the interop
-#     suite in tests/interop against target/debug/ferrocket.
+#     suite in tests/interop against target/debug/ferrocket,
+#  4. runs tests/interop-rust (transactions through rocketmq-client-rust).
 #
 # Any failure fails the whole command. Environment:
 #   PYTHON           interpreter for the venv (default: python3.11, else python3)
 #   SKIP_INTEROP=1   stop after the Rust tests
 #   PYTEST_ARGS      extra pytest arguments, e.g. "-k send_sync -x"
+#   SKIP_INTEROP_RUST=1  skip step 4
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -86,5 +88,15 @@ mkdir -p "$INTEROP_HOME"
 
 step "pytest tests/interop (C++ client logs and server logs under $INTEROP_HOME)"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose.
-exec env FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$INTEROP_HOME" \
+env FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$INTEROP_HOME" \
     "$VENV/bin/python" -m pytest "$ROOT/tests/interop" ${PYTEST_ARGS:-}
+
+if [[ "${SKIP_INTEROP_RUST:-0}" == "1" ]]; then
+    step "SKIP_INTEROP_RUST=1: rocketmq-client-rust suite skipped"
+    exit 0
+fi
+# Transactions through rocketmq-client-rust: a standalone crate (large
+# dependency tree, its own target dir; a cold build takes minutes).
+step "cargo test tests/interop-rust (rocketmq-client-rust, target dir $TARGET_DIR/interop-rust)"
+FERROCKET_BIN="$FERROCKET_BIN" cargo test --locked \
+    --manifest-path "$ROOT/tests/interop-rust/Cargo.toml" --target-dir "$TARGET_DIR/interop-rust"

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+mod consumer;
 mod message;
 
 use clap::{Args, Subcommand};
@@ -34,6 +35,15 @@ enum AdminCommand {
     /// Find messages by id, key, unique key or queue offset.
     #[command(subcommand)]
     Message(message::MessageCommand),
+    /// Consumer groups' progress and connections.
+    #[command(subcommand)]
+    Consumer(consumer::ConsumerCommand),
+    /// Consumer offsets.
+    #[command(subcommand)]
+    Offset(consumer::OffsetCommand),
+    /// Subscription groups (retry, DLQ and consume settings).
+    #[command(subcommand)]
+    Group(consumer::GroupCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -127,6 +137,11 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
                 Err("no message found (QUERY_NOT_FOUND)".to_string())
             }
         }
+        AdminCommand::Consumer(command) => consumer::run_consumer(&admin, command)
+            .await
+            .map_err(describe),
+        AdminCommand::Offset(command) => consumer::run_offset(&admin, command).await.map_err(describe),
+        AdminCommand::Group(command) => consumer::run_group(&admin, command).await.map_err(describe),
     }
 }
 

@@ -77,6 +77,11 @@ pub fn apply_broker(
         "channelExpiredTimeout" => config.client_expiry_ms = positive(key, setting)?,
         "regionId" => config.region_id = setting.value.clone(),
         "traceOn" => config.trace_on = parse_bool(key, setting)?,
+        "messageDelayLevel" => config.message_delay_level = non_empty(key, setting)?,
+        "enablePropertyFilter" => config.enable_property_filter = parse_bool(key, setting)?,
+        "autoCreateSubscriptionGroup" => {
+            config.auto_create_subscription_group = parse_bool(key, setting)?
+        }
         "timerMaxDelaySec" => config.timer_max_delay_sec = positive(key, setting)?,
         "transactionTimeOut" => config.transaction_timeout_ms = parse_value(key, setting)?,
         "transactionCheckInterval" => {

@@ -5,6 +5,8 @@
 use clap::Subcommand;
 use ferrocket_client::{Admin, ClientError, KeyQuery, MessageExt};
 
+// The variant names are the subcommands (`query-by-id`, ...).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Subcommand)]
 pub enum MessageCommand {
     /// Find a message by its offset message id (send result `offsetMsgId`).

@@ -36,6 +36,9 @@ pub const PULL_MESSAGES_MAX_DEFAULT: usize = 32;
 pub const PULL_BYTES_MAX_DEFAULT: usize = 256 * 1024;
 /// A client silent this long is dropped (`channelExpiredTimeout`).
 pub const CLIENT_EXPIRY_MS_DEFAULT: u64 = 120_000;
+/// RocketMQ's 18 delay levels (`messageDelayLevel`).
+pub const MESSAGE_DELAY_LEVEL_DEFAULT: &str =
+    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 /// Default longest timer delay (`timerMaxDelaySec`): 3 days.
 pub const TIMER_MAX_DELAY_SEC_DEFAULT: u64 = 3 * 24 * 3600;
 /// Largest `timerMaxDelaySec` (the timer wheel spans twice it: 60 days).
@@ -152,6 +155,12 @@ pub struct BrokerConfig {
     pub region_id: String,
     /// `traceOn`, returned in send responses (`TRACE_ON`).
     pub trace_on: bool,
+    /// `messageDelayLevel`: the delay of each level, "1s 5s ... 2h".
+    pub message_delay_level: String,
+    /// `enablePropertyFilter`: evaluate SQL92 subscriptions on pulls.
+    pub enable_property_filter: bool,
+    /// `autoCreateSubscriptionGroup`: create unknown groups on first use.
+    pub auto_create_subscription_group: bool,
     /// `timerMaxDelaySec`: longest delay a timer message may ask for.
     pub timer_max_delay_sec: u64,
     /// `transactionTimeOut`: a half message younger than this is not checked.
@@ -196,6 +205,9 @@ impl Default for BrokerConfig {
             client_expiry_ms: CLIENT_EXPIRY_MS_DEFAULT,
             region_id: "DefaultRegion".into(),
             trace_on: true,
+            message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.into(),
+            enable_property_filter: false,
+            auto_create_subscription_group: true,
             timer_max_delay_sec: TIMER_MAX_DELAY_SEC_DEFAULT,
             transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
             transaction_check_interval_ms: TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,

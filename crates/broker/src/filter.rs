@@ -18,6 +18,9 @@ pub enum TagFilter {
     All,
     /// Hashes (Java `String.hashCode`) of the subscribed tags.
     Codes(Vec<i32>),
+    /// A SQL92 property filter, decided per stored record
+    /// ([`TagFilter::matches_record`]); every tag hash passes.
+    Sql(crate::consume::sql_filter::SqlFilter),
 }
 
 /// Why an expression was refused.
@@ -61,6 +64,16 @@ impl TagFilter {
             TagFilter::All => true,
             // Java compares `tagsCode.intValue()`.
             TagFilter::Codes(codes) => codes.binary_search(&(tags_code as i32)).is_ok(),
+            TagFilter::Sql(_) => true,
+        }
+    }
+
+    /// Whether a stored record (one whole record) that passed
+    /// [`TagFilter::matches`] passes the whole filter.
+    pub fn matches_record(&self, record: &[u8]) -> bool {
+        match self {
+            TagFilter::Sql(sql) => sql.matches_record(record),
+            _ => true,
         }
     }
 }

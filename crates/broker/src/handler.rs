@@ -11,7 +11,7 @@ use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
 
 use crate::shard::Shard;
 use crate::util::Reject;
-use crate::{admin, client, offsets, pull, send};
+use crate::{admin, client, consume, offsets, pull, send};
 
 async fn dispatch(
     shard: &Rc<Shard>,
@@ -27,7 +27,10 @@ async fn dispatch(
         UPDATE_CONSUMER_OFFSET => offsets::update_consumer_offset(shard, request).await,
         GET_MAX_OFFSET => offsets::queue_offset(shard, request, true).await,
         GET_MIN_OFFSET => offsets::queue_offset(shard, request, false).await,
-        HEART_BEAT => client::heartbeat(shard, conn, request).await,
+        HEART_BEAT => {
+            crate::consume::on_heartbeat(shard, conn, request).await;
+            client::heartbeat(shard, conn, request).await
+        }
         UNREGISTER_CLIENT => client::unregister_client(shard, request).await,
         GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(shard, request),
         UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(shard, request).await,
@@ -35,6 +38,26 @@ async fn dispatch(
         GET_TOPIC_CONFIG => admin::topic_config(shard, request),
         DELETE_TOPIC_IN_BROKER => admin::delete_topic(shard, request).await,
         GET_BROKER_RUNTIME_INFO => Ok(admin::runtime_info(shard, request).await),
+        QUERY_MESSAGE => crate::query::query_message(shard, request).await,
+        VIEW_MESSAGE_BY_ID => crate::query::view_message_by_id(shard, request),
+        SEARCH_OFFSET_BY_TIMESTAMP => crate::query::queue_time_request(shard, request, true).await,
+        GET_EARLIEST_MSG_STORETIME => crate::query::queue_time_request(shard, request, false).await,
+        END_TRANSACTION => crate::transaction::end_transaction(shard, request).await,
+        SEND_REPLY_MESSAGE | SEND_REPLY_MESSAGE_V2 => {
+            crate::reply::send_reply(shard, conn, request).await
+        }
+        CONSUMER_SEND_MSG_BACK => consume::retry::send_msg_back(shard, request).await,
+        LOCK_BATCH_MQ => consume::locks::lock_batch(shard, request).await,
+        UNLOCK_BATCH_MQ => consume::locks::unlock_batch(shard, request).await,
+        GET_CONSUMER_CONNECTION_LIST => consume::admin::consumer_connections(shard, request).await,
+        GET_ALL_CONSUMER_OFFSET => consume::admin::all_consumer_offsets(shard, request).await,
+        GET_CONSUME_STATS => consume::admin::consume_stats(shard, request).await,
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+            consume::group_admin::update_and_create(shard, request).await
+        }
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(consume::group_admin::all_configs(shard, request)),
+        DELETE_SUBSCRIPTIONGROUP => consume::group_admin::delete(shard, request).await,
+        GET_ALL_DELAY_OFFSET => crate::schedule::all_delay_offsets(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }
@@ -66,5 +89,6 @@ impl RequestHandler for Shard {
     fn on_close(&self, conn: &Connection) {
         Shard::connection_closed(self, conn.id());
         client::connection_closed(self, conn.id());
+        consume::connection_closed(self, conn.id());
     }
 }

@@ -13,12 +13,23 @@
 //! Owns: [`BrokerConfig`], [`run`], and one module per request family —
 //! `send` (SEND_MESSAGE, V2, batch), `pull` (PULL_MESSAGE with long
 //! polling), `offsets` (consumer and queue offsets), `client` (heartbeats,
-//! consumer lists), `admin` (topics, runtime info).
+//! consumer lists), `admin` (topics, runtime info), `timer` (arbitrary-delay
+//! messages), `transaction` (half messages, END_TRANSACTION, check-back),
+//! `query` (message index, QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, offsets by
+//! time); `routing` parks timer and half messages in system topics and
+//! `system` says which shard runs the timer/index (owner of
+//! `rmq_sys_wheel_timer` queue 0) and transactions (owner of the half
+//! topic's queue 0). `consume` holds subscription groups (shard 0 writes,
+//! every shard reads a copy), retry/DLQ (CONSUMER_SEND_MSG_BACK), order
+//! locks (on each queue's owner), consumer admin and SQL92 pull filters;
+//! `schedule` delivers delay-level messages (each level on the owner of
+//! its SCHEDULE_TOPIC_XXXX queue).
 
 mod admin;
 mod client;
 mod clients;
 mod config;
+mod consume;
 mod control;
 mod error;
 mod filter;
@@ -29,11 +40,19 @@ mod namesrv;
 mod offset_table;
 mod offsets;
 mod pull;
+mod query;
+mod reply;
+mod resend;
+mod routing;
+mod schedule;
 mod send;
 mod shard;
 pub mod sql92;
 mod start;
+mod system;
+mod timer;
 mod topics;
+mod transaction;
 mod util;
 
 pub use config::{

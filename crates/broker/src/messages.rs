@@ -8,6 +8,7 @@ use ferrocket_runtime::shard::Versioned;
 use crate::clients::ClientTable;
 use crate::offset_table::OffsetMap;
 use crate::pull::{PullAnswer, PullQuery};
+use crate::system::{SystemRequest, SystemResponse};
 use crate::topics::{TopicChange, TopicTable};
 use crate::util::Reject;
 
@@ -62,6 +63,10 @@ pub(crate) enum ShardRequest {
         group: String,
         conn_ids: Vec<u64>,
     },
+    /// Timer, index, transactions and queue-time lookups (`system`).
+    System(SystemRequest),
+    /// Groups, locks, consume stats and delay levels (`consume`).
+    Consume(crate::consume::MeshRequest),
 }
 
 /// Per-shard counters for GET_BROKER_RUNTIME_INFO.
@@ -82,6 +87,8 @@ pub(crate) enum ShardResponse {
     Done,
     Offsets { map: OffsetMap, changed: bool },
     Stats(ShardStats),
+    System(SystemResponse),
+    Consume(crate::consume::MeshResponse),
     Failed(Reject),
 }
 

@@ -70,6 +70,19 @@ impl OffsetTable {
             .copied()
     }
 
+    /// Every committed offset of this shard's queues.
+    pub fn entries(&self) -> &OffsetMap {
+        &self.map
+    }
+
+    /// Drops every offset of consumer group `group`.
+    pub fn forget_group(&mut self, group: &str) {
+        let before = self.map.len();
+        self.map
+            .retain(|key, _| key.split_once('@').is_none_or(|(_, g)| g != group));
+        self.dirty |= self.map.len() != before;
+    }
+
     /// Drops every group's offsets of `topic`.
     pub fn forget_topic(&mut self, topic: &str) {
         let before = self.map.len();

@@ -18,7 +18,7 @@ use ferrocket_protocol::header::{
 use ferrocket_protocol::RemotingCommand;
 use futures_lite::future;
 
-use crate::filter::{FilterError, TagFilter};
+use crate::filter::TagFilter;
 use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
 use crate::util::Reject;
@@ -73,15 +73,11 @@ impl PullAnswer {
 
 fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFilter, Reject> {
     let parse = |expression: &str, kind: Option<&str>| {
-        TagFilter::parse(expression, kind).map_err(|err| match err {
-            FilterError::Unsupported(kind) => Reject::system(format!(
-                "The broker does not support consumer to filter message by {kind}"
-            )),
-            FilterError::TooLong(len) => Reject::new(
-                response_code::SUBSCRIPTION_PARSE_FAILED,
-                format!("the subscription expression of {len} bytes is too long"),
-            ),
-        })
+        crate::consume::sql_filter::pull_filter(
+            expression,
+            kind,
+            shard.config().enable_property_filter,
+        )
     };
     if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 {
         return parse(
@@ -126,6 +122,7 @@ pub(crate) async fn pull_message(
             ),
         ));
     }
+    crate::consume::check_pull(shard, &header.consumer_group).await?;
     let filter = filter_for(shard, &header)?;
     let config = shard.config();
     let suspend_ms = if header.sys_flag & pull_sys_flag::SUSPEND != 0 && config.long_polling_enable
@@ -259,6 +256,9 @@ fn read(shard: &Shard, query: &PullQuery) -> PullAnswer {
             continue;
         }
         match shard.store.read_records(entry.physical_offset, size) {
+            Some(record) if !query.filter.matches_record(&record) => {
+                next = queue_offset + 1;
+            }
             Some(record) => {
                 bytes += record.len();
                 records.push(record);

@@ -175,6 +175,32 @@ pub(crate) async fn send_message(
         properties::CLUSTER,
         shard.config().broker_cluster_name.clone(),
     );
+    let sys_flag = header.sys_flag.unwrap_or(0);
+    // Timer and half messages are held in a system topic (`routing`).
+    let redirect = crate::routing::route_send(
+        shard.config(),
+        &topic.topic_name,
+        queue_id,
+        sys_flag,
+        &mut props,
+        now_ms(),
+    )?;
+    // Delay levels go to SCHEDULE_TOPIC_XXXX (`schedule`).
+    let delayed = match &redirect {
+        Some(_) => None,
+        None => crate::schedule::redirect_delayed(
+            &shard.consume.schedule.levels,
+            &mut props,
+            &topic.topic_name,
+            queue_id,
+            sys_flag,
+        ),
+    };
+    let (store_topic, store_queue_id, sys_flag) = match (&redirect, &delayed) {
+        (Some(to), _) => (to.topic, to.queue_id, to.sys_flag),
+        (None, Some(to)) => (to.topic, to.queue_id, sys_flag),
+        (None, None) => (topic.topic_name.as_str(), queue_id, sys_flag),
+    };
     let props_bytes = props.to_bytes();
     if props_bytes.len() > PROPERTIES_BYTES_MAX {
         return Err(Reject::new(
@@ -187,10 +213,10 @@ pub(crate) async fn send_message(
     }
     let now = now_ms();
     let record = NewRecord {
-        topic: &topic.topic_name,
-        queue_id,
+        topic: store_topic,
+        queue_id: store_queue_id,
         flag: header.flag.unwrap_or(0),
-        sys_flag: header.sys_flag.unwrap_or(0),
+        sys_flag,
         born_timestamp_ms: header.born_timestamp.unwrap_or(now),
         born_host: conn.peer_addr(),
         store_timestamp_ms: now,
@@ -203,8 +229,8 @@ pub(crate) async fn send_message(
     let mut encoded = BytesMut::with_capacity(record.encoded_len());
     record.encode(0, 0, &mut encoded)?;
     let append = AppendRequest::new(
-        Arc::from(topic.topic_name.as_str()),
-        queue_id,
+        Arc::from(store_topic),
+        store_queue_id,
         encoded,
         tag_hash(&props),
     );
@@ -234,6 +260,7 @@ pub(crate) async fn send_batch(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = SendMessageRequestHeader::from_ext(&request.ext_fields)?;
+    crate::routing::check_batch(header.sys_flag.unwrap_or(0))?;
     check_body(shard, request.body.len())?;
     let topic = topic_for_send(shard, &header).await?;
     if topic.topic_name.starts_with(RETRY_TOPIC_PREFIX) {

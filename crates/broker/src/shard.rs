@@ -45,6 +45,8 @@ pub(crate) struct BrokerEnv {
     /// A message this close to the CommitLog's end counts as in memory
     /// (`accessMessageInMemoryMaxRatio` of physical memory).
     pub in_memory_bytes: i64,
+    /// Subscription groups and delay-level state loaded at start (`consume`).
+    pub consume_init: crate::consume::InitialState,
 }
 
 pub(crate) type ShardMesh = Mesh<ShardRequest, ShardResponse>;
@@ -70,6 +72,10 @@ pub(crate) struct Shard {
     pub stopping: StopSignal,
     /// The control-plane writer; on shard 0 only.
     pub control: Option<Control>,
+    /// Timer, index and transaction services this shard runs (`system`).
+    pub services: crate::system::Services,
+    /// Groups, order locks, connection details, delay levels (`consume`).
+    pub consume: crate::consume::ConsumeState,
 }
 
 impl Shard {
@@ -99,6 +105,8 @@ impl Shard {
             rng: Cell::new(seed | 1),
             stopping: StopSignal::new(),
             control,
+            services: crate::system::Services::default(),
+            consume: crate::consume::ConsumeState::new(index, count, &env.consume_init),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             store,
@@ -110,6 +118,7 @@ impl Shard {
                 shard
                     .polls
                     .notify(&entry.topic, entry.queue_id, entry.tags_code);
+                shard.services.on_dispatch(entry);
             }
         });
         shard
@@ -179,6 +188,11 @@ impl Shard {
         self.conns
             .borrow_mut()
             .insert(conn.id(), Rc::downgrade(conn));
+    }
+
+    /// An open connection of this shard.
+    pub fn connection(&self, conn_id: u64) -> Option<Rc<Connection>> {
+        self.conns.borrow().get(&conn_id).and_then(Weak::upgrade)
     }
 
     pub fn connection_closed(&self, conn_id: u64) {
@@ -280,6 +294,12 @@ impl Shard {
             ShardRequest::NotifyConsumerIdsChanged { group, conn_ids } => {
                 self.notify_consumers(&group, &conn_ids);
                 ShardResponse::Done
+            }
+            ShardRequest::System(request) => {
+                ShardResponse::System(crate::system::handle(&self, request).await)
+            }
+            ShardRequest::Consume(request) => {
+                ShardResponse::Consume(crate::consume::on_mesh(&self, request).await)
             }
             ShardRequest::Stats => {
                 let mut stats = self.stats.get();

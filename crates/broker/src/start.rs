@@ -90,6 +90,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let (store, parts) = MessageStore::open(config.store_config())?;
     let config_dir = store.config_dir()?;
     let topic_table = topics::load_table(&config_dir, &config)?;
+    let consume_init = crate::consume::load(&config_dir, &config)?;
     let offsets = config_dir
         .read_json::<OffsetFile>(OFFSETS_FILE)?
         .unwrap_or_default();
@@ -110,6 +111,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         initial_offsets: Arc::new(offsets.offset_table),
         namesrvs: config.namesrv_addrs()?,
         in_memory_bytes: physical_memory_bytes().map_or(i64::MAX, |b| b / 100 * IN_MEMORY_PERCENT),
+        consume_init,
         config,
     });
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -148,7 +150,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         }
     }
     if ready == count {
-        eprintln!("ferrocket broker listening on {listen}");
+        ferrocket_runtime::server::announce_listening("broker", listen);
         tracing::info!(%listen, shards = count, broker = %env.broker_addr, "broker serving");
     }
     drop(holder);
@@ -196,6 +198,11 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
         Ok(mesh) => shard.set_mesh(mesh),
         Err(err) => failure = Some(format!("cross-shard mesh: {err}")),
     }
+    if failure.is_none() {
+        if let Err(reason) = crate::system::start(&shard) {
+            failure = Some(reason);
+        }
+    }
     let listener = match failure {
         Some(_) => None,
         None => match bind_listener(env.listen, true) {
@@ -215,6 +222,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
                 glommio::spawn_local(control::offset_persist_loop(shard.clone())).detach();
                 glommio::spawn_local(control::client_expiry_loop(shard.clone())).detach();
             }
+            crate::consume::spawn(&shard);
             let stopped = {
                 let shard = shard.clone();
                 let flag = Arc::clone(&ctx.stop);
@@ -239,6 +247,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
     }
     shard.stopping.trigger();
     shard.polls.close();
+    crate::consume::stop(&shard).await;
     let (own, _) = shard.offsets.borrow_mut().snapshot();
     if index == 0 {
         control::final_persist(&shard, own).await;
@@ -255,6 +264,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
     {
         tracing::warn!(shard = index, remark = %reject.remark, "could not hand offsets to shard 0");
     }
+    crate::system::stop(&shard).await;
     shard.store.shutdown().await;
     if let Some(mesh) = shard.mesh() {
         mesh.close();

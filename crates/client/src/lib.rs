@@ -5,6 +5,10 @@
 //! server calls and the route cache ([`NameServerClient`]), admin calls
 //! ([`Admin`]), the producer ([`Producer`]: sync, oneway and batch sends)
 //! and the pull consumer ([`PullConsumer`]: pulls, offsets, heartbeats).
+//! Message queries by id, key, unique key and queue offset are `Admin`
+//! methods (`query`); so are consumer-group administration, consume stats,
+//! order locks and send-back (`consume_admin`). SQL92 pulls are
+//! [`PullConsumer::pull_with_expression`] (`expression_pull`).
 //!
 //! Runs on whatever tokio runtime the caller drives, multi- or
 //! current-thread: each connection spawns one reader and one writer task on
@@ -12,18 +16,23 @@
 
 pub mod admin;
 pub mod connection;
+pub mod consume_admin;
 pub mod consumer;
 pub mod error;
+pub mod expression_pull;
 mod json;
 pub mod message;
 pub mod namesrv;
+mod object_keys;
 pub mod pool;
 pub mod producer;
+pub mod query;
 pub mod route;
 pub mod send;
 
 pub use admin::{Admin, BrokerEntry, CreateTopicOptions};
 pub use connection::{Connection, ConnectionConfig, RequestHandler};
+pub use consume_admin::{ConsumeStats, ConsumerConnection, QueueOffsets, SubscriptionGroup};
 pub use consumer::{PullConsumer, PullConsumerConfig, PullResult, PullStatus};
 pub use error::{expect_success, ClientError};
 pub use json::decode_body;
@@ -31,5 +40,6 @@ pub use message::MessageExt;
 pub use namesrv::NameServerClient;
 pub use pool::ConnectionPool;
 pub use producer::{Producer, ProducerConfig};
+pub use query::KeyQuery;
 pub use route::MessageQueue;
 pub use send::{BatchMessage, QueueSelector, SendOptions, SendResult, SendStatus, SendVersion};

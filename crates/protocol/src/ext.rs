@@ -8,9 +8,43 @@ use crate::ProtocolError;
 
 /// The header fields of one command, in arrival order. Small and linear:
 /// a header has a dozen fields, so a vector beats a hash map.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// All keys and values live in one string (`text`), each entry holding the
+/// byte ranges of its key and value: decoding a header costs two
+/// allocations instead of two per field. Replacing or removing a value
+/// leaves its old bytes behind until [`ExtFields::insert`] compacts.
+#[derive(Clone, Default)]
 pub struct ExtFields {
-    entries: Vec<(String, String)>,
+    text: String,
+    entries: Vec<Entry>,
+}
+
+/// Byte ranges of one field inside [`ExtFields::text`].
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    key_start: u32,
+    key_end: u32,
+    value_start: u32,
+    value_end: u32,
+}
+
+/// Equal when both hold the same keys with the same values, in any order
+/// (JSON headers may arrive with their keys in any order).
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self
+                .iter()
+                .all(|(key, value)| other.get(key) == Some(value))
+    }
+}
+
+impl Eq for ExtFields {}
+
+impl std::fmt::Debug for ExtFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 impl ExtFields {
@@ -20,6 +54,15 @@ impl ExtFields {
 
     pub fn with_capacity(count: usize) -> Self {
         Self {
+            text: String::with_capacity(count * 24),
+            entries: Vec::with_capacity(count),
+        }
+    }
+
+    /// Room for `count` fields holding `text_bytes` of keys and values.
+    pub fn with_text_capacity(count: usize, text_bytes: usize) -> Self {
+        Self {
+            text: String::with_capacity(text_bytes),
             entries: Vec::with_capacity(count),
         }
     }
@@ -32,17 +75,94 @@ impl ExtFields {
         self.entries.is_empty()
     }
 
+    fn key_of(&self, entry: &Entry) -> &str {
+        &self.text[entry.key_start as usize..entry.key_end as usize]
+    }
+
+    fn value_of(&self, entry: &Entry) -> &str {
+        &self.text[entry.value_start as usize..entry.value_end as usize]
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries
+            .iter()
+            .map(move |entry| (self.key_of(entry), self.value_of(entry)))
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|entry| self.key_of(entry) == key)
+    }
+
+    /// Appends `piece` to the text, returning its range.
+    fn push_text(&mut self, piece: &str) -> (u32, u32) {
+        let start = self.text.len();
+        self.text.push_str(piece);
+        let end = self.text.len();
+        assert!(end <= u32::MAX as usize, "extFields text over 4 GiB");
+        (start as u32, end as u32)
     }
 
     /// Sets `key` to `value`, replacing an earlier value.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let key = key.into();
-        let value = value.into();
-        match self.entries.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.entries.push((key, value)),
+    pub fn insert(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
+        let key = key.as_ref();
+        let value = value.as_ref();
+        match self.position(key) {
+            Some(index) => {
+                let (value_start, value_end) = self.push_text(value);
+                let entry = &mut self.entries[index];
+                entry.value_start = value_start;
+                entry.value_end = value_end;
+                self.compact_if_sparse();
+            }
+            None => self.push(key, value),
+        }
+    }
+
+    /// Adds a field without looking for an earlier one with the same key
+    /// (the decoder's fast path; a later duplicate shadows nothing, so the
+    /// decoder checks for duplicates itself).
+    fn push(&mut self, key: &str, value: &str) {
+        let (key_start, key_end) = self.push_text(key);
+        let (value_start, value_end) = self.push_text(value);
+        self.entries.push(Entry {
+            key_start,
+            key_end,
+            value_start,
+            value_end,
+        });
+    }
+
+    /// Adds a field decoded from a header: a repeated key replaces the
+    /// earlier value, as `insert` does.
+    pub(crate) fn insert_decoded(&mut self, key: &str, value: &str) {
+        if self.position(key).is_some() {
+            self.insert(key, value);
+        } else {
+            self.push(key, value);
+        }
+    }
+
+    /// Rewrites the text without the bytes of replaced or removed values
+    /// once they make up most of it.
+    fn compact_if_sparse(&mut self) {
+        let live: usize = self
+            .entries
+            .iter()
+            .map(|e| (e.key_end - e.key_start + e.value_end - e.value_start) as usize)
+            .sum();
+        if self.text.len() <= 2 * live + 256 {
+            return;
+        }
+        let old = std::mem::take(&mut self.text);
+        let entries = std::mem::take(&mut self.entries);
+        self.text = String::with_capacity(live);
+        self.entries = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let key = &old[entry.key_start as usize..entry.key_end as usize];
+            let value = &old[entry.value_start as usize..entry.value_end as usize];
+            self.push(key, value);
         }
     }
 
@@ -54,15 +174,20 @@ impl ExtFields {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        let index = self.entries.iter().position(|(k, _)| k == key)?;
-        Some(self.entries.remove(index).1)
+        let index = self.position(key)?;
+        let entry = self.entries.remove(index);
+        let value = self.value_of(&entry).to_owned();
+        if self.entries.is_empty() {
+            self.text.clear();
+        }
+        Some(value)
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.entries
             .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+            .find(|entry| self.key_of(entry) == key)
+            .map(|entry| self.value_of(entry))
     }
 
     /// The first key present among `keys` (V1 long name, V2 short name).
@@ -165,5 +290,25 @@ mod tests {
         f.insert("queueId", "5");
         assert_eq!(f.len(), 6);
         assert_eq!(f.get_any(&["e", "queueId"]), Some("5"));
+    }
+
+    #[test]
+    fn replace_remove_and_compaction_keep_the_fields() {
+        let mut f = ExtFields::new();
+        f.insert("a", "1");
+        f.insert("b", String::from("2"));
+        for i in 0..1000 {
+            f.insert("a", i.to_string());
+        }
+        assert_eq!(f.get("a"), Some("999"));
+        assert_eq!(f.get("b"), Some("2"));
+        assert!(f.text.len() < 1024, "replaced values are compacted away");
+        assert_eq!(f.remove("a").as_deref(), Some("999"));
+        assert_eq!(f.get("a"), None);
+        assert_eq!(f.iter().collect::<Vec<_>>(), vec![("b", "2")]);
+        let mut g = ExtFields::new();
+        g.insert("b", "2");
+        assert_eq!(f, g, "equality ignores the text layout");
+        assert_eq!(format!("{g:?}"), r#"{"b": "2"}"#);
     }
 }

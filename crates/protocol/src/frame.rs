@@ -15,6 +15,8 @@ use serde_json::Value;
 use crate::limits::{EXT_FIELDS_COUNT_MAX, FRAME_BYTES_MAX};
 use crate::{ExtFields, ProtocolError};
 
+mod json;
+
 /// `flag` bit 0: this command is a response.
 pub const FLAG_RESPONSE: i32 = 1;
 /// `flag` bit 1: the request expects no response.
@@ -236,24 +238,7 @@ impl RemotingCommand {
     }
 
     fn encode_json_header(&self, out: &mut BytesMut) {
-        let ext: serde_json::Map<String, Value> = self
-            .ext_fields
-            .iter()
-            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
-            .collect();
-        let header = serde_json::json!({
-            "code": self.code,
-            "language": self.language.name(),
-            "version": self.version,
-            "opaque": self.opaque,
-            "flag": self.flag,
-            "remark": self.remark,
-            "extFields": ext,
-            "serializeTypeCurrentRPC": "JSON",
-        });
-        let mut writer = out.writer();
-        // Writing a `Value` into memory cannot fail.
-        let _ = serde_json::to_writer(&mut writer, &header);
+        json::encode_header(self, out);
     }
 
     fn encode_binary_header(&self, out: &mut BytesMut) {
@@ -319,6 +304,15 @@ fn json_i32(value: Option<&Value>, field: &'static str) -> Result<i32, ProtocolE
 }
 
 fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
+    if let Some(command) = json::decode_header(header) {
+        return Ok(command);
+    }
+    decode_json_header_lenient(header)
+}
+
+/// Any JSON header (numbers as strings, floats, nested values...), through
+/// `serde_json`; the fast reader hands everything unusual to this.
+fn decode_json_header_lenient(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
     let value: Value =
         serde_json::from_slice(header).map_err(|e| ProtocolError::JsonHeader(e.to_string()))?;
     let Value::Object(object) = value else {
@@ -388,6 +382,20 @@ fn take_string(buf: &mut Bytes, len: i64, what: &'static str) -> Result<String, 
     String::from_utf8(bytes.to_vec()).map_err(|_| ProtocolError::Utf8(what))
 }
 
+/// The next `len` bytes as text, borrowed (no copy).
+fn take_str<'a>(
+    buf: &mut &'a [u8],
+    len: i64,
+    what: &'static str,
+) -> Result<&'a str, ProtocolError> {
+    if len < 0 || len as usize > buf.len() {
+        return Err(truncated(what, len.max(0) as usize, buf.len()));
+    }
+    let (text, rest) = buf.split_at(len as usize);
+    *buf = rest;
+    std::str::from_utf8(text).map_err(|_| ProtocolError::Utf8(what))
+}
+
 fn need(buf: &Bytes, count: usize, what: &'static str) -> Result<(), ProtocolError> {
     if buf.len() < count {
         return Err(truncated(what, count, buf.len()));
@@ -410,21 +418,29 @@ fn decode_binary_header(mut buf: Bytes) -> Result<RemotingCommand, ProtocolError
     };
     need(&buf, 4, "extFields length")?;
     let ext_len = buf.get_i32() as i64;
-    let mut ext = take_bytes(&mut buf, ext_len, "extFields")?;
-    let mut ext_fields = ExtFields::new();
-    while ext.has_remaining() {
+    let ext_bytes = take_bytes(&mut buf, ext_len, "extFields")?;
+    let mut ext: &[u8] = &ext_bytes;
+    // Keys and values are at most the block's bytes; a field costs at least
+    // 6 bytes of lengths (a typical one about 20 bytes in all).
+    let mut ext_fields =
+        ExtFields::with_text_capacity((ext.len() / 20).min(EXT_FIELDS_COUNT_MAX), ext.len());
+    while !ext.is_empty() {
         if ext_fields.len() >= EXT_FIELDS_COUNT_MAX {
             return Err(ProtocolError::JsonHeader(format!(
                 "more than {EXT_FIELDS_COUNT_MAX} extFields entries"
             )));
         }
-        need(&ext, 2, "extFields key length")?;
+        if ext.len() < 2 {
+            return Err(truncated("extFields key length", 2, ext.len()));
+        }
         let key_len = ext.get_i16() as i64;
-        let key = take_string(&mut ext, key_len, "extFields key")?;
-        need(&ext, 4, "extFields value length")?;
+        let key = take_str(&mut ext, key_len, "extFields key")?;
+        if ext.len() < 4 {
+            return Err(truncated("extFields value length", 4, ext.len()));
+        }
         let value_len = ext.get_i32() as i64;
-        let value = take_string(&mut ext, value_len, "extFields value")?;
-        ext_fields.insert(key, value);
+        let value = take_str(&mut ext, value_len, "extFields value")?;
+        ext_fields.insert_decoded(key, value);
     }
     Ok(RemotingCommand {
         code,

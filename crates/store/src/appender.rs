@@ -15,7 +15,7 @@
 //! runs recovery, which finds the valid end again.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -63,6 +63,13 @@ struct Appender {
     common: Rc<Common>,
     seg_bytes: i64,
     table: HashMap<QueueKey, i64>,
+    /// One `Arc` per topic, owned here: dispatch entries share these rather
+    /// than the shards' `Arc`s, so no topic string is freed on a thread
+    /// other than the one that allocated it.
+    topics: HashSet<Arc<str>>,
+    /// Per shard: requests copied into the current batch, returned with
+    /// the shard's answer (see [`ShardBatch::spent`]).
+    spent: Vec<Vec<crate::messages::AppendRequest>>,
     /// Next physical offset.
     pos: i64,
     /// Direct mode: bytes of the current segment from the last aligned
@@ -127,6 +134,11 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         checkpoint_stop: Stop::default(),
         senders,
     });
+    let topics = setup
+        .queue_offsets
+        .keys()
+        .map(|(topic, _)| Arc::clone(topic))
+        .collect();
     let mut appender = Appender {
         config: setup.config.clone(),
         io: setup.io,
@@ -134,6 +146,8 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         common: Rc::clone(&common),
         seg_bytes,
         table: setup.queue_offsets,
+        topics,
+        spent: (0..shard_count).map(|_| Vec::new()).collect(),
         pos: end,
         tail,
     };
@@ -186,6 +200,7 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
                     results: Vec::new(),
                     dispatches: Vec::new(),
                     watermark,
+                    spent: Vec::new(),
                 },
             )
             .await;
@@ -239,6 +254,16 @@ struct Accepted {
 }
 
 impl Appender {
+    /// The appender's own `Arc` for `topic` (added on first sight).
+    fn intern(&mut self, topic: &Arc<str>) -> Arc<str> {
+        if let Some(known) = self.topics.get(&**topic) {
+            return Arc::clone(known);
+        }
+        let own: Arc<str> = Arc::from(&**topic);
+        self.topics.insert(Arc::clone(&own));
+        own
+    }
+
     fn current(&self) -> Rc<OpenSegment> {
         Rc::clone(&self.common.current.borrow())
     }
@@ -287,7 +312,8 @@ impl Appender {
                 }
                 job_start = self.pos;
             }
-            let key: QueueKey = (Arc::clone(&request.topic), request.queue_id);
+            let topic = self.intern(&request.topic);
+            let key: QueueKey = (Arc::clone(&topic), request.queue_id);
             let next = self.table.entry(key).or_insert(0);
             let first_queue_offset = *next;
             let physical_offset = self.pos;
@@ -304,7 +330,7 @@ impl Appender {
                 let record_offset = physical_offset + (at - base) as i64;
                 record::patch_offsets(record_bytes, queue_offset, record_offset);
                 dispatches[owner].push(DispatchEntry {
-                    topic: Arc::clone(&request.topic),
+                    topic: Arc::clone(&topic),
                     queue_id: request.queue_id,
                     queue_offset,
                     physical_offset: record_offset,
@@ -317,6 +343,7 @@ impl Appender {
             }
             *next += index as i64;
             self.pos += size;
+            self.spent[shard].push(request);
             accepted.push(Accepted {
                 shard,
                 seq: envelope.seq,
@@ -425,7 +452,7 @@ impl Appender {
     /// Sends each shard its results and dispatches. `dispatched` is the
     /// batch end when `dispatches` are this batch's.
     async fn answer(
-        &self,
+        &mut self,
         results: Vec<Vec<(u64, Result<AppendResult, StoreError>)>>,
         dispatches: Vec<Vec<DispatchEntry>>,
         dispatched: Option<i64>,
@@ -434,7 +461,12 @@ impl Appender {
         let mut dispatches = dispatches.into_iter();
         for (shard, results) in results.into_iter().enumerate() {
             let dispatches = dispatches.next().unwrap_or_default();
-            if results.is_empty() && dispatches.is_empty() {
+            let spent = self
+                .spent
+                .get_mut(shard)
+                .map(std::mem::take)
+                .unwrap_or_default();
+            if results.is_empty() && dispatches.is_empty() && spent.is_empty() {
                 continue;
             }
             self.common
@@ -444,6 +476,7 @@ impl Appender {
                         results,
                         dispatches,
                         watermark,
+                        spent,
                     },
                 )
                 .await;

@@ -94,6 +94,7 @@ pub(crate) async fn checkpoint_task(
                 results: Vec::new(),
                 dispatches: Vec::new(),
                 watermark,
+                spent: Vec::new(),
             });
         }
         let durable = common.shared.durable();

@@ -217,4 +217,10 @@ pub(crate) struct ShardBatch {
     pub(crate) results: Vec<(u64, Result<AppendResult, StoreError>)>,
     pub(crate) dispatches: Vec<DispatchEntry>,
     pub(crate) watermark: i64,
+    /// The shard's own requests, already copied into the CommitLog, handed
+    /// back so their buffers are freed on the thread that allocated them
+    /// (a cross-thread free in glibc malloc takes the owning arena's lock,
+    /// and at a message per free that lock contention costs a futex
+    /// round trip per message).
+    pub(crate) spent: Vec<AppendRequest>,
 }

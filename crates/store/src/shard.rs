@@ -358,6 +358,8 @@ impl ShardInner {
         if batch.watermark > self.applied.get() {
             self.applied.set(batch.watermark);
         }
+        // Freed here, on the thread that allocated them.
+        drop(batch.spent);
     }
 
     /// The appender closed the result ring: nothing more will come.

@@ -19,6 +19,11 @@ use super::RequestHandler;
 /// Smallest read attempted; a frame larger than what is buffered grows the
 /// read up to [`READ_BYTES_MAX`].
 pub const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// Largest read attempted for small frames: a read that fills its chunk
+/// doubles the next one up to this, so a busy pipelined connection is
+/// drained in few reads (and its requests dispatched in one burst, which
+/// lets the appender batch them), while an idle one keeps a small buffer.
+pub const READ_CHUNK_BYTES_BUSY_MAX: usize = 256 * 1024;
 /// Largest single read, so a client announcing a huge frame makes us grow
 /// the buffer only as its bytes actually arrive.
 pub const READ_BYTES_MAX: usize = 1024 * 1024;
@@ -70,6 +75,7 @@ async fn read_loop<H: RequestHandler>(
 ) -> ReadEnd {
     let decoder = FrameDecoder::new(frame_bytes_max);
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    let mut chunk = READ_CHUNK_BYTES;
     loop {
         let mut burst = 0;
         loop {
@@ -102,7 +108,7 @@ async fn read_loop<H: RequestHandler>(
                 return ReadEnd::Failed;
             }
         };
-        let want = missing.clamp(READ_CHUNK_BYTES, READ_BYTES_MAX);
+        let want = missing.clamp(chunk, READ_BYTES_MAX);
         let start = buf.len();
         buf.resize(start + want, 0);
         let read = poll_fn(|cx| {
@@ -125,7 +131,16 @@ async fn read_loop<H: RequestHandler>(
                 tracing::debug!(peer = %conn.peer_addr(), "peer closed the connection");
                 return ReadEnd::Failed;
             }
-            Some(Ok(count)) => buf.truncate(start + count),
+            Some(Ok(count)) => {
+                buf.truncate(start + count);
+                chunk = if count == want {
+                    (chunk * 2).min(READ_CHUNK_BYTES_BUSY_MAX)
+                } else if count < chunk / 4 {
+                    (chunk / 2).max(READ_CHUNK_BYTES)
+                } else {
+                    chunk
+                };
+            }
             Some(Err(e)) => {
                 tracing::debug!(peer = %conn.peer_addr(), "read failed: {e}");
                 return ReadEnd::Failed;

@@ -28,7 +28,9 @@ use ferrocket_protocol::limits::FRAME_BYTES_MAX;
 use ferrocket_protocol::RemotingCommand;
 
 pub use announce::announce_listening;
-pub use conn_loop::{READ_BYTES_MAX, READ_CHUNK_BYTES, WRITE_BATCH_BYTES_MAX};
+pub use conn_loop::{
+    READ_BYTES_MAX, READ_CHUNK_BYTES, READ_CHUNK_BYTES_BUSY_MAX, WRITE_BATCH_BYTES_MAX,
+};
 pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
 pub use listener::{bind_listener, LISTEN_BACKLOG};
 pub use serve::serve;

@@ -1,0 +1,335 @@
+//! Consumer administration (`AdminBrokerProcessor`):
+//! GET_CONSUMER_CONNECTION_LIST (203), GET_ALL_CONSUMER_OFFSET (43) and
+//! GET_CONSUME_STATS (208). Offsets and queue figures are gathered from
+//! the owner shards; connection details from the shards holding them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use bytes::Bytes;
+use ferrocket_protocol::body::{encode_json, SubscriptionData};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::record::decode_record;
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::shard_of_conn_id;
+use serde::Serialize;
+
+use super::{ConnInfo, MeshRequest, MeshResponse, QueueStat};
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::offset_table::{key_topic, merge, OffsetFile, OffsetMap};
+use crate::shard::Shard;
+use crate::util::Reject;
+
+fn ok(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(request, response_code::SUCCESS, None)
+}
+
+/// One client connection (`Connection` in `ConsumerConnection`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+struct ConnectionBody {
+    client_id: String,
+    client_addr: String,
+    language: String,
+    version: i32,
+}
+
+/// GET_CONSUMER_CONNECTION_LIST body (`ConsumerConnection`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumerConnectionBody {
+    connection_set: Vec<ConnectionBody>,
+    subscription_table: BTreeMap<String, SubscriptionData>,
+    consume_type: &'static str,
+    message_model: &'static str,
+    consume_from_where: &'static str,
+}
+
+/// GET_CONSUMER_CONNECTION_LIST (header consumerGroup): the group's clients
+/// with their addresses, languages and versions, and its subscriptions.
+pub(crate) async fn consumer_connections(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let group = request.ext_fields.required("consumerGroup")?.to_string();
+    let Some(info) = shard
+        .clients
+        .with(|clients| clients.consumers.get(&group).cloned())
+        .filter(|g| !g.clients.is_empty())
+    else {
+        return Err(Reject::new(
+            response_code::CONSUMER_NOT_ONLINE,
+            format!("the consumer group[{group}] not online"),
+        ));
+    };
+    let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for channel in info.clients.values() {
+        by_shard
+            .entry(usize::from(shard_of_conn_id(channel.conn_id)))
+            .or_default()
+            .push(channel.conn_id);
+    }
+    let mut known: BTreeMap<u64, ConnInfo> = BTreeMap::new();
+    for (target, ids) in by_shard {
+        if target >= shard.count {
+            continue;
+        }
+        match shard
+            .call(target, ShardRequest::Consume(MeshRequest::ConnInfos(ids)))
+            .await?
+        {
+            ShardResponse::Consume(MeshResponse::ConnInfos(found)) => known.extend(found),
+            other => return Err(super::unexpected(other)),
+        }
+    }
+    let mut connection_set: Vec<ConnectionBody> = info
+        .clients
+        .iter()
+        .map(|(client_id, channel)| {
+            let conn = known.get(&channel.conn_id).cloned().unwrap_or_default();
+            ConnectionBody {
+                client_id: client_id.clone(),
+                client_addr: conn.addr,
+                language: if conn.language.is_empty() {
+                    "OTHER".into()
+                } else {
+                    conn.language
+                },
+                version: conn.version,
+            }
+        })
+        .collect();
+    connection_set.sort();
+    let body = ConsumerConnectionBody {
+        connection_set,
+        subscription_table: info.subscriptions.clone(),
+        consume_type: info.consume_type.java_name(),
+        message_model: info.message_model.java_name(),
+        consume_from_where: info.consume_from_where.java_name(),
+    };
+    Ok(ok(request).with_body(encode_json(&body)))
+}
+
+/// Every shard's committed offsets, merged.
+pub(crate) async fn all_offsets(shard: &Shard) -> Result<OffsetMap, Reject> {
+    let mut parts = Vec::with_capacity(shard.count);
+    for answer in shard
+        .on_all(|| ShardRequest::Consume(MeshRequest::PeekOffsets))
+        .await
+    {
+        match answer? {
+            ShardResponse::Consume(MeshResponse::Offsets(map)) => parts.push(map),
+            other => return Err(super::unexpected(other)),
+        }
+    }
+    Ok(merge(parts))
+}
+
+/// GET_ALL_CONSUMER_OFFSET: the consumerOffset.json view of every group's
+/// committed offsets, current rather than as last persisted.
+pub(crate) async fn all_consumer_offsets(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let file = OffsetFile {
+        offset_table: all_offsets(shard).await?,
+    };
+    Ok(ok(request).with_body(encode_json(&file)))
+}
+
+/// The store timestamp of the message at `queue_offset` of a queue this
+/// shard owns.
+pub(crate) fn store_timestamp_at(
+    shard: &Shard,
+    topic: &str,
+    queue_id: i32,
+    queue_offset: i64,
+) -> Option<i64> {
+    let queue = shard.store.consume_queue(topic, queue_id).ok()?;
+    let entry = queue.entry(queue_offset)?;
+    let bytes: Bytes = shard
+        .store
+        .read_records(entry.physical_offset, usize::try_from(entry.size).ok()?)?;
+    decode_record(&bytes, false)
+        .ok()
+        .map(|record| record.store_timestamp_ms)
+}
+
+/// On the owner shard: each queue's max offset, the group's committed
+/// offset (0 when none) and the store time of the last consumed message.
+pub(crate) fn queue_stats_owned(
+    shard: &Shard,
+    group: &str,
+    queues: &[(String, i32)],
+) -> Vec<QueueStat> {
+    queues
+        .iter()
+        .map(|(topic, queue_id)| {
+            let broker_offset = shard
+                .store
+                .consume_queue(topic, *queue_id)
+                .map_or(0, |q| q.max_offset().max(0));
+            let consumer_offset = shard
+                .offsets
+                .borrow()
+                .query(group, topic, *queue_id)
+                .unwrap_or(0)
+                .max(0);
+            let last_timestamp_ms = if consumer_offset > 0 {
+                store_timestamp_at(shard, topic, *queue_id, consumer_offset - 1).unwrap_or(0)
+            } else {
+                0
+            };
+            QueueStat {
+                topic: topic.clone(),
+                queue_id: *queue_id,
+                broker_offset,
+                consumer_offset,
+                last_timestamp_ms,
+            }
+        })
+        .collect()
+}
+
+/// The key of a ConsumeStats entry, fields in fastjson's (sorted) order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct QueueKeyJson<'a> {
+    broker_name: &'a str,
+    queue_id: i32,
+    topic: &'a str,
+}
+
+/// The value of a ConsumeStats entry (`OffsetWrapper`), sorted fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OffsetWrapperJson {
+    broker_offset: i64,
+    consumer_offset: i64,
+    last_timestamp: i64,
+    pull_offset: i64,
+}
+
+/// The GET_CONSUME_STATS body exactly as the Java broker's fastjson writes
+/// `ConsumeStats`: its `offsetTable` is a map keyed by `MessageQueue`
+/// objects, which fastjson writes as JSON objects in key position
+/// (`{{"brokerName":..}:{..}}`, not valid JSON, but what Java clients
+/// parse).
+pub(crate) fn consume_stats_body(
+    broker_name: &str,
+    stats: &[QueueStat],
+    consume_tps: f64,
+) -> Vec<u8> {
+    let mut out = String::from("{\"consumeTps\":");
+    out.push_str(&format!("{consume_tps:?}"));
+    out.push_str(",\"offsetTable\":{");
+    for (i, stat) in stats.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let key = QueueKeyJson {
+            broker_name,
+            queue_id: stat.queue_id,
+            topic: &stat.topic,
+        };
+        let value = OffsetWrapperJson {
+            broker_offset: stat.broker_offset,
+            consumer_offset: stat.consumer_offset,
+            last_timestamp: stat.last_timestamp_ms,
+            pull_offset: stat.consumer_offset,
+        };
+        out.push_str(&String::from_utf8_lossy(&encode_json(&key)));
+        out.push(':');
+        out.push_str(&String::from_utf8_lossy(&encode_json(&value)));
+    }
+    out.push_str("}}");
+    out.into_bytes()
+}
+
+/// GET_CONSUME_STATS (header consumerGroup, optional topic): per queue of
+/// each topic the group consumes, the queue's max offset, the group's
+/// committed offset and the store time of the last consumed message.
+pub(crate) async fn consume_stats(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let group = request.ext_fields.required("consumerGroup")?.to_string();
+    let asked = request
+        .ext_fields
+        .get("topic")
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
+    let mut topics: BTreeSet<String> = match asked {
+        Some(topic) => [topic].into(),
+        None => {
+            let suffix = format!("@{group}");
+            all_offsets(shard)
+                .await?
+                .keys()
+                .filter(|key| key.ends_with(&suffix))
+                .map(|key| key_topic(key).to_string())
+                .collect()
+        }
+    };
+    // Java keeps only topics the online group subscribes to, if any.
+    let subscribed: BTreeSet<String> = shard.clients.with(|clients| {
+        clients
+            .consumers
+            .get(&group)
+            .map(|g| g.subscriptions.keys().cloned().collect())
+            .unwrap_or_default()
+    });
+    if !subscribed.is_empty() {
+        topics.retain(|t| subscribed.contains(t));
+    }
+    let mut by_owner: BTreeMap<usize, Vec<(String, i32)>> = BTreeMap::new();
+    for topic in &topics {
+        let Some(config) = shard.topic(topic) else {
+            continue;
+        };
+        for queue_id in 0..config.read_queue_nums.max(0) {
+            by_owner
+                .entry(shard.owner_of(topic, queue_id))
+                .or_default()
+                .push((topic.clone(), queue_id));
+        }
+    }
+    let mut stats = Vec::new();
+    for (owner, queues) in by_owner {
+        let ask = MeshRequest::QueueStats {
+            group: group.clone(),
+            queues,
+        };
+        match shard.call(owner, ShardRequest::Consume(ask)).await? {
+            ShardResponse::Consume(MeshResponse::QueueStats(found)) => stats.extend(found),
+            other => return Err(super::unexpected(other)),
+        }
+    }
+    stats.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
+    let body = consume_stats_body(&shard.config().broker_name, &stats, 0.0);
+    Ok(ok(request).with_body(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consume_stats_uses_fastjson_object_keys() {
+        let stats = [QueueStat {
+            topic: "T".into(),
+            queue_id: 1,
+            broker_offset: 10,
+            consumer_offset: 4,
+            last_timestamp_ms: 77,
+        }];
+        let body = String::from_utf8(consume_stats_body("b", &stats, 0.0)).unwrap();
+        assert_eq!(
+            body,
+            r#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":10,"consumerOffset":4,"lastTimestamp":77,"pullOffset":4}}}"#
+        );
+        let empty = String::from_utf8(consume_stats_body("b", &[], 0.0)).unwrap();
+        assert_eq!(empty, r#"{"consumeTps":0.0,"offsetTable":{}}"#);
+    }
+}

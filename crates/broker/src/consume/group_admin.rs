@@ -1,0 +1,129 @@
+//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+//! (201), DELETE_SUBSCRIPTIONGROUP (207), and the group checks other
+//! processors make (`SubscriptionGroupManager.findSubscriptionGroupConfig`:
+//! an unknown group is created on first use while
+//! `autoCreateSubscriptionGroup` is on).
+
+use std::rc::Rc;
+
+use ferrocket_protocol::body::{decode_json, encode_json, MessageModel};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::RemotingCommand;
+
+use super::groups::{GroupChange, SubscriptionGroupConfig};
+use super::{MeshRequest, MeshResponse};
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::shard::Shard;
+use crate::util::Reject;
+
+fn ok(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(request, response_code::SUCCESS, None)
+}
+
+/// Sends a group change to shard 0 and waits until every shard has it.
+pub(crate) async fn change(
+    shard: &Shard,
+    change: GroupChange,
+) -> Result<Option<SubscriptionGroupConfig>, Reject> {
+    match shard
+        .call(0, ShardRequest::Consume(MeshRequest::Group(change)))
+        .await?
+    {
+        ShardResponse::Consume(MeshResponse::Group(result)) => result,
+        other => Err(super::unexpected(other)),
+    }
+}
+
+/// The group's settings; an unknown group is created when
+/// `autoCreateSubscriptionGroup` is on, else SUBSCRIPTION_GROUP_NOT_EXIST.
+pub(crate) async fn find_or_create(
+    shard: &Shard,
+    group: &str,
+) -> Result<SubscriptionGroupConfig, Reject> {
+    if let Some(found) = shard.consume.groups.with(|t| t.get(group).cloned()) {
+        return Ok(found);
+    }
+    let missing = || {
+        Reject::new(
+            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group [{group}] does not exist"),
+        )
+    };
+    if !shard.config().auto_create_subscription_group {
+        return Err(missing());
+    }
+    change(shard, GroupChange::AutoCreate(group.to_string()))
+        .await?
+        .ok_or_else(missing)
+}
+
+/// The checks of `PullMessageProcessor`: the group exists (or is created)
+/// and may consume, and a broadcasting group may consume by broadcast.
+pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Reject> {
+    // The common case reads two flags of this shard's copy, no clone.
+    let flags = |c: &SubscriptionGroupConfig| (c.consume_enable, c.consume_broadcast_enable);
+    let (consume_enable, broadcast_enable) =
+        match shard.consume.groups.with(|t| t.get(group).map(flags)) {
+            Some(found) => found,
+            None => flags(&find_or_create(shard, group).await?),
+        };
+    if !consume_enable {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("subscription group no permission, {group}"),
+        ));
+    }
+    if !broadcast_enable {
+        let broadcasting = shard.clients.with(|clients| {
+            clients
+                .consumers
+                .get(group)
+                .is_some_and(|g| g.message_model == MessageModel::Broadcasting)
+        });
+        if broadcasting {
+            return Err(Reject::new(
+                response_code::NO_PERMISSION,
+                format!("the consumer group[{group}] can not consume by broadcast way"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the body is the group's config.
+pub(crate) async fn update_and_create(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let config: SubscriptionGroupConfig = decode_json(&request.body)?;
+    change(shard, GroupChange::Upsert(config)).await?;
+    Ok(ok(request))
+}
+
+/// GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole table with its version.
+pub(crate) fn all_configs(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
+    let body = shard.consume.groups.with(encode_json);
+    ok(request).with_body(body)
+}
+
+/// DELETE_SUBSCRIPTIONGROUP (header groupName, cleanOffset): removes the
+/// group's settings and, with cleanOffset, its committed offsets.
+pub(crate) async fn delete(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let group = request.ext_fields.required("groupName")?.to_string();
+    let clean_offset = request.ext_fields.get_bool("cleanOffset").unwrap_or(false);
+    change(shard, GroupChange::Delete(group.clone())).await?;
+    if clean_offset {
+        for answer in shard
+            .on_all(|| ShardRequest::Consume(MeshRequest::ForgetGroupOffsets(group.clone())))
+            .await
+        {
+            if let Err(reject) = answer {
+                tracing::warn!(remark = %reject.remark, "a shard kept offsets of a deleted group");
+            }
+        }
+    }
+    Ok(ok(request))
+}

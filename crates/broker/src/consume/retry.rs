@@ -1,0 +1,204 @@
+//! CONSUMER_SEND_MSG_BACK (36; Java's `consumerSendMsgBack`): a consumer
+//! that failed to consume a message hands it back by CommitLog offset. The
+//! broker stores a copy for the group's retry topic `%RETRY%{group}`,
+//! delayed by a delay level (header delayLevel, or 3 + reconsume times when
+//! 0) through SCHEDULE_TOPIC_XXXX, with the reconsume count one higher.
+//! Once the count reaches the group's `retryMaxTimes` (or the request asks
+//! with a negative level) the copy goes to the dead-letter topic
+//! `%DLQ%{group}` instead, at once.
+//!
+//! The copy keeps every property (UNIQ_KEY: the client sees the same
+//! message id), gains RETRY_TOPIC = the original topic (kept from an
+//! earlier retry) and ORIGIN_MESSAGE_ID = the first stored copy's offset
+//! id. Clients put RETRY_TOPIC back as the topic when they consume it.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use ferrocket_protocol::body::{perm, TopicConfig};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::properties::{self, tags_code};
+use ferrocket_protocol::record::{decode_record, NewRecord};
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_store::AppendRequest;
+
+use super::group_admin::find_or_create;
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::schedule::{read_record, redirect_delayed};
+use crate::shard::Shard;
+use crate::topics::{retry_topic, TopicChange};
+use crate::util::{now_ms, Reject};
+
+/// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
+pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";
+/// Queues of a dead-letter topic (`DLQ_NUMS_PER_GROUP`).
+pub const DLQ_QUEUE_NUMS: i32 = 1;
+/// First request version whose maxReconsumeTimes header counts
+/// (`MQVersion.Version.V3_4_9`).
+pub const VERSION_WITH_MAX_RECONSUME_TIMES: i32 = 122;
+/// Delay level of a retry whose request says 0: 3 + reconsume times.
+pub const RETRY_DELAY_LEVEL_BASE: i32 = 3;
+
+/// The dead-letter topic of a consumer group.
+pub fn dlq_topic(group: &str) -> String {
+    format!("{DLQ_TOPIC_PREFIX}{group}")
+}
+
+/// `ConsumerSendMsgBackRequestHeader`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SendBackHeader {
+    offset: i64,
+    group: String,
+    delay_level: i32,
+    max_reconsume_times: Option<i32>,
+}
+
+impl SendBackHeader {
+    fn parse(request: &RemotingCommand) -> Result<Self, Reject> {
+        let fields = &request.ext_fields;
+        Ok(Self {
+            offset: fields.required_i64("offset")?,
+            group: fields.required("group")?.to_string(),
+            delay_level: fields.required_i32("delayLevel")?,
+            max_reconsume_times: fields.get_i32("maxReconsumeTimes")?,
+        })
+    }
+}
+
+/// The topic `name`, created by shard 0 as `change` when missing.
+async fn ensure_topic(
+    shard: &Shard,
+    name: &str,
+    change: TopicChange,
+) -> Result<TopicConfig, Reject> {
+    if let Some(found) = shard.topic(name) {
+        return Ok(found);
+    }
+    match shard.call(0, ShardRequest::Topic(change)).await? {
+        ShardResponse::Topic(Ok(Some(config))) => Ok(config),
+        ShardResponse::Topic(Ok(None)) => Err(Reject::system(format!("topic[{name}] not exist"))),
+        ShardResponse::Topic(Err(reject)) => Err(reject),
+        other => Err(other.unexpected()),
+    }
+}
+
+/// CONSUMER_SEND_MSG_BACK.
+pub(crate) async fn send_msg_back(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = SendBackHeader::parse(request)?;
+    let group = find_or_create(shard, &header.group).await?;
+    let success = RemotingCommand::response_to(request, response_code::SUCCESS, None);
+    if group.retry_queue_nums <= 0 {
+        return Ok(success);
+    }
+    let retry = retry_topic(&header.group);
+    let retry_config = ensure_topic(
+        shard,
+        &retry,
+        TopicChange::EnsureRetry {
+            group: header.group.clone(),
+        },
+    )
+    .await?;
+    if !perm::is_writeable(retry_config.perm) {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("the topic[{retry}] sending message is forbidden"),
+        ));
+    }
+    let bytes = read_record(shard, header.offset).ok_or_else(|| {
+        Reject::system(format!("look message by offset failed, {}", header.offset))
+    })?;
+    let source = decode_record(&bytes, false).map_err(|err| {
+        Reject::system(format!(
+            "look message by offset failed, {}: {err}",
+            header.offset
+        ))
+    })?;
+    let mut props = source.properties();
+    if props.get(properties::RETRY_TOPIC).is_none() {
+        props.insert(properties::RETRY_TOPIC, source.topic);
+    }
+    let mut max_times = group.retry_max_times;
+    if request.version >= VERSION_WITH_MAX_RECONSUME_TIMES {
+        if let Some(asked) = header.max_reconsume_times {
+            max_times = asked;
+        }
+    }
+    let to_dlq = source.reconsume_times >= max_times || header.delay_level < 0;
+    let (topic, queue_id) = if to_dlq {
+        let dlq = dlq_topic(&header.group);
+        let config = TopicConfig {
+            perm: perm::READ_WRITE,
+            ..TopicConfig::new(&dlq, DLQ_QUEUE_NUMS)
+        };
+        ensure_topic(shard, &dlq, TopicChange::Upsert(config)).await?;
+        props.remove(properties::DELAY);
+        tracing::info!(group = %header.group, topic = %source.topic,
+            reconsume_times = source.reconsume_times, "message sent to the DLQ");
+        (dlq, 0)
+    } else {
+        let level = if header.delay_level == 0 {
+            RETRY_DELAY_LEVEL_BASE + source.reconsume_times
+        } else {
+            header.delay_level
+        };
+        props.insert(properties::DELAY, level.to_string());
+        let queues = group
+            .retry_queue_nums
+            .min(retry_config.write_queue_nums)
+            .max(1);
+        (retry, shard.random_below(queues))
+    };
+    if props
+        .get(properties::ORIGIN_MESSAGE_ID)
+        .is_none_or(|id| id.trim().is_empty())
+    {
+        props.insert(properties::ORIGIN_MESSAGE_ID, source.offset_msg_id());
+    }
+    let now = now_ms();
+    let redirect = redirect_delayed(
+        &shard.consume.schedule.levels,
+        &mut props,
+        &topic,
+        queue_id,
+        source.sys_flag,
+    );
+    let (store_topic, store_queue) = match redirect {
+        Some(r) => (r.topic.to_string(), r.queue_id),
+        None => (topic, queue_id),
+    };
+    let tags = props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code);
+    let props_bytes = props.to_bytes();
+    let record = NewRecord {
+        topic: &store_topic,
+        queue_id: store_queue,
+        flag: source.flag,
+        sys_flag: source.sys_flag,
+        born_timestamp_ms: source.born_timestamp_ms,
+        born_host: source.born_host,
+        store_timestamp_ms: now,
+        store_host: shard.env.store_host,
+        reconsume_times: source.reconsume_times.saturating_add(1),
+        prepared_transaction_offset: 0,
+        body: source.body,
+        properties: &props_bytes,
+    };
+    let mut encoded = BytesMut::with_capacity(record.encoded_len());
+    record
+        .encode(0, 0, &mut encoded)
+        .map_err(|err| Reject::new(response_code::MESSAGE_ILLEGAL, err.to_string()))?;
+    let append = AppendRequest::new(Arc::from(store_topic.as_str()), store_queue, encoded, tags);
+    let result = shard.store.append(append).await?;
+    shard.count_put(1, source.body.len() as u64);
+    let code = result.status.response_code();
+    if code != response_code::SUCCESS {
+        return Err(Reject::system(format!(
+            "storing the retry message answered {code}"
+        )));
+    }
+    Ok(success)
+}

@@ -1,0 +1,57 @@
+//! Queue offsets by store time, on the queue's owner shard
+//! (`ConsumeQueue.getOffsetInQueueByTime` with the LOWER boundary, and
+//! `getEarliestMessageTime`).
+
+use ferrocket_protocol::codes::response_code;
+use ferrocket_store::ConsumeQueue;
+
+use crate::resend::{read_record, view};
+use crate::shard::Shard;
+use crate::util::Reject;
+
+fn store_time(shard: &Shard, queue: &ConsumeQueue, offset: i64) -> Option<i64> {
+    let entry = queue.entry(offset)?;
+    let record = read_record(shard, entry.physical_offset)?;
+    view(&record).ok().map(|v| v.store_timestamp_ms)
+}
+
+/// The first queue offset whose message was stored at or after
+/// `timestamp_ms`: the min offset when every message is newer, the max
+/// offset (the next to be written) when every message is older, 0 for an
+/// empty queue. Store times are taken as non-decreasing along the queue.
+pub(crate) fn search_offset_owned(
+    shard: &Shard,
+    topic: &str,
+    queue_id: i32,
+    timestamp_ms: i64,
+) -> Result<i64, Reject> {
+    let queue = shard.store.consume_queue(topic, queue_id)?;
+    let (mut low, mut high) = (queue.min_offset(), queue.max_offset());
+    // Invariant: every offset below `low` is older than the timestamp;
+    // every offset at or past `high` is not.
+    while low < high {
+        let mid = low + (high - low) / 2;
+        match store_time(shard, &queue, mid) {
+            Some(time) if time < timestamp_ms => low = mid + 1,
+            Some(_) => high = mid,
+            // Unreadable (e.g. deleted): treat as older.
+            None => low = mid + 1,
+        }
+    }
+    Ok(low)
+}
+
+/// The store time of the queue's first message.
+pub(crate) fn earliest_time_owned(
+    shard: &Shard,
+    topic: &str,
+    queue_id: i32,
+) -> Result<i64, Reject> {
+    let queue = shard.store.consume_queue(topic, queue_id)?;
+    store_time(shard, &queue, queue.min_offset()).ok_or_else(|| {
+        Reject::new(
+            response_code::SYSTEM_ERROR,
+            format!("no message in queue {queue_id} of topic {topic}"),
+        )
+    })
+}

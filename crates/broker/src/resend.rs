@@ -1,0 +1,105 @@
+//! Storing a copy of a stored message under another topic and queue, with
+//! the caller's sysFlag, prepared-transaction offset and properties: a
+//! committed half message to its real topic
+//! (`EndTransactionProcessor.endMessageTransaction`), and the body of a
+//! CHECK_TRANSACTION_STATE. The body, flag, born time and host, reconsume
+//! count and the compression bits of the sysFlag are kept as stored.
+//! (Due timer messages go through the delay-level scheduler's
+//! `schedule::deliver_to_real_topic`, which fixes all of those itself.)
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::properties::{tags_code, Properties};
+use ferrocket_protocol::record::{decode_record, peek_record, NewRecord, RecordPeek, RecordView};
+use ferrocket_store::{AppendRequest, AppendResult};
+
+use crate::shard::Shard;
+use crate::util::{now_ms, Reject};
+
+/// Bytes read to learn a record's size.
+const RECORD_HEAD_BYTES: usize = 8;
+
+/// The whole stored record at `physical_offset`, if one starts there.
+pub(crate) fn read_record(shard: &Shard, physical_offset: i64) -> Option<Bytes> {
+    if physical_offset < 0 {
+        return None;
+    }
+    let head = shard
+        .store
+        .read_records(physical_offset, RECORD_HEAD_BYTES)?;
+    match peek_record(&head) {
+        Ok(RecordPeek::Message { total_size, .. }) => {
+            shard.store.read_records(physical_offset, total_size)
+        }
+        _ => None,
+    }
+}
+
+/// Decodes a record read by [`read_record`] (without the CRC check: the
+/// store checked it on recovery, and the body is passed on as it is).
+pub(crate) fn view(bytes: &Bytes) -> Result<RecordView<'_>, Reject> {
+    decode_record(bytes, false)
+        .map_err(|err| Reject::system(format!("stored record unreadable: {err}")))
+}
+
+/// Where and how the copy is stored.
+pub(crate) struct Target<'a> {
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub sys_flag: i32,
+    pub prepared_transaction_offset: i64,
+    pub properties: &'a Properties,
+}
+
+/// The TAGS hash of a message (0 without tags).
+pub(crate) fn tag_hash(props: &Properties) -> i64 {
+    props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code)
+}
+
+/// Encodes the copy of `source` described by `target`.
+pub(crate) fn encode_copy(
+    shard: &Shard,
+    source: &RecordView<'_>,
+    target: &Target<'_>,
+) -> Result<BytesMut, Reject> {
+    let props = target.properties.to_bytes();
+    let record = NewRecord {
+        topic: target.topic,
+        queue_id: target.queue_id,
+        flag: source.flag,
+        sys_flag: target.sys_flag,
+        born_timestamp_ms: source.born_timestamp_ms,
+        born_host: source.born_host,
+        store_timestamp_ms: now_ms(),
+        store_host: shard.env.store_host,
+        reconsume_times: source.reconsume_times,
+        prepared_transaction_offset: target.prepared_transaction_offset,
+        body: source.body,
+        properties: &props,
+    };
+    let mut encoded = BytesMut::with_capacity(record.encoded_len());
+    record
+        .encode(0, 0, &mut encoded)
+        .map_err(|err| Reject::new(response_code::MESSAGE_ILLEGAL, err.to_string()))?;
+    Ok(encoded)
+}
+
+/// Stores the copy of `source` described by `target`.
+pub(crate) async fn append_copy(
+    shard: &Shard,
+    source: &RecordView<'_>,
+    target: &Target<'_>,
+) -> Result<AppendResult, Reject> {
+    let encoded = encode_copy(shard, source, target)?;
+    let append = AppendRequest::new(
+        Arc::from(target.topic),
+        target.queue_id,
+        encoded,
+        tag_hash(target.properties),
+    );
+    let result = shard.store.append(append).await?;
+    shard.count_put(1, source.body.len() as u64);
+    Ok(result)
+}

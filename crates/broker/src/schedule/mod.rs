@@ -1,0 +1,288 @@
+//! Delay levels (Java's `ScheduleMessageService`). A message sent with
+//! property `DELAY` = level (1..=max) is stored in `SCHEDULE_TOPIC_XXXX`,
+//! queue `level - 1`, with its destination in `REAL_TOPIC` / `REAL_QID`
+//! ([`redirect_delayed`]). Each level's queue holds messages of one delay,
+//! so they fall due in queue order: the level's owner shard walks its queue
+//! and, for every message whose store time + the level's delay has passed,
+//! stores a copy in the real topic ([`deliver_to_real_topic`]). Retries of
+//! failed consumption (CONSUMER_SEND_MSG_BACK) take the same path.
+//!
+//! Due times come from the record's store timestamp, never from the
+//! ConsumeQueue's tag code: Java keeps the deliver time there, but our
+//! recovery rebuilds every tag code from TAGS, so SCHEDULE_TOPIC_XXXX
+//! entries carry the TAGS hash like any other.
+//!
+//! Progress (next queue offset per level) lives on the level's owner shard;
+//! shard 0 gathers it into `config/delayOffset.json` every
+//! `flushConsumerOffsetInterval` and at shutdown, and GET_ALL_DELAY_OFFSET
+//! (45) answers it. After a crash, messages delivered since the last write
+//! are delivered again (at least once, as in Java).
+
+mod levels;
+mod service;
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use ferrocket_protocol::properties::{self, tags_code, Properties};
+use ferrocket_protocol::record::{peek_record, sys_flag, NewRecord, RecordPeek, RecordView};
+use ferrocket_store::{AppendRequest, AppendResult};
+
+pub(crate) use levels::{load_offsets, DelayLevels, DelayOffsets};
+pub(crate) use service::{all_delay_offsets, spawn, stop, stopped_report, ScheduleState};
+
+use crate::shard::Shard;
+use crate::util::{now_ms, Reject};
+
+/// The topic holding delayed messages (`TopicValidator.RMQ_SYS_SCHEDULE_TOPIC`).
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+/// Topic whose messages are never delivered out of the schedule (Java
+/// discards them as a bug).
+const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+/// Bytes read to learn a stored record's size.
+const RECORD_HEAD_BYTES: usize = 8;
+
+/// Where a delayed message is stored instead of its own topic and queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DelayRedirect {
+    pub topic: &'static str,
+    pub queue_id: i32,
+}
+
+/// Java `HookUtils.handleScheduleMessage` (delay-level part): a message with
+/// `DELAY` > 0 that is not a half or rolled-back transactional message is
+/// redirected to `SCHEDULE_TOPIC_XXXX`, queue `level - 1`. Sets REAL_TOPIC
+/// and REAL_QID to `topic` / `queue_id`, and caps a level above the
+/// highest at the highest (rewriting DELAY), as Java does.
+pub(crate) fn redirect_delayed(
+    levels: &DelayLevels,
+    props: &mut Properties,
+    topic: &str,
+    queue_id: i32,
+    message_sys_flag: i32,
+) -> Option<DelayRedirect> {
+    let transaction = sys_flag::transaction_type(message_sys_flag);
+    if transaction != sys_flag::TRANSACTION_NOT_TYPE && transaction != sys_flag::TRANSACTION_COMMIT
+    {
+        return None;
+    }
+    let asked = props.delay_level().filter(|level| *level > 0)?;
+    let level = asked.min(levels.max_level());
+    if level != asked {
+        props.insert(properties::DELAY, level.to_string());
+    }
+    props.insert(properties::REAL_TOPIC, topic);
+    props.insert(properties::REAL_QID, queue_id.to_string());
+    Some(DelayRedirect {
+        topic: SCHEDULE_TOPIC,
+        queue_id: level - 1,
+    })
+}
+
+/// The whole stored record at `physical_offset`, if one starts there.
+pub(crate) fn read_record(shard: &Shard, physical_offset: i64) -> Option<Bytes> {
+    if physical_offset < 0 {
+        return None;
+    }
+    let head = shard
+        .store
+        .read_records(physical_offset, RECORD_HEAD_BYTES)?;
+    match peek_record(&head) {
+        Ok(RecordPeek::Message { total_size, .. }) => {
+            shard.store.read_records(physical_offset, total_size)
+        }
+        _ => None,
+    }
+}
+
+/// Why a scheduled message was not delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DeliverError {
+    /// The message cannot be delivered, ever (skip it).
+    Invalid(String),
+    /// The store refused it now (try again later).
+    Store(Reject),
+}
+
+/// A stored message re-addressed to its real topic: what
+/// [`deliver_to_real_topic`] appends.
+#[derive(Debug)]
+pub(crate) struct RealTopicCopy {
+    pub topic: String,
+    pub queue_id: i32,
+    pub record: BytesMut,
+    pub tags_code: i64,
+}
+
+/// Java `ScheduleMessageService.messageTimeUp`: the copy of a due message
+/// for its real topic. Topic and queue come from REAL_TOPIC / REAL_QID
+/// (both kept, as Java keeps them); DELAY, TIMER_DELIVER_MS and
+/// TIMER_DELAY_SEC are dropped; every other property stays, UNIQ_KEY
+/// included, so clients see the message id the producer got. Body, flag,
+/// sysFlag, born time and host, store host and reconsume count are the
+/// stored message's; the store time is `now_ms`.
+pub(crate) fn real_topic_copy(
+    source: &RecordView<'_>,
+    now_ms: i64,
+) -> Result<RealTopicCopy, DeliverError> {
+    let mut props = source.properties();
+    let topic = props
+        .get(properties::REAL_TOPIC)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| DeliverError::Invalid("no REAL_TOPIC property".into()))?
+        .to_string();
+    if topic == HALF_TOPIC {
+        return Err(DeliverError::Invalid(format!(
+            "the real topic {topic} is a half-message topic"
+        )));
+    }
+    let queue_id: i32 = props
+        .get(properties::REAL_QID)
+        .and_then(|q| q.trim().parse().ok())
+        .filter(|q| *q >= 0)
+        .ok_or_else(|| DeliverError::Invalid("REAL_QID missing or not a queue id".into()))?;
+    for name in [
+        properties::DELAY,
+        properties::TIMER_DELIVER_MS,
+        properties::TIMER_DELAY_SEC,
+    ] {
+        props.remove(name);
+    }
+    let props_bytes = props.to_bytes();
+    let record = NewRecord {
+        topic: &topic,
+        queue_id,
+        flag: source.flag,
+        sys_flag: source.sys_flag,
+        born_timestamp_ms: source.born_timestamp_ms,
+        born_host: source.born_host,
+        store_timestamp_ms: now_ms,
+        store_host: source.store_host,
+        reconsume_times: source.reconsume_times,
+        prepared_transaction_offset: source.prepared_transaction_offset,
+        body: source.body,
+        properties: &props_bytes,
+    };
+    let mut encoded = BytesMut::with_capacity(record.encoded_len());
+    record
+        .encode(0, 0, &mut encoded)
+        .map_err(|err| DeliverError::Invalid(err.to_string()))?;
+    let tags_code = props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code);
+    Ok(RealTopicCopy {
+        topic,
+        queue_id,
+        record: encoded,
+        tags_code,
+    })
+}
+
+/// Delivers a due scheduled message to its real topic: builds
+/// [`real_topic_copy`] and appends it (from any shard). Reusable by any
+/// service that parks messages under REAL_TOPIC / REAL_QID (the timer).
+pub(crate) async fn deliver_to_real_topic(
+    shard: &Shard,
+    source: &RecordView<'_>,
+) -> Result<AppendResult, DeliverError> {
+    let copy = real_topic_copy(source, now_ms())?;
+    let append = AppendRequest::new(
+        Arc::from(copy.topic.as_str()),
+        copy.queue_id,
+        copy.record,
+        copy.tags_code,
+    );
+    let result = shard
+        .store
+        .append(append)
+        .await
+        .map_err(|err| DeliverError::Store(Reject::from(err)))?;
+    shard.count_put(1, source.body.len() as u64);
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrocket_protocol::record::decode_record;
+
+    fn levels() -> DelayLevels {
+        DelayLevels::parse("1s 5s 10s").unwrap()
+    }
+
+    #[test]
+    fn delayed_messages_are_redirected_and_capped() {
+        let mut props = Properties::new();
+        props.insert(properties::DELAY, "9");
+        let redirect = redirect_delayed(&levels(), &mut props, "T", 2, 0).unwrap();
+        assert_eq!(redirect.topic, SCHEDULE_TOPIC);
+        assert_eq!(redirect.queue_id, 2, "capped at level 3");
+        assert_eq!(props.get(properties::DELAY), Some("3"));
+        assert_eq!(props.get(properties::REAL_TOPIC), Some("T"));
+        assert_eq!(props.get(properties::REAL_QID), Some("2"));
+        let mut plain = Properties::new();
+        assert!(redirect_delayed(&levels(), &mut plain, "T", 0, 0).is_none());
+        plain.insert(properties::DELAY, "0");
+        assert!(redirect_delayed(&levels(), &mut plain, "T", 0, 0).is_none());
+        let mut half = Properties::new();
+        half.insert(properties::DELAY, "1");
+        let prepared = sys_flag::TRANSACTION_PREPARED;
+        assert!(redirect_delayed(&levels(), &mut half, "T", 0, prepared).is_none());
+    }
+
+    #[test]
+    fn the_real_topic_copy_keeps_identity_and_drops_delay() {
+        let mut props = Properties::new();
+        props.insert(properties::UNIQ_KEY, "ABC");
+        props.insert(properties::TAGS, "t");
+        props.insert(properties::DELAY, "2");
+        redirect_delayed(&levels(), &mut props, "Real", 3, 0).unwrap();
+        let props_bytes = props.to_bytes();
+        let host = "127.0.0.1:10911".parse().unwrap();
+        let stored = NewRecord {
+            topic: SCHEDULE_TOPIC,
+            queue_id: 1,
+            flag: 7,
+            sys_flag: 0,
+            born_timestamp_ms: 11,
+            born_host: "127.0.0.1:5000".parse().unwrap(),
+            store_timestamp_ms: 12,
+            store_host: host,
+            reconsume_times: 2,
+            prepared_transaction_offset: 0,
+            body: b"body",
+            properties: &props_bytes,
+        };
+        let mut buf = BytesMut::new();
+        stored.encode(0, 0, &mut buf).unwrap();
+        let view = decode_record(&buf, true).unwrap();
+        let copy = real_topic_copy(&view, 99).unwrap();
+        assert_eq!((copy.topic.as_str(), copy.queue_id), ("Real", 3));
+        assert_eq!(copy.tags_code, tags_code("t"));
+        let out = decode_record(&copy.record, true).unwrap();
+        assert_eq!(out.topic, "Real");
+        assert_eq!(
+            (out.flag, out.reconsume_times, out.born_timestamp_ms),
+            (7, 2, 11)
+        );
+        assert_eq!(out.store_timestamp_ms, 99);
+        assert_eq!(out.body, b"body");
+        let out_props = out.properties();
+        assert_eq!(out_props.get(properties::UNIQ_KEY), Some("ABC"));
+        assert_eq!(out_props.get(properties::REAL_TOPIC), Some("Real"));
+        assert!(out_props.get(properties::DELAY).is_none());
+        let mut bad = Properties::new();
+        bad.insert(properties::REAL_TOPIC, "Real");
+        let bad_bytes = bad.to_bytes();
+        let mut buf = BytesMut::new();
+        NewRecord {
+            properties: &bad_bytes,
+            ..stored
+        }
+        .encode(0, 0, &mut buf)
+        .unwrap();
+        let view = decode_record(&buf, true).unwrap();
+        assert!(matches!(
+            real_topic_copy(&view, 1),
+            Err(DeliverError::Invalid(_))
+        ));
+    }
+}

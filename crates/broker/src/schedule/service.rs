@@ -1,0 +1,321 @@
+//! The delivery loops and their progress: each shard delivers the levels
+//! whose SCHEDULE_TOPIC_XXXX queue it owns; shard 0 persists everyone's
+//! progress to delayOffset.json and answers GET_ALL_DELAY_OFFSET (45).
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrocket_protocol::body::{encode_json, DataVersion};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::record::decode_record;
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::shard::owner_shard;
+use futures_lite::future;
+use glommio::Task;
+
+use super::levels::{DelayLevels, DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
+use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
+use crate::consume::{InitialState, MeshRequest, MeshResponse};
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::shard::Shard;
+use crate::util::{now_ms, Notify, Reject};
+
+/// Pause between looks at the level queues (Java's `DELAY_FOR_A_WHILE`).
+pub const DELIVER_POLL_INTERVAL_MS: u64 = 100;
+/// Most messages one level delivers per look, so levels take turns.
+pub const DELIVER_BATCH_MAX: usize = 256;
+/// How long shard 0 waits at shutdown for the other shards' progress.
+pub const STOP_GATHER_TIMEOUT_MS: u64 = 10_000;
+
+/// One shard's scheduler state.
+pub(crate) struct ScheduleState {
+    pub levels: DelayLevels,
+    /// Next queue offset to deliver, for the levels this shard owns.
+    progress: RefCell<DelayOffsets>,
+    changed: Cell<bool>,
+    tasks: RefCell<Vec<Task<()>>>,
+    /// Shard 0, at shutdown: the progress other shards reported.
+    reports: RefCell<BTreeMap<usize, DelayOffsets>>,
+    reported: Notify,
+    /// Shard 0: the version written into delayOffset.json.
+    data_version: RefCell<DataVersion>,
+}
+
+impl ScheduleState {
+    pub fn new(index: usize, count: usize, initial: &InitialState) -> Self {
+        let progress = initial
+            .delay_levels
+            .levels()
+            .filter(|level| owner_shard(SCHEDULE_TOPIC, level - 1, count) == index)
+            .map(|level| {
+                (
+                    level,
+                    initial.delay_offsets.get(&level).copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        Self {
+            levels: initial.delay_levels.clone(),
+            progress: RefCell::new(progress),
+            changed: Cell::new(false),
+            tasks: RefCell::new(Vec::new()),
+            reports: RefCell::new(BTreeMap::new()),
+            reported: Notify::default(),
+            data_version: RefCell::new(DataVersion::default()),
+        }
+    }
+
+    /// This shard's levels' progress, and whether it moved since the last
+    /// `take_changed` look.
+    pub fn progress(&self, take_changed: bool) -> (DelayOffsets, bool) {
+        let changed = if take_changed {
+            self.changed.replace(false)
+        } else {
+            self.changed.get()
+        };
+        (self.progress.borrow().clone(), changed)
+    }
+
+    fn advance(&self, level: i32, offset: i64) {
+        self.progress.borrow_mut().insert(level, offset);
+        self.changed.set(true);
+    }
+}
+
+/// Sleeps `ms` unless the shard stops first; returns whether it stopped.
+async fn pause(shard: &Shard, ms: u64) -> bool {
+    future::or(
+        async {
+            glommio::timer::sleep(Duration::from_millis(ms)).await;
+            false
+        },
+        async {
+            shard.stopping.wait().await;
+            true
+        },
+    )
+    .await
+}
+
+/// Delivers the due messages of one level; returns how many.
+async fn deliver_level(shard: &Shard, level: i32) -> usize {
+    let state = &shard.consume.schedule;
+    let Some(delay_ms) = state.levels.delay_ms(level) else {
+        return 0;
+    };
+    let queue = match shard.store.consume_queue(SCHEDULE_TOPIC, level - 1) {
+        Ok(queue) => queue,
+        Err(err) => {
+            tracing::warn!(level, %err, "delay level queue unavailable");
+            return 0;
+        }
+    };
+    let stored = state.progress.borrow().get(&level).copied().unwrap_or(0);
+    // A stored position past the queue's end (a store lost its tail) restarts
+    // at the end, as Java's `correctDelayOffset` does.
+    let mut offset = stored.min(queue.max_offset()).max(queue.min_offset());
+    let mut delivered = 0;
+    while offset < queue.max_offset() && delivered < DELIVER_BATCH_MAX {
+        if shard.stopping.is_triggered() {
+            break;
+        }
+        let Some(entry) = queue.entry(offset) else {
+            break;
+        };
+        let size = usize::try_from(entry.size).unwrap_or(0);
+        let Some(bytes) = shard.store.read_records(entry.physical_offset, size) else {
+            tracing::error!(
+                level,
+                offset,
+                "scheduled message unreadable; retrying later"
+            );
+            break;
+        };
+        let record = match decode_record(&bytes, false) {
+            Ok(record) => record,
+            Err(err) => {
+                tracing::error!(level, offset, %err, "scheduled message undecodable; skipped");
+                offset += 1;
+                state.advance(level, offset);
+                continue;
+            }
+        };
+        let now = now_ms();
+        let mut due = record.store_timestamp_ms.saturating_add(delay_ms);
+        // A store time in the future (the clock went back): deliver now,
+        // as Java's `correctDeliverTimestamp` does.
+        if due > now.saturating_add(delay_ms) {
+            due = now;
+        }
+        if due > now {
+            break;
+        }
+        match deliver_to_real_topic(shard, &record).await {
+            Ok(_) => delivered += 1,
+            Err(DeliverError::Invalid(reason)) => {
+                tracing::error!(level, offset, %reason, "scheduled message dropped");
+            }
+            Err(DeliverError::Store(reject)) => {
+                tracing::warn!(level, offset, remark = %reject.remark,
+                    "delivering a scheduled message failed; retrying later");
+                break;
+            }
+        }
+        offset += 1;
+        state.advance(level, offset);
+    }
+    if offset != stored {
+        state.advance(level, offset);
+    }
+    delivered
+}
+
+/// Delivers this shard's levels until the shard stops.
+async fn deliver_loop(shard: Rc<Shard>) {
+    let levels: Vec<i32> = shard
+        .consume
+        .schedule
+        .progress
+        .borrow()
+        .keys()
+        .copied()
+        .collect();
+    loop {
+        if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
+            return;
+        }
+        for level in &levels {
+            deliver_level(&shard, *level).await;
+        }
+    }
+}
+
+/// Every shard's progress merged; None when a shard did not answer.
+async fn gather(shard: &Shard, take_changed: bool) -> Option<(DelayOffsets, bool)> {
+    let mut all = DelayOffsets::new();
+    let mut changed = false;
+    for answer in shard
+        .on_all(|| ShardRequest::Consume(MeshRequest::DelayProgress { take_changed }))
+        .await
+    {
+        match answer {
+            Ok(ShardResponse::Consume(MeshResponse::Delay {
+                offsets,
+                changed: c,
+            })) => {
+                all.extend(offsets);
+                changed |= c;
+            }
+            _ => return None,
+        }
+    }
+    Some((all, changed))
+}
+
+fn offset_file(shard: &Shard, offsets: DelayOffsets) -> DelayOffsetFile {
+    let mut version = shard.consume.schedule.data_version.borrow_mut();
+    version.next(now_ms());
+    DelayOffsetFile {
+        offset_table: offsets,
+        data_version: *version,
+    }
+}
+
+/// On shard 0: writes delayOffset.json whenever some level moved.
+async fn persist_loop(shard: Rc<Shard>) {
+    let interval = shard.config().offset_persist_interval_ms;
+    loop {
+        if pause(&shard, interval).await {
+            return;
+        }
+        // A partial view would drop the silent shards' levels from the file.
+        if let Some((offsets, true)) = gather(&shard, true).await {
+            let file = offset_file(&shard, offsets);
+            crate::consume::write_config(&shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
+        }
+    }
+}
+
+/// Starts the delivery loop (when this shard owns a level) and, on shard
+/// 0, the persistence loop.
+pub(crate) fn spawn(shard: &Rc<Shard>) {
+    let mut tasks = shard.consume.schedule.tasks.borrow_mut();
+    if !shard.consume.schedule.progress.borrow().is_empty() {
+        tasks.push(glommio::spawn_local(deliver_loop(shard.clone())));
+    }
+    if shard.index == 0 {
+        tasks.push(glommio::spawn_local(persist_loop(shard.clone())));
+    }
+}
+
+/// On shard 0: another shard's final progress.
+pub(crate) fn stopped_report(shard: &Shard, from: usize, offsets: DelayOffsets) {
+    let state = &shard.consume.schedule;
+    state.reports.borrow_mut().insert(from, offsets);
+    state.reported.notify();
+}
+
+/// At shutdown (the shard is stopping): waits for the loops, then hands
+/// the final progress to shard 0, which writes delayOffset.json once every
+/// shard reported (or after [`STOP_GATHER_TIMEOUT_MS`]).
+pub(crate) async fn stop(shard: &Rc<Shard>) {
+    let state = &shard.consume.schedule;
+    let tasks = std::mem::take(&mut *state.tasks.borrow_mut());
+    for task in tasks {
+        task.await;
+    }
+    let (own, _) = state.progress(true);
+    if shard.index != 0 {
+        let report = MeshRequest::DelayStopped {
+            shard: shard.index,
+            offsets: own,
+        };
+        if let Err(reject) = shard.call(0, ShardRequest::Consume(report)).await {
+            tracing::warn!(shard = shard.index, remark = %reject.remark,
+                "could not hand delay progress to shard 0");
+        }
+        return;
+    }
+    state.reports.borrow_mut().insert(0, own);
+    let all_in = async {
+        while state.reports.borrow().len() < shard.count {
+            state.reported.wait().await;
+        }
+        true
+    };
+    let timeout = async {
+        glommio::timer::sleep(Duration::from_millis(STOP_GATHER_TIMEOUT_MS)).await;
+        false
+    };
+    if !future::or(all_in, timeout).await {
+        tracing::warn!("not every shard reported its delay progress; keeping the last file");
+        return;
+    }
+    let mut all = DelayOffsets::new();
+    for part in std::mem::take(&mut *state.reports.borrow_mut()).into_values() {
+        all.extend(part);
+    }
+    let file = offset_file(shard, all);
+    crate::consume::write_config(shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
+}
+
+/// GET_ALL_DELAY_OFFSET: every level's delivery progress.
+pub(crate) async fn all_delay_offsets(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let (offsets, _) = gather(shard, false)
+        .await
+        .ok_or_else(|| Reject::system("a shard did not report its delay progress"))?;
+    let file = DelayOffsetFile {
+        offset_table: offsets,
+        data_version: *shard.consume.schedule.data_version.borrow(),
+    };
+    Ok(
+        RemotingCommand::response_to(request, response_code::SUCCESS, None)
+            .with_body(encode_json(&file)),
+    )
+}

@@ -1,0 +1,230 @@
+//! Services that each live on one designated shard, and what other shards
+//! ask them over the mesh.
+//!
+//! - **Timer shard** = owner of (`rmq_sys_wheel_timer`, 0). It owns the
+//!   timer store (fed from that queue's ConsumeQueue, in CommitLog order)
+//!   and delivers due timer messages. It also owns the message index: one
+//!   sequential scanner reads every CommitLog record once, in order, and
+//!   feeds the IndexService (which must be fed in CommitLog order, so by
+//!   one thread), and the timer checks the index for timers that may have
+//!   been delivered just before a crash.
+//! - **Transaction shard** = owner of (`RMQ_SYS_TRANS_HALF_TOPIC`, 0). It
+//!   owns the half messages' state, applies END_TRANSACTION (forwarded
+//!   there, so one shard decides each half message exactly once) and runs
+//!   the check-back loop.
+//!
+//! With one shard both are shard 0. Requests for a queue's offsets by time
+//! run on the queue's owner, as every queue request does.
+
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
+
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::shard::owner_shard;
+use ferrocket_store::DispatchEntry;
+
+use crate::query::{IndexFeed, QueryAnswer, QueryRequest};
+use crate::shard::Shard;
+use crate::timer::TimerService;
+use crate::transaction::{EndTxnRequest, TxnService};
+use crate::util::Reject;
+
+/// Topic holding timer messages until due (`TimerMessageStore.TIMER_TOPIC`).
+pub(crate) const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+/// Topic of half (prepared) transactional messages.
+pub(crate) const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+/// Topic of transaction op records (one per ended half message).
+pub(crate) const OP_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+
+/// The shard owning the timer store and the message index.
+pub(crate) fn timer_shard(count: usize) -> usize {
+    owner_shard(TIMER_TOPIC, 0, count)
+}
+
+/// The shard owning transaction state.
+pub(crate) fn txn_shard(count: usize) -> usize {
+    owner_shard(HALF_TOPIC, 0, count)
+}
+
+/// A request for one of these services. `Send`: it crosses shards.
+pub(crate) enum SystemRequest {
+    /// On the timer shard: look keys up in the index.
+    Query(QueryRequest),
+    /// On the transaction shard.
+    EndTransaction(EndTxnRequest),
+    /// On the shard holding the connection: send a oneway request on it.
+    SendOneway {
+        conn_id: u64,
+        command: RemotingCommand,
+    },
+    /// On a queue's owner: the first queue offset stored at or after
+    /// `timestamp_ms`.
+    SearchOffset {
+        topic: String,
+        queue_id: i32,
+        timestamp_ms: i64,
+    },
+    /// On a queue's owner: the store time of its first message.
+    EarliestTime { topic: String, queue_id: i32 },
+    /// On the shard holding the connection: push a reply to a requester
+    /// and wait for its answer code (`reply`).
+    PushReply {
+        conn_id: u64,
+        command: RemotingCommand,
+    },
+}
+
+/// The answer.
+pub(crate) enum SystemResponse {
+    Query(Result<QueryAnswer, Reject>),
+    Value(Result<i64, Reject>),
+    Done(Result<(), Reject>),
+}
+
+/// A shard's handles on the services it runs (empty on other shards).
+#[derive(Default)]
+pub(crate) struct Services {
+    pub timer: OnceCell<Rc<TimerService>>,
+    pub index: OnceCell<Rc<IndexFeed>>,
+    pub txn: OnceCell<Rc<TxnService>>,
+    tasks: RefCell<Vec<glommio::Task<()>>>,
+}
+
+impl Services {
+    /// Called for every ConsumeQueue dispatch on this shard.
+    pub fn on_dispatch(&self, entry: &DispatchEntry) {
+        match &*entry.topic {
+            TIMER_TOPIC => {
+                if let Some(timer) = self.timer.get() {
+                    timer.wake();
+                }
+            }
+            HALF_TOPIC => {
+                if let Some(txn) = self.txn.get() {
+                    txn.wake();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Opens the services this shard owns and starts their loops. Called once
+/// the shard's mesh is connected.
+pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
+    let services = &shard.services;
+    let mut tasks = Vec::new();
+    if shard.index == timer_shard(shard.count) {
+        let index = Rc::new(IndexFeed::open(shard)?);
+        let timer = Rc::new(TimerService::open(shard)?);
+        let _ = services.index.set(Rc::clone(&index));
+        let _ = services.timer.set(Rc::clone(&timer));
+        tasks.push(glommio::spawn_local(crate::query::feed_loop(
+            shard.clone(),
+            index,
+        )));
+        tasks.push(glommio::spawn_local(crate::timer::run(
+            shard.clone(),
+            timer,
+        )));
+    }
+    if shard.index == txn_shard(shard.count) {
+        let txn = Rc::new(TxnService::open(shard)?);
+        let _ = services.txn.set(Rc::clone(&txn));
+        tasks.push(glommio::spawn_local(crate::transaction::run(
+            shard.clone(),
+            txn,
+        )));
+    }
+    services.tasks.borrow_mut().extend(tasks);
+    Ok(())
+}
+
+/// Waits for the loops (they end once the shard is stopping) and makes the
+/// services' state durable. Call before the store shuts down.
+pub(crate) async fn stop(shard: &Rc<Shard>) {
+    let tasks = std::mem::take(&mut *shard.services.tasks.borrow_mut());
+    for task in tasks {
+        task.await;
+    }
+    if let Some(timer) = shard.services.timer.get() {
+        timer.flush().await;
+    }
+    if let Some(index) = shard.services.index.get() {
+        index.flush().await;
+    }
+    if let Some(txn) = shard.services.txn.get() {
+        txn.persist(shard).await;
+    }
+}
+
+/// Runs a forwarded request on this shard.
+pub(crate) async fn handle(shard: &Rc<Shard>, request: SystemRequest) -> SystemResponse {
+    match request {
+        SystemRequest::Query(query) => {
+            SystemResponse::Query(crate::query::execute(shard, query).await)
+        }
+        SystemRequest::EndTransaction(end) => {
+            SystemResponse::Done(crate::transaction::end_owned(shard, end).await)
+        }
+        SystemRequest::SendOneway { conn_id, command } => {
+            SystemResponse::Done(send_oneway_here(shard, conn_id, command))
+        }
+        SystemRequest::SearchOffset {
+            topic,
+            queue_id,
+            timestamp_ms,
+        } => SystemResponse::Value(crate::query::search_offset_owned(
+            shard,
+            &topic,
+            queue_id,
+            timestamp_ms,
+        )),
+        SystemRequest::EarliestTime { topic, queue_id } => {
+            SystemResponse::Value(crate::query::earliest_time_owned(shard, &topic, queue_id))
+        }
+        SystemRequest::PushReply { conn_id, command } => SystemResponse::Value(
+            crate::reply::push_here(shard, conn_id, command)
+                .await
+                .map(i64::from),
+        ),
+    }
+}
+
+/// Sends `command` oneway on connection `conn_id` of this shard.
+pub(crate) fn send_oneway_here(
+    shard: &Shard,
+    conn_id: u64,
+    command: RemotingCommand,
+) -> Result<(), Reject> {
+    let conn = shard
+        .connection(conn_id)
+        .ok_or_else(|| Reject::system(format!("connection {conn_id} is closed")))?;
+    conn.send_oneway(command)
+        .map_err(|err| Reject::system(format!("connection {conn_id}: {err}")))
+}
+
+/// Sends `command` oneway on connection `conn_id`, wherever it lives.
+pub(crate) async fn send_oneway(
+    shard: &Shard,
+    conn_id: u64,
+    command: RemotingCommand,
+) -> Result<(), Reject> {
+    let target = usize::from(ferrocket_runtime::server::shard_of_conn_id(conn_id));
+    if target == shard.index {
+        return send_oneway_here(shard, conn_id, command);
+    }
+    if target >= shard.count {
+        return Err(Reject::system(format!("connection {conn_id} has no shard")));
+    }
+    match shard
+        .call(
+            target,
+            crate::messages::ShardRequest::System(SystemRequest::SendOneway { conn_id, command }),
+        )
+        .await?
+    {
+        crate::messages::ShardResponse::System(SystemResponse::Done(done)) => done,
+        other => Err(other.unexpected()),
+    }
+}

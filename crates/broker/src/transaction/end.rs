@@ -1,0 +1,257 @@
+//! END_TRANSACTION (37): the receiving shard reads the header and forwards
+//! it to the transaction shard, which commits or rolls back the half
+//! message once.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::properties::{self, Properties};
+use ferrocket_protocol::record::{sys_flag, NewRecord};
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_store::AppendRequest;
+
+use super::state::{ingest, Half};
+use super::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::resend::{append_copy, read_record, tag_hash, view, Target};
+use crate::shard::Shard;
+use crate::system::{txn_shard, SystemRequest, SystemResponse, OP_TOPIC};
+use crate::util::{now_ms, Reject};
+
+/// How often END_TRANSACTION looks for a half message not yet dispatched.
+const HALF_ARRIVAL_POLL_MS: u64 = 5;
+
+/// `EndTransactionRequestHeader`, as the transaction shard needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct EndTxnRequest {
+    pub producer_group: String,
+    /// The half message's queue offset.
+    pub tran_state_table_offset: i64,
+    /// The half message's CommitLog offset.
+    pub commit_log_offset: i64,
+    /// 8 commit, 12 rollback, 0 unknown.
+    pub commit_or_rollback: i32,
+    pub from_transaction_check: bool,
+    pub msg_id: String,
+}
+
+/// END_TRANSACTION on the receiving shard.
+pub(crate) async fn end_transaction(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let fields = &request.ext_fields;
+    let end = EndTxnRequest {
+        producer_group: fields.required("producerGroup")?.to_string(),
+        tran_state_table_offset: fields.required_i64("tranStateTableOffset")?,
+        commit_log_offset: fields.required_i64("commitLogOffset")?,
+        commit_or_rollback: fields.required_i32("commitOrRollback")?,
+        from_transaction_check: fields.get_bool("fromTransactionCheck").unwrap_or(false),
+        msg_id: fields.get("msgId").unwrap_or("").to_string(),
+    };
+    let kind = end.commit_or_rollback;
+    if kind != sys_flag::TRANSACTION_COMMIT && kind != sys_flag::TRANSACTION_ROLLBACK {
+        // Unknown (or anything else): the half message stays for check-back.
+        tracing::debug!(
+            msg_id = %end.msg_id,
+            kind,
+            from_check = end.from_transaction_check,
+            "transaction state unknown; left for check-back"
+        );
+        return Ok(RemotingCommand::response_to(
+            request,
+            response_code::SUCCESS,
+            None,
+        ));
+    }
+    let target = txn_shard(shard.count);
+    match shard
+        .call(
+            target,
+            ShardRequest::System(SystemRequest::EndTransaction(end)),
+        )
+        .await?
+    {
+        ShardResponse::System(SystemResponse::Done(done)) => done?,
+        other => return Err(other.unexpected()),
+    }
+    Ok(RemotingCommand::response_to(
+        request,
+        response_code::SUCCESS,
+        None,
+    ))
+}
+
+/// On the transaction shard: ends one half message.
+pub(crate) async fn end_owned(shard: &Rc<Shard>, end: EndTxnRequest) -> Result<(), Reject> {
+    let txn = shard
+        .services
+        .txn
+        .get()
+        .cloned()
+        .ok_or_else(|| Reject::system("transactions are not on this shard"))?;
+    txn.wait_ready().await;
+    let offset = end.tran_state_table_offset;
+    let half = take_pending(shard, &txn, offset).await?;
+    let Some(half) = half else {
+        tracing::debug!(offset, msg_id = %end.msg_id, "half message already ended");
+        return Ok(());
+    };
+    if half.physical_offset != end.commit_log_offset {
+        restore(&txn, offset, half);
+        return Err(Reject::system("The commit log offset wrong"));
+    }
+    if half.group != end.producer_group {
+        restore(&txn, offset, half);
+        return Err(Reject::system("The producer group wrong"));
+    }
+    let commit = end.commit_or_rollback == sys_flag::TRANSACTION_COMMIT;
+    match settle(shard, &txn, offset, &half, commit).await {
+        Ok(()) => Ok(()),
+        Err(reject) => {
+            restore(&txn, offset, half);
+            Err(reject)
+        }
+    }
+}
+
+/// Takes the half message at `offset` out of the pending set (waiting
+/// briefly for its dispatch). `None`: it is already ended.
+async fn take_pending(
+    shard: &Shard,
+    txn: &TxnService,
+    offset: i64,
+) -> Result<Option<Half>, Reject> {
+    let deadline = Instant::now() + Duration::from_millis(HALF_ARRIVAL_WAIT_MS);
+    loop {
+        ingest(shard, txn);
+        {
+            let mut state = txn.state.borrow_mut();
+            if let Some(half) = state.pending.remove(&offset) {
+                // Ended from now on: a second END_TRANSACTION does nothing.
+                state.ended.insert(offset);
+                return Ok(Some(half));
+            }
+            if state.is_ended(offset) {
+                return Ok(None);
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(Reject::system("Find prepared transaction message failed"));
+        }
+        glommio::timer::sleep(Duration::from_millis(HALF_ARRIVAL_POLL_MS)).await;
+    }
+}
+
+/// Puts a half message back after a failed end.
+fn restore(txn: &TxnService, offset: i64, half: Half) {
+    let mut state = txn.state.borrow_mut();
+    state.ended.remove(&offset);
+    state.pending.insert(offset, half);
+}
+
+/// Commits (stores the real message) or rolls back, then writes the op
+/// record.
+pub(super) async fn settle(
+    shard: &Shard,
+    txn: &TxnService,
+    offset: i64,
+    half: &Half,
+    commit: bool,
+) -> Result<(), Reject> {
+    if commit {
+        let record = read_record(shard, half.physical_offset)
+            .ok_or_else(|| Reject::system("Find prepared transaction message failed"))?;
+        let held = view(&record)?;
+        let mut props = held.properties();
+        let real_topic = props.remove(properties::REAL_TOPIC);
+        let real_queue = props
+            .remove(properties::REAL_QID)
+            .and_then(|q| q.trim().parse::<i32>().ok());
+        let (Some(real_topic), Some(real_queue)) = (real_topic, real_queue) else {
+            return Err(Reject::system(
+                "the half message has no REAL_TOPIC/REAL_QID",
+            ));
+        };
+        props.remove(properties::TRAN_MSG);
+        let flag = sys_flag::with_transaction_type(held.sys_flag, sys_flag::TRANSACTION_COMMIT);
+        // A committed message with a timer or a delay level is held until
+        // due, as any sent one (Java's handleScheduleMessage on commits).
+        let timer = crate::routing::route_send(
+            shard.config(),
+            &real_topic,
+            real_queue,
+            flag,
+            &mut props,
+            now_ms(),
+        )
+        .unwrap_or(None);
+        let delayed = match &timer {
+            Some(_) => None,
+            None => crate::schedule::redirect_delayed(
+                &shard.consume.schedule.levels,
+                &mut props,
+                &real_topic,
+                real_queue,
+                flag,
+            ),
+        };
+        let (topic, queue_id) = match (&timer, &delayed) {
+            (Some(to), _) => (to.topic, to.queue_id),
+            (None, Some(to)) => (to.topic, to.queue_id),
+            (None, None) => (real_topic.as_str(), real_queue),
+        };
+        let target = Target {
+            topic,
+            queue_id,
+            sys_flag: flag,
+            prepared_transaction_offset: half.physical_offset,
+            properties: &props,
+        };
+        append_copy(shard, &held, &target).await?;
+    }
+    match append_op(shard, offset).await {
+        Ok(op_offset) => txn.state.borrow_mut().note_op(op_offset, offset),
+        Err(reject) if commit => {
+            // The commit is stored; keep the half message ended in memory.
+            tracing::error!(
+                offset,
+                remark = %reject.remark,
+                "op record not stored after a commit; a restart may check this half message again"
+            );
+        }
+        Err(reject) => return Err(reject),
+    }
+    tracing::debug!(offset, commit, "transaction ended");
+    Ok(())
+}
+
+/// Stores the op record for half offset `offset`; returns its queue offset.
+async fn append_op(shard: &Shard, offset: i64) -> Result<i64, Reject> {
+    let mut props = Properties::new();
+    props.insert(properties::TAGS, OP_TAG);
+    let props_bytes = props.to_bytes();
+    let body = offset.to_string();
+    let now = now_ms();
+    let record = NewRecord {
+        topic: OP_TOPIC,
+        queue_id: 0,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp_ms: now,
+        born_host: shard.env.store_host,
+        store_timestamp_ms: now,
+        store_host: shard.env.store_host,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+        body: body.as_bytes(),
+        properties: &props_bytes,
+    };
+    let mut encoded = BytesMut::with_capacity(record.encoded_len());
+    record.encode(0, 0, &mut encoded)?;
+    let append = AppendRequest::new(Arc::from(OP_TOPIC), 0, encoded, tag_hash(&props));
+    Ok(shard.store.append(append).await?.queue_offset)
+}

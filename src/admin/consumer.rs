@@ -1,0 +1,387 @@
+//! `ferrocket admin consumer|offset|group ...`: mqadmin's consumerProgress,
+//! consumerConnection, resetOffsetByTime, updateSubGroup and deleteSubGroup.
+//!
+//! `offset reset-by-time` rewrites the group's committed offsets on the
+//! brokers (SEARCH_OFFSET_BY_TIMESTAMP, then UPDATE_CONSUMER_OFFSET per
+//! queue), which is what mqadmin falls back to when the group is offline.
+//! Running consumers keep their own positions and would overwrite the
+//! reset at their next commit, so it refuses while any client of the group
+//! is online, unless `--force`.
+
+use clap::{Args, Subcommand};
+use ferrocket_client::{Admin, ClientError, ConsumerConnection, SubscriptionGroup};
+
+use super::print_table;
+
+#[derive(Debug, Subcommand)]
+pub enum ConsumerCommand {
+    /// Per queue: broker offset, committed offset, lag (consumerProgress).
+    Progress {
+        #[arg(short = 'g', long)]
+        group: String,
+        /// Only this topic (default: every topic the group has offsets of).
+        #[arg(short = 't', long)]
+        topic: Option<String>,
+        /// Only this broker (default: every master).
+        #[arg(short = 'b', long)]
+        broker_addr: Option<String>,
+    },
+    /// The group's online clients and subscriptions (consumerConnection).
+    Connection {
+        #[arg(short = 'g', long)]
+        group: String,
+        #[arg(short = 'b', long)]
+        broker_addr: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OffsetCommand {
+    /// Set the group's committed offsets of a topic to the first message
+    /// stored at or after a time (resetOffsetByTime).
+    ResetByTime {
+        #[arg(short = 'g', long)]
+        group: String,
+        #[arg(short = 't', long)]
+        topic: String,
+        /// Milliseconds since the Unix epoch.
+        #[arg(short = 's', long)]
+        timestamp: i64,
+        /// Reset even while clients of the group are online.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Where a group command applies.
+#[derive(Debug, Args)]
+pub struct GroupTarget {
+    #[arg(short = 'g', long)]
+    group: String,
+    /// On this broker only (host:port).
+    #[arg(short = 'b', long)]
+    broker_addr: Option<String>,
+    /// On the masters of this cluster (default: every master).
+    #[arg(short = 'c', long, conflicts_with = "broker_addr")]
+    cluster: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Create a subscription group or change the given settings of an
+    /// existing one (updateSubGroup).
+    Update {
+        #[command(flatten)]
+        target: GroupTarget,
+        /// Failed consumptions before a message goes to %DLQ%{group}.
+        #[arg(long)]
+        retry_max_times: Option<i32>,
+        /// Queues of %RETRY%{group}.
+        #[arg(long)]
+        retry_queue_nums: Option<i32>,
+        /// Allow pulls (true) or refuse them (false).
+        #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+        consume_enable: Option<bool>,
+        /// Allow broadcasting consumers.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+        consume_broadcast_enable: Option<bool>,
+    },
+    /// Delete a subscription group (deleteSubGroup).
+    Delete {
+        #[command(flatten)]
+        target: GroupTarget,
+        /// Also delete the group's committed offsets.
+        #[arg(long)]
+        clean_offset: bool,
+    },
+    /// Print a group's settings as JSON.
+    Get {
+        #[command(flatten)]
+        target: GroupTarget,
+    },
+}
+
+/// Master addresses: `broker_addr`, the masters of `cluster`, or every
+/// registered master.
+async fn masters(
+    admin: &Admin,
+    broker_addr: Option<&str>,
+    cluster: Option<&str>,
+) -> Result<Vec<String>, ClientError> {
+    if let Some(addr) = broker_addr {
+        return Ok(vec![addr.to_string()]);
+    }
+    let brokers = admin.cluster_brokers().await?;
+    let addrs: Vec<String> = brokers
+        .into_iter()
+        .filter(|b| b.broker_id == 0 && cluster.is_none_or(|c| b.cluster == c))
+        .map(|b| b.addr)
+        .collect();
+    if addrs.is_empty() {
+        return Err(ClientError::InvalidArgument(match cluster {
+            Some(c) => format!("cluster `{c}` has no master broker"),
+            None => "no master broker is registered with the name server".into(),
+        }));
+    }
+    Ok(addrs)
+}
+
+pub async fn run_consumer(admin: &Admin, command: ConsumerCommand) -> Result<(), ClientError> {
+    match command {
+        ConsumerCommand::Progress {
+            group,
+            topic,
+            broker_addr,
+        } => progress(admin, &group, topic.as_deref(), broker_addr.as_deref()).await,
+        ConsumerCommand::Connection { group, broker_addr } => {
+            connection(admin, &group, broker_addr.as_deref()).await
+        }
+    }
+}
+
+async fn progress(
+    admin: &Admin,
+    group: &str,
+    topic: Option<&str>,
+    broker_addr: Option<&str>,
+) -> Result<(), ClientError> {
+    let mut rows = vec![[
+        "Topic",
+        "Broker",
+        "QID",
+        "Broker Offset",
+        "Consumer Offset",
+        "Diff",
+        "Last Time (ms)",
+    ]
+    .map(String::from)];
+    let mut total_diff = 0;
+    let mut tps = 0.0;
+    for addr in masters(admin, broker_addr, None).await? {
+        let stats = admin.consume_stats(&addr, group, topic).await?;
+        tps += stats.consume_tps;
+        for (queue, offsets) in &stats.offsets {
+            total_diff += offsets.lag();
+            rows.push([
+                queue.topic.clone(),
+                queue.broker_name.clone(),
+                queue.queue_id.to_string(),
+                offsets.broker_offset.to_string(),
+                offsets.consumer_offset.to_string(),
+                offsets.lag().to_string(),
+                if offsets.last_timestamp > 0 {
+                    offsets.last_timestamp.to_string()
+                } else {
+                    "-".into()
+                },
+            ]);
+        }
+    }
+    print_table(&rows);
+    println!();
+    println!("Consume TPS: {tps:.2}");
+    println!("Consume Diff Total: {total_diff}");
+    Ok(())
+}
+
+async fn connection(
+    admin: &Admin,
+    group: &str,
+    broker_addr: Option<&str>,
+) -> Result<(), ClientError> {
+    let mut found: Option<ConsumerConnection> = None;
+    for addr in masters(admin, broker_addr, None).await? {
+        if let Some(conn) = admin.consumer_connection(&addr, group).await? {
+            match &mut found {
+                None => found = Some(conn),
+                Some(all) => {
+                    for client in conn.connection_set {
+                        if !all.connection_set.contains(&client) {
+                            all.connection_set.push(client);
+                        }
+                    }
+                    all.subscription_table.extend(conn.subscription_table);
+                }
+            }
+        }
+    }
+    let Some(conn) = found else {
+        return Err(ClientError::InvalidArgument(format!(
+            "the consumer group {group} is not online"
+        )));
+    };
+    let mut rows = vec![["#", "ClientId", "ClientAddr", "Language", "Version"].map(String::from)];
+    for (i, client) in conn.connection_set.iter().enumerate() {
+        rows.push([
+            (i + 1).to_string(),
+            client.client_id.clone(),
+            client.client_addr.clone(),
+            client.language.clone(),
+            client.version.to_string(),
+        ]);
+    }
+    print_table(&rows);
+    println!();
+    let mut subs = vec![["Topic", "SubExpression", "Type"].map(String::from)];
+    for (topic, sub) in &conn.subscription_table {
+        subs.push([
+            topic.clone(),
+            sub.sub_string.clone(),
+            sub.expression_type.clone().unwrap_or_else(|| "TAG".into()),
+        ]);
+    }
+    print_table(&subs);
+    println!();
+    println!("ConsumeType: {}", conn.consume_type);
+    println!("MessageModel: {}", conn.message_model);
+    println!("ConsumeFromWhere: {}", conn.consume_from_where);
+    Ok(())
+}
+
+pub async fn run_offset(admin: &Admin, command: OffsetCommand) -> Result<(), ClientError> {
+    let OffsetCommand::ResetByTime {
+        group,
+        topic,
+        timestamp,
+        force,
+    } = command;
+    let route = admin.topic_route(&topic).await?;
+    let mut targets: Vec<(String, String, i32)> = Vec::new();
+    for queues in &route.queue_datas {
+        let Some(addr) = route
+            .broker_datas
+            .iter()
+            .find(|b| b.broker_name == queues.broker_name)
+            .and_then(|b| b.master_addr().map(str::to_string))
+        else {
+            continue;
+        };
+        if !force {
+            if let Some(conn) = admin.consumer_connection(&addr, &group).await? {
+                if !conn.connection_set.is_empty() {
+                    return Err(ClientError::InvalidArgument(format!(
+                        "{} client(s) of group {group} are online on {addr}; stop them first \
+                         (they would overwrite the reset offsets) or pass --force",
+                        conn.connection_set.len()
+                    )));
+                }
+            }
+        }
+        targets.push((addr, queues.broker_name.clone(), queues.read_queue_nums));
+    }
+    let mut rows = vec![["Topic", "Broker", "QID", "Old Offset", "New Offset"].map(String::from)];
+    for (addr, broker_name, queue_nums) in targets {
+        for queue_id in 0..queue_nums {
+            let new = admin
+                .search_offset(&addr, &topic, queue_id, timestamp)
+                .await?;
+            let old = admin
+                .committed_offset(&addr, &group, &topic, queue_id)
+                .await?;
+            admin
+                .commit_offset(&addr, &group, &topic, queue_id, new)
+                .await?;
+            rows.push([
+                topic.clone(),
+                broker_name.clone(),
+                queue_id.to_string(),
+                old.map_or_else(|| "-".into(), |o| o.to_string()),
+                new.to_string(),
+            ]);
+        }
+    }
+    print_table(&rows);
+    Ok(())
+}
+
+pub async fn run_group(admin: &Admin, command: GroupCommand) -> Result<(), ClientError> {
+    match command {
+        GroupCommand::Update {
+            target,
+            retry_max_times,
+            retry_queue_nums,
+            consume_enable,
+            consume_broadcast_enable,
+        } => {
+            for addr in masters(
+                admin,
+                target.broker_addr.as_deref(),
+                target.cluster.as_deref(),
+            )
+            .await?
+            {
+                let table = admin.subscription_groups(&addr).await?;
+                let mut group = table
+                    .subscription_group_table
+                    .get(&target.group)
+                    .cloned()
+                    .unwrap_or_else(|| SubscriptionGroup::new(&target.group));
+                if let Some(times) = retry_max_times {
+                    group.retry_max_times = times;
+                }
+                if let Some(queues) = retry_queue_nums {
+                    group.retry_queue_nums = queues;
+                }
+                if let Some(enable) = consume_enable {
+                    group.consume_enable = enable;
+                }
+                if let Some(enable) = consume_broadcast_enable {
+                    group.consume_broadcast_enable = enable;
+                }
+                admin.update_subscription_group(&addr, &group).await?;
+                println!(
+                    "updated subscription group {} on {addr} (retryMaxTimes {}, retryQueueNums {}, consumeEnable {})",
+                    group.group_name, group.retry_max_times, group.retry_queue_nums, group.consume_enable
+                );
+            }
+            Ok(())
+        }
+        GroupCommand::Delete {
+            target,
+            clean_offset,
+        } => {
+            for addr in masters(
+                admin,
+                target.broker_addr.as_deref(),
+                target.cluster.as_deref(),
+            )
+            .await?
+            {
+                admin
+                    .delete_subscription_group(&addr, &target.group, clean_offset)
+                    .await?;
+                println!(
+                    "deleted subscription group {} on {addr}{}",
+                    target.group,
+                    if clean_offset {
+                        " with its offsets"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Ok(())
+        }
+        GroupCommand::Get { target } => {
+            for addr in masters(
+                admin,
+                target.broker_addr.as_deref(),
+                target.cluster.as_deref(),
+            )
+            .await?
+            {
+                let table = admin.subscription_groups(&addr).await?;
+                match table.subscription_group_table.get(&target.group) {
+                    Some(group) => {
+                        let json = serde_json::to_string_pretty(group).map_err(|e| {
+                            ClientError::InvalidArgument(format!("cannot print the group: {e}"))
+                        })?;
+                        println!("{addr}: {json}");
+                    }
+                    None => println!("{addr}: no subscription group {}", target.group),
+                }
+            }
+            Ok(())
+        }
+    }
+}
