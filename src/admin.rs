@@ -140,8 +140,12 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
         AdminCommand::Consumer(command) => consumer::run_consumer(&admin, command)
             .await
             .map_err(describe),
-        AdminCommand::Offset(command) => consumer::run_offset(&admin, command).await.map_err(describe),
-        AdminCommand::Group(command) => consumer::run_group(&admin, command).await.map_err(describe),
+        AdminCommand::Offset(command) => consumer::run_offset(&admin, command)
+            .await
+            .map_err(describe),
+        AdminCommand::Group(command) => {
+            consumer::run_group(&admin, command).await.map_err(describe)
+        }
     }
 }
 
