@@ -21,7 +21,7 @@ use crate::namesrv::NamesrvClient;
 use crate::offset_table::{merge, OffsetFile, OffsetMap, OFFSETS_FILE};
 use crate::shard::Shard;
 use crate::topics::{self, TopicChange, TopicTable, TOPICS_FILE};
-use crate::util::{now_ms, Notify, Reject};
+use crate::util::{now_ms, sleep_or_stop, write_config, Notify, Reject};
 
 /// How often silent clients are looked for (`ClientHousekeepingService`).
 pub const CLIENT_SCAN_INTERVAL_MS: u64 = 10_000;
@@ -135,7 +135,7 @@ pub(crate) async fn topic_change(
         let version = control.topics_version.get() + 1;
         control.topics_version.set(version);
         let snapshot = Arc::new(control.topics.borrow().clone());
-        persist_json(shard, TOPICS_FILE, Arc::clone(&snapshot)).await;
+        write_config(shard, TOPICS_FILE, Arc::clone(&snapshot)).await;
         let snapshot = Versioned {
             version,
             value: snapshot,
@@ -151,21 +151,6 @@ pub(crate) async fn topic_change(
         control.register_now.notify();
     }
     Ok(topic)
-}
-
-/// Writes a JSON config file on the blocking pool (logs failures).
-async fn persist_json<T: serde::Serialize + Send + Sync + 'static>(
-    shard: &Shard,
-    name: &'static str,
-    value: Arc<T>,
-) {
-    let dir = shard.env.config_dir.clone();
-    let written = glommio::executor()
-        .spawn_blocking(move || dir.write_json(name, &*value))
-        .await;
-    if let Err(err) = written {
-        tracing::error!(file = name, %err, "persisting a config file failed");
-    }
 }
 
 async fn heartbeat(shard: &Rc<Shard>, conn_id: u64, data: HeartbeatData) -> Result<(), Reject> {
@@ -262,18 +247,7 @@ fn notify_group(shard: &Rc<Shard>, table: &ClientTable, group: String) {
 pub(crate) async fn client_expiry_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(CLIENT_SCAN_INTERVAL_MS);
     loop {
-        let stopped = future::or(
-            async {
-                glommio::timer::sleep(interval).await;
-                false
-            },
-            async {
-                shard.stopping.wait().await;
-                true
-            },
-        )
-        .await;
-        if stopped {
+        if sleep_or_stop(&shard, interval).await {
             return;
         }
         let expiry = shard.config().client_expiry_ms;
@@ -289,18 +263,7 @@ pub(crate) async fn client_expiry_loop(shard: Rc<Shard>) {
 pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(shard.config().offset_persist_interval_ms);
     loop {
-        let stopped = future::or(
-            async {
-                glommio::timer::sleep(interval).await;
-                false
-            },
-            async {
-                shard.stopping.wait().await;
-                true
-            },
-        )
-        .await;
-        if stopped {
+        if sleep_or_stop(&shard, interval).await {
             return;
         }
         let mut parts = Vec::with_capacity(shard.count);
@@ -320,7 +283,7 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
             let file = OffsetFile {
                 offset_table: merge(parts),
             };
-            persist_json(&shard, OFFSETS_FILE, Arc::new(file)).await;
+            write_config(&shard, OFFSETS_FILE, Arc::new(file)).await;
         }
     }
 }
@@ -348,7 +311,7 @@ pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
             shards = shard.count,
             "not every shard reported its offsets at shutdown; keeping the last file"
         );
-        persist_json(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+        write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
         return;
     }
     let parts: Vec<OffsetMap> = std::mem::take(&mut *control.stopped.borrow_mut())
@@ -357,6 +320,6 @@ pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
     let file = OffsetFile {
         offset_table: merge(parts),
     };
-    persist_json(shard, OFFSETS_FILE, Arc::new(file)).await;
-    persist_json(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+    write_config(shard, OFFSETS_FILE, Arc::new(file)).await;
+    write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
 }

@@ -21,6 +21,7 @@ use glommio::net::TcpStream;
 use glommio::sync::Semaphore;
 
 use crate::shard::Shard;
+use crate::util::wait_or_stop;
 
 /// Largest name server answer read.
 pub const NAMESRV_FRAME_BYTES_MAX: usize = 16 * 1024 * 1024;
@@ -243,18 +244,8 @@ pub(crate) async fn registration_loop(shard: Rc<Shard>) {
             total = shard.env.namesrvs.len(),
             "registered with name servers"
         );
-        let stopped = future::or(
-            async {
-                future::or(glommio::timer::sleep(interval), control.register_now.wait()).await;
-                false
-            },
-            async {
-                shard.stopping.wait().await;
-                true
-            },
-        )
-        .await;
-        if stopped {
+        let wake = future::or(glommio::timer::sleep(interval), control.register_now.wait());
+        if wait_or_stop(&shard, wake).await {
             return;
         }
     }

@@ -1,15 +1,21 @@
-//! Small shared pieces: wall-clock time, a one-executor notifier, and the
-//! typed rejection every processor returns instead of a success.
+//! Small shared pieces: wall-clock time, a one-executor notifier, the
+//! typed rejection every processor returns instead of a success, and the
+//! waits and config writes of the background loops.
 
 use std::cell::{Cell, RefCell};
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
+use std::sync::Arc;
 use std::task::{Poll, Waker};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::{ProtocolError, RemotingCommand};
 use ferrocket_runtime::shard::MeshError;
 use ferrocket_store::StoreError;
+use futures_lite::future;
+use serde::Serialize;
+
+use crate::shard::Shard;
 
 /// Wall-clock milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> i64 {
@@ -90,5 +96,42 @@ impl Notify {
             }
         })
         .await
+    }
+}
+
+/// Waits for `wake` unless the shard starts stopping first; returns whether
+/// it stopped (a background loop then ends).
+pub(crate) async fn wait_or_stop(shard: &Shard, wake: impl Future<Output = ()>) -> bool {
+    future::or(
+        async {
+            wake.await;
+            false
+        },
+        async {
+            shard.stopping.wait().await;
+            true
+        },
+    )
+    .await
+}
+
+/// Sleeps `interval` unless the shard starts stopping first; returns
+/// whether it stopped.
+pub(crate) async fn sleep_or_stop(shard: &Shard, interval: Duration) -> bool {
+    wait_or_stop(shard, glommio::timer::sleep(interval)).await
+}
+
+/// Writes a JSON config file on the blocking pool (logs failures).
+pub(crate) async fn write_config<T: Serialize + Send + Sync + 'static>(
+    shard: &Shard,
+    name: &'static str,
+    value: Arc<T>,
+) {
+    let dir = shard.env.config_dir.clone();
+    let written = glommio::executor()
+        .spawn_blocking(move || dir.write_json(name, &*value))
+        .await;
+    if let Err(err) = written {
+        tracing::error!(file = name, %err, "persisting a config file failed");
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use ferrocket_protocol::body::{
-    de_bool, de_i32, de_i64, de_string, encode_json, DataVersion, SubscriptionData,
+    de_i32, de_i64, de_string, encode_json, DataVersion, SubscriptionData, SubscriptionGroupConfig,
 };
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{
@@ -17,7 +17,6 @@ use ferrocket_protocol::header::{
 };
 use ferrocket_protocol::RemotingCommand;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::admin::Admin;
 use crate::error::expect_success;
@@ -26,61 +25,9 @@ use crate::object_keys::quote_object_keys;
 use crate::route::MessageQueue;
 use crate::ClientError;
 
-/// A consumer group's settings on a broker (`SubscriptionGroupConfig`).
-/// Fields this client does not name are kept in `other`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SubscriptionGroup {
-    #[serde(deserialize_with = "de_string")]
-    pub group_name: String,
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_enable: bool,
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_from_min_enable: bool,
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_broadcast_enable: bool,
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_message_orderly: bool,
-    #[serde(deserialize_with = "de_i32")]
-    pub retry_queue_nums: i32,
-    #[serde(deserialize_with = "de_i32")]
-    pub retry_max_times: i32,
-    #[serde(deserialize_with = "de_i64")]
-    pub broker_id: i64,
-    #[serde(deserialize_with = "de_i64")]
-    pub which_broker_when_consume_slowly: i64,
-    #[serde(deserialize_with = "de_bool")]
-    pub notify_consumer_ids_changed_enable: bool,
-    #[serde(flatten)]
-    pub other: BTreeMap<String, Value>,
-}
-
-impl Default for SubscriptionGroup {
-    fn default() -> Self {
-        Self {
-            group_name: String::new(),
-            consume_enable: true,
-            consume_from_min_enable: true,
-            consume_broadcast_enable: true,
-            consume_message_orderly: false,
-            retry_queue_nums: 1,
-            retry_max_times: 16,
-            broker_id: 0,
-            which_broker_when_consume_slowly: 1,
-            notify_consumer_ids_changed_enable: true,
-            other: BTreeMap::new(),
-        }
-    }
-}
-
-impl SubscriptionGroup {
-    pub fn new(group_name: &str) -> Self {
-        Self {
-            group_name: group_name.to_string(),
-            ..Self::default()
-        }
-    }
-}
+/// A consumer group's settings on a broker (`SubscriptionGroupConfig`),
+/// shared with the broker through the protocol crate.
+pub type SubscriptionGroup = SubscriptionGroupConfig;
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (`SubscriptionGroupWrapper`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]

@@ -14,19 +14,18 @@ use ferrocket_protocol::body::{
 };
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{
-    pull_sys_flag, OffsetResponseHeader, PullMessageRequestHeader, PullMessageResponseHeader,
-    QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
-    UpdateConsumerOffsetRequestHeader,
+    OffsetResponseHeader, QueryConsumerOffsetRequestHeader, QueueRequestHeader,
+    SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use ferrocket_protocol::properties::java_string_hash;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::connection::{ConnectionConfig, RequestHandler};
 use crate::error::expect_success;
-use crate::message::{decode_messages, MessageExt, TagFilter};
+use crate::message::{MessageExt, TagFilter};
 use crate::namesrv::{NameServerClient, ROUTE_TTL_MS_DEFAULT};
 use crate::pool::ConnectionPool;
-use crate::producer::{local_ip_towards, now_ms};
+use crate::producer::{client_links, now_ms};
 use crate::route::MessageQueue;
 use crate::ClientError;
 
@@ -129,15 +128,13 @@ impl PullConsumer {
                 "the consumer group is empty".into(),
             ));
         }
-        let pool = ConnectionPool::new(config.connection.clone(), handler);
-        let namesrv = NameServerClient::with_route_ttl(
+        let (pool, namesrv, ip) = client_links(
+            &config.connection,
             &config.namesrv_addr,
-            pool.clone(),
-            Duration::from_millis(config.route_ttl_ms),
+            config.route_ttl_ms,
+            config.client_ip,
+            handler,
         )?;
-        let ip = config
-            .client_ip
-            .unwrap_or_else(|| local_ip_towards(&namesrv.addrs()[0]));
         Ok(Self {
             client_id: format!("{ip}@{}", std::process::id()),
             config,
@@ -172,7 +169,7 @@ impl PullConsumer {
         self.namesrv.read_queues(topic).await
     }
 
-    async fn broker_addr(&self, queue: &MessageQueue) -> Result<String, ClientError> {
+    pub(crate) async fn broker_addr(&self, queue: &MessageQueue) -> Result<String, ClientError> {
         if let Some(addr) = self.namesrv.master_addr(&queue.broker_name) {
             return Ok(addr);
         }
@@ -192,65 +189,19 @@ impl PullConsumer {
         expression: &str,
         suspend: Option<Duration>,
     ) -> Result<PullResult, ClientError> {
-        if !(1..=PULL_MSG_NUMS_MAX).contains(&max_nums) {
-            return Err(ClientError::InvalidArgument(format!(
-                "max_nums {max_nums} is outside 1..={PULL_MSG_NUMS_MAX}"
-            )));
-        }
         let filter = TagFilter::parse(expression);
-        let mut sys_flag = pull_sys_flag::SUBSCRIPTION;
-        if suspend.is_some() {
-            sys_flag |= pull_sys_flag::SUSPEND;
-        }
-        let suspend_ms = suspend.map_or(0, |d| d.as_millis() as u64);
-        let header = PullMessageRequestHeader {
-            consumer_group: self.config.group.clone(),
-            topic: queue.topic.clone(),
-            queue_id: queue.queue_id,
-            queue_offset: offset,
-            max_msg_nums: max_nums,
-            sys_flag,
-            commit_offset: 0,
-            suspend_timeout_millis: Some(suspend_ms as i64),
-            subscription: Some(if filter.matches_all() {
-                "*".to_string()
-            } else {
-                expression.trim().to_string()
-            }),
-            sub_version: Some(now_ms()),
-            expression_type: Some("TAG".to_string()),
-            max_msg_bytes: None,
-        };
-        let mut request = RemotingCommand::request(request_code::PULL_MESSAGE);
-        request.ext_fields = header.to_ext();
-        let timeout = Duration::from_millis(
-            suspend_ms + PULL_TIMEOUT_MARGIN_MS.max(self.config.connection.request_timeout_ms),
-        );
-        let addr = self.broker_addr(queue).await?;
-        let response = self.pool.invoke_timeout(&addr, request, timeout).await?;
-        let status = match response.code {
-            response_code::SUCCESS => PullStatus::Found,
-            response_code::PULL_NOT_FOUND => PullStatus::NoNewMsg,
-            response_code::PULL_RETRY_IMMEDIATELY => PullStatus::NoMatchedMsg,
-            response_code::PULL_OFFSET_MOVED => PullStatus::OffsetIllegal,
-            _ => return Err(ClientError::from_response(&response)),
-        };
-        let answer = PullMessageResponseHeader::from_ext(&response.ext_fields)?;
-        let messages = if status == PullStatus::Found {
-            let mut messages = decode_messages(&response.body, self.config.verify_crc)?;
-            messages.retain(|m| filter.matches(m.tags.as_deref()));
-            messages
+        let subscription = if filter.matches_all() {
+            "*"
         } else {
-            Vec::new()
+            expression.trim()
         };
-        Ok(PullResult {
-            status,
-            next_begin_offset: answer.next_begin_offset,
-            min_offset: answer.min_offset,
-            max_offset: answer.max_offset,
-            suggest_which_broker_id: answer.suggest_which_broker_id,
-            messages,
-        })
+        let mut result = self
+            .pull_with_expression(queue, offset, max_nums, subscription, "TAG", suspend)
+            .await?;
+        result
+            .messages
+            .retain(|m| filter.matches(m.tags.as_deref()));
+        Ok(result)
     }
 
     /// The group's committed offset of `queue`; `None` when none is stored.

@@ -1,7 +1,8 @@
 //! Pulls with a subscription expression of any type, SQL92 included
 //! (Java's `MessageSelector.bySql`). The broker evaluates SQL92 on message
 //! properties (it must run with `enablePropertyFilter=true`); what it
-//! answers is returned as is.
+//! answers is returned as is. [`PullConsumer::pull`] (TAG expressions,
+//! filtered again on the client) sends its request through here too.
 
 use std::time::Duration;
 
@@ -65,15 +66,9 @@ impl PullConsumer {
         let timeout = Duration::from_millis(
             suspend_ms + PULL_TIMEOUT_MARGIN_MS.max(self.config().connection.request_timeout_ms),
         );
-        let namesrv = self.namesrv();
-        let addr = match namesrv.master_addr(&queue.broker_name) {
-            Some(addr) => addr,
-            None => {
-                namesrv.route(&queue.topic).await?;
-                namesrv.find_master_addr(&queue.broker_name).await?
-            }
-        };
-        let response = namesrv
+        let addr = self.broker_addr(queue).await?;
+        let response = self
+            .namesrv()
             .pool()
             .invoke_timeout(&addr, request, timeout)
             .await?;

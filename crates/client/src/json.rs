@@ -9,6 +9,8 @@ use ferrocket_protocol::body::decode_json;
 use ferrocket_protocol::ProtocolError;
 use serde::de::DeserializeOwned;
 
+use crate::object_keys::rewrite_keys;
+
 /// Decodes a JSON body, accepting fastjson's unquoted integer map keys.
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProtocolError> {
     match decode_json(body) {
@@ -23,60 +25,27 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProtocolError>
 /// Rewrites `{0:` / `,12 :` (outside strings) as `{"0":` / `,"12" :`.
 /// Returns `None` when there was nothing to rewrite.
 fn quote_integer_keys(body: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(body.len() + 16);
-    let mut changed = false;
-    let mut in_string = false;
-    let mut escaped = false;
-    // True right after `{` or `,` (whitespace skipped): a key may start.
-    let mut key_position = false;
-    let mut i = 0;
-    while i < body.len() {
-        let byte = body[i];
-        if in_string {
-            out.push(byte);
-            if escaped {
-                escaped = false;
-            } else if byte == b'\\' {
-                escaped = true;
-            } else if byte == b'"' {
-                in_string = false;
-            }
-            i += 1;
-            continue;
+    rewrite_keys(body, |body, start| {
+        if !(body[start].is_ascii_digit() || body[start] == b'-') {
+            return None;
         }
-        if key_position && (byte.is_ascii_digit() || byte == b'-') {
-            let start = i;
-            let mut end = i + 1;
-            while end < body.len() && body[end].is_ascii_digit() {
-                end += 1;
-            }
-            let mut after = end;
-            while after < body.len() && body[after].is_ascii_whitespace() {
-                after += 1;
-            }
-            if after < body.len() && body[after] == b':' {
-                out.push(b'"');
-                out.extend_from_slice(&body[start..end]);
-                out.push(b'"');
-                changed = true;
-                key_position = false;
-                i = end;
-                continue;
-            }
+        let mut end = start + 1;
+        while end < body.len() && body[end].is_ascii_digit() {
+            end += 1;
         }
-        match byte {
-            b'"' => {
-                in_string = true;
-                key_position = false;
-            }
-            b'{' | b',' => key_position = true,
-            b if b.is_ascii_whitespace() => {}
-            _ => key_position = false,
+        let mut after = end;
+        while after < body.len() && body[after].is_ascii_whitespace() {
+            after += 1;
         }
-        out.push(byte);
-        i += 1;
-    }
-    changed.then_some(out)
+        if body.get(after) != Some(&b':') {
+            return None;
+        }
+        let mut quoted = Vec::with_capacity(end - start + 2);
+        quoted.push(b'"');
+        quoted.extend_from_slice(&body[start..end]);
+        quoted.push(b'"');
+        Some((end, quoted))
+    })
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! `{{"brokerName":"b","queueId":0,"topic":"T"}:{...}}`. That is not JSON;
 //! [`quote_object_keys`] turns each such key into a string holding the
 //! object's JSON, after which the body parses as a map with string keys.
+//! [`rewrite_keys`] is the scanner behind this and the integer-key fix in
+//! `json.rs`.
 
 /// What the scanner is inside of.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,11 +47,30 @@ fn object_end(body: &[u8], start: usize) -> Option<usize> {
 
 /// Rewrites object keys as string keys; `None` when there were none.
 pub fn quote_object_keys(body: &[u8]) -> Option<Vec<u8>> {
+    rewrite_keys(body, |body, i| {
+        if body[i] != b'{' {
+            return None;
+        }
+        let end = object_end(body, i)?;
+        let key = String::from_utf8_lossy(&body[i..end]);
+        let quoted = serde_json::to_string(&key).ok()?;
+        Some((end, quoted.into_bytes()))
+    })
+}
+
+/// Copies `body`, letting `rewrite(body, i)` replace what starts at each
+/// key position `i` (right after `{` or `,` within an object, whitespace
+/// skipped, outside strings): `Some((end, text))` puts `text` in place of
+/// `body[i..end]`, `None` keeps the bytes. Returns `None` when nothing was
+/// replaced. Shared by the fastjson fixes (integer and object keys).
+pub(crate) fn rewrite_keys(
+    body: &[u8],
+    mut rewrite: impl FnMut(&[u8], usize) -> Option<(usize, Vec<u8>)>,
+) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(body.len() + 64);
     let mut stack: Vec<Container> = Vec::new();
     let mut in_string = false;
     let mut escaped = false;
-    // Right after `{` or `,` within an object (whitespace skipped).
     let mut key_position = false;
     let mut changed = false;
     let mut i = 0;
@@ -67,15 +88,15 @@ pub fn quote_object_keys(body: &[u8]) -> Option<Vec<u8>> {
             i += 1;
             continue;
         }
-        if key_position && byte == b'{' {
-            let end = object_end(body, i)?;
-            let key = String::from_utf8_lossy(&body[i..end]);
-            let quoted = serde_json::to_string(&key).ok()?;
-            out.extend_from_slice(quoted.as_bytes());
-            changed = true;
-            key_position = false;
-            i = end;
-            continue;
+        if key_position {
+            if let Some((end, text)) = rewrite(body, i) {
+                assert!(end > i && end <= body.len(), "a key rewrite moves forward");
+                out.extend_from_slice(&text);
+                changed = true;
+                key_position = false;
+                i = end;
+                continue;
+            }
         }
         match byte {
             b'"' => {

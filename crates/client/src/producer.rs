@@ -116,6 +116,27 @@ pub(crate) fn local_ip_towards(addr: &str) -> IpAddr {
     }
 }
 
+/// What a producer or consumer runs on: a connection pool (with `handler`
+/// for requests brokers send), a name-server client caching routes
+/// `route_ttl_ms`, and the client IP (`client_ip`, else the local address
+/// towards the first name server).
+pub(crate) fn client_links(
+    connection: &ConnectionConfig,
+    namesrv_addr: &str,
+    route_ttl_ms: u64,
+    client_ip: Option<IpAddr>,
+    handler: Option<RequestHandler>,
+) -> Result<(ConnectionPool, NameServerClient, IpAddr), ClientError> {
+    let pool = ConnectionPool::new(connection.clone(), handler);
+    let namesrv = NameServerClient::with_route_ttl(
+        namesrv_addr,
+        pool.clone(),
+        Duration::from_millis(route_ttl_ms),
+    )?;
+    let ip = client_ip.unwrap_or_else(|| local_ip_towards(&namesrv.addrs()[0]));
+    Ok((pool, namesrv, ip))
+}
+
 /// A per-process random number (stands in for Java's class-loader hash).
 pub(crate) fn instance_hash() -> i32 {
     use std::hash::{BuildHasher, Hasher};
@@ -152,15 +173,13 @@ impl Producer {
                 "the producer group is empty".into(),
             ));
         }
-        let pool = ConnectionPool::new(config.connection.clone(), handler);
-        let namesrv = NameServerClient::with_route_ttl(
+        let (pool, namesrv, client_ip) = client_links(
+            &config.connection,
             &config.namesrv_addr,
-            pool.clone(),
-            Duration::from_millis(config.route_ttl_ms),
+            config.route_ttl_ms,
+            config.client_ip,
+            handler,
         )?;
-        let client_ip = config
-            .client_ip
-            .unwrap_or_else(|| local_ip_towards(&namesrv.addrs()[0]));
         let generator = UniqueKeyGenerator::new(client_ip, std::process::id(), instance_hash());
         Ok(Self {
             config,
@@ -297,16 +316,16 @@ impl Producer {
         request
     }
 
-    /// Sends one message and waits for the broker's answer.
-    pub async fn send(
+    /// Checks one message to send and builds its properties, with a fresh
+    /// UNIQ_KEY (returned too).
+    fn prepare_single(
         &self,
         topic: &str,
-        body: impl Into<Bytes>,
+        body_len: usize,
         options: &SendOptions,
-    ) -> Result<SendResult, ClientError> {
-        let body = body.into();
+    ) -> Result<(String, Properties), ClientError> {
         validate_topic(topic)?;
-        self.check_body(body.len())?;
+        self.check_body(body_len)?;
         let unique_key = self.next_unique_key();
         let props = message_properties(
             options.tags.as_deref(),
@@ -316,10 +335,27 @@ impl Producer {
             options.wait_store_msg_ok,
             &unique_key,
         )?;
-        let code = match self.config.send_version {
+        Ok((unique_key, props))
+    }
+
+    /// SEND_MESSAGE or SEND_MESSAGE_V2, as configured.
+    fn single_send_code(&self) -> i32 {
+        match self.config.send_version {
             SendVersion::V1 => request_code::SEND_MESSAGE,
             SendVersion::V2 => request_code::SEND_MESSAGE_V2,
-        };
+        }
+    }
+
+    /// Sends one message and waits for the broker's answer.
+    pub async fn send(
+        &self,
+        topic: &str,
+        body: impl Into<Bytes>,
+        options: &SendOptions,
+    ) -> Result<SendResult, ClientError> {
+        let body = body.into();
+        let (unique_key, props) = self.prepare_single(topic, body.len(), options)?;
+        let code = self.single_send_code();
         let encoded = props.to_encoded_string();
         self.send_with_retries(topic, &options.effective_selector(), unique_key, |queue| {
             let header = self.header(queue, encoded.clone(), options.flag, false);
@@ -336,25 +372,12 @@ impl Producer {
         options: &SendOptions,
     ) -> Result<(), ClientError> {
         let body = body.into();
-        validate_topic(topic)?;
-        self.check_body(body.len())?;
-        let unique_key = self.next_unique_key();
-        let props = message_properties(
-            options.tags.as_deref(),
-            &options.keys,
-            &options.properties,
-            options.delay_level,
-            options.wait_store_msg_ok,
-            &unique_key,
-        )?;
+        let (_, props) = self.prepare_single(topic, body.len(), options)?;
         let queues = self.write_queues(topic).await?;
         let rotation = self.rotation.fetch_add(1, Ordering::Relaxed);
         let queue = options.effective_selector().select(&queues, rotation)?;
         let addr = self.namesrv.find_master_addr(&queue.broker_name).await?;
-        let code = match self.config.send_version {
-            SendVersion::V1 => request_code::SEND_MESSAGE,
-            SendVersion::V2 => request_code::SEND_MESSAGE_V2,
-        };
+        let code = self.single_send_code();
         let header = self.header(&queue, props.to_encoded_string(), options.flag, false);
         self.pool
             .invoke_oneway(&addr, self.request(code, &header, body))

@@ -19,6 +19,11 @@ pub struct ExtFields {
     entries: Vec<Entry>,
 }
 
+/// Bytes reserved for keys and values when the first field is added.
+const TEXT_BYTES_INITIAL: usize = 256;
+/// Fields reserved when the first one is added.
+const ENTRIES_INITIAL: usize = 12;
+
 /// Byte ranges of one field inside [`ExtFields::text`].
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -97,6 +102,11 @@ impl ExtFields {
 
     /// Appends `piece` to the text, returning its range.
     fn push_text(&mut self, piece: &str) -> (u32, u32) {
+        if self.text.capacity() == 0 {
+            // A typical header's keys and values, so building one does not
+            // reallocate field by field.
+            self.text.reserve(TEXT_BYTES_INITIAL.max(piece.len()));
+        }
         let start = self.text.len();
         self.text.push_str(piece);
         let end = self.text.len();
@@ -124,6 +134,9 @@ impl ExtFields {
     /// (the decoder's fast path; a later duplicate shadows nothing, so the
     /// decoder checks for duplicates itself).
     fn push(&mut self, key: &str, value: &str) {
+        if self.entries.capacity() == 0 {
+            self.entries.reserve(ENTRIES_INITIAL);
+        }
         let (key_start, key_end) = self.push_text(key);
         let (value_start, value_end) = self.push_text(value);
         self.entries.push(Entry {

@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use ferrocket_protocol::body::{de_bool, de_i32, de_i64, de_string, DataVersion};
+use ferrocket_protocol::body::DataVersion;
+pub use ferrocket_protocol::body::SubscriptionGroupConfig;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_store::ConfigDir;
 use serde::{Deserialize, Serialize};
@@ -17,10 +18,6 @@ use crate::util::Reject;
 
 /// File holding the table under `config/`.
 pub const GROUPS_FILE: &str = "subscriptionGroup.json";
-/// Default `retryMaxTimes`: consumption attempts before the DLQ.
-pub const RETRY_MAX_TIMES_DEFAULT: i32 = 16;
-/// Default `retryQueueNums`.
-pub const RETRY_QUEUE_NUMS_DEFAULT: i32 = 1;
 /// Longest group name (`TopicValidator.CHARACTER_MAX_LENGTH`).
 pub const GROUP_NAME_BYTES_MAX: usize = 255;
 /// Most groups the table holds; creating more is refused.
@@ -36,74 +33,6 @@ const SYSTEM_GROUPS: [&str; 7] = [
     "CID_ONSAPI_PERMISSION",
     "CID_ONSAPI_OWNER",
 ];
-
-/// One group's settings (`SubscriptionGroupConfig`). Fields Ferrocket does
-/// not use (`groupRetryPolicy`, ...) are kept as they came, in `other`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SubscriptionGroupConfig {
-    #[serde(deserialize_with = "de_string")]
-    pub group_name: String,
-    /// Pulls are refused with NO_PERMISSION when false.
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_enable: bool,
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_from_min_enable: bool,
-    /// Broadcasting consumers are refused when false.
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_broadcast_enable: bool,
-    #[serde(deserialize_with = "de_bool")]
-    pub consume_message_orderly: bool,
-    /// Queues of the group's retry topic; 0 drops failed messages.
-    #[serde(deserialize_with = "de_i32")]
-    pub retry_queue_nums: i32,
-    /// Failed consumptions before a message goes to the DLQ.
-    #[serde(deserialize_with = "de_i32")]
-    pub retry_max_times: i32,
-    #[serde(deserialize_with = "de_i64")]
-    pub broker_id: i64,
-    #[serde(deserialize_with = "de_i64")]
-    pub which_broker_when_consume_slowly: i64,
-    #[serde(deserialize_with = "de_bool")]
-    pub notify_consumer_ids_changed_enable: bool,
-    #[serde(deserialize_with = "de_i32")]
-    pub group_sys_flag: i32,
-    #[serde(deserialize_with = "de_i32")]
-    pub consume_timeout_minute: i32,
-    pub attributes: BTreeMap<String, String>,
-    #[serde(flatten)]
-    pub other: BTreeMap<String, Value>,
-}
-
-impl Default for SubscriptionGroupConfig {
-    fn default() -> Self {
-        Self {
-            group_name: String::new(),
-            consume_enable: true,
-            consume_from_min_enable: true,
-            consume_broadcast_enable: true,
-            consume_message_orderly: false,
-            retry_queue_nums: RETRY_QUEUE_NUMS_DEFAULT,
-            retry_max_times: RETRY_MAX_TIMES_DEFAULT,
-            broker_id: 0,
-            which_broker_when_consume_slowly: 1,
-            notify_consumer_ids_changed_enable: true,
-            group_sys_flag: 0,
-            consume_timeout_minute: 15,
-            attributes: BTreeMap::new(),
-            other: BTreeMap::new(),
-        }
-    }
-}
-
-impl SubscriptionGroupConfig {
-    pub fn new(group_name: &str) -> Self {
-        Self {
-            group_name: group_name.to_string(),
-            ..Self::default()
-        }
-    }
-}
 
 /// The table with its version, as in subscriptionGroup.json and the
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (`SubscriptionGroupWrapper`).
@@ -239,28 +168,6 @@ pub(crate) fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn java_json_round_trips_with_unknown_fields_kept() {
-        let json = r#"{"groupName":"G","consumeEnable":"false","retryMaxTimes":3,
-            "groupRetryPolicy":{"type":"CUSTOMIZED"},"brokerId":0}"#;
-        let config: SubscriptionGroupConfig = serde_json::from_str(json).unwrap();
-        assert_eq!(config.group_name, "G");
-        assert!(!config.consume_enable);
-        assert_eq!(config.retry_max_times, 3);
-        assert_eq!(
-            config.retry_queue_nums, 1,
-            "missing fields take Java's defaults"
-        );
-        assert!(config.consume_broadcast_enable);
-        let out = serde_json::to_string(&config).unwrap();
-        assert!(
-            out.contains(r#""groupRetryPolicy":{"type":"CUSTOMIZED"}"#),
-            "{out}"
-        );
-        let back: SubscriptionGroupConfig = serde_json::from_str(&out).unwrap();
-        assert_eq!(back, config);
-    }
 
     #[test]
     fn changes_apply_and_count_versions() {

@@ -37,7 +37,7 @@ use crate::messages::ShardResponse;
 use crate::offset_table::OffsetMap;
 use crate::schedule::{self, DelayLevels, DelayOffsets, ScheduleState};
 use crate::shard::Shard;
-use crate::util::Reject;
+use crate::util::{write_config, Reject};
 use groups::{GroupChange, GroupTable, SubscriptionGroupConfig};
 use locks::LockTable;
 
@@ -276,21 +276,6 @@ async fn change_groups(
         }
     }
     Ok(config)
-}
-
-/// Writes a JSON config file on the blocking pool (logs failures).
-pub(crate) async fn write_config<T: Serialize + Send + Sync + 'static>(
-    shard: &Shard,
-    name: &'static str,
-    value: Arc<T>,
-) {
-    let dir = shard.env.config_dir.clone();
-    let written = glommio::executor()
-        .spawn_blocking(move || dir.write_json(name, &*value))
-        .await;
-    if let Err(err) = written {
-        tracing::error!(file = name, %err, "persisting a config file failed");
-    }
 }
 
 /// HEART_BEAT hook (before the registry sees it): remembers who is on this

@@ -18,14 +18,15 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use ferrocket_protocol::body::{perm, TopicConfig};
 use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::properties::{self, tags_code};
+use ferrocket_protocol::properties;
 use ferrocket_protocol::record::{decode_record, NewRecord};
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_store::AppendRequest;
 
 use super::group_admin::find_or_create;
 use crate::messages::{ShardRequest, ShardResponse};
-use crate::schedule::{read_record, redirect_delayed};
+use crate::resend::{read_record, tag_hash};
+use crate::schedule::redirect_delayed;
 use crate::shard::Shard;
 use crate::topics::{retry_topic, TopicChange};
 use crate::util::{now_ms, Reject};
@@ -171,7 +172,7 @@ pub(crate) async fn send_msg_back(
         Some(r) => (r.topic.to_string(), r.queue_id),
         None => (topic, queue_id),
     };
-    let tags = props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code);
+    let tags = tag_hash(&props);
     let props_bytes = props.to_bytes();
     let record = NewRecord {
         topic: &store_topic,

@@ -16,9 +16,9 @@ use std::time::Duration;
 use ferrocket_protocol::properties::KEYS;
 use ferrocket_protocol::record::{decode_record, peek_record, RecordPeek};
 use ferrocket_store::index::{index_dir, message_index_keys, IndexConfig, IndexService};
-use futures_lite::future;
 
 use crate::shard::Shard;
+use crate::util::sleep_or_stop;
 
 /// Records indexed per step before the scanner yields to other work.
 pub const SCAN_RECORDS_PER_STEP: usize = 4096;
@@ -180,18 +180,7 @@ pub(crate) async fn feed_loop(shard: Rc<Shard>, feed: Rc<IndexFeed>) {
             feed.flush().await;
             last_flush = std::time::Instant::now();
         }
-        let stopped = future::or(
-            async {
-                glommio::timer::sleep(Duration::from_millis(SCAN_INTERVAL_MS)).await;
-                false
-            },
-            async {
-                shard.stopping.wait().await;
-                true
-            },
-        )
-        .await;
-        if stopped {
+        if sleep_or_stop(&shard, Duration::from_millis(SCAN_INTERVAL_MS)).await {
             feed.catch_up(&shard).await;
             return;
         }

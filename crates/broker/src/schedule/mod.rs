@@ -23,14 +23,15 @@ mod service;
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use ferrocket_protocol::properties::{self, tags_code, Properties};
-use ferrocket_protocol::record::{peek_record, sys_flag, NewRecord, RecordPeek, RecordView};
+use bytes::BytesMut;
+use ferrocket_protocol::properties::{self, Properties};
+use ferrocket_protocol::record::{sys_flag, NewRecord, RecordView};
 use ferrocket_store::{AppendRequest, AppendResult};
 
 pub(crate) use levels::{load_offsets, DelayLevels, DelayOffsets};
 pub(crate) use service::{all_delay_offsets, spawn, stop, stopped_report, ScheduleState};
 
+use crate::resend::tag_hash;
 use crate::shard::Shard;
 use crate::util::{now_ms, Reject};
 
@@ -39,8 +40,6 @@ pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 /// Topic whose messages are never delivered out of the schedule (Java
 /// discards them as a bug).
 const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
-/// Bytes read to learn a stored record's size.
-const RECORD_HEAD_BYTES: usize = 8;
 
 /// Where a delayed message is stored instead of its own topic and queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,22 +76,6 @@ pub(crate) fn redirect_delayed(
         topic: SCHEDULE_TOPIC,
         queue_id: level - 1,
     })
-}
-
-/// The whole stored record at `physical_offset`, if one starts there.
-pub(crate) fn read_record(shard: &Shard, physical_offset: i64) -> Option<Bytes> {
-    if physical_offset < 0 {
-        return None;
-    }
-    let head = shard
-        .store
-        .read_records(physical_offset, RECORD_HEAD_BYTES)?;
-    match peek_record(&head) {
-        Ok(RecordPeek::Message { total_size, .. }) => {
-            shard.store.read_records(physical_offset, total_size)
-        }
-        _ => None,
-    }
 }
 
 /// Why a scheduled message was not delivered.
@@ -167,7 +150,7 @@ pub(crate) fn real_topic_copy(
     record
         .encode(0, 0, &mut encoded)
         .map_err(|err| DeliverError::Invalid(err.to_string()))?;
-    let tags_code = props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code);
+    let tags_code = tag_hash(&props);
     Ok(RealTopicCopy {
         topic,
         queue_id,
@@ -202,6 +185,7 @@ pub(crate) async fn deliver_to_real_topic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrocket_protocol::properties::tags_code;
     use ferrocket_protocol::record::decode_record;
 
     fn levels() -> DelayLevels {

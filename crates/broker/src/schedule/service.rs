@@ -21,7 +21,7 @@ use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
 use crate::consume::{InitialState, MeshRequest, MeshResponse};
 use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
-use crate::util::{now_ms, Notify, Reject};
+use crate::util::{now_ms, sleep_or_stop, Notify, Reject};
 
 /// Pause between looks at the level queues (Java's `DELAY_FOR_A_WHILE`).
 pub const DELIVER_POLL_INTERVAL_MS: u64 = 100;
@@ -87,17 +87,7 @@ impl ScheduleState {
 
 /// Sleeps `ms` unless the shard stops first; returns whether it stopped.
 async fn pause(shard: &Shard, ms: u64) -> bool {
-    future::or(
-        async {
-            glommio::timer::sleep(Duration::from_millis(ms)).await;
-            false
-        },
-        async {
-            shard.stopping.wait().await;
-            true
-        },
-    )
-    .await
+    sleep_or_stop(shard, Duration::from_millis(ms)).await
 }
 
 /// Delivers the due messages of one level; returns how many.
@@ -234,7 +224,7 @@ async fn persist_loop(shard: Rc<Shard>) {
         // A partial view would drop the silent shards' levels from the file.
         if let Some((offsets, true)) = gather(&shard, true).await {
             let file = offset_file(&shard, offsets);
-            crate::consume::write_config(&shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
+            crate::util::write_config(&shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
         }
     }
 }
@@ -299,7 +289,7 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
         all.extend(part);
     }
     let file = offset_file(shard, all);
-    crate::consume::write_config(shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
+    crate::util::write_config(shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
 }
 
 /// GET_ALL_DELAY_OFFSET: every level's delivery progress.

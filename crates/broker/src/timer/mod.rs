@@ -39,7 +39,7 @@ use futures_lite::future;
 
 use crate::shard::Shard;
 use crate::system::TIMER_TOPIC;
-use crate::util::{now_ms, Notify};
+use crate::util::{now_ms, wait_or_stop, Notify};
 
 /// Longest the timer loop sleeps: it wakes at the next due time, when a
 /// timer message is dispatched, or after this at the latest.
@@ -260,21 +260,8 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
         let idle_ms = next_due.map_or(IDLE_MAX_MS, |at| {
             at.saturating_sub(now_ms()).clamp(IDLE_MIN_MS, IDLE_MAX_MS)
         });
-        let stopped = future::or(
-            async {
-                future::or(timer.wake.wait(), async {
-                    glommio::timer::sleep(Duration::from_millis(idle_ms as u64)).await;
-                })
-                .await;
-                false
-            },
-            async {
-                shard.stopping.wait().await;
-                true
-            },
-        )
-        .await;
-        if stopped {
+        let idle = glommio::timer::sleep(Duration::from_millis(idle_ms as u64));
+        if wait_or_stop(&shard, future::or(timer.wake.wait(), idle)).await {
             return;
         }
     }

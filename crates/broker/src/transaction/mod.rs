@@ -42,7 +42,7 @@ pub(crate) use end::{end_owned, end_transaction, EndTxnRequest};
 use state::TxnState;
 
 use crate::shard::Shard;
-use crate::util::Notify;
+use crate::util::{wait_or_stop, Notify};
 
 /// File (under `config/`) with the transaction floors and check counts.
 pub const STATE_FILE: &str = "transactionState.json";
@@ -128,18 +128,8 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
             next_check = std::time::Instant::now() + interval;
         }
         let wait = next_check.saturating_duration_since(std::time::Instant::now());
-        let stopped = future::or(
-            async {
-                future::or(txn.wake.wait(), glommio::timer::sleep(wait)).await;
-                false
-            },
-            async {
-                shard.stopping.wait().await;
-                true
-            },
-        )
-        .await;
-        if stopped {
+        let wake = future::or(txn.wake.wait(), glommio::timer::sleep(wait));
+        if wait_or_stop(&shard, wake).await {
             return;
         }
     }

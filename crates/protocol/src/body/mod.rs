@@ -2,11 +2,16 @@
 //! the Java ones. Decoding is liberal: numbers may arrive as strings, enums
 //! as names or ordinals, and missing fields take their defaults.
 
+mod group;
 mod heartbeat;
 mod lenient;
 mod route;
 mod topic;
 
+pub use group::{
+    SubscriptionGroupConfig, CONSUME_TIMEOUT_MINUTES_DEFAULT, RETRY_MAX_TIMES_DEFAULT,
+    RETRY_QUEUE_NUMS_DEFAULT,
+};
 pub use heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
     SubscriptionData,

@@ -10,6 +10,8 @@ use std::task::Poll;
 
 use bytes::BytesMut;
 use ferrocket_protocol::FrameDecoder;
+
+use super::read_buf::ReadBuf;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 
@@ -74,12 +76,12 @@ async fn read_loop<H: RequestHandler>(
     frame_bytes_max: usize,
 ) -> ReadEnd {
     let decoder = FrameDecoder::new(frame_bytes_max);
-    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    let mut buf = ReadBuf::new(READ_CHUNK_BYTES);
     let mut chunk = READ_CHUNK_BYTES;
     loop {
         let mut burst = 0;
         loop {
-            let command = match decoder.next_frame(&mut buf) {
+            let command = match buf.next_frame(&decoder) {
                 Ok(Some(command)) => command,
                 Ok(None) => break,
                 Err(e) => {
@@ -101,7 +103,7 @@ async fn read_loop<H: RequestHandler>(
                 glommio::yield_if_needed().await;
             }
         }
-        let missing = match decoder.missing_bytes(&buf) {
+        let missing = match decoder.missing_bytes(buf.pending()) {
             Ok(missing) => missing,
             Err(e) => {
                 tracing::warn!(peer = %conn.peer_addr(), "closing connection on bad frame: {e}");
@@ -109,31 +111,28 @@ async fn read_loop<H: RequestHandler>(
             }
         };
         let want = missing.clamp(chunk, READ_BYTES_MAX);
-        let start = buf.len();
-        buf.resize(start + want, 0);
         let read = poll_fn(|cx| {
             if conn.phase() != Phase::Open {
                 return Poll::Ready(None);
             }
             conn.set_reader_waker(cx);
             let mut socket = stream.borrow_mut();
+            let spare = buf.spare(want);
+            let spare_len = spare.len();
             Pin::new(&mut *socket)
-                .poll_read(cx, &mut buf[start..])
-                .map(Some)
+                .poll_read(cx, spare)
+                .map(|read| Some(read.map(|count| (count, spare_len))))
         })
         .await;
         match read {
-            None => {
-                buf.truncate(start);
-                return ReadEnd::Stopped;
-            }
-            Some(Ok(0)) => {
+            None => return ReadEnd::Stopped,
+            Some(Ok((0, _))) => {
                 tracing::debug!(peer = %conn.peer_addr(), "peer closed the connection");
                 return ReadEnd::Failed;
             }
-            Some(Ok(count)) => {
-                buf.truncate(start + count);
-                chunk = if count == want {
+            Some(Ok((count, spare_len))) => {
+                buf.filled(count);
+                chunk = if count == spare_len {
                     (chunk * 2).min(READ_CHUNK_BYTES_BUSY_MAX)
                 } else if count < chunk / 4 {
                     (chunk / 2).max(READ_CHUNK_BYTES)

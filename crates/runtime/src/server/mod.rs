@@ -14,6 +14,7 @@ mod announce;
 mod conn_loop;
 mod connection;
 mod listener;
+mod read_buf;
 mod serve;
 mod stop;
 
