@@ -98,5 +98,5 @@ fi
 # Transactions through rocketmq-client-rust: a standalone crate (large
 # dependency tree, its own target dir; a cold build takes minutes).
 step "cargo test tests/interop-rust (rocketmq-client-rust, target dir $TARGET_DIR/interop-rust)"
-FERROCKET_BIN="$FERROCKET_BIN" cargo test --locked \
+FERROCKET_BIN="$FERROCKET_BIN" cargo test --locked --test transactions \
     --manifest-path "$ROOT/tests/interop-rust/Cargo.toml" --target-dir "$TARGET_DIR/interop-rust"
