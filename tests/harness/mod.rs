@@ -18,6 +18,9 @@ use std::time::Duration;
 pub use process::{free_port, ServerProcess};
 pub use remoting::RemotingConn;
 
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::RemotingCommand;
+
 /// How long a server may take to print its listening line (debug build,
 /// 2 cores shared with other tests).
 pub const READY_TIMEOUT_MS: u64 = 60_000;
@@ -143,12 +146,37 @@ impl Broker {
                 store_dir.clone(),
             )
         });
-        Self {
+        let broker = Self {
             process,
             store_dir,
             owned_store,
             opts,
             namesrv_addr: namesrv_addr.to_string(),
+        };
+        broker.wait_registered();
+        broker
+    }
+
+    /// Waits until every name server lists this broker in its cluster info,
+    /// so a test's first route lookup (TBW102 included) cannot race the
+    /// broker's first registration. Panics with the broker's output when
+    /// registration does not show up within [`READY_TIMEOUT_MS`].
+    fn wait_registered(&self) {
+        let addr = self.addr();
+        for namesrv in self.namesrv_addr.split(';').filter(|a| !a.is_empty()) {
+            let listed = wait_for(ready_timeout(), || {
+                let mut conn = RemotingConn::connect(namesrv).ok()?;
+                let info = conn.request(RemotingCommand::request(
+                    request_code::GET_BROKER_CLUSTER_INFO,
+                ));
+                let body = String::from_utf8_lossy(&info.body).into_owned();
+                (info.code == response_code::SUCCESS && body.contains(&addr)).then_some(())
+            });
+            assert!(
+                listed.is_some(),
+                "broker {addr} did not register with {namesrv}; its output:\n{}",
+                self.process.output()
+            );
         }
     }
 
@@ -191,6 +219,7 @@ impl Broker {
         let args = broker_args(&self.namesrv_addr, &self.opts, &self.store_dir, port);
         self.process = ServerProcess::start("broker", &args, &self.store_dir, port)
             .unwrap_or_else(|e| panic!("{e}"));
+        self.wait_registered();
     }
 }
 
