@@ -231,9 +231,27 @@ class Cluster:
                     auto_create_topic,
                     broker_name=unique_name("broker"),
                 )
+                self.wait_registered()
         except BaseException:
+            if self.broker is not None:
+                self.broker.stop()
             self.namesrv.stop()
             raise
+
+    def wait_registered(self):
+        """Waits until the name server lists the broker, so a test's first
+        route lookup (TBW102 for auto-create) cannot race the broker's first
+        registration."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            listed = self.admin("cluster", "list", check=False)
+            if listed.returncode == 0 and self.broker_addr in listed.stdout:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(
+            f"broker {self.broker_addr} did not register with {self.namesrv_addr} "
+            f"within {READY_TIMEOUT_S} s:\n{self.broker.log_tail()}"
+        )
 
     @property
     def namesrv_addr(self):
