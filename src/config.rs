@@ -116,7 +116,12 @@ pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvCo
             args.broker_expiry_ms.map(|v| v.to_string()),
         )],
     )?;
-    let mut config = ferrocket_namesrv::NamesrvConfig::default();
+    // RocketMQ's default: `~/namesrv/kvConfig.json`.
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let mut config = ferrocket_namesrv::NamesrvConfig {
+        kv_config_path: Some(ferrocket_namesrv::kv_config_path_under(&home)),
+        ..Default::default()
+    };
     for (key, setting) in &settings {
         if !crate::config_keys::apply_namesrv(&mut config, key, setting)? {
             warn_unknown(key);

@@ -95,6 +95,11 @@ pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
         args.listen_addr.clone(),
         "--listen-port".into(),
         args.namesrv_port.to_string(),
+        "--set".into(),
+        format!(
+            "kvConfigPath={}",
+            ferrocket_namesrv::kv_config_path_under(&args.data_dir).display()
+        ),
     ];
     let mut broker_args = vec![
         "broker".to_string(),

@@ -1,6 +1,7 @@
 //! Name server settings. The CLI fills them from a properties file and flags.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 
 use ferrocket_runtime::server::ServerLimits;
 
@@ -29,6 +30,10 @@ pub struct NamesrvConfig {
     pub delete_topic_with_broker_registration: bool,
     pub stop_poll_interval_ms: u64,
     pub limits: ServerLimits,
+    /// Where the KV config is persisted (`kvConfigPath`); `None` keeps it
+    /// in memory only. The CLI defaults it to [`kv_config_path_under`] the
+    /// home directory, as RocketMQ does.
+    pub kv_config_path: Option<PathBuf>,
 }
 
 impl Default for NamesrvConfig {
@@ -42,6 +47,7 @@ impl Default for NamesrvConfig {
             delete_topic_with_broker_registration: false,
             stop_poll_interval_ms: STOP_POLL_INTERVAL_MS_DEFAULT,
             limits: ServerLimits::default(),
+            kv_config_path: None,
         }
     }
 }
@@ -50,4 +56,10 @@ impl NamesrvConfig {
     pub fn listen_socket_addr(&self) -> SocketAddr {
         SocketAddr::new(self.listen_addr, self.listen_port)
     }
+}
+
+/// RocketMQ's KV config location under a home or data directory:
+/// `DIR/namesrv/kvConfig.json`.
+pub fn kv_config_path_under(dir: &Path) -> PathBuf {
+    dir.join("namesrv").join("kvConfig.json")
 }

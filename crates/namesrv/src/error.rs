@@ -13,6 +13,8 @@ pub enum NamesrvError {
     Executor(String),
     #[error("invalid name server config: {0}")]
     Config(String),
+    #[error("cannot load the KV config: {0}")]
+    KvConfig(#[from] crate::kv_file::KvFileError),
     #[error("the name server thread panicked")]
     Panicked,
 }

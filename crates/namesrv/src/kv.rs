@@ -1,25 +1,60 @@
-//! Namespaced key/value configuration (RocketMQ `KVConfigManager`), kept in
-//! memory. The `ORDER_TOPIC_CONFIG` namespace holds order-topic settings
+//! Namespaced key/value configuration (RocketMQ `KVConfigManager`). When a
+//! file is configured (`kvConfigPath`), the table is loaded from it at start
+//! and written back whole after every change; otherwise it lives in memory
+//! only. The `ORDER_TOPIC_CONFIG` namespace holds order-topic settings
 //! served with routes and registrations.
 
-use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use ferrocket_protocol::body::KvTable;
+
+use crate::kv_file::{self, KvFileError, KvTables};
 
 /// Namespace of order topic configs (`NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG`).
 pub const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
 
 #[derive(Debug, Default)]
 pub struct KvStore {
-    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    namespaces: KvTables,
+    /// Where changes are persisted; `None` keeps them in memory only.
+    file: Option<PathBuf>,
 }
 
 impl KvStore {
-    pub fn put(&mut self, namespace: &str, key: &str, value: &str) {
-        self.namespaces
-            .entry(namespace.to_string())
+    /// A store that is never written to disk.
+    pub fn in_memory() -> Self {
+        Self::default()
+    }
+
+    /// A store persisted at `path`, loaded from it when the file exists.
+    pub fn open(path: &Path) -> Result<Self, KvFileError> {
+        let namespaces = kv_file::load(path)?;
+        // An empty namespace is never kept (see `delete`).
+        let namespaces = namespaces
+            .into_iter()
+            .filter(|(_, table)| !table.is_empty())
+            .collect();
+        Ok(Self {
+            namespaces,
+            file: Some(path.to_path_buf()),
+        })
+    }
+
+    /// The file changes are persisted to, if any.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Sets a key. When persisting fails the store is left unchanged.
+    pub fn put(&mut self, namespace: &str, key: &str, value: &str) -> Result<(), KvFileError> {
+        if self.get(namespace, key) == Some(value) {
+            return Ok(());
+        }
+        let mut next = self.namespaces.clone();
+        next.entry(namespace.to_string())
             .or_default()
             .insert(key.to_string(), value.to_string());
+        self.commit(next)
     }
 
     pub fn get(&self, namespace: &str, key: &str) -> Option<&str> {
@@ -29,16 +64,21 @@ impl KvStore {
             .map(String::as_str)
     }
 
-    /// Removes a key; an emptied namespace disappears too.
-    pub fn delete(&mut self, namespace: &str, key: &str) -> bool {
-        let Some(table) = self.namespaces.get_mut(namespace) else {
-            return false;
-        };
-        let removed = table.remove(key).is_some();
-        if table.is_empty() {
-            self.namespaces.remove(namespace);
+    /// Removes a key; an emptied namespace disappears too. Returns whether
+    /// the key existed. When persisting fails the store is left unchanged.
+    pub fn delete(&mut self, namespace: &str, key: &str) -> Result<bool, KvFileError> {
+        if self.get(namespace, key).is_none() {
+            return Ok(false);
         }
-        removed
+        let mut next = self.namespaces.clone();
+        if let Some(table) = next.get_mut(namespace) {
+            table.remove(key);
+            if table.is_empty() {
+                next.remove(namespace);
+            }
+        }
+        self.commit(next)?;
+        Ok(true)
     }
 
     /// Every entry of a namespace, or `None` when it has none.
@@ -46,6 +86,15 @@ impl KvStore {
         self.namespaces.get(namespace).map(|table| KvTable {
             table: table.clone(),
         })
+    }
+
+    /// Persists `next` (when a file is configured), then makes it current.
+    fn commit(&mut self, next: KvTables) -> Result<(), KvFileError> {
+        if let Some(path) = &self.file {
+            kv_file::save(path, &next)?;
+        }
+        self.namespaces = next;
+        Ok(())
     }
 }
 
@@ -55,17 +104,60 @@ mod tests {
 
     #[test]
     fn put_get_delete_list() {
-        let mut kv = KvStore::default();
+        let mut kv = KvStore::in_memory();
         assert_eq!(kv.get("ns", "k"), None);
-        kv.put("ns", "k", "v1");
-        kv.put("ns", "k", "v2");
-        kv.put("ns", "j", "w");
+        kv.put("ns", "k", "v1").unwrap();
+        kv.put("ns", "k", "v2").unwrap();
+        kv.put("ns", "j", "w").unwrap();
         assert_eq!(kv.get("ns", "k"), Some("v2"));
         assert_eq!(kv.list("ns").unwrap().table.len(), 2);
-        assert!(kv.delete("ns", "k"));
-        assert!(!kv.delete("ns", "k"));
-        assert!(kv.delete("ns", "j"));
+        assert!(kv.delete("ns", "k").unwrap());
+        assert!(!kv.delete("ns", "k").unwrap());
+        assert!(kv.delete("ns", "j").unwrap());
         assert!(kv.list("ns").is_none());
-        assert!(!kv.delete("other", "k"));
+        assert!(!kv.delete("other", "k").unwrap());
+    }
+
+    #[test]
+    fn changes_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("namesrv/kvConfig.json");
+        let mut kv = KvStore::open(&path).unwrap();
+        assert_eq!(kv.file(), Some(path.as_path()));
+        kv.put("ns", "k", "v").unwrap();
+        kv.put("ns", "gone", "x").unwrap();
+        kv.put("other", "a", "b").unwrap();
+        assert!(kv.delete("ns", "gone").unwrap());
+        assert!(kv.delete("other", "a").unwrap());
+        drop(kv);
+
+        let kv = KvStore::open(&path).unwrap();
+        assert_eq!(kv.get("ns", "k"), Some("v"));
+        assert_eq!(kv.get("ns", "gone"), None);
+        assert!(kv.list("other").is_none());
+    }
+
+    #[test]
+    fn failed_persist_leaves_the_store_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        let mut kv = KvStore::open(&sub.join("kvConfig.json")).unwrap();
+        kv.put("ns", "k", "v").unwrap();
+        // The directory becomes a file: writes fail from now on.
+        std::fs::remove_dir_all(&sub).unwrap();
+        std::fs::write(&sub, "x").unwrap();
+        assert!(kv.put("ns", "k", "v2").is_err());
+        assert!(kv.delete("ns", "k").is_err());
+        assert_eq!(kv.get("ns", "k"), Some("v"));
+    }
+
+    #[test]
+    fn empty_namespaces_in_the_file_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kvConfig.json");
+        std::fs::write(&path, r#"{"configTable":{"empty":{},"ns":{"k":"v"}}}"#).unwrap();
+        let kv = KvStore::open(&path).unwrap();
+        assert!(kv.list("empty").is_none());
+        assert_eq!(kv.get("ns", "k"), Some("v"));
     }
 }

@@ -3,19 +3,22 @@
 //!
 //! Runs on one glommio executor (one thread): the Remoting server from
 //! `ferrocket-runtime` plus a periodic scan that drops silent brokers. All
-//! state lives on that thread, so nothing is locked. Stateless across
-//! restarts: brokers register with every name server every 30 s.
+//! state lives on that thread, so nothing is locked. Routes are not kept
+//! across restarts (brokers register with every name server every 30 s);
+//! the KV config is, in `kvConfigPath` when one is set.
 
 mod config;
 mod error;
 pub mod kv;
+pub mod kv_file;
 pub mod processor;
+pub mod register_body;
 pub mod route;
 mod server;
 
 pub use config::{
-    NamesrvConfig, BROKER_EXPIRY_MS_DEFAULT, LISTEN_PORT_DEFAULT, SCAN_INTERVAL_MS_DEFAULT,
-    STOP_POLL_INTERVAL_MS_DEFAULT,
+    kv_config_path_under, NamesrvConfig, BROKER_EXPIRY_MS_DEFAULT, LISTEN_PORT_DEFAULT,
+    SCAN_INTERVAL_MS_DEFAULT, STOP_POLL_INTERVAL_MS_DEFAULT,
 };
 pub use error::NamesrvError;
 pub use server::{run, start, NamesrvHandle, START_TIMEOUT_MS};

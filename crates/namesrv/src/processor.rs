@@ -19,8 +19,10 @@ use ferrocket_protocol::{ExtFields, ProtocolError, RemotingCommand};
 use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
 
 use crate::kv::{KvStore, NAMESPACE_ORDER_TOPIC_CONFIG};
+use crate::kv_file::KvFileError;
+use crate::register_body::decode_compressed;
 use crate::route::{BrokerAddrKey, Registration, RouteTable};
-use crate::NamesrvConfig;
+use crate::{NamesrvConfig, NamesrvError};
 
 /// Request codes the name server serves that the protocol crate does not
 /// name yet (RocketMQ `RequestCode`).
@@ -29,9 +31,9 @@ pub mod extra_request_code {
     pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
 }
 
-/// Remark of a compressed REGISTER_BROKER, which we do not decode.
-pub const COMPRESSED_REGISTRATION_REMARK: &str =
-    "compressed broker registration is not supported by this name server; register with compressed=false";
+/// Start of the remark of a REGISTER_BROKER whose body does not decode
+/// (RocketMQ's `Failed to decode RegisterBrokerBody`).
+pub const UNDECODABLE_REGISTRATION_REMARK: &str = "Failed to decode RegisterBrokerBody";
 
 type Outcome = Result<RemotingCommand, ProtocolError>;
 
@@ -43,15 +45,24 @@ pub struct NamesrvHandler {
 }
 
 impl NamesrvHandler {
-    pub fn new(config: &NamesrvConfig) -> Self {
-        Self {
+    /// Fails when the configured KV config file cannot be loaded.
+    pub fn new(config: &NamesrvConfig) -> Result<Self, NamesrvError> {
+        let kv = match &config.kv_config_path {
+            Some(path) => {
+                let kv = KvStore::open(path)?;
+                tracing::info!(path = %path.display(), "KV config loaded");
+                kv
+            }
+            None => KvStore::in_memory(),
+        };
+        Ok(Self {
             routes: RefCell::new(RouteTable::new(
                 Duration::from_millis(config.broker_expiry_ms),
                 config.delete_topic_with_broker_registration,
             )),
-            kv: RefCell::new(KvStore::default()),
+            kv: RefCell::new(kv),
             unregister_on_disconnect: config.unregister_on_disconnect,
-        }
+        })
     }
 
     /// Drops brokers silent past their expiry; returns how many.
@@ -96,10 +107,14 @@ impl NamesrvHandler {
     fn put_kv_config(&self, request: &RemotingCommand) -> Outcome {
         let header = KvConfigRequestHeader::from_ext(&request.ext_fields)?;
         let value = header.value.ok_or(ProtocolError::MissingField("value"))?;
-        self.kv
+        let result = self
+            .kv
             .borrow_mut()
             .put(&header.namespace, &header.key, &value);
-        Ok(success(request))
+        Ok(match result {
+            Ok(()) => success(request),
+            Err(e) => persist_failed(request, &e),
+        })
     }
 
     fn get_kv_config(&self, request: &RemotingCommand) -> Outcome {
@@ -126,8 +141,11 @@ impl NamesrvHandler {
 
     fn delete_kv_config(&self, request: &RemotingCommand) -> Outcome {
         let header = KvConfigRequestHeader::from_ext(&request.ext_fields)?;
-        self.kv.borrow_mut().delete(&header.namespace, &header.key);
-        Ok(success(request))
+        let result = self.kv.borrow_mut().delete(&header.namespace, &header.key);
+        Ok(match result {
+            Ok(_) => success(request),
+            Err(e) => persist_failed(request, &e),
+        })
     }
 
     fn kv_list(&self, request: &RemotingCommand) -> Outcome {
@@ -144,9 +162,6 @@ impl NamesrvHandler {
 
     fn register_broker(&self, conn_id: Option<u64>, request: &RemotingCommand) -> Outcome {
         let header = RegisterBrokerRequestHeader::from_ext(&request.ext_fields)?;
-        if header.compressed {
-            return Ok(system_error(request, COMPRESSED_REGISTRATION_REMARK));
-        }
         if let Some(expected) = header.body_crc32.filter(|crc| *crc != 0) {
             let actual = (crc32fast::hash(&request.body) & 0x7FFF_FFFF) as i32;
             if actual != expected {
@@ -156,6 +171,15 @@ impl NamesrvHandler {
         }
         let body: RegisterBrokerBody = if request.body.is_empty() {
             RegisterBrokerBody::default()
+        } else if header.compressed {
+            match decode_compressed(&request.body) {
+                Ok(body) => body,
+                Err(e) => {
+                    tracing::warn!(broker = %header.broker_addr, "undecodable compressed registration: {e}");
+                    let remark = format!("{UNDECODABLE_REGISTRATION_REMARK} (compressed): {e}");
+                    return Ok(system_error(request, &remark));
+                }
+            }
         } else {
             decode_json(&request.body)?
         };
@@ -329,6 +353,12 @@ fn system_error(request: &RemotingCommand, remark: &str) -> RemotingCommand {
         response_code::SYSTEM_ERROR,
         Some(remark.to_string()),
     )
+}
+
+/// A KV change that could not be written to disk was not made.
+fn persist_failed(request: &RemotingCommand, error: &KvFileError) -> RemotingCommand {
+    tracing::error!("KV config change refused: {error}");
+    system_error(request, &error.to_string())
 }
 
 /// The cluster and address a broker request names.

@@ -117,6 +117,8 @@ async fn serve_namesrv(
     stop: Arc<AtomicBool>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), NamesrvError> {
+    // Load the KV config first: a bad file stops the start before we listen.
+    let handler = Rc::new(NamesrvHandler::new(&config)?);
     let addr = config.listen_socket_addr();
     let listener =
         bind_listener(addr, false).map_err(|source| NamesrvError::Bind { addr, source })?;
@@ -124,7 +126,6 @@ async fn serve_namesrv(
         addr,
         source: io::Error::other(e.to_string()),
     })?;
-    let handler = Rc::new(NamesrvHandler::new(&config));
     let scan_interval = Duration::from_millis(config.scan_interval_ms);
     let scanner = glommio::spawn_local({
         let handler = handler.clone();
