@@ -78,8 +78,9 @@ pub(crate) fn topic_config(
     }
 }
 
-/// DELETE_TOPIC_IN_BROKER: removes the topic and every group's offsets of it.
-/// Its stored messages stay in the CommitLog until retention removes them.
+/// DELETE_TOPIC_IN_BROKER: removes the topic, every group's offsets of it
+/// and its ConsumeQueues (each owner shard deletes its own). Its records
+/// stay in the CommitLog until retention removes them.
 pub(crate) async fn delete_topic(
     shard: &Rc<Shard>,
     request: &RemotingCommand,

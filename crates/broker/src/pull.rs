@@ -264,6 +264,12 @@ fn read(shard: &Shard, query: &PullQuery) -> PullAnswer {
                 records.push(record);
                 next = queue_offset + 1;
             }
+            None if entry.physical_offset < shard.store.reader().min_offset() => {
+                // Its segment was just deleted by retention and the queue's
+                // min offset is not moved yet (Java's MESSAGE_WAS_REMOVING):
+                // skip it, so the answer is PULL_RETRY_IMMEDIATELY past it.
+                next = queue_offset + 1;
+            }
             None => {
                 tracing::error!(
                     topic = %query.topic,

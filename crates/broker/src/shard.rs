@@ -289,6 +289,11 @@ impl Shard {
             }
             ShardRequest::ForgetTopic { topic } => {
                 self.offsets.borrow_mut().forget_topic(&topic);
+                // The topic's ConsumeQueues this shard owns go too, so a
+                // re-created topic starts at offset 0.
+                if let Err(e) = self.store.delete_topic_queues(&topic) {
+                    tracing::error!(%topic, error = %e, "cannot delete ConsumeQueues");
+                }
                 ShardResponse::Done
             }
             ShardRequest::NotifyConsumerIdsChanged { group, conn_ids } => {

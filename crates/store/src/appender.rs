@@ -49,6 +49,8 @@ pub(crate) struct AppenderSetup {
     pub(crate) io: Arc<dyn StorageIo>,
     pub(crate) shared: Arc<CommitLogShared>,
     pub(crate) queue_offsets: HashMap<QueueKey, i64>,
+    /// Deleted topics' restart positions, persisted on every reset.
+    pub(crate) floors: crate::queue_floors::QueueFloors,
     pub(crate) end: i64,
     pub(crate) owner: QueueOwnerFn,
     pub(crate) requests: Vec<SharedReceiver<Envelope>>,
@@ -63,6 +65,7 @@ struct Appender {
     common: Rc<Common>,
     seg_bytes: i64,
     table: HashMap<QueueKey, i64>,
+    floors: crate::queue_floors::QueueFloors,
     /// One `Arc` per topic, owned here: dispatch entries share these rather
     /// than the shards' `Arc`s, so no topic string is freed on a thread
     /// other than the one that allocated it.
@@ -132,6 +135,7 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         dispatched_upto: Cell::new(end),
         flush_stop: Stop::default(),
         checkpoint_stop: Stop::default(),
+        retention_stop: Stop::default(),
         senders,
     });
     let topics = setup
@@ -146,6 +150,7 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         common: Rc::clone(&common),
         seg_bytes,
         table: setup.queue_offsets,
+        floors: setup.floors,
         topics,
         spent: (0..shard_count).map(|_| Vec::new()).collect(),
         pos: end,
@@ -164,6 +169,11 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         setup.config.checkpoint_interval_ms,
     ));
 
+    let retention = glommio::spawn_local(crate::commitlog_retention::retention_task(
+        Rc::clone(&common),
+        setup.config.clone(),
+    ));
+
     loop {
         let batch = intake.next_batch(appender.config.batch_bytes_max).await;
         if batch.is_empty() {
@@ -175,10 +185,12 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
     // blocking-pool call when this executor exits.
     common.flush_stop.stop();
     common.checkpoint_stop.stop();
+    common.retention_stop.stop();
     if let Some(flusher) = flusher {
         flusher.await;
     }
     checkpointer.await;
+    retention.await;
     // Final flush, then tell every shard how far dispatches went.
     let failed = common.failure();
     if failed.is_none() {
@@ -268,7 +280,21 @@ impl Appender {
         Rc::clone(&self.common.current.borrow())
     }
 
+    /// Forgets the queue offsets of deleted topics (see `topic_reset`)
+    /// before any append of the coming batch is numbered.
+    fn apply_resets(&mut self) {
+        crate::topic_reset::apply_pending(
+            &self.common.shared,
+            &mut self.table,
+            &mut self.floors,
+            &self.owner,
+            self.pos,
+            &self.config.config_dir(),
+        );
+    }
+
     async fn process(&mut self, batch: Vec<(usize, Envelope)>) {
+        self.apply_resets();
         let shard_count = self.common.senders.len();
         let mut results: Vec<Vec<(u64, Result<AppendResult, StoreError>)>> =
             (0..shard_count).map(|_| Vec::new()).collect();

@@ -31,6 +31,7 @@ pub(crate) struct Common {
     pub(crate) dispatched_upto: Cell<i64>,
     pub(crate) flush_stop: Stop,
     pub(crate) checkpoint_stop: Stop,
+    pub(crate) retention_stop: Stop,
     pub(crate) senders: Vec<ConnectedSender<ShardBatch>>,
 }
 

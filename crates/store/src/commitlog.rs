@@ -86,6 +86,8 @@ pub(crate) struct CommitLogShared {
     /// Everything below is on disk (fdatasync'ed).
     durable: AtomicI64,
     hot: Option<Mutex<HotTail>>,
+    /// Deleted topics' queue-offset resets (shards -> appender).
+    pub(crate) resets: crate::topic_reset::ResetBoard,
 }
 
 impl CommitLogShared {
@@ -108,6 +110,7 @@ impl CommitLogShared {
                     bytes_max,
                 })
             }),
+            resets: crate::topic_reset::ResetBoard::default(),
         }
     }
 
@@ -159,6 +162,33 @@ impl CommitLogShared {
         list.push(segment);
         *guard = Arc::new(list);
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Removes the `count` oldest segments (retention; appender only) and
+    /// returns them. The active (last) segment always stays. Readers that
+    /// still hold the old list or a slice keep their maps until they drop
+    /// them; the next read through a shard's cache refreshes it.
+    pub(crate) fn remove_front(&self, count: usize) -> Vec<Arc<SegmentMap>> {
+        let mut guard = match self.segments.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let count = count.min(guard.len().saturating_sub(1));
+        if count == 0 {
+            return Vec::new();
+        }
+        let removed = guard[..count].to_vec();
+        *guard = Arc::new(guard[count..].to_vec());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        removed
+    }
+
+    /// Start of the first segment (`getMinOffset`), 0 when there is none.
+    pub(crate) fn min_offset(&self) -> i64 {
+        self.segment_list()
+            .first()
+            .map(|segment| segment.start)
+            .unwrap_or(0)
     }
 
     /// Keeps a copy of a just-written batch readable from memory (Direct mode).
@@ -263,11 +293,7 @@ impl CommitLogReader {
 
     /// Start of the first segment (`getMinOffset`).
     pub fn min_offset(&self) -> i64 {
-        self.shared
-            .segment_list()
-            .first()
-            .map(|segment| segment.start)
-            .unwrap_or(0)
+        self.shared.min_offset()
     }
 
     /// Segment size in bytes.
@@ -314,8 +340,9 @@ impl LocalReader {
         found
     }
 
-    /// Reloads the segment list if it changed; true when it did.
-    fn refresh(&self) -> bool {
+    /// Reloads the segment list if it changed; true when it did (also
+    /// called periodically so an idle shard lets go of deleted segments).
+    pub(crate) fn refresh(&self) -> bool {
         let generation = self.shared.generation();
         if generation == self.generation.get() {
             return false;

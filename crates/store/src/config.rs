@@ -71,6 +71,8 @@ pub struct StoreConfig {
     pub cq_flush_interval_ms: u64,
     /// Direct mode: recently written bytes kept in memory for readers.
     pub hot_tail_bytes: usize,
+    /// When old CommitLog segments and ConsumeQueue files are deleted.
+    pub retention: crate::retention::RetentionConfig,
 }
 
 impl StoreConfig {
@@ -89,6 +91,7 @@ impl StoreConfig {
             checkpoint_interval_ms: CHECKPOINT_INTERVAL_MS_DEFAULT,
             cq_flush_interval_ms: CQ_FLUSH_INTERVAL_MS_DEFAULT,
             hot_tail_bytes: HOT_TAIL_BYTES_DEFAULT,
+            retention: crate::retention::RetentionConfig::default(),
         }
     }
 
@@ -147,6 +150,14 @@ impl StoreConfig {
         }
         if self.checkpoint_interval_ms == 0 || self.cq_flush_interval_ms == 0 {
             return bad("checkpoint and flush intervals must be positive".into());
+        }
+        if self.retention.clean_interval_ms == 0 || self.retention.delete_when.is_empty() {
+            return bad("cleanResourceInterval must be positive and deleteWhen non-empty".into());
+        }
+        if self.retention.disk_max_used_percent > 100
+            || self.retention.disk_clean_forcibly_percent > 100
+        {
+            return bad("disk usage ratios must be at most 100".into());
         }
         if let FlushMode::Async { interval_ms: 0 } = self.flush_mode {
             return bad("async flush interval must be positive".into());

@@ -259,6 +259,83 @@ impl ConsumeQueue {
         Ok(())
     }
 
+    /// Retention (`deleteExpiredFile` + `correctMinOffset`): deletes the
+    /// files, never the last, whose entries all point below `commitlog_min`,
+    /// then moves the min offset to the first entry at or above it (to the
+    /// max offset when none is). Returns how many files went.
+    pub(crate) fn delete_below(&self, commitlog_min: i64) -> Result<usize, StoreError> {
+        let per_file = self.entries_per_file as i64;
+        let mut deleted = 0;
+        loop {
+            let mut files = self.files.borrow_mut();
+            if files.len() <= 1 {
+                break;
+            }
+            let first = &files[0];
+            let last_at = (per_file as usize - 1) * CQ_ENTRY_BYTES;
+            let last = CqEntry::decode(&first.map[last_at..last_at + CQ_ENTRY_BYTES]);
+            if last.is_valid() && last.physical_offset >= commitlog_min {
+                break;
+            }
+            let file = files.remove(0);
+            drop(files);
+            fs::remove_file(&file.path)
+                .map_err(|e| StoreError::io("remove ConsumeQueue file", &file.path, e))?;
+            deleted += 1;
+        }
+        self.correct_min(commitlog_min);
+        Ok(deleted)
+    }
+
+    /// Sets the min offset to the first stored entry whose record starts at
+    /// or after `commitlog_min` (entries grow with the offset: binary search).
+    pub(crate) fn correct_min(&self, commitlog_min: i64) {
+        let start = match self.files.borrow().first() {
+            Some(first) => first.start.max(self.min_offset()),
+            None => return,
+        };
+        let (mut low, mut high) = (start, self.max_offset());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match self.entry_at(mid) {
+                Some(entry) if entry.physical_offset >= commitlog_min => high = mid,
+                _ => low = mid + 1,
+            }
+        }
+        if low > self.min_offset() {
+            self.min_offset.set(low);
+        }
+    }
+
+    /// The stored entry at `queue_offset` regardless of the min offset.
+    fn entry_at(&self, queue_offset: i64) -> Option<CqEntry> {
+        let files = self.files.borrow();
+        let file = self.file_for(&files, queue_offset)?;
+        let at = usize::try_from(queue_offset - file.start).ok()? * CQ_ENTRY_BYTES;
+        let entry = CqEntry::decode(file.map.get(at..at + CQ_ENTRY_BYTES)?);
+        entry.is_valid().then_some(entry)
+    }
+
+    /// Deletes every file and the queue's directory (topic deletion). The
+    /// queue must not be used afterwards.
+    pub(crate) fn destroy(&self) -> Result<(), StoreError> {
+        let files = std::mem::take(&mut *self.files.borrow_mut());
+        for file in &files {
+            match fs::remove_file(&file.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("remove ConsumeQueue file", &file.path, e)),
+            }
+        }
+        self.min_offset.set(0);
+        self.max_offset.set(0);
+        match fs::remove_dir_all(&self.dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io("remove ConsumeQueue dir", &self.dir, e)),
+        }
+    }
+
     /// Drops entries from `queue_offset` on (recovery only).
     pub(crate) fn truncate(&self, queue_offset: i64) -> Result<(), StoreError> {
         if queue_offset >= self.max_offset() {

@@ -47,10 +47,17 @@
 //! `hot_tail_bytes` of written batches in memory and readers try that first
 //! (one short mutex-guarded lookup, Direct mode only).
 //!
+//! Retention ([`retention`]): the appender deletes expired CommitLog
+//! segments (never the active one) every `clean_interval_ms`; each shard
+//! then deletes its ConsumeQueue files that point only below the new start
+//! and moves their min offsets up. [`ShardStore::delete_topic_queues`]
+//! drops a deleted topic's queues and restarts their offsets at 0.
+//!
 //! Known limits: one batch write in flight at a time (Direct mode is bound
-//! by device write latency); CommitLog and index retention are not here
-//! yet; recovery rebuilds tags codes as `tags_code(TAGS)`. The IndexFile
-//! (`index`) and the timer store (`timer`) are fed by the broker.
+//! by device write latency); recovery rebuilds tags codes as
+//! `tags_code(TAGS)`, and may re-index a deleted topic's records that are
+//! still in the CommitLog past the checkpoint. The IndexFile (`index`, its
+//! retention included) and the timer store (`timer`) are fed by the broker.
 //!
 //! # Using it (broker)
 //!
@@ -74,6 +81,7 @@ mod appender_tasks;
 mod checkpoint;
 mod checkpoint_writer;
 mod commitlog;
+mod commitlog_retention;
 mod config;
 mod consume_queue;
 mod error;
@@ -84,11 +92,14 @@ mod intake;
 mod io;
 mod json_file;
 mod messages;
+mod queue_floors;
 mod recovery;
+pub mod retention;
 mod shard;
 mod stop;
 mod store;
 pub mod timer;
+mod topic_reset;
 
 pub use appender::QueueOwnerFn;
 pub use checkpoint::StoreCheckpoint;
@@ -102,6 +113,8 @@ pub use index::{IndexConfig, IndexError, IndexService};
 pub use io::{GlommioIo, IoBuffer, LocalBoxFuture, SegmentFile, StorageIo};
 pub use json_file::{write_atomic, ConfigDir};
 pub use messages::{AppendRequest, AppendResult, AppendStatus, DispatchEntry};
+pub use queue_floors::QUEUE_FLOORS_FILE;
+pub use retention::{parse_delete_when, RetentionConfig};
 pub use shard::{ShardPort, ShardStore};
 pub use store::{AppenderHandle, AppenderParts, MessageStore, StoreHandle, APPENDER_THREAD_NAME};
 pub use timer::{AddOutcome, TimerConfig, TimerEntry, TimerError, TimerRecovery, TimerStore};

@@ -23,6 +23,8 @@ use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::error::StoreError;
 use crate::files::{list_offset_files, zero_range};
+use crate::json_file::ConfigDir;
+use crate::queue_floors::QueueFloors;
 
 /// Queue key used by the appender's offset table.
 pub(crate) type QueueKey = (Arc<str>, i32);
@@ -34,6 +36,8 @@ pub(crate) struct Recovered {
     pub(crate) end: i64,
     /// Next queue offset of every queue with entries.
     pub(crate) queue_offsets: HashMap<QueueKey, i64>,
+    /// Where deleted topics' queues restarted.
+    pub(crate) floors: QueueFloors,
 }
 
 enum ScanStop {
@@ -76,6 +80,11 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         .last()
         .map(|s| s.start + seg_bytes as i64)
         .unwrap_or(0);
+    let config_dir = ConfigDir::open(config.config_dir())?;
+    let mut floors = QueueFloors::load(&config_dir)?;
+    if floors.prune(first_start) {
+        floors.store(&config_dir)?;
+    }
     let checkpoint = StoreCheckpoint::load(&config.checkpoint_path())?;
     // Scan the whole segment holding the checkpoint's position: records
     // before it there are re-checked cheaply (their ConsumeQueue entries
@@ -92,14 +101,14 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
     let end = if segments.is_empty() {
         0
     } else {
-        match scan(config, &segments, &mut queues, start)? {
+        match scan(config, &segments, &mut queues, &floors, start)? {
             ScanStop::End(end) => end,
             ScanStop::Gap => {
                 tracing::warn!(
                     start,
                     "ConsumeQueues behind the checkpoint; rescanning the whole CommitLog"
                 );
-                match scan(config, &segments, &mut queues, first_start)? {
+                match scan(config, &segments, &mut queues, &floors, first_start)? {
                     ScanStop::End(end) => end,
                     ScanStop::Gap => unreachable!("a full scan skips gaps"),
                 }
@@ -131,6 +140,7 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         segments,
         end,
         queue_offsets,
+        floors,
     })
 }
 
@@ -188,6 +198,7 @@ fn scan(
     config: &StoreConfig,
     segments: &[Arc<SegmentMap>],
     queues: &mut HashMap<QueueKey, ConsumeQueue>,
+    floors: &QueueFloors,
     start: i64,
 ) -> Result<ScanStop, StoreError> {
     let seg_bytes = config.segment_bytes as i64;
@@ -231,6 +242,11 @@ fn scan(
             return Ok(ScanStop::End(pos));
         };
         first_record = false;
+        if floors.hides(view.topic, view.queue_id, pos) {
+            // A deleted topic's record: its queue restarted after it.
+            pos += view.total_size as i64;
+            continue;
+        }
         let key: QueueKey = (Arc::from(view.topic), view.queue_id);
         let queue = match queues.get(&key) {
             Some(queue) => queue,

@@ -26,6 +26,8 @@ use crate::error::StoreError;
 use crate::messages::{AppendRequest, AppendResult, DispatchEntry, Envelope, ShardBatch};
 use crate::stop::Stop;
 
+mod retention;
+
 /// What every shard shares about the store.
 pub(crate) struct StoreContext {
     pub(crate) config: StoreConfig,
@@ -95,6 +97,7 @@ struct ShardInner {
     done_waiters: RefCell<Vec<Waker>>,
     flush_stop: Stop,
     flush_task: RefCell<Option<glommio::Task<()>>>,
+    retention: retention::ShardRetention,
 }
 
 /// One shard's handle on the store. Create it inside the shard's executor.
@@ -143,6 +146,7 @@ impl ShardStore {
             done_waiters: RefCell::new(Vec::new()),
             flush_stop: Stop::default(),
             flush_task: RefCell::new(None),
+            retention: retention::ShardRetention::default(),
         });
         let task_inner = Rc::clone(&inner);
         glommio::spawn_local(async move {
@@ -160,6 +164,7 @@ impl ShardStore {
             }
         });
         *inner.flush_task.borrow_mut() = Some(flusher);
+        inner.start_retention();
         ShardStore { inner }
     }
 
@@ -257,6 +262,20 @@ impl ShardStore {
         }
     }
 
+    /// DELETE_TOPIC_IN_BROKER: deletes the ConsumeQueues of `topic` that
+    /// this shard owns (their files and directories) and restarts their
+    /// offsets at 0, so a topic re-created with the name starts empty.
+    /// Call it on every shard. The CommitLog records age out by retention.
+    pub fn delete_topic_queues(&self, topic: &str) -> Result<usize, StoreError> {
+        self.inner.delete_topic(topic)
+    }
+
+    /// Runs this shard's ConsumeQueue retention pass now (it also runs every
+    /// `cleanResourceInterval`); returns the files deleted.
+    pub fn run_queue_retention(&self) -> Result<usize, StoreError> {
+        self.inner.retention_pass()
+    }
+
     /// Stops this shard's appends, waits until the appender has answered
     /// everything and closed (which happens once every shard has called
     /// `shutdown`), then flushes this shard's ConsumeQueues. Call it on
@@ -279,6 +298,7 @@ impl ShardStore {
         .await;
         // Stop the periodic flush and wait for it (it may be inside a
         // blocking-pool call), then flush everything once more.
+        self.inner.stop_retention().await;
         self.inner.flush_stop.stop();
         let flusher = self.inner.flush_task.borrow_mut().take();
         if let Some(flusher) = flusher {
@@ -312,6 +332,8 @@ impl ShardInner {
             dir,
             self.ctx.config.cq_entries_per_file,
         )?);
+        // Entries below the CommitLog's start are gone (retention).
+        queue.correct_min(self.ctx.shared.min_offset());
         self.queues
             .borrow_mut()
             .entry(Arc::from(topic))
@@ -333,6 +355,9 @@ impl ShardInner {
                 (self.ctx.owner)(&entry.topic, entry.queue_id),
                 self.shard_id
             );
+            if self.is_stale_dispatch(entry) {
+                continue;
+            }
             let applied = self.queue(&entry.topic, entry.queue_id).and_then(|queue| {
                 queue.append(
                     entry.queue_offset,

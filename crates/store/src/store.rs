@@ -156,6 +156,7 @@ impl AppenderParts {
             io: self.io,
             shared: Arc::clone(&self.shared),
             queue_offsets: self.recovered.queue_offsets,
+            floors: self.recovered.floors,
             end: self.recovered.end,
             owner,
             requests,

@@ -144,6 +144,16 @@ impl IndexFeed {
         )
     }
 
+    /// Retention: drops index files that point only below the CommitLog's
+    /// start (its old segments were deleted).
+    pub fn delete_expired(&self, commitlog_min: i64) {
+        match self.index.borrow_mut().delete_below(commitlog_min) {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(deleted, commitlog_min, "index retention deleted files"),
+            Err(err) => tracing::error!(%err, "index retention failed"),
+        }
+    }
+
     /// Syncs written index pages (on the blocking pool).
     pub async fn flush(&self) {
         let files = match self.index.borrow_mut().take_dirty_files() {
@@ -177,6 +187,7 @@ pub(crate) async fn feed_loop(shard: Rc<Shard>, feed: Rc<IndexFeed>) {
     loop {
         feed.catch_up(&shard).await;
         if last_flush.elapsed() >= Duration::from_millis(INDEX_FLUSH_INTERVAL_MS) {
+            feed.delete_expired(shard.store.reader().min_offset());
             feed.flush().await;
             last_flush = std::time::Instant::now();
         }

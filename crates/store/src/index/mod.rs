@@ -336,6 +336,21 @@ impl IndexService {
         Ok(removed)
     }
 
+    /// Retention (`IndexService.deleteExpiredFile`): deletes the files,
+    /// never the newest, whose entries all point below `commitlog_min` (the
+    /// CommitLog's new start). Returns how many went.
+    pub fn delete_below(&mut self, commitlog_min: i64) -> Result<usize, IndexError> {
+        let mut deleted = 0;
+        while self.files.len() > 1 && self.files[0].header.end_phy < commitlog_min {
+            let file = self.files.remove(0);
+            let path = file.path.clone();
+            drop(file);
+            fs::remove_file(&path).map_err(|e| IndexError::io("remove index file", &path, e))?;
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
     /// msyncs every file written since the last flush (blocking).
     pub fn flush(&mut self) -> Result<(), IndexError> {
         for file in &mut self.files {

@@ -1,0 +1,183 @@
+//! The ConsumeQueue half of retention (`CleanConsumeQueueService`) and topic
+//! deletion, on each shard for the queues it owns (single writer kept).
+//!
+//! Every `clean_interval_ms` the shard lets go of deleted CommitLog
+//! segments (refreshes its cached segment list) and, when the CommitLog's
+//! start moved since its last pass, drops the files of its queues whose
+//! entries all point below it and moves their min offsets up.
+
+use std::collections::HashSet;
+use std::fs;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::ShardInner;
+use crate::error::StoreError;
+use crate::messages::DispatchEntry;
+
+/// Per-shard retention state.
+#[derive(Default)]
+pub(super) struct ShardRetention {
+    /// CommitLog start at the last completed pass.
+    pub(super) cleaned_min: std::cell::Cell<i64>,
+    /// Deleted topics whose old dispatches may still arrive.
+    pub(super) deleted: std::cell::RefCell<HashSet<Arc<str>>>,
+    pub(super) stop: crate::stop::Stop,
+    pub(super) task: std::cell::RefCell<Option<glommio::Task<()>>>,
+}
+
+impl ShardInner {
+    /// Starts the periodic pass on the current executor.
+    pub(super) fn start_retention(self: &Rc<Self>) {
+        let inner = Rc::clone(self);
+        let task = glommio::spawn_local(async move {
+            let interval = Duration::from_millis(inner.ctx.config.retention.clean_interval_ms);
+            while !inner.retention.stop.sleep(interval).await {
+                if let Err(e) = inner.retention_pass() {
+                    tracing::error!(shard = inner.shard_id, error = %e, "ConsumeQueue retention failed");
+                }
+            }
+        });
+        *self.retention.task.borrow_mut() = Some(task);
+    }
+
+    /// Stops the periodic pass and waits for it.
+    pub(super) async fn stop_retention(&self) {
+        self.retention.stop.stop();
+        let task = self.retention.task.borrow_mut().take();
+        if let Some(task) = task {
+            task.await;
+        }
+    }
+
+    /// One pass; returns the ConsumeQueue files deleted.
+    pub(super) fn retention_pass(&self) -> Result<usize, StoreError> {
+        self.reader.refresh();
+        self.forget_finished_resets();
+        let commitlog_min = self.ctx.shared.min_offset();
+        if commitlog_min <= self.retention.cleaned_min.get() {
+            return Ok(0);
+        }
+        let mut deleted = 0;
+        for (topic, queue_id) in self.owned_queues_on_disk()? {
+            if self.retention.deleted.borrow().contains(topic.as_str()) {
+                continue;
+            }
+            let queue = self.queue(&topic, queue_id)?;
+            deleted += queue.delete_below(commitlog_min)?;
+        }
+        // Queues opened but without files yet need nothing.
+        self.retention.cleaned_min.set(commitlog_min);
+        if deleted > 0 {
+            tracing::info!(
+                shard = self.shard_id,
+                deleted,
+                commitlog_min,
+                "ConsumeQueue retention deleted files"
+            );
+        }
+        Ok(deleted)
+    }
+
+    /// `(topic, queue id)` of every queue directory this shard owns.
+    fn owned_queues_on_disk(&self) -> Result<Vec<(String, i32)>, StoreError> {
+        let root = self.ctx.config.consumequeue_dir();
+        let mut out = Vec::new();
+        let topics = match fs::read_dir(&root) {
+            Ok(topics) => topics,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(StoreError::io("list dir", &root, e)),
+        };
+        for topic in topics {
+            let topic = topic.map_err(|e| StoreError::io("list dir", &root, e))?;
+            let Some(name) = topic.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let Ok(ids) = fs::read_dir(topic.path()) else {
+                continue;
+            };
+            for id in ids.flatten() {
+                let Some(queue_id) = id.file_name().to_str().and_then(|s| s.parse::<i32>().ok())
+                else {
+                    continue;
+                };
+                if (self.ctx.owner)(&name, queue_id) == self.shard_id {
+                    out.push((name.clone(), queue_id));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes this shard's ConsumeQueues of `topic` (open or only on disk)
+    /// and has the appender restart their offsets at 0. Returns how many
+    /// queues went.
+    pub(super) fn delete_topic(&self, topic: &str) -> Result<usize, StoreError> {
+        let mut ids: HashSet<i32> = self
+            .owned_queues_on_disk()?
+            .into_iter()
+            .filter(|(name, _)| name == topic)
+            .map(|(_, id)| id)
+            .collect();
+        let opened = self.queues.borrow_mut().remove(topic);
+        if let Some(opened) = &opened {
+            ids.extend(opened.keys().copied());
+        }
+        for queue_id in &ids {
+            let queue = opened
+                .as_ref()
+                .and_then(|queues| queues.get(queue_id))
+                .map(Rc::clone);
+            match queue {
+                Some(queue) => queue.destroy()?,
+                None => {
+                    let dir =
+                        super::queue_dir(&self.ctx.config.consumequeue_dir(), topic, *queue_id);
+                    match fs::remove_dir_all(&dir) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(StoreError::io("remove ConsumeQueue dir", &dir, e)),
+                    }
+                }
+            }
+        }
+        // Other shards may still hold queue dirs of the topic: only an
+        // empty topic dir goes.
+        let _ = fs::remove_dir(self.ctx.config.consumequeue_dir().join(topic));
+        self.retention.deleted.borrow_mut().insert(Arc::from(topic));
+        self.ctx.shared.resets.request(topic, self.shard_id);
+        Ok(ids.len())
+    }
+
+    /// True when `entry` belongs to a deleted topic and was numbered before
+    /// its offsets were reset: it must not enter the new, empty queue.
+    pub(super) fn is_stale_dispatch(&self, entry: &DispatchEntry) -> bool {
+        if !self.retention.deleted.borrow().contains(&*entry.topic) {
+            return false;
+        }
+        match self.ctx.shared.resets.position(&entry.topic, self.shard_id) {
+            Some(position) if entry.physical_offset >= position => {
+                // Dispatches come in CommitLog order: all later ones are new.
+                self.retention.deleted.borrow_mut().remove(&*entry.topic);
+                self.ctx.shared.resets.forget(&entry.topic, self.shard_id);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Drops deleted-topic markers once every older dispatch has arrived.
+    fn forget_finished_resets(&self) {
+        let applied = self.applied.get();
+        let topics: Vec<Arc<str>> = self.retention.deleted.borrow().iter().cloned().collect();
+        for topic in topics {
+            if let Some(position) = self.ctx.shared.resets.position(&topic, self.shard_id) {
+                if applied >= position {
+                    self.retention.deleted.borrow_mut().remove(&topic);
+                    self.ctx.shared.resets.forget(&topic, self.shard_id);
+                }
+            }
+        }
+    }
+}
