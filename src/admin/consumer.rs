@@ -1,12 +1,12 @@
 //! `ferrocket admin consumer|offset|group ...`: mqadmin's consumerProgress,
 //! consumerConnection, resetOffsetByTime, updateSubGroup and deleteSubGroup.
 //!
-//! `offset reset-by-time` rewrites the group's committed offsets on the
-//! brokers (SEARCH_OFFSET_BY_TIMESTAMP, then UPDATE_CONSUMER_OFFSET per
-//! queue), which is what mqadmin falls back to when the group is offline.
-//! Running consumers keep their own positions and would overwrite the
-//! reset at their next commit, so it refuses while any client of the group
-//! is online, unless `--force`.
+//! `offset reset-by-time` works like mqadmin's: each broker of the topic
+//! is asked to reset (INVOKE_BROKER_TO_RESET_OFFSET), which commits the new
+//! offsets and pushes them to the group's running consumers; where the
+//! broker answers CONSUMER_NOT_ONLINE the committed offsets are rewritten
+//! directly (SEARCH_OFFSET_BY_TIMESTAMP, then UPDATE_CONSUMER_OFFSET per
+//! queue), as mqadmin's fallback does.
 
 use clap::{Args, Subcommand};
 use ferrocket_client::{Admin, ClientError, ConsumerConnection, SubscriptionGroup};
@@ -47,8 +47,10 @@ pub enum OffsetCommand {
         /// Milliseconds since the Unix epoch.
         #[arg(short = 's', long)]
         timestamp: i64,
-        /// Reset even while clients of the group are online.
-        #[arg(long)]
+        /// Also move offsets forward (mqadmin's `-f`, default true);
+        /// `--force false` only moves them back.
+        #[arg(short = 'f', long, num_args = 0..=1, default_value_t = true,
+              default_missing_value = "true", action = clap::ArgAction::Set)]
         force: bool,
     },
 }
@@ -246,7 +248,8 @@ pub async fn run_offset(admin: &Admin, command: OffsetCommand) -> Result<(), Cli
         force,
     } = command;
     let route = admin.topic_route(&topic).await?;
-    let mut targets: Vec<(String, String, i32)> = Vec::new();
+    let mut rows =
+        vec![["Topic", "Broker", "QID", "Old Offset", "New Offset", "Mode"].map(String::from)];
     for queues in &route.queue_datas {
         let Some(addr) = route
             .broker_datas
@@ -256,38 +259,63 @@ pub async fn run_offset(admin: &Admin, command: OffsetCommand) -> Result<(), Cli
         else {
             continue;
         };
-        if !force {
-            if let Some(conn) = admin.consumer_connection(&addr, &group).await? {
-                if !conn.connection_set.is_empty() {
-                    return Err(ClientError::InvalidArgument(format!(
-                        "{} client(s) of group {group} are online on {addr}; stop them first \
-                         (they would overwrite the reset offsets) or pass --force",
-                        conn.connection_set.len()
-                    )));
+        let mut old = Vec::new();
+        for queue_id in 0..queues.read_queue_nums {
+            old.push(
+                admin
+                    .committed_offset(&addr, &group, &topic, queue_id)
+                    .await?,
+            );
+        }
+        let old_text = |queue_id: i32| {
+            usize::try_from(queue_id)
+                .ok()
+                .and_then(|i| old.get(i).copied().flatten())
+                .map_or_else(|| "-".to_string(), |o| o.to_string())
+        };
+        match admin
+            .reset_offset_online(&addr, &group, &topic, timestamp, force)
+            .await?
+        {
+            Some(table) => {
+                for (queue, new) in table {
+                    rows.push([
+                        queue.topic.clone(),
+                        queue.broker_name.clone(),
+                        queue.queue_id.to_string(),
+                        old_text(queue.queue_id),
+                        new.to_string(),
+                        "online".into(),
+                    ]);
                 }
             }
-        }
-        targets.push((addr, queues.broker_name.clone(), queues.read_queue_nums));
-    }
-    let mut rows = vec![["Topic", "Broker", "QID", "Old Offset", "New Offset"].map(String::from)];
-    for (addr, broker_name, queue_nums) in targets {
-        for queue_id in 0..queue_nums {
-            let new = admin
-                .search_offset(&addr, &topic, queue_id, timestamp)
-                .await?;
-            let old = admin
-                .committed_offset(&addr, &group, &topic, queue_id)
-                .await?;
-            admin
-                .commit_offset(&addr, &group, &topic, queue_id, new)
-                .await?;
-            rows.push([
-                topic.clone(),
-                broker_name.clone(),
-                queue_id.to_string(),
-                old.map_or_else(|| "-".into(), |o| o.to_string()),
-                new.to_string(),
-            ]);
+            None => {
+                for queue_id in 0..queues.read_queue_nums {
+                    let target = admin
+                        .search_offset(&addr, &topic, queue_id, timestamp)
+                        .await?;
+                    let previous = usize::try_from(queue_id)
+                        .ok()
+                        .and_then(|i| old.get(i).copied().flatten());
+                    let new = match previous {
+                        Some(current) if !force && target >= current => current,
+                        _ => target,
+                    };
+                    if previous != Some(new) {
+                        admin
+                            .commit_offset(&addr, &group, &topic, queue_id, new)
+                            .await?;
+                    }
+                    rows.push([
+                        topic.clone(),
+                        queues.broker_name.clone(),
+                        queue_id.to_string(),
+                        old_text(queue_id),
+                        new.to_string(),
+                        "offline".into(),
+                    ]);
+                }
+            }
         }
     }
     print_table(&rows);

@@ -57,6 +57,7 @@ async fn dispatch(
         }
         GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(consume::group_admin::all_configs(shard, request)),
         DELETE_SUBSCRIPTIONGROUP => consume::group_admin::delete(shard, request).await,
+        INVOKE_BROKER_TO_RESET_OFFSET => consume::reset::reset_offset(shard, request).await,
         GET_ALL_DELAY_OFFSET => crate::schedule::all_delay_offsets(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }

@@ -27,6 +27,7 @@ mod object_keys;
 pub mod pool;
 pub mod producer;
 pub mod query;
+pub mod reset_offset;
 pub mod route;
 pub mod send;
 

@@ -249,6 +249,19 @@ header! {
 }
 
 header! {
+    /// INVOKE_BROKER_TO_RESET_OFFSET request and the
+    /// RESET_CONSUMER_CLIENT_OFFSET push (`ResetOffsetRequestHeader`).
+    /// `timestamp` -1 means each queue's max offset; without `isForce`
+    /// offsets only move back.
+    pub struct ResetOffsetRequestHeader {
+        topic: String = "topic",
+        group: String = "group",
+        timestamp: i64 = "timestamp",
+        is_force: bool = "isForce",
+    }
+}
+
+header! {
     /// GET_CONSUMER_LIST_BY_GROUP request.
     pub struct ConsumerGroupRequestHeader {
         consumer_group: String = "consumerGroup",

@@ -15,6 +15,7 @@ pub(crate) mod admin;
 pub(crate) mod group_admin;
 pub(crate) mod groups;
 pub(crate) mod locks;
+pub(crate) mod reset;
 pub(crate) mod retry;
 pub(crate) mod sql_filter;
 
@@ -168,6 +169,14 @@ pub(crate) enum MeshRequest {
         client_id: String,
         queues: Vec<QueueKey>,
     },
+    /// Reset and commit the group's offsets of these queues (`reset`).
+    ResetOffsets {
+        group: String,
+        topic: String,
+        queues: Vec<i32>,
+        timestamp_ms: i64,
+        force: bool,
+    },
 }
 
 /// Cross-shard answers (`ShardResponse::Consume`).
@@ -182,6 +191,8 @@ pub(crate) enum MeshResponse {
     },
     QueueStats(Vec<QueueStat>),
     Queues(Vec<QueueKey>),
+    /// `(queue id, new offset)` per reset queue.
+    Reset(Vec<(i32, i64)>),
     Failed(Reject),
 }
 
@@ -232,6 +243,16 @@ pub(crate) async fn on_mesh(shard: &Rc<Shard>, request: MeshRequest) -> MeshResp
         lock @ (MeshRequest::Lock { .. } | MeshRequest::Unlock { .. }) => {
             locks::on_owner(shard, lock)
         }
+        MeshRequest::ResetOffsets {
+            group,
+            topic,
+            queues,
+            timestamp_ms,
+            force,
+        } => match reset::reset_owned(shard, &group, &topic, &queues, timestamp_ms, force) {
+            Ok(table) => MeshResponse::Reset(table),
+            Err(reject) => MeshResponse::Failed(reject),
+        },
     }
 }
 
