@@ -36,9 +36,13 @@ const SYSTEM_TOPICS: [(&str, i32); 6] = [
     ("RMQ_SYS_TRACE_TOPIC", 1),
 ];
 
+/// System topics the broker creates when it first needs them.
+const ON_DEMAND_SYSTEM_TOPICS: [&str; 1] = [crate::transaction::CHECK_MAX_TIME_TOPIC];
+
 /// Topics no producer may send to (`TopicValidator.isNotAllowedSendTopic`).
 pub fn is_send_forbidden(topic: &str) -> bool {
     topic == TBW102
+        || ON_DEMAND_SYSTEM_TOPICS.contains(&topic)
         || SYSTEM_TOPICS
             .iter()
             .any(|(name, _)| *name == topic && *name != "RMQ_SYS_TRACE_TOPIC")
@@ -48,6 +52,7 @@ pub fn is_send_forbidden(topic: &str) -> bool {
 pub fn is_system_topic(topic: &str) -> bool {
     topic == TBW102
         || topic.starts_with("rmq_sys_")
+        || ON_DEMAND_SYSTEM_TOPICS.contains(&topic)
         || SYSTEM_TOPICS.iter().any(|(n, _)| *n == topic)
 }
 
@@ -221,6 +226,8 @@ mod tests {
         assert!(table.topic_config_table.contains_key("SCHEDULE_TOPIC_XXXX"));
         assert!(is_send_forbidden(TBW102));
         assert!(!is_send_forbidden("TopicTest"));
+        assert!(is_send_forbidden("TRANS_CHECK_MAX_TIME_TOPIC"));
+        assert!(is_system_topic("TRANS_CHECK_MAX_TIME_TOPIC"));
     }
 
     #[test]

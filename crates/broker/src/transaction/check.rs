@@ -2,7 +2,8 @@
 //! `AbstractTransactionalMessageCheckListener.sendCheckMessage`): each
 //! round, every half message open longer than its immunity time gets one
 //! CHECK_TRANSACTION_STATE (oneway) on a live connection of its producer
-//! group; one already checked `transactionCheckMax` times is rolled back.
+//! group; one already checked `transactionCheckMax` times is copied to
+//! `TRANS_CHECK_MAX_TIME_TOPIC` (`discard`) and rolled back.
 
 use bytes::BytesMut;
 use ferrocket_protocol::codes::request_code;
@@ -64,6 +65,21 @@ async fn roll_back_unanswered(shard: &Shard, txn: &TxnService, offset: i64, half
         checks = half.check_times,
         "half message checked too many times; rolling it back"
     );
+    // Kept for operators first; a failure to keep it does not stop the
+    // rollback (Java discards it either way).
+    match super::discard::keep_discarded(shard, &taken).await {
+        Ok(kept_at) => tracing::info!(
+            offset,
+            kept_at,
+            "half message kept in {}",
+            super::discard::CHECK_MAX_TIME_TOPIC
+        ),
+        Err(reject) => tracing::error!(
+            offset,
+            remark = %reject.remark,
+            "keeping a discarded half message failed"
+        ),
+    }
     if let Err(reject) = settle(shard, txn, offset, &taken, false).await {
         tracing::error!(offset, remark = %reject.remark, "rolling back a half message failed");
         let mut state = txn.state.borrow_mut();

@@ -12,7 +12,7 @@
 //! back every `transactionCheckInterval`: CHECK_TRANSACTION_STATE goes to a
 //! live connection of the producer group, which answers with
 //! END_TRANSACTION; after `transactionCheckMax` checks the half message is
-//! rolled back.
+//! copied to `TRANS_CHECK_MAX_TIME_TOPIC` for operators and rolled back.
 //!
 //! All of this runs on the transaction shard (owner of the half queue),
 //! so one task decides each half message: a half message is taken out of
@@ -29,6 +29,9 @@
 //! then commit it a second time.
 
 mod check;
+mod discard;
+
+pub(crate) use discard::CHECK_MAX_TIME_TOPIC;
 mod end;
 mod state;
 
