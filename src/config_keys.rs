@@ -22,9 +22,15 @@ pub fn apply_namesrv(
         "deleteTopicWithBrokerRegistration" => {
             config.delete_topic_with_broker_registration = parse_bool(key, setting)?
         }
+        // Empty keeps the KV config in memory only.
+        "kvConfigPath" => {
+            config.kv_config_path = Some(setting.value.as_str())
+                .filter(|v| !v.is_empty())
+                .map(Into::into)
+        }
         // RocketMQ settings with no effect here, accepted so a Java
         // namesrv.conf loads without noise.
-        "rocketmqHome" | "kvConfigPath" | "configStorePath" | "orderMessageEnable" => {}
+        "rocketmqHome" | "configStorePath" | "orderMessageEnable" => {}
         _ => return Ok(false),
     }
     Ok(true)
@@ -68,6 +74,13 @@ pub fn apply_broker(
         "shardCount" => config.shard_count = parse_value(key, setting)?,
         "shardCores" => config.shard_cores = core_list(key, setting)?,
         "pinShards" => config.pin_shards = parse_bool(key, setting)?,
+        "appenderCore" => {
+            config.appender_core = if setting.value.is_empty() {
+                None
+            } else {
+                Some(parse_value(key, setting)?)
+            }
+        }
         "longPollingEnable" => config.long_polling_enable = parse_bool(key, setting)?,
         "suspendTimeoutMsMax" => config.suspend_timeout_ms_max = positive(key, setting)?,
         "maxTransferCountOnMessageInMemory" => {
@@ -88,11 +101,30 @@ pub fn apply_broker(
             config.transaction_check_interval_ms = positive(key, setting)?
         }
         "transactionCheckMax" => config.transaction_check_max = parse_value(key, setting)?,
+        "fileReservedTime" => {
+            let hours = positive(key, setting)?;
+            config.file_reserved_time_ms = hours
+                .checked_mul(3_600_000)
+                .ok_or_else(|| invalid(key, setting, "too large"))?
+        }
+        // Ferrocket's own: the same in milliseconds (tests expire in seconds).
+        "fileReservedTimeMs" => config.file_reserved_time_ms = parse_value(key, setting)?,
+        "deleteWhen" => {
+            config.delete_when = BrokerConfig::parse_delete_when(&setting.value)
+                .map_err(|why| invalid(key, setting, &why))?
+        }
+        "diskMaxUsedSpaceRatio" => config.disk_max_used_space_ratio = percent(key, setting)?,
+        "diskSpaceCleanForciblyRatio" => {
+            config.disk_space_clean_forcibly_ratio = percent(key, setting)?
+        }
+        "cleanFileForciblyEnable" => config.clean_file_forcibly_enable = parse_bool(key, setting)?,
+        "cleanResourceInterval" => config.clean_resource_interval_ms = positive(key, setting)?,
         // RocketMQ settings with no effect here, accepted so a Java
         // broker.conf loads without noise.
         "brokerRole"
-        | "deleteWhen"
-        | "fileReservedTime"
+        | "destroyMapedFileIntervalForcibly"
+        | "deleteCommitLogFilesInterval"
+        | "deleteConsumeQueueFilesInterval"
         | "rocketmqHome"
         | "storePathCommitLog"
         | "storePathConsumeQueue"
@@ -114,6 +146,14 @@ fn positive(key: &str, setting: &Setting) -> Result<u64, String> {
     let value: u64 = parse_value(key, setting)?;
     if value == 0 {
         return Err(invalid(key, setting, "must be greater than 0"));
+    }
+    Ok(value)
+}
+
+fn percent(key: &str, setting: &Setting) -> Result<u8, String> {
+    let value: u8 = parse_value(key, setting)?;
+    if value == 0 || value > 100 {
+        return Err(invalid(key, setting, "must be a percentage in 1..=100"));
     }
     Ok(value)
 }
@@ -155,6 +195,9 @@ mod tests {
         assert!(apply_broker(&mut config, "brokerName", &setting("b1")).unwrap());
         assert!(apply_broker(&mut config, "flushDiskType", &setting("SYNC_FLUSH")).unwrap());
         assert!(apply_broker(&mut config, "shardCores", &setting("0, 2")).unwrap());
+        assert!(apply_broker(&mut config, "appenderCore", &setting("1")).unwrap());
+        assert_eq!(config.appender_core, Some(1));
+        assert!(apply_broker(&mut config, "appenderCore", &setting("one")).is_err());
         assert_eq!(config.broker_name, "b1");
         assert_eq!(config.flush_disk_type, FlushDiskType::SyncFlush);
         assert_eq!(config.shard_cores, vec![0, 2]);
@@ -165,6 +208,20 @@ mod tests {
             "{error}"
         );
         assert!(apply_broker(&mut config, "flushDiskType", &setting("SOMETIMES")).is_err());
+        assert!(apply_broker(&mut config, "fileReservedTime", &setting("48")).unwrap());
+        assert_eq!(config.file_reserved_time_ms, 48 * 3_600_000);
+        assert!(apply_broker(&mut config, "fileReservedTimeMs", &setting("1500")).unwrap());
+        assert_eq!(config.file_reserved_time_ms, 1500);
+        assert!(apply_broker(&mut config, "deleteWhen", &setting("01;13")).unwrap());
+        assert_eq!(config.delete_when, vec![1, 13]);
+        assert!(apply_broker(&mut config, "deleteWhen", &setting("25")).is_err());
+        assert!(apply_broker(&mut config, "diskMaxUsedSpaceRatio", &setting("101")).is_err());
+        assert!(apply_broker(
+            &mut config,
+            "destroyMapedFileIntervalForcibly",
+            &setting("1")
+        )
+        .unwrap());
     }
 
     #[test]
@@ -173,5 +230,9 @@ mod tests {
         assert!(apply_namesrv(&mut config, "listenPort", &setting("19876")).unwrap());
         assert_eq!(config.listen_port, 19876);
         assert!(apply_namesrv(&mut config, "brokerExpiryMs", &setting("0")).is_err());
+        assert!(apply_namesrv(&mut config, "kvConfigPath", &setting("/x/kv.json")).unwrap());
+        assert_eq!(config.kv_config_path, Some("/x/kv.json".into()));
+        assert!(apply_namesrv(&mut config, "kvConfigPath", &setting("")).unwrap());
+        assert_eq!(config.kv_config_path, None);
     }
 }

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod bad_input;
+pub mod namesrv_restart;
 pub mod process;
 pub mod remoting;
 
@@ -67,18 +68,7 @@ impl Namesrv {
             .tempdir()
             .unwrap();
         let process = start_with_port_retries("namesrv", |port| {
-            let mut args = vec![
-                "namesrv".to_string(),
-                "--listen-addr".into(),
-                "127.0.0.1".into(),
-                "--listen-port".into(),
-                port.to_string(),
-            ];
-            if let Some(ms) = opts.broker_expiry_ms {
-                args.extend(["--broker-expiry-ms".into(), ms.to_string()]);
-            }
-            args.extend(opts.extra_args.iter().cloned());
-            (args, home.path().to_path_buf())
+            (namesrv_args(port, &opts), home.path().to_path_buf())
         });
         Self { process, home }
     }
@@ -91,6 +81,22 @@ impl Namesrv {
     pub fn connect(&self) -> RemotingConn {
         RemotingConn::connect(&self.addr()).unwrap()
     }
+}
+
+/// The command line of a test name server on `port`.
+pub fn namesrv_args(port: u16, opts: &NamesrvOpts) -> Vec<String> {
+    let mut args = vec![
+        "namesrv".to_string(),
+        "--listen-addr".into(),
+        "127.0.0.1".into(),
+        "--listen-port".into(),
+        port.to_string(),
+    ];
+    if let Some(ms) = opts.broker_expiry_ms {
+        args.extend(["--broker-expiry-ms".into(), ms.to_string()]);
+    }
+    args.extend(opts.extra_args.iter().cloned());
+    args
 }
 
 /// Options for [`Broker::start`]. `None` leaves the server's default, except
@@ -240,6 +246,10 @@ fn broker_args(namesrv_addr: &str, opts: &BrokerOpts, store_dir: &Path, port: u1
         opts.commit_log_segment_bytes
             .unwrap_or(TEST_COMMIT_LOG_SEGMENT_BYTES)
             .to_string(),
+        // A test's data must not depend on how full the host's disk is: at
+        // Java's default 85% a broker deletes unexpired segments.
+        "--set".into(),
+        "diskSpaceCleanForciblyRatio=100".into(),
     ];
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(value) = value {

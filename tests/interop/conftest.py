@@ -17,6 +17,7 @@ import atexit
 import faulthandler
 import os
 import signal
+import shutil
 import socket
 import subprocess
 import sys
@@ -68,14 +69,29 @@ def free_port():
 # Session setup: keep the C++ client out of the real home directory.
 
 
+# Set when this session created the home directory itself, so it can remove
+# it after a passing run (a failing run keeps it: it holds the logs).
+_CREATED_HOME = None
+
+
 def pytest_configure(config):
-    home = os.environ.get("FERROCKET_INTEROP_HOME") or tempfile.mkdtemp(prefix="ferrocket-interop-")
+    global _CREATED_HOME
+    home = os.environ.get("FERROCKET_INTEROP_HOME")
+    if not home:
+        home = tempfile.mkdtemp(prefix="ferrocket-interop-")
+        _CREATED_HOME = home
     Path(home).mkdir(parents=True, exist_ok=True)
     os.environ["FERROCKET_INTEROP_HOME"] = home
     # rocketmq-client-cpp writes logs to $HOME/logs/rocketmq-cpp and route
     # snapshots under $HOME as well; it reads HOME when the first client
     # starts, after this.
     os.environ["HOME"] = home
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _stop_all_live()
+    if _CREATED_HOME and exitstatus == 0 and not os.environ.get("FERROCKET_INTEROP_KEEP"):
+        shutil.rmtree(_CREATED_HOME, ignore_errors=True)
 
 
 def pytest_report_header(config):
@@ -197,6 +213,9 @@ def start_broker(workdir, namesrv_addr, auto_create_topic, broker_name, extra_ar
             "--broker-name", broker_name,
             "--auto-create-topic-enable", "true" if auto_create_topic else "false",
             "--mapped-file-size-commit-log", str(COMMIT_LOG_SEGMENT_BYTES),
+            # Test data must not depend on how full the host's disk is (at
+            # Java's default 85% a broker deletes unexpired segments).
+            "--set", "diskSpaceCleanForciblyRatio=100",
             *extra_args,
         ],
         workdir,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use ferrocket_protocol::limits::MESSAGE_BODY_BYTES_MAX_DEFAULT;
 use ferrocket_runtime::shard::ShardsConfig;
-use ferrocket_store::{FlushMode, StoreConfig, WriteMode};
+use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteMode};
 
 use crate::error::BrokerError;
 
@@ -139,6 +139,9 @@ pub struct BrokerConfig {
     pub shard_cores: Vec<usize>,
     /// Pin each shard's thread to its core.
     pub pin_shards: bool,
+    /// `appenderCore`: pin the CommitLog appender thread to this core;
+    /// `None` leaves it to the kernel's scheduler.
+    pub appender_core: Option<usize>,
     /// `longPollingEnable`: hold pulls with the suspend flag.
     pub long_polling_enable: bool,
     /// Cap on a pull's `suspendTimeoutMillis`.
@@ -169,6 +172,22 @@ pub struct BrokerConfig {
     pub transaction_check_interval_ms: u64,
     /// `transactionCheckMax`: checks before a half message is rolled back.
     pub transaction_check_max: u32,
+    /// `fileReservedTime` (hours, kept here in ms; Ferrocket's
+    /// `fileReservedTimeMs` sets ms directly): age after which a CommitLog
+    /// segment may be deleted.
+    pub file_reserved_time_ms: u64,
+    /// `deleteWhen`: local hours of the day when expired segments go.
+    pub delete_when: Vec<u8>,
+    /// `diskMaxUsedSpaceRatio` (percent): above it, expired segments go at
+    /// any hour.
+    pub disk_max_used_space_ratio: u8,
+    /// Above this disk usage (percent) the oldest segments go even when not
+    /// expired (RocketMQ's `diskSpaceCleanForciblyRatio` property, 0.85).
+    pub disk_space_clean_forcibly_ratio: u8,
+    /// `cleanFileForciblyEnable`.
+    pub clean_file_forcibly_enable: bool,
+    /// `cleanResourceInterval`: how often retention runs.
+    pub clean_resource_interval_ms: u64,
 }
 
 impl Default for BrokerConfig {
@@ -197,6 +216,7 @@ impl Default for BrokerConfig {
             shard_count: 0,
             shard_cores: Vec::new(),
             pin_shards: true,
+            appender_core: None,
             long_polling_enable: true,
             suspend_timeout_ms_max: SUSPEND_TIMEOUT_MS_MAX_DEFAULT,
             long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
@@ -212,6 +232,12 @@ impl Default for BrokerConfig {
             transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
             transaction_check_interval_ms: TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,
             transaction_check_max: TRANSACTION_CHECK_MAX_DEFAULT,
+            file_reserved_time_ms: retention::FILE_RESERVED_HOURS_DEFAULT * 3_600_000,
+            delete_when: vec![4],
+            disk_max_used_space_ratio: retention::DISK_MAX_USED_PERCENT_DEFAULT,
+            disk_space_clean_forcibly_ratio: retention::DISK_CLEAN_FORCIBLY_PERCENT_DEFAULT,
+            clean_file_forcibly_enable: true,
+            clean_resource_interval_ms: retention::CLEAN_INTERVAL_MS_DEFAULT,
         }
     }
 }
@@ -267,6 +293,14 @@ impl BrokerConfig {
                 self.default_topic_queue_nums
             ));
         }
+        if let Some(core) = self.appender_core {
+            let online = ferrocket_runtime::shard::online_cores();
+            if !online.contains(&core) {
+                return bad(format!(
+                    "appenderCore {core} is not an online core (online: {online:?})"
+                ));
+            }
+        }
         if self.max_message_size == 0 {
             return bad("maxMessageSize must be positive".into());
         }
@@ -285,9 +319,17 @@ impl BrokerConfig {
         if self.transaction_check_interval_ms == 0 {
             return bad("transactionCheckInterval must be positive".into());
         }
+        self.store_config()
+            .validate()
+            .map_err(|e| BrokerError::Config(e.to_string()))?;
         self.namesrv_addrs()?;
         self.advertised_ip()?;
         Ok(())
+    }
+
+    /// Parses a `deleteWhen` value ("04", "01;13") into hours of the day.
+    pub fn parse_delete_when(text: &str) -> Result<Vec<u8>, String> {
+        ferrocket_store::parse_delete_when(text)
     }
 
     /// The store's configuration.
@@ -305,6 +347,14 @@ impl BrokerConfig {
             FlushDiskType::SyncFlush => FlushMode::Sync {
                 timeout_ms: self.sync_flush_timeout_ms,
             },
+        };
+        store.retention = RetentionConfig {
+            file_reserved_ms: self.file_reserved_time_ms,
+            delete_when: self.delete_when.clone(),
+            disk_max_used_percent: self.disk_max_used_space_ratio,
+            disk_clean_forcibly_percent: self.disk_space_clean_forcibly_ratio,
+            clean_forcibly: self.clean_file_forcibly_enable,
+            clean_interval_ms: self.clean_resource_interval_ms,
         };
         store
     }

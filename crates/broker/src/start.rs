@@ -96,7 +96,10 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         .unwrap_or_default();
     let owner: QueueOwnerFn =
         Arc::new(move |topic: &str, queue_id: i32| owner_shard(topic, queue_id, count));
-    let (appender, ports) = parts.start_appender(count, owner, Placement::Unbound)?;
+    let appender_placement = config
+        .appender_core
+        .map_or(Placement::Unbound, Placement::Fixed);
+    let (appender, ports) = parts.start_appender(count, owner, appender_placement)?;
     let env = Arc::new(BrokerEnv {
         listen,
         store_host,
