@@ -74,6 +74,12 @@ pub fn apply_broker(
         "shardCount" => config.shard_count = parse_value(key, setting)?,
         "shardCores" => config.shard_cores = core_list(key, setting)?,
         "pinShards" => config.pin_shards = parse_bool(key, setting)?,
+        "appenderInShard" => {
+            config.appender_in_shard = match setting.value.as_str() {
+                "" | "auto" => None,
+                _ => Some(parse_bool(key, setting)?),
+            }
+        }
         "appenderCore" => {
             config.appender_core = if setting.value.is_empty() {
                 None
@@ -198,6 +204,10 @@ mod tests {
         assert!(apply_broker(&mut config, "appenderCore", &setting("1")).unwrap());
         assert_eq!(config.appender_core, Some(1));
         assert!(apply_broker(&mut config, "appenderCore", &setting("one")).is_err());
+        assert!(apply_broker(&mut config, "appenderInShard", &setting("false")).unwrap());
+        assert_eq!(config.appender_in_shard, Some(false));
+        assert!(apply_broker(&mut config, "appenderInShard", &setting("auto")).unwrap());
+        assert_eq!(config.appender_in_shard, None);
         assert_eq!(config.broker_name, "b1");
         assert_eq!(config.flush_disk_type, FlushDiskType::SyncFlush);
         assert_eq!(config.shard_cores, vec![0, 2]);

@@ -6,7 +6,7 @@
 #   tuning/ab-binaries.sh BIN_A BIN_B [bench args...]
 #   BROKER_ARGS="--shards 1" tuning/ab-binaries.sh /tmp/ferrocket-old target/release/ferrocket --inflight 128
 #
-# Environment: BROKER_ARGS (extra broker flags), LABEL_A/LABEL_B, ROUNDS
+# Environment: BROKER_ARGS (extra broker flags; BROKER_ARGS_A/_B per side), LABEL_A/LABEL_B, ROUNDS
 # (default 3), ROUND_SECS (default 5), OUT (report directory).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,9 +24,9 @@ NS_A=$(port); NS_B=$(port); BR_A=$(port); BR_B=$(port)
 "$B" namesrv --listen-addr 127.0.0.1 --listen-port "$NS_B" > "$WORK/ns-b.log" 2>&1 & PIDS+=($!)
 sleep 1
 # shellcheck disable=SC2086
-"$A" broker --listen-addr 127.0.0.1 --listen-port "$BR_A" -n "127.0.0.1:$NS_A" --store-path-root-dir "$WORK/a" ${BROKER_ARGS:-} > "$WORK/a.log" 2>&1 & PA=$!; PIDS+=($PA)
+"$A" broker --listen-addr 127.0.0.1 --listen-port "$BR_A" -n "127.0.0.1:$NS_A" --store-path-root-dir "$WORK/a" ${BROKER_ARGS_A:-${BROKER_ARGS:-}} > "$WORK/a.log" 2>&1 & PA=$!; PIDS+=($PA)
 # shellcheck disable=SC2086
-"$B" broker --listen-addr 127.0.0.1 --listen-port "$BR_B" -n "127.0.0.1:$NS_B" --store-path-root-dir "$WORK/b" ${BROKER_ARGS:-} > "$WORK/b.log" 2>&1 & PB=$!; PIDS+=($PB)
+"$B" broker --listen-addr 127.0.0.1 --listen-port "$BR_B" -n "127.0.0.1:$NS_B" --store-path-root-dir "$WORK/b" ${BROKER_ARGS_B:-${BROKER_ARGS:-}} > "$WORK/b.log" 2>&1 & PB=$!; PIDS+=($PB)
 sleep 4
 uptime
 "$BENCH" compare --namesrv-a "127.0.0.1:$NS_A" --label-a "${LABEL_A:-a}" --namesrv-b "127.0.0.1:$NS_B" --label-b "${LABEL_B:-b}" \

@@ -142,6 +142,10 @@ pub struct BrokerConfig {
     /// `appenderCore`: pin the CommitLog appender thread to this core;
     /// `None` leaves it to the kernel's scheduler.
     pub appender_core: Option<usize>,
+    /// `appenderInShard`: with one shard, run the CommitLog appender on the
+    /// shard's own executor instead of a thread of its own. `None` (auto):
+    /// yes when there is one shard and no `appenderCore`.
+    pub appender_in_shard: Option<bool>,
     /// `longPollingEnable`: hold pulls with the suspend flag.
     pub long_polling_enable: bool,
     /// Cap on a pull's `suspendTimeoutMillis`.
@@ -217,6 +221,7 @@ impl Default for BrokerConfig {
             shard_cores: Vec::new(),
             pin_shards: true,
             appender_core: None,
+            appender_in_shard: None,
             long_polling_enable: true,
             suspend_timeout_ms_max: SUSPEND_TIMEOUT_MS_MAX_DEFAULT,
             long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
@@ -279,6 +284,13 @@ impl BrokerConfig {
     }
 
     /// Rejects values the broker cannot run with.
+    /// Whether a broker of `shard_count` shards runs its appender on its
+    /// shard (see `appender_in_shard`).
+    pub fn appender_runs_in_shard(&self, shard_count: usize) -> bool {
+        self.appender_in_shard
+            .unwrap_or(shard_count == 1 && self.appender_core.is_none())
+    }
+
     pub fn validate(&self) -> Result<(), BrokerError> {
         let bad = |reason: String| Err(BrokerError::Config(reason));
         if self.broker_name.trim().is_empty() {
@@ -292,6 +304,11 @@ impl BrokerConfig {
                 "defaultTopicQueueNums {} is outside 1..=1024",
                 self.default_topic_queue_nums
             ));
+        }
+        if self.appender_in_shard == Some(true) && self.appender_core.is_some() {
+            return bad(
+                "appenderInShard runs the appender on the shard's core; unset appenderCore".into(),
+            );
         }
         if let Some(core) = self.appender_core {
             let online = ferrocket_runtime::shard::online_cores();

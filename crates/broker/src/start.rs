@@ -96,10 +96,26 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         .unwrap_or_default();
     let owner: QueueOwnerFn =
         Arc::new(move |topic: &str, queue_id: i32| owner_shard(topic, queue_id, count));
-    let appender_placement = config
-        .appender_core
-        .map_or(Placement::Unbound, Placement::Fixed);
-    let (appender, ports) = parts.start_appender(count, owner, appender_placement)?;
+    let in_shard = config.appender_runs_in_shard(count);
+    tracing::info!(
+        shards = count,
+        appender_in_shard = in_shard,
+        "starting the store"
+    );
+    let (appender, ports) = if in_shard {
+        if count != 1 {
+            return Err(BrokerError::Config(format!(
+                "appenderInShard needs exactly one shard (shardCount=1), not {count}"
+            )));
+        }
+        let (appender, port) = parts.start_appender_in_shard(owner)?;
+        (appender, vec![port])
+    } else {
+        let placement = config
+            .appender_core
+            .map_or(Placement::Unbound, Placement::Fixed);
+        parts.start_appender(count, owner, placement)?
+    };
     let env = Arc::new(BrokerEnv {
         listen,
         store_host,

@@ -44,6 +44,8 @@ pub struct ShardPort {
     pub(crate) requests: SharedSender<Envelope>,
     pub(crate) results: SharedReceiver<ShardBatch>,
     pub(crate) ctx: Arc<StoreContext>,
+    /// Set when this shard runs the appender itself.
+    pub(crate) in_shard: Option<crate::store::InShardAppender>,
 }
 
 impl ShardPort {
@@ -97,6 +99,8 @@ struct ShardInner {
     done_waiters: RefCell<Vec<Waker>>,
     flush_stop: Stop,
     flush_task: RefCell<Option<glommio::Task<()>>>,
+    /// The appender, when it runs on this shard's executor.
+    appender_task: RefCell<Option<glommio::Task<()>>>,
     retention: retention::ShardRetention,
 }
 
@@ -127,7 +131,15 @@ impl ShardStore {
             requests,
             results,
             ctx,
+            in_shard,
         } = port;
+        let appender_task = in_shard.map(|appender| {
+            glommio::spawn_local(async move {
+                let outcome = crate::appender::run(appender.setup).await;
+                // Nobody waits when the broker is already gone.
+                let _ = appender.result.send(outcome);
+            })
+        });
         let (sender, receiver) =
             futures_lite::future::zip(requests.connect(), results.connect()).await;
         let start = ctx.shared.written();
@@ -146,6 +158,7 @@ impl ShardStore {
             done_waiters: RefCell::new(Vec::new()),
             flush_stop: Stop::default(),
             flush_task: RefCell::new(None),
+            appender_task: RefCell::new(appender_task),
             retention: retention::ShardRetention::default(),
         });
         let task_inner = Rc::clone(&inner);
@@ -305,6 +318,12 @@ impl ShardStore {
             flusher.await;
         }
         self.inner.flush_queues().await;
+        // It closed this shard's result ring as its last step but one; let
+        // it hand its outcome to `AppenderHandle::join`.
+        let appender = self.inner.appender_task.borrow_mut().take();
+        if let Some(appender) = appender {
+            appender.await;
+        }
     }
 }
 

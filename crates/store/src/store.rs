@@ -121,6 +121,56 @@ impl AppenderParts {
         owner: QueueOwnerFn,
         placement: Placement,
     ) -> Result<(AppenderHandle, Vec<ShardPort>), StoreError> {
+        let (setup, checkpoint, ports, shared) = self.prepare(shard_count, owner)?;
+        let join = LocalExecutorBuilder::new(placement)
+            .name(APPENDER_THREAD_NAME)
+            .spawn(move || appender::run(setup))
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the appender: {e}")))?;
+        Ok((
+            AppenderHandle {
+                join: AppenderJoin::Thread(join),
+                checkpoint,
+                shared,
+            },
+            ports,
+        ))
+    }
+
+    /// For a one-shard broker: the appender runs as tasks on the shard's own
+    /// executor (started by [`ShardStore::connect`](crate::ShardStore::connect)
+    /// on the returned port) instead of on a thread of its own. An append
+    /// then costs no cross-thread hand-off and no wake-up of a parked thread
+    /// in either direction; the shard's thread does the CommitLog writes.
+    pub fn start_appender_in_shard(
+        self,
+        owner: QueueOwnerFn,
+    ) -> Result<(AppenderHandle, ShardPort), StoreError> {
+        let (setup, checkpoint, mut ports, shared) = self.prepare(1, owner)?;
+        let (result_tx, result_rx) = std::sync::mpsc::channel();
+        let mut port = ports.pop().ok_or_else(|| {
+            StoreError::Unavailable("no shard port for the in-shard appender".into())
+        })?;
+        assert!(
+            ports.is_empty(),
+            "an in-shard appender serves exactly one shard"
+        );
+        port.in_shard = Some(InShardAppender {
+            setup,
+            result: result_tx,
+        });
+        Ok((
+            AppenderHandle {
+                join: AppenderJoin::InShard(result_rx),
+                checkpoint,
+                shared,
+            },
+            port,
+        ))
+    }
+
+    /// The appender's setup and the shards' ports, connected by one pair of
+    /// rings per shard.
+    fn prepare(self, shard_count: usize, owner: QueueOwnerFn) -> Result<Prepared, StoreError> {
         if shard_count == 0 {
             return Err(StoreError::Config("shard_count must be positive".into()));
         }
@@ -149,6 +199,7 @@ impl AppenderParts {
                 requests: request_tx,
                 results: result_rx,
                 ctx: Arc::clone(&ctx),
+                in_shard: None,
             });
         }
         let setup = AppenderSetup {
@@ -163,24 +214,36 @@ impl AppenderParts {
             results,
             checkpoint: Arc::clone(&checkpoint),
         };
-        let join = LocalExecutorBuilder::new(placement)
-            .name(APPENDER_THREAD_NAME)
-            .spawn(move || appender::run(setup))
-            .map_err(|e| StoreError::Unavailable(format!("cannot start the appender: {e}")))?;
-        Ok((
-            AppenderHandle {
-                join,
-                checkpoint,
-                shared: self.shared,
-            },
-            ports,
-        ))
+        Ok((setup, checkpoint, ports, self.shared))
     }
 }
 
-/// The running appender thread.
+/// What [`AppenderParts::prepare`] hands to either way of starting.
+type Prepared = (
+    AppenderSetup,
+    Arc<CheckpointWriter>,
+    Vec<ShardPort>,
+    Arc<CommitLogShared>,
+);
+
+/// The appender's setup travelling to the one shard that runs it, and where
+/// its outcome goes.
+pub(crate) struct InShardAppender {
+    pub(crate) setup: AppenderSetup,
+    pub(crate) result: std::sync::mpsc::Sender<Result<i64, StoreError>>,
+}
+
+/// How to wait for the appender's end.
+enum AppenderJoin {
+    Thread(ExecutorJoinHandle<Result<i64, StoreError>>),
+    /// Sent by the shard task running the appender; a disconnect means the
+    /// shard's executor ended without letting it finish.
+    InShard(std::sync::mpsc::Receiver<Result<i64, StoreError>>),
+}
+
+/// The running appender (its thread, or its task on the only shard).
 pub struct AppenderHandle {
-    join: ExecutorJoinHandle<Result<i64, StoreError>>,
+    join: AppenderJoin,
     checkpoint: Arc<CheckpointWriter>,
     shared: Arc<CommitLogShared>,
 }
@@ -190,10 +253,14 @@ impl AppenderHandle {
     /// `ShardStore::shutdown`), then writes the final checkpoint. Blocking:
     /// call it from a plain thread, not from a shard executor.
     pub fn join(self) -> Result<(), StoreError> {
-        let outcome = self
-            .join
-            .join()
-            .map_err(|e| StoreError::Unavailable(format!("appender thread failed: {e}")))?;
+        let outcome = match self.join {
+            AppenderJoin::Thread(join) => join
+                .join()
+                .map_err(|e| StoreError::Unavailable(format!("appender thread failed: {e}")))?,
+            AppenderJoin::InShard(result) => result.recv().map_err(|_| {
+                StoreError::Unavailable("the shard running the appender ended first".into())
+            })?,
+        };
         self.checkpoint.write(self.shared.durable())?;
         outcome.map(|_| ())
     }

@@ -106,6 +106,34 @@ where
     (outputs, outcome, handle)
 }
 
+/// Like [`run_store`] with one shard whose executor also runs the appender
+/// (`AppenderParts::start_appender_in_shard`).
+pub fn run_store_in_shard<T, F, Fut>(
+    config: StoreConfig,
+    work: F,
+) -> (T, Result<(), StoreError>, StoreHandle)
+where
+    T: Send + 'static,
+    F: FnOnce(Rc<ShardStore>) -> Fut + Send + 'static,
+    Fut: Future<Output = T> + 'static,
+{
+    let (handle, parts) = MessageStore::open(config).unwrap();
+    let (appender, port) = parts.start_appender_in_shard(owner_by_queue(1)).unwrap();
+    let output = LocalExecutorBuilder::new(Placement::Unbound)
+        .name("shard-0")
+        .spawn(move || async move {
+            let shard = Rc::new(ShardStore::connect(port).await);
+            let out = work(Rc::clone(&shard)).await;
+            shard.shutdown().await;
+            out
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let outcome = appender.join();
+    (output, outcome, handle)
+}
+
 /// Waits (on the executor) until `queue` on this shard has `count` entries.
 pub async fn wait_for_entries(shard: &ShardStore, topic: &str, queue_id: i32, count: i64) {
     let deadline = Instant::now() + Duration::from_secs(20);
