@@ -7,7 +7,8 @@
 #   BROKER_ARGS="--shards 1" tuning/ab-binaries.sh /tmp/ferrocket-old target/release/ferrocket --inflight 128
 #
 # Environment: BROKER_ARGS (extra broker flags; BROKER_ARGS_A/_B per side), LABEL_A/LABEL_B, ROUNDS
-# (default 3), ROUND_SECS (default 5), OUT (report directory).
+# (default 3), ROUND_SECS (default 5), OUT (report directory, default
+# target/bench/ab-TIME), KEEP=1 (keep the stores and logs).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 A=${1:?first ferrocket binary}
@@ -16,7 +17,13 @@ shift 2
 BENCH=${BENCH:-target/release/ferrocket-bench}
 WORK=$(mktemp -d /tmp/ferrocket-ab.XXXXXX)
 PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# Stores preallocate 1 GiB CommitLog segments: remove them on exit (the
+# report is written to OUT, outside WORK). KEEP=1 keeps WORK for a look.
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
+}
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NS_A=$(port); NS_B=$(port); BR_A=$(port); BR_B=$(port)
@@ -31,4 +38,4 @@ sleep 4
 uptime
 "$BENCH" compare --namesrv-a "127.0.0.1:$NS_A" --label-a "${LABEL_A:-a}" --namesrv-b "127.0.0.1:$NS_B" --label-b "${LABEL_B:-b}" \
   --broker-pid-a "$PA" --broker-pid-b "$PB" --rounds "${ROUNDS:-3}" --round-secs "${ROUND_SECS:-5}" \
-  --out "${OUT:-$WORK/report}" --quiet "$@" 2>&1 | tail -30
+  --out "${OUT:-target/bench/ab-$(date +%s)}" --quiet "$@" 2>&1 | tail -30

@@ -15,3 +15,5 @@ timeout 100 target/release/ferrocket-bench compare --rate 38000 --namesrv-a 127.
 timeout 100 target/release/ferrocket-bench compare --workload e2e --rate 20000 --namesrv-a 127.0.0.1:19897 --label-a 1-shard --namesrv-b 127.0.0.1:19898 --label-b 2-shards \
   --broker-pid-a $BA --broker-pid-b $BB --header-encoding rocketmq --rounds 3 --round-secs 5 --out /tmp/idle/r2 --quiet 2>&1 | sed -n '/== compare/,$p'
 kill $BA $BB; sleep 3; kill $NS1 $NS2; wait
+# The stores preallocate 1 GiB segments; keep only logs and reports.
+rm -rf /tmp/idle/a /tmp/idle/b

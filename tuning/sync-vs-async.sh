@@ -14,3 +14,5 @@ timeout 150 target/release/ferrocket-bench compare --namesrv-a 127.0.0.1:19891 -
   --broker-pid-a $BA --broker-pid-b $BB --connections 4 --inflight 64 --header-encoding rocketmq --size "${SIZE:-1024}" \
   --rounds 3 --round-secs 5 --out /tmp/sf/report --quiet 2>&1 | tail -30
 kill $BA $BB; sleep 3; kill $NS1 $NS2; wait
+# The stores preallocate 1 GiB segments; keep only logs and reports.
+rm -rf /tmp/sf/a /tmp/sf/b

@@ -238,7 +238,7 @@ atexit.register(_stop_all_live)
 class Cluster:
     """A name server and (optionally) one broker registered with it."""
 
-    def __init__(self, name, auto_create_topic=False, with_broker=True):
+    def __init__(self, name, auto_create_topic=False, with_broker=True, broker_args=()):
         self.workdir = interop_home() / "servers" / unique_name(name)
         self.namesrv = start_namesrv(self.workdir / "namesrv")
         self.broker = None
@@ -249,6 +249,7 @@ class Cluster:
                     self.namesrv.addr,
                     auto_create_topic,
                     broker_name=unique_name("broker"),
+                    extra_args=broker_args,
                 )
                 self.wait_registered()
         except BaseException:
@@ -321,8 +322,11 @@ class Cluster:
 def cluster():
     """Name server + broker with autoCreateTopicEnable=false (topics are
     created with `ferrocket admin`). Shared by the whole session; tests use
-    unique topic and group names."""
-    c = Cluster("cluster", auto_create_topic=False)
+    unique topic and group names. One shard, so the broker runs its
+    CommitLog appender on the shard's executor (appenderInShard's automatic
+    choice); the other clusters use the default shard count (one per core)
+    and an appender thread."""
+    c = Cluster("cluster", auto_create_topic=False, broker_args=("--shards", "1"))
     yield c
     c.stop()
 
