@@ -6,10 +6,19 @@ use crate::{ExtFields, ProtocolError};
 
 /// One header field's type: how it is read from and written to `extFields`.
 pub trait HeaderField: Sized {
-    /// Reads the field from the first present key among `keys`.
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError>;
+    /// Builds the field from what was found under its names: the name that
+    /// matched and its value, or `None`. `key` names the field in errors.
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        key: &'static str,
+    ) -> Result<Self, ProtocolError>;
     /// Writes the field under `key` (omitted when absent).
     fn write(&self, key: &'static str, out: &mut ExtFields);
+
+    /// Reads the field from the first present key among `keys`.
+    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
+        Self::from_found(raw(fields, keys), keys[0])
+    }
 }
 
 fn raw<'a>(fields: &'a ExtFields, keys: &[&'static str]) -> Option<(&'static str, &'a str)> {
@@ -22,32 +31,41 @@ fn parse_int(key: &'static str, value: &str) -> Result<Option<i64>, ProtocolErro
 }
 
 impl HeaderField for String {
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        raw(fields, keys)
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        found
             .map(|(_, v)| v.to_string())
-            .ok_or(ProtocolError::MissingField(keys[0]))
+            .ok_or(ProtocolError::MissingField(key))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
-        out.insert(key, self.clone());
+        out.insert(key, self);
     }
 }
 
 impl HeaderField for Option<String> {
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        Ok(raw(fields, keys).map(|(_, v)| v.to_string()))
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        _key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        Ok(found.map(|(_, v)| v.to_string()))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
         if let Some(value) = self {
-            out.insert(key, value.clone());
+            out.insert(key, value);
         }
     }
 }
 
 impl HeaderField for Option<i64> {
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        match raw(fields, keys) {
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        _key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        match found {
             None => Ok(None),
-            Some((key, value)) => parse_int(key, value),
+            Some((name, value)) => parse_int(name, value),
         }
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
@@ -58,8 +76,11 @@ impl HeaderField for Option<i64> {
 }
 
 impl HeaderField for i64 {
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        <Option<i64>>::read(fields, keys)?.ok_or(ProtocolError::MissingField(keys[0]))
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        <Option<i64>>::from_found(found, key)?.ok_or(ProtocolError::MissingField(key))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
         out.insert(key, self.to_string());
@@ -67,13 +88,16 @@ impl HeaderField for i64 {
 }
 
 impl HeaderField for Option<i32> {
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        match <Option<i64>>::read(fields, keys)? {
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        match <Option<i64>>::from_found(found, key)? {
             None => Ok(None),
             Some(wide) => i32::try_from(wide)
                 .map(Some)
                 .map_err(|_| ProtocolError::InvalidField {
-                    field: keys[0],
+                    field: key,
                     value: wide.to_string(),
                 }),
         }
@@ -86,19 +110,23 @@ impl HeaderField for Option<i32> {
 }
 
 impl HeaderField for i32 {
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        <Option<i32>>::read(fields, keys)?.ok_or(ProtocolError::MissingField(keys[0]))
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        <Option<i32>>::from_found(found, key)?.ok_or(ProtocolError::MissingField(key))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
         out.insert(key, self.to_string());
     }
 }
 
-/// Booleans read as Java's `Boolean.parseBoolean`: only "true" (any case) is
-/// true. Absent means false.
 impl HeaderField for bool {
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        Ok(raw(fields, keys).is_some_and(|(_, v)| v.trim().eq_ignore_ascii_case("true")))
+    fn from_found(
+        found: Option<(&'static str, &str)>,
+        _key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        Ok(found.is_some_and(|(_, v)| v.trim().eq_ignore_ascii_case("true")))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
         out.insert(key, if *self { "true" } else { "false" });
@@ -118,9 +146,31 @@ macro_rules! header {
         }
 
         impl $name {
-            /// Reads the header from a command's `extFields`.
+            /// Reads the header from a command's `extFields` in one pass:
+            /// each key is matched against every field's names at once (a
+            /// `match` on the literals), where looking each field up by
+            /// scanning cost a scan per name. The Java name wins over an
+            /// alternative one when both are present.
             pub fn from_ext(fields: &ExtFields) -> Result<Self, ProtocolError> {
-                Ok(Self { $( $field: <$ty as HeaderField>::read(fields, &[$java $(, $alt)*])?, )* })
+                #[derive(Default)]
+                struct Found<'a> {
+                    $( $field: Option<(&'static str, &'a str)>, )*
+                }
+                let mut found = Found::default();
+                for (key, value) in fields.iter() {
+                    match key {
+                        $(
+                            $java => found.$field = Some(($java, value)),
+                            $( $alt if found.$field.is_none() => {
+                                found.$field = Some(($alt, value))
+                            } )*
+                        )*
+                        _ => {}
+                    }
+                }
+                Ok(Self {
+                    $( $field: <$ty as HeaderField>::from_found(found.$field, $java)?, )*
+                })
             }
 
             /// Writes the header with its Java (long) field names.
@@ -405,6 +455,34 @@ mod tests {
         assert_eq!(
             SendMessageRequestHeader::from_ext(&header.to_ext()).unwrap(),
             header
+        );
+    }
+
+    #[test]
+    fn the_java_name_wins_over_the_short_name_in_either_order() {
+        for pairs in [
+            [("topic", "Long"), ("b", "Short")],
+            [("b", "Short"), ("topic", "Long")],
+        ] {
+            let mut fields: ExtFields = pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            fields.insert("a", "PG");
+            let header = SendMessageRequestHeader::from_ext(&fields).unwrap();
+            assert_eq!(header.topic, "Long", "{pairs:?}");
+            assert_eq!(header.producer_group, "PG");
+        }
+        let mut bad = ExtFields::new();
+        bad.insert("a", "PG");
+        bad.insert("b", "T");
+        bad.insert("e", "x");
+        assert_eq!(
+            SendMessageRequestHeader::from_ext(&bad),
+            Err(ProtocolError::InvalidField {
+                field: "e",
+                value: "x".into()
+            })
         );
     }
 
