@@ -4,51 +4,19 @@
 mod harness;
 
 use bytes::Bytes;
-use ferrocket_protocol::codes::{request_code, response_code};
-use ferrocket_protocol::header::{CreateTopicRequestHeader, SendMessageRequestHeader};
+use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::limits::MESSAGE_BODY_BYTES_MAX_DEFAULT;
 use ferrocket_protocol::RemotingCommand;
 use harness::bad_input::{assert_rejected, frame_cases, BadInput};
+use harness::requests::send_header;
 use harness::{unique_name, Broker, BrokerOpts, Namesrv, RemotingConn};
 
 fn create_topic(conn: &mut RemotingConn, topic: &str) {
-    let header = CreateTopicRequestHeader {
-        topic: topic.to_string(),
-        default_topic: Some("TBW102".into()),
-        read_queue_nums: 4,
-        write_queue_nums: 4,
-        perm: 6,
-        topic_filter_type: Some("SINGLE_TAG".into()),
-        topic_sys_flag: Some(0),
-        order: false,
-        attributes: None,
-    };
-    let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
-    request.ext_fields = header.to_ext();
-    let response = conn.request(request);
-    assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+    harness::requests::create_topic(conn, topic, 4);
 }
 
 fn send_request(topic: &str, body: impl Into<Bytes>) -> RemotingCommand {
-    let header = SendMessageRequestHeader {
-        producer_group: "BadInputPG".into(),
-        topic: topic.to_string(),
-        default_topic: Some("TBW102".into()),
-        default_topic_queue_nums: Some(4),
-        queue_id: Some(0),
-        sys_flag: Some(0),
-        born_timestamp: Some(1_700_000_000_000),
-        flag: Some(0),
-        properties: Some(String::new()),
-        reconsume_times: Some(0),
-        unit_mode: false,
-        max_reconsume_times: None,
-        batch: false,
-        broker_name: None,
-    };
-    let mut request = RemotingCommand::request(request_code::SEND_MESSAGE).with_body(body);
-    request.ext_fields = header.to_ext();
-    request
+    harness::requests::send_request(&send_header("BadInputPG", topic, 0), body)
 }
 
 /// A send on `conn` succeeds.

@@ -11,12 +11,11 @@ mod harness;
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::frame::LanguageCode;
-use ferrocket_protocol::header::SendMessageRequestHeader;
 use ferrocket_protocol::RemotingCommand;
 use harness::remoting::Outcome;
+use harness::requests::{send_header, send_request};
 use harness::{Broker, BrokerOpts, Namesrv, RemotingConn};
 
 const GROUP: &str = "reset_group";
@@ -24,35 +23,12 @@ const TOPIC: &str = "ResetWire";
 const HEARTBEAT_OPAQUE: i32 = 1_000_000;
 
 fn create_topic(conn: &mut RemotingConn) {
-    let request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC)
-        .with_ext("topic", TOPIC)
-        .with_ext("readQueueNums", 2)
-        .with_ext("writeQueueNums", 2)
-        .with_ext("perm", 6)
-        .with_ext("topicFilterType", "SINGLE_TAG");
-    assert_eq!(conn.request(request).code, response_code::SUCCESS);
+    harness::requests::create_topic(conn, TOPIC, 2);
 }
 
 fn send(conn: &mut RemotingConn, queue_id: i32, body: &str) {
-    let header = SendMessageRequestHeader {
-        producer_group: "reset_producer".into(),
-        topic: TOPIC.into(),
-        default_topic: Some("TBW102".into()),
-        default_topic_queue_nums: Some(4),
-        queue_id: Some(queue_id),
-        sys_flag: Some(0),
-        born_timestamp: Some(1_700_000_000_000),
-        flag: Some(0),
-        properties: Some(String::new()),
-        reconsume_times: Some(0),
-        unit_mode: false,
-        max_reconsume_times: None,
-        batch: false,
-        broker_name: None,
-    };
-    let mut request = RemotingCommand::request(request_code::SEND_MESSAGE)
-        .with_body(Bytes::from(body.to_string()));
-    request.ext_fields = header.to_ext();
+    let header = send_header("reset_producer", TOPIC, queue_id);
+    let request = send_request(&header, body.to_string());
     assert_eq!(conn.request(request).code, response_code::SUCCESS);
 }
 

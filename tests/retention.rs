@@ -10,9 +10,9 @@ mod harness;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code, response_code};
-use ferrocket_protocol::header::CreateTopicRequestHeader;
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
+use harness::requests::{send_header, send_request};
 use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
 
 const SEGMENT_BYTES: u64 = 64 * 1024;
@@ -35,36 +35,12 @@ fn retention_args() -> Vec<String> {
 }
 
 fn create_topic(conn: &mut RemotingConn, topic: &str) {
-    let header = CreateTopicRequestHeader {
-        topic: topic.to_string(),
-        default_topic: Some("TBW102".into()),
-        read_queue_nums: 2,
-        write_queue_nums: 2,
-        perm: 6,
-        topic_filter_type: Some("SINGLE_TAG".into()),
-        topic_sys_flag: Some(0),
-        order: false,
-        attributes: None,
-    };
-    let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
-    request.ext_fields = header.to_ext();
-    let response = conn.request(request);
-    assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+    harness::requests::create_topic(conn, topic, 2);
 }
 
 fn send(conn: &mut RemotingConn, topic: &str, body: Vec<u8>) -> i64 {
-    let request = RemotingCommand::request(request_code::SEND_MESSAGE)
-        .with_ext("producerGroup", "retention_pg")
-        .with_ext("topic", topic)
-        .with_ext("defaultTopic", "TBW102")
-        .with_ext("defaultTopicQueueNums", 2)
-        .with_ext("queueId", 0)
-        .with_ext("sysFlag", 0)
-        .with_ext("bornTimestamp", 1_700_000_000_000i64)
-        .with_ext("flag", 0)
-        .with_ext("properties", "")
-        .with_body(body);
-    let response = conn.request(request);
+    let header = send_header("retention_pg", topic, 0);
+    let response = conn.request(send_request(&header, body));
     assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
     field(&response, "queueOffset")
 }

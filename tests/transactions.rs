@@ -10,7 +10,6 @@ mod harness;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::SendMessageRequestHeader;
 use ferrocket_protocol::message_id::decode_offset_msg_id;
@@ -18,6 +17,7 @@ use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{decode_record, records, sys_flag};
 use ferrocket_protocol::RemotingCommand;
 use harness::remoting::Outcome;
+use harness::requests::{send_header, send_request};
 use harness::{Broker, BrokerOpts, Namesrv, RemotingConn};
 
 const GROUP: &str = "txn_group";
@@ -67,25 +67,11 @@ fn send_with(
         props.insert(properties::PGROUP, GROUP);
     }
     let header = SendMessageRequestHeader {
-        producer_group: GROUP.into(),
-        topic: topic.to_string(),
-        default_topic: Some("TBW102".into()),
-        default_topic_queue_nums: Some(4),
-        queue_id: Some(1),
         sys_flag: Some(flag),
-        born_timestamp: Some(1_700_000_000_000),
-        flag: Some(0),
         properties: Some(props.to_encoded_string()),
-        reconsume_times: Some(0),
-        unit_mode: false,
-        max_reconsume_times: None,
-        batch: false,
-        broker_name: None,
+        ..send_header(GROUP, topic, 1)
     };
-    let mut request = RemotingCommand::request(request_code::SEND_MESSAGE)
-        .with_body(Bytes::from(body.to_string()));
-    request.ext_fields = header.to_ext();
-    conn.request(request)
+    conn.request(send_request(&header, body.to_string()))
 }
 
 fn send_half(conn: &mut RemotingConn, topic: &str, body: &str) -> HalfSent {
@@ -161,14 +147,7 @@ fn next_check(conn: &mut RemotingConn, timeout: Duration) -> Option<RemotingComm
 }
 
 fn create_topic(conn: &mut RemotingConn, topic: &str) {
-    let request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC)
-        .with_ext("topic", topic)
-        .with_ext("defaultTopic", "TBW102")
-        .with_ext("readQueueNums", 4)
-        .with_ext("writeQueueNums", 4)
-        .with_ext("perm", 6)
-        .with_ext("topicFilterType", "SINGLE_TAG");
-    assert_eq!(conn.request(request).code, response_code::SUCCESS);
+    harness::requests::create_topic(conn, topic, 4);
 }
 
 #[test]

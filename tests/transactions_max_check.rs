@@ -8,7 +8,6 @@ mod harness;
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use ferrocket_protocol::body::{decode_json, TopicConfig};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::SendMessageRequestHeader;
@@ -17,6 +16,7 @@ use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{records, sys_flag};
 use ferrocket_protocol::RemotingCommand;
 use harness::remoting::Outcome;
+use harness::requests::{send_header, send_request};
 use harness::{wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
 
 const GROUP: &str = "txn_max_group";
@@ -32,13 +32,7 @@ fn heartbeat(conn: &mut RemotingConn) {
 }
 
 fn create_topic(conn: &mut RemotingConn, topic: &str) {
-    let request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC)
-        .with_ext("topic", topic)
-        .with_ext("readQueueNums", 1)
-        .with_ext("writeQueueNums", 1)
-        .with_ext("perm", 6)
-        .with_ext("topicFilterType", "SINGLE_TAG");
-    assert_eq!(conn.request(request).code, response_code::SUCCESS);
+    harness::requests::create_topic(conn, topic, 1);
 }
 
 /// Sends a half message; answers (queue offset, CommitLog offset).
@@ -49,24 +43,12 @@ fn send_half(conn: &mut RemotingConn, topic: &str, body: &str, uniq: &str) -> (i
     props.insert(properties::TRAN_MSG, "true");
     props.insert(properties::PGROUP, GROUP);
     let header = SendMessageRequestHeader {
-        producer_group: GROUP.into(),
-        topic: topic.to_string(),
-        default_topic: Some("TBW102".into()),
-        default_topic_queue_nums: Some(4),
-        queue_id: Some(0),
         sys_flag: Some(sys_flag::TRANSACTION_PREPARED),
-        born_timestamp: Some(1_700_000_000_000),
         flag: Some(7),
         properties: Some(props.to_encoded_string()),
-        reconsume_times: Some(0),
-        unit_mode: false,
-        max_reconsume_times: None,
-        batch: false,
-        broker_name: None,
+        ..send_header(GROUP, topic, 0)
     };
-    let mut request = RemotingCommand::request(request_code::SEND_MESSAGE)
-        .with_body(Bytes::from(body.to_string()));
-    request.ext_fields = header.to_ext();
+    let request = send_request(&header, body.to_string());
     let response = conn.request(request);
     assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
     let msg_id = response.ext_fields.get("msgId").unwrap();

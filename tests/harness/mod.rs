@@ -12,6 +12,7 @@ pub mod bad_input;
 pub mod namesrv_restart;
 pub mod process;
 pub mod remoting;
+pub mod requests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
