@@ -101,24 +101,26 @@ pub(crate) async fn pull_message(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = PullMessageRequestHeader::from_ext(&request.ext_fields)?;
-    let Some(topic) = shard.topic(&header.topic) else {
+    let Some((perm, read_queue_nums)) =
+        shard.with_topic(&header.topic, |t| (t.perm, t.read_queue_nums))
+    else {
         return Err(Reject::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", header.topic),
         ));
     };
-    if !perm::is_readable(topic.perm) {
+    if !perm::is_readable(perm) {
         return Err(Reject::new(
             response_code::NO_PERMISSION,
             format!("the topic[{}] pulling message is forbidden", header.topic),
         ));
     }
-    if header.queue_id < 0 || header.queue_id >= topic.read_queue_nums {
+    if header.queue_id < 0 || header.queue_id >= read_queue_nums {
         return Err(Reject::new(
             response_code::INVALID_PARAMETER,
             format!(
                 "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}]",
-                header.queue_id, header.topic, topic.read_queue_nums
+                header.queue_id, header.topic, read_queue_nums
             ),
         ));
     }

@@ -24,12 +24,31 @@ use crate::shard::Shard;
 use crate::topics::{self, TopicChange, RETRY_TOPIC_PREFIX, TBW102};
 use crate::util::{now_ms, Reject};
 
-/// Finds the topic for a send, auto-creating it from its template when
-/// allowed, and checks that it takes writes (`msgCheck`).
+/// What a send needs from its topic's config (copied out, not cloned).
+#[derive(Debug, Clone, Copy)]
+struct SendTopic {
+    perm: i32,
+    read_queue_nums: i32,
+    write_queue_nums: i32,
+}
+
+impl SendTopic {
+    fn of(config: &TopicConfig) -> Self {
+        Self {
+            perm: config.perm,
+            read_queue_nums: config.read_queue_nums,
+            write_queue_nums: config.write_queue_nums,
+        }
+    }
+}
+
+/// Finds the topic for a send (named `header.topic`), auto-creating it
+/// from its template when allowed, and checks that it takes writes
+/// (`msgCheck`).
 async fn topic_for_send(
     shard: &Shard,
     header: &SendMessageRequestHeader,
-) -> Result<TopicConfig, Reject> {
+) -> Result<SendTopic, Reject> {
     let topic = header.topic.as_str();
     validate_topic(topic)
         .map_err(|e| Reject::new(response_code::MESSAGE_ILLEGAL, e.to_string()))?;
@@ -39,7 +58,7 @@ async fn topic_for_send(
             format!("Sending message to topic[{topic}] is forbidden."),
         ));
     }
-    let config = match shard.topic(topic) {
+    let config = match shard.with_topic(topic, SendTopic::of) {
         Some(config) => config,
         None => {
             let change = if let Some(group) = topic.strip_prefix(RETRY_TOPIC_PREFIX) {
@@ -60,7 +79,7 @@ async fn topic_for_send(
                 }
             };
             match shard.call(0, ShardRequest::Topic(change)).await? {
-                ShardResponse::Topic(Ok(Some(config))) => config,
+                ShardResponse::Topic(Ok(Some(config))) => SendTopic::of(&config),
                 ShardResponse::Topic(Ok(None)) => {
                     return Err(Reject::new(
                         response_code::TOPIC_NOT_EXIST,
@@ -86,14 +105,14 @@ async fn topic_for_send(
 fn choose_queue(
     shard: &Shard,
     header: &SendMessageRequestHeader,
-    topic: &TopicConfig,
+    topic: &SendTopic,
 ) -> Result<i32, Reject> {
     let requested = header.queue_id.unwrap_or(-1);
     if requested < 0 {
         if topic.write_queue_nums <= 0 {
             return Err(Reject::new(
                 response_code::NO_PERMISSION,
-                format!("topic[{}] has no writable queue", topic.topic_name),
+                format!("topic[{}] has no writable queue", header.topic),
             ));
         }
         return Ok(shard.random_below(topic.write_queue_nums));
@@ -104,7 +123,7 @@ fn choose_queue(
             response_code::INVALID_PARAMETER,
             format!(
                 "request queueId[{requested}] is illegal, topic {} has {valid} queues",
-                topic.topic_name
+                header.topic
             ),
         ));
     }
@@ -130,12 +149,12 @@ fn success(
 ) -> RemotingCommand {
     let mut response = RemotingCommand::response_to(request, code, None);
     response.ext_fields = header.to_ext();
+    let config = shard.config();
     response
         .ext_fields
-        .insert(properties::MSG_REGION, shard.config().region_id.clone());
-    response
-        .ext_fields
-        .insert(properties::TRACE_ON, shard.config().trace_on.to_string());
+        .insert(properties::MSG_REGION, &config.region_id);
+    let trace_on = if config.trace_on { "true" } else { "false" };
+    response.ext_fields.insert(properties::TRACE_ON, trace_on);
     response
 }
 
@@ -179,7 +198,7 @@ pub(crate) async fn send_message(
     // Timer and half messages are held in a system topic (`routing`).
     let redirect = crate::routing::route_send(
         shard.config(),
-        &topic.topic_name,
+        &header.topic,
         queue_id,
         sys_flag,
         &mut props,
@@ -191,7 +210,7 @@ pub(crate) async fn send_message(
         None => crate::schedule::redirect_delayed(
             &shard.consume.schedule.levels,
             &mut props,
-            &topic.topic_name,
+            &header.topic,
             queue_id,
             sys_flag,
         ),
@@ -199,7 +218,7 @@ pub(crate) async fn send_message(
     let (store_topic, store_queue_id, sys_flag) = match (&redirect, &delayed) {
         (Some(to), _) => (to.topic, to.queue_id, to.sys_flag),
         (None, Some(to)) => (to.topic, to.queue_id, sys_flag),
-        (None, None) => (topic.topic_name.as_str(), queue_id, sys_flag),
+        (None, None) => (header.topic.as_str(), queue_id, sys_flag),
     };
     let props_bytes = props.to_bytes();
     if props_bytes.len() > PROPERTIES_BYTES_MAX {
@@ -263,12 +282,12 @@ pub(crate) async fn send_batch(
     crate::routing::check_batch(header.sys_flag.unwrap_or(0))?;
     check_body(shard, request.body.len())?;
     let topic = topic_for_send(shard, &header).await?;
-    if topic.topic_name.starts_with(RETRY_TOPIC_PREFIX) {
+    if header.topic.starts_with(RETRY_TOPIC_PREFIX) {
         return Err(Reject::new(
             response_code::MESSAGE_ILLEGAL,
             format!(
                 "batch request does not support retry group {}",
-                topic.topic_name
+                header.topic
             ),
         ));
     }
@@ -287,7 +306,7 @@ pub(crate) async fn send_batch(
     let mut sizes = Vec::with_capacity(items.len());
     for item in &items {
         let record = NewRecord {
-            topic: &topic.topic_name,
+            topic: &header.topic,
             queue_id,
             flag: item.flag,
             sys_flag: header.sys_flag.unwrap_or(0),
@@ -303,12 +322,7 @@ pub(crate) async fn send_batch(
         sizes.push(record.encode(0, 0, &mut encoded)?);
         codes.push(tag_hash(&Properties::decode(&item.properties)));
     }
-    let append = AppendRequest::batch(
-        Arc::from(topic.topic_name.as_str()),
-        queue_id,
-        encoded,
-        codes,
-    );
+    let append = AppendRequest::batch(Arc::from(header.topic.as_str()), queue_id, encoded, codes);
     let result: AppendResult = shard.store.append(append).await?;
     shard.count_put(items.len() as u64, request.body.len() as u64);
     let mut ids = Vec::with_capacity(sizes.len());

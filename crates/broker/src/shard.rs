@@ -140,8 +140,14 @@ impl Shard {
 
     /// The topic's current configuration (this shard's copy).
     pub fn topic(&self, name: &str) -> Option<TopicConfig> {
+        self.with_topic(name, TopicConfig::clone)
+    }
+
+    /// Reads a topic's config in place (no clone: the send path asks on
+    /// every message).
+    pub fn with_topic<R>(&self, name: &str, read: impl FnOnce(&TopicConfig) -> R) -> Option<R> {
         self.topics
-            .with(|table| table.topic_config_table.get(name).cloned())
+            .with(|table| table.topic_config_table.get(name).map(read))
     }
 
     pub fn owner_of(&self, topic: &str, queue_id: i32) -> usize {
