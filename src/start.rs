@@ -40,6 +40,10 @@ impl Supervised {
             std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
         let mut command = Command::new(exe);
         command.args(args);
+        // A process group of their own: Ctrl-C in a terminal reaches only
+        // this supervisor, which stops the broker before the name server
+        // (so the broker can unregister) instead of both at once.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         // Children die with us even if we are killed with SIGKILL.
         #[cfg(target_os = "linux")]
         unsafe {
