@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrocket_runtime::server::{
-    bind_listener, flag_set, serve, ServerConfig, ServerLimits, STOP_POLL_INTERVAL_MS,
+    bind_listener, bind_waiting, flag_set, serve, ServerConfig, ServerLimits, STOP_POLL_INTERVAL_MS,
 };
 use ferrocket_runtime::shard::{
     mesh_endpoints, owner_shard, start_shards, MeshEndpoints, MeshHandler, ShardContext, Versioned,
@@ -46,9 +46,15 @@ struct ShardInput {
 fn reserve_port(addr: SocketAddr) -> Result<(SocketAddr, Socket), BrokerError> {
     let bind_err = |source| BrokerError::Bind { addr, source };
     let domain = Domain::for_address(addr);
-    let probe = Socket::new(domain, Type::STREAM, Some(Protocol::TCP)).map_err(bind_err)?;
-    probe.set_reuse_address(true).map_err(bind_err)?;
-    probe.bind(&addr.into()).map_err(bind_err)?;
+    // Without SO_REUSEPORT, so it fails while any listener (a killed
+    // broker's, still closing) holds the port, instead of sharing it.
+    let probe = bind_waiting(addr, || {
+        let probe = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+        probe.set_reuse_address(true)?;
+        probe.bind(&addr.into())?;
+        Ok(probe)
+    })
+    .map_err(bind_err)?;
     let actual = probe
         .local_addr()
         .map_err(bind_err)?

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferrocket_runtime::server::{bind_listener, flag_set, serve, ServerConfig};
+use ferrocket_runtime::server::{bind_listener, bind_waiting, flag_set, serve, ServerConfig};
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder};
 
 use crate::processor::NamesrvHandler;
@@ -120,8 +120,9 @@ async fn serve_namesrv(
     // Load the KV config first: a bad file stops the start before we listen.
     let handler = Rc::new(NamesrvHandler::new(&config)?);
     let addr = config.listen_socket_addr();
-    let listener =
-        bind_listener(addr, false).map_err(|source| NamesrvError::Bind { addr, source })?;
+    // Blocking while the port is busy is fine: nothing else runs here yet.
+    let listener = bind_waiting(addr, || bind_listener(addr, false))
+        .map_err(|source| NamesrvError::Bind { addr, source })?;
     let bound = listener.local_addr().map_err(|e| NamesrvError::Bind {
         addr,
         source: io::Error::other(e.to_string()),

@@ -9,6 +9,37 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 /// Pending-connection queue length passed to `listen(2)`.
 pub const LISTEN_BACKLOG: i32 = 1024;
+/// How long a bind waits for a busy port to be released.
+pub const BIND_WAIT_MS_MAX: u64 = 10_000;
+/// Pause between bind attempts while the port is busy.
+pub const BIND_RETRY_INTERVAL_MS: u64 = 100;
+
+/// Runs `bind` until it stops failing with `AddrInUse` or
+/// [`BIND_WAIT_MS_MAX`] passes. After a server is killed with SIGKILL its
+/// listening socket can stay in LISTEN for a moment: the kernel tears
+/// down the dead process's io_uring (which may hold the socket through a
+/// pending accept) asynchronously, so an immediate restart on the same
+/// port would fail for no lasting reason. Blocking: call it before a
+/// server starts serving (from a plain thread, or on an executor that runs
+/// nothing else yet).
+pub fn bind_waiting<T>(addr: SocketAddr, mut bind: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(BIND_WAIT_MS_MAX);
+    let mut warned = false;
+    loop {
+        match bind() {
+            Err(e)
+                if e.kind() == io::ErrorKind::AddrInUse && std::time::Instant::now() < deadline =>
+            {
+                if !warned {
+                    tracing::warn!(%addr, "port busy; waiting up to {BIND_WAIT_MS_MAX} ms for it to be released");
+                    warned = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(BIND_RETRY_INTERVAL_MS));
+            }
+            other => return other,
+        }
+    }
+}
 
 /// Binds a TCP listener on `addr` for the current glommio executor.
 ///
@@ -39,4 +70,38 @@ pub fn bind_listener(addr: SocketAddr, reuse_port: bool) -> io::Result<glommio::
     // closes it when dropped.
     let listener = unsafe { glommio::net::TcpListener::from_raw_fd(fd) };
     Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn bind_waits_for_a_port_that_is_released() {
+        let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = holder.local_addr().unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(holder);
+        });
+        let started = Instant::now();
+        let bound = bind_waiting(addr, || TcpListener::bind(addr)).unwrap();
+        assert_eq!(bound.local_addr().unwrap(), addr);
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        release.join().unwrap();
+    }
+
+    #[test]
+    fn other_bind_errors_are_returned_at_once() {
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let mut calls = 0;
+        let outcome: io::Result<()> = bind_waiting(addr, || {
+            calls += 1;
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        });
+        assert_eq!(outcome.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(calls, 1);
+    }
 }
