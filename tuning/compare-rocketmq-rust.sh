@@ -17,5 +17,5 @@ timeout 300 target/release/ferrocket-bench compare --namesrv-a 127.0.0.1:19895 -
 scripts/peers/run-rocketmq-rust.sh stop --dir "$ROCKETMQ_RUST_DIR"
 kill $BR; sleep 3; kill $NS; wait
 # The store preallocates 1 GiB segments; keep only logs and the report.
-rm -rf "$DIR/store"
+rm -rf "$DIR/store" "$DIR/peer/store"
 echo "logs and report: $DIR"
