@@ -104,9 +104,10 @@ struct RawConsumeStats {
     consume_tps: f64,
 }
 
+/// A `MessageQueue` as Java serializes it (lenient about number forms).
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
-struct QueueKey {
+pub(crate) struct QueueKey {
     #[serde(deserialize_with = "de_string")]
     topic: String,
     #[serde(deserialize_with = "de_string")]
@@ -115,21 +116,40 @@ struct QueueKey {
     queue_id: i32,
 }
 
+impl QueueKey {
+    fn into_queue(self) -> MessageQueue {
+        MessageQueue::new(self.topic, self.broker_name, self.queue_id)
+    }
+}
+
+/// Decodes a fastjson body that may hold maps keyed by objects (see
+/// [`quote_object_keys`]).
+pub(crate) fn decode_fastjson<R: serde::de::DeserializeOwned>(
+    body: &[u8],
+) -> Result<R, ClientError> {
+    let fixed = quote_object_keys(body);
+    Ok(decode_body(fixed.as_deref().unwrap_or(body))?)
+}
+
+/// Turns a map keyed by quoted `MessageQueue` objects into one keyed by
+/// [`MessageQueue`].
+pub(crate) fn by_queue<V>(
+    table: BTreeMap<String, V>,
+) -> Result<BTreeMap<MessageQueue, V>, ClientError> {
+    let mut queues = BTreeMap::new();
+    for (key, value) in table {
+        let queue: QueueKey = decode_body(key.as_bytes())?;
+        queues.insert(queue.into_queue(), value);
+    }
+    Ok(queues)
+}
+
 impl ConsumeStats {
     /// Parses the body as Java's fastjson writes it (object keys).
     pub fn decode(body: &[u8]) -> Result<Self, ClientError> {
-        let fixed = quote_object_keys(body);
-        let raw: RawConsumeStats = decode_body(fixed.as_deref().unwrap_or(body))?;
-        let mut offsets = BTreeMap::new();
-        for (key, value) in raw.offset_table {
-            let queue: QueueKey = decode_body(key.as_bytes())?;
-            offsets.insert(
-                MessageQueue::new(queue.topic, queue.broker_name, queue.queue_id),
-                value,
-            );
-        }
+        let raw: RawConsumeStats = decode_fastjson(body)?;
         Ok(Self {
-            offsets,
+            offsets: by_queue(raw.offset_table)?,
             consume_tps: raw.consume_tps,
         })
     }
@@ -370,7 +390,7 @@ impl Admin {
         Ok(answer
             .lock_ok_mq_set
             .into_iter()
-            .map(|q| MessageQueue::new(q.topic, q.broker_name, q.queue_id))
+            .map(QueueKey::into_queue)
             .collect())
     }
 

@@ -6,16 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use ferrocket_protocol::body::{de_i32, de_string};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::ResetOffsetRequestHeader;
 use ferrocket_protocol::RemotingCommand;
 use serde::Deserialize;
 
 use crate::admin::Admin;
+use crate::consume_admin::{by_queue, decode_fastjson};
 use crate::error::expect_success;
-use crate::json::decode_body;
-use crate::object_keys::quote_object_keys;
 use crate::route::MessageQueue;
 use crate::ClientError;
 
@@ -25,31 +23,11 @@ struct RawResetBody {
     offset_table: BTreeMap<String, i64>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
-struct QueueKey {
-    #[serde(deserialize_with = "de_string")]
-    topic: String,
-    #[serde(deserialize_with = "de_string")]
-    broker_name: String,
-    #[serde(deserialize_with = "de_i32")]
-    queue_id: i32,
-}
-
 /// Parses a `ResetOffsetBody` as fastjson writes it (a map keyed by
 /// `MessageQueue` objects): the new offset of each queue.
 pub fn decode_reset_body(body: &[u8]) -> Result<BTreeMap<MessageQueue, i64>, ClientError> {
-    let fixed = quote_object_keys(body);
-    let raw: RawResetBody = decode_body(fixed.as_deref().unwrap_or(body))?;
-    let mut table = BTreeMap::new();
-    for (key, offset) in raw.offset_table {
-        let queue: QueueKey = decode_body(key.as_bytes())?;
-        table.insert(
-            MessageQueue::new(queue.topic, queue.broker_name, queue.queue_id),
-            offset,
-        );
-    }
-    Ok(table)
+    let raw: RawResetBody = decode_fastjson(body)?;
+    by_queue(raw.offset_table)
 }
 
 impl Admin {
