@@ -230,7 +230,12 @@ impl Broker {
     }
 }
 
-fn broker_args(namesrv_addr: &str, opts: &BrokerOpts, store_dir: &Path, port: u16) -> Vec<String> {
+pub fn broker_args(
+    namesrv_addr: &str,
+    opts: &BrokerOpts,
+    store_dir: &Path,
+    port: u16,
+) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "broker".into(),
         "--listen-addr".into(),

@@ -1,5 +1,6 @@
 //! Why a broker could not start or stopped badly.
 
+use ferrocket_runtime::lock::LockError;
 use ferrocket_runtime::shard::{MeshError, ShardError};
 use ferrocket_store::StoreError;
 
@@ -12,6 +13,8 @@ pub enum BrokerError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    #[error("store directory: {0}")]
+    Lock(#[from] LockError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

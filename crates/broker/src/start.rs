@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrocket_runtime::lock::ProcessLock;
 use ferrocket_runtime::server::{
     bind_listener, bind_waiting, flag_set, serve, ServerConfig, ServerLimits, STOP_POLL_INTERVAL_MS,
 };
@@ -89,6 +90,8 @@ fn physical_memory_bytes() -> Option<i64> {
 /// `ferrocket broker listening on {addr}` to stderr once every shard serves.
 pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerError> {
     config.validate()?;
+    // Before anything in the store is read or written: one broker per store.
+    let _store_lock = ProcessLock::acquire_dir(&config.store_path_root_dir)?;
     let plan = config.shards_config().plan()?;
     let count = plan.shard_count();
     let (listen, holder) = reserve_port(SocketAddr::new(config.listen_addr, config.listen_port))?;

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use ferrocket_protocol::body::KvTable;
+use ferrocket_runtime::lock::ProcessLock;
 
 use crate::kv_file::{self, KvFileError, KvTables};
 
@@ -18,6 +19,8 @@ pub struct KvStore {
     namespaces: KvTables,
     /// Where changes are persisted; `None` keeps them in memory only.
     file: Option<PathBuf>,
+    /// Held while the file is ours: two name servers never share one.
+    _lock: Option<ProcessLock>,
 }
 
 impl KvStore {
@@ -28,6 +31,7 @@ impl KvStore {
 
     /// A store persisted at `path`, loaded from it when the file exists.
     pub fn open(path: &Path) -> Result<Self, KvFileError> {
+        let lock = kv_file::lock(path)?;
         let namespaces = kv_file::load(path)?;
         // An empty namespace is never kept (see `delete`).
         let namespaces = namespaces
@@ -37,6 +41,7 @@ impl KvStore {
         Ok(Self {
             namespaces,
             file: Some(path.to_path_buf()),
+            _lock: Some(lock),
         })
     }
 
@@ -135,6 +140,18 @@ mod tests {
         assert_eq!(kv.get("ns", "k"), Some("v"));
         assert_eq!(kv.get("ns", "gone"), None);
         assert!(kv.list("other").is_none());
+    }
+
+    #[test]
+    fn a_second_store_on_the_same_file_is_refused_until_the_first_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("namesrv/kvConfig.json");
+        let kv = KvStore::open(&path).unwrap();
+        let err = KvStore::open(&path).unwrap_err();
+        assert!(matches!(err, KvFileError::Locked(_)), "{err:?}");
+        assert!(err.to_string().contains("kvConfig.json.lock"), "{err}");
+        drop(kv);
+        KvStore::open(&path).unwrap();
     }
 
     #[test]

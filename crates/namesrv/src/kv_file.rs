@@ -10,6 +10,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use ferrocket_runtime::lock::{LockError, ProcessLock};
 use serde::{Deserialize, Serialize};
 
 /// Namespace -> key -> value.
@@ -20,6 +21,24 @@ pub const KV_FILE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
 /// Suffix of the temporary file a new table is written to before the rename.
 const TEMP_SUFFIX: &str = ".tmp";
+/// Suffix of the lock file beside the KV file (the file itself is replaced
+/// by a rename at every save, so it cannot carry the lock).
+const LOCK_SUFFIX: &str = ".lock";
+
+/// Locks `PATH.lock` for this process: a second name server configured with
+/// the same `kvConfigPath` stops at start instead of overwriting the file.
+/// Missing parent directories are created.
+pub fn lock(path: &Path) -> Result<ProcessLock, KvFileError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|source| KvFileError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut name = path.as_os_str().to_owned();
+    name.push(LOCK_SUFFIX);
+    Ok(ProcessLock::acquire(Path::new(&name))?)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum KvFileError {
@@ -31,6 +50,8 @@ pub enum KvFileError {
     Corrupt { path: PathBuf, reason: String },
     #[error("cannot write KV config file {path}: {source}")]
     Write { path: PathBuf, source: io::Error },
+    #[error("KV config file: {0}")]
+    Locked(#[from] LockError),
 }
 
 /// `KVConfigSerializeWrapper`.

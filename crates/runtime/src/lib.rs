@@ -6,5 +6,6 @@
 //! write loop; `shard` starts the pinned executors and carries messages
 //! between them.
 
+pub mod lock;
 pub mod server;
 pub mod shard;
