@@ -12,7 +12,7 @@ use ferrocket_protocol::RemotingCommand;
 
 use crate::messages::{ShardRequest, ShardResponse, ShardStats};
 use crate::shard::Shard;
-use crate::topics::{is_system_topic, TopicChange};
+use crate::topics::{change, is_system_topic, TopicChange};
 use crate::util::{now_ms, Reject};
 
 /// Version string reported by GET_BROKER_RUNTIME_INFO.
@@ -30,13 +30,6 @@ fn check_admin_topic(topic: &str) -> Result<(), Reject> {
         )));
     }
     Ok(())
-}
-
-async fn change(shard: &Shard, change: TopicChange) -> Result<Option<TopicConfig>, Reject> {
-    match shard.call(0, ShardRequest::Topic(change)).await? {
-        ShardResponse::Topic(result) => result,
-        other => Err(other.unexpected()),
-    }
 }
 
 /// UPDATE_AND_CREATE_TOPIC.
@@ -110,6 +103,7 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
             total.put_bytes += stats.put_bytes;
             total.got_messages += stats.got_messages;
             total.held_pulls += stats.held_pulls;
+            total.skipped_redeliveries += stats.skipped_redeliveries;
         }
     }
     let env = &shard.env;
@@ -129,6 +123,10 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     put("msgGetTotalTodayNow", total.got_messages.to_string());
     put("putMessageTotalBytes", total.put_bytes.to_string());
     put("pullHoldingCount", total.held_pulls.to_string());
+    put(
+        "skippedRedeliveryCount",
+        total.skipped_redeliveries.to_string(),
+    );
     put("commitLogMinOffset", reader.min_offset().to_string());
     put("commitLogMaxOffset", reader.written_offset().to_string());
     put(

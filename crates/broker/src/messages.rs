@@ -76,6 +76,9 @@ pub(crate) struct ShardStats {
     pub put_bytes: u64,
     pub got_messages: u64,
     pub held_pulls: u64,
+    /// Stored messages the broker could not copy to their REAL_TOPIC /
+    /// REAL_QID (or whose timer was invalid), skipped.
+    pub skipped_redeliveries: u64,
 }
 
 /// A cross-shard answer.

@@ -68,7 +68,8 @@ pub(crate) fn check_batch(flag: i32) -> Result<(), Reject> {
 }
 
 /// Decides where a message sent to `topic`/`queue_id` is stored, updating
-/// its properties; `None` keeps it where it was sent.
+/// its properties; `None` keeps it where it was sent. The caller has
+/// refused internal topics (`topics::is_send_forbidden`).
 pub(crate) fn route_send(
     config: &BrokerConfig,
     topic: &str,
@@ -77,12 +78,6 @@ pub(crate) fn route_send(
     props: &mut Properties,
     now_ms: i64,
 ) -> Result<Option<Redirect>, Reject> {
-    if topic == TIMER_TOPIC {
-        return Err(Reject::new(
-            response_code::NO_PERMISSION,
-            format!("Sending message to topic[{topic}] is forbidden."),
-        ));
-    }
     let transaction = sys_flag::transaction_type(flag);
     if transaction == sys_flag::TRANSACTION_PREPARED {
         props.insert(properties::REAL_TOPIC, topic);
@@ -221,8 +216,6 @@ mod tests {
         assert!(route_send(&config, "T", 0, 0, &mut p, 0).unwrap().is_some());
         let mut p = props(&[(properties::TIMER_DELAY_MS, "soon")]);
         assert!(route_send(&config, "T", 0, 0, &mut p, 0).is_err());
-        let mut p = Properties::new();
-        assert!(route_send(&config, TIMER_TOPIC, 0, 0, &mut p, 0).is_err());
         assert!(check_batch(sys_flag::TRANSACTION_PREPARED).is_err());
         assert!(check_batch(sys_flag::COMPRESSED).is_ok());
     }

@@ -19,9 +19,8 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
 use ferrocket_store::{AppendRequest, AppendResult};
 
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
-use crate::topics::{self, TopicChange, RETRY_TOPIC_PREFIX, TBW102};
+use crate::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 use crate::util::{now_ms, Reject};
 
 /// What a send needs from its topic's config (copied out, not cloned).
@@ -52,7 +51,7 @@ async fn topic_for_send(
     let topic = header.topic.as_str();
     validate_topic(topic)
         .map_err(|e| Reject::new(response_code::MESSAGE_ILLEGAL, e.to_string()))?;
-    if topics::is_send_forbidden(topic) {
+    if topics::is_send_forbidden(topic, shard.config()) {
         return Err(Reject::new(
             response_code::NO_PERMISSION,
             format!("Sending message to topic[{topic}] is forbidden."),
@@ -61,33 +60,23 @@ async fn topic_for_send(
     let config = match shard.with_topic(topic, SendTopic::of) {
         Some(config) => config,
         None => {
-            let change = if let Some(group) = topic.strip_prefix(RETRY_TOPIC_PREFIX) {
-                TopicChange::EnsureRetry {
-                    group: group.to_string(),
-                }
-            } else {
-                TopicChange::AutoCreate {
-                    topic: topic.to_string(),
-                    default_topic: header
-                        .default_topic
-                        .clone()
-                        .filter(|t| !t.is_empty())
-                        .unwrap_or_else(|| TBW102.to_string()),
-                    queue_nums: header
-                        .default_topic_queue_nums
-                        .unwrap_or(shard.config().default_topic_queue_nums),
-                }
-            };
-            match shard.call(0, ShardRequest::Topic(change)).await? {
-                ShardResponse::Topic(Ok(Some(config))) => SendTopic::of(&config),
-                ShardResponse::Topic(Ok(None)) => {
+            let template = header
+                .default_topic
+                .as_deref()
+                .filter(|t| !t.is_empty())
+                .unwrap_or(TBW102);
+            let queue_nums = header
+                .default_topic_queue_nums
+                .unwrap_or(shard.config().default_topic_queue_nums);
+            let create = topics::creation_for_send(topic, template, queue_nums);
+            match topics::change(shard, create).await? {
+                Some(config) => SendTopic::of(&config),
+                None => {
                     return Err(Reject::new(
                         response_code::TOPIC_NOT_EXIST,
                         format!("topic[{topic}] not exist, apply first please!"),
                     ))
                 }
-                ShardResponse::Topic(Err(reject)) => return Err(reject),
-                other => return Err(other.unexpected()),
             }
         }
     };

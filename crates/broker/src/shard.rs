@@ -243,6 +243,12 @@ impl Shard {
         self.stats.set(stats);
     }
 
+    pub fn count_skipped_redelivery(&self) {
+        let mut stats = self.stats.get();
+        stats.skipped_redeliveries += 1;
+        self.stats.set(stats);
+    }
+
     pub fn count_got(&self, messages: u64) {
         let mut stats = self.stats.get();
         stats.got_messages += messages;

@@ -8,6 +8,8 @@ use ferrocket_store::ConfigDir;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::messages::{ShardRequest, ShardResponse};
+use crate::shard::Shard;
 use crate::util::Reject;
 
 /// The topic table as stored in topics.json and sent to name servers.
@@ -39,19 +41,29 @@ const SYSTEM_TOPICS: [(&str, i32); 6] = [
 /// System topics the broker creates when it first needs them.
 const ON_DEMAND_SYSTEM_TOPICS: [&str; 1] = [crate::transaction::CHECK_MAX_TIME_TOPIC];
 
-/// Topics no producer may send to (`TopicValidator.isNotAllowedSendTopic`).
-pub fn is_send_forbidden(topic: &str) -> bool {
-    topic == TBW102
-        || ON_DEMAND_SYSTEM_TOPICS.contains(&topic)
-        || SYSTEM_TOPICS
-            .iter()
-            .any(|(name, _)| *name == topic && *name != "RMQ_SYS_TRACE_TOPIC")
+/// Prefix of internal topics (`TopicValidator.SYSTEM_TOPIC_PREFIX`); the
+/// timer's `rmq_sys_wheel_timer` is one.
+pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
+/// The message-trace topic: a system topic that clients do send to.
+pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+
+/// Topics no client may send to, by any send request: Java's
+/// `TopicValidator.isNotAllowedSendTopic` set, plus the templates
+/// (`TBW102`, the cluster and broker name topics) and every `rmq_sys_`
+/// topic. Messages stored in the timer, delay-level and half topics are
+/// copied by the broker to their REAL_TOPIC, so one a client put there
+/// would be a message the broker trusts. The trace topic stays open.
+pub fn is_send_forbidden(topic: &str, config: &BrokerConfig) -> bool {
+    topic != TRACE_TOPIC
+        && (is_system_topic(topic)
+            || topic == config.broker_cluster_name
+            || topic == config.broker_name)
 }
 
 /// Topics an admin may not create or delete (`TopicValidator.isSystemTopic`).
 pub fn is_system_topic(topic: &str) -> bool {
     topic == TBW102
-        || topic.starts_with("rmq_sys_")
+        || topic.starts_with(SYSTEM_TOPIC_PREFIX)
         || ON_DEMAND_SYSTEM_TOPICS.contains(&topic)
         || SYSTEM_TOPICS.iter().any(|(n, _)| *n == topic)
 }
@@ -211,6 +223,46 @@ pub(crate) fn apply(
     Ok(outcome)
 }
 
+/// Applies `change` on shard 0, the topic table's one writer; answers the
+/// topic it concerns (see [`apply`]).
+pub(crate) async fn change(
+    shard: &Shard,
+    change: TopicChange,
+) -> Result<Option<TopicConfig>, Reject> {
+    match shard.call(0, ShardRequest::Topic(change)).await? {
+        ShardResponse::Topic(result) => result,
+        other => Err(other.unexpected()),
+    }
+}
+
+/// The topic `name`: this shard's copy, or made by shard 0 as `change`
+/// when missing. `None` when the rules do not allow creating it.
+pub(crate) async fn ensure(
+    shard: &Shard,
+    name: &str,
+    create: TopicChange,
+) -> Result<Option<TopicConfig>, Reject> {
+    match shard.topic(name) {
+        Some(found) => Ok(Some(found)),
+        None => change(shard, create).await,
+    }
+}
+
+/// How a missing topic named `name` comes to exist on a send: a retry
+/// topic for its group, any other from its template.
+pub(crate) fn creation_for_send(name: &str, template: &str, queue_nums: i32) -> TopicChange {
+    match name.strip_prefix(RETRY_TOPIC_PREFIX) {
+        Some(group) => TopicChange::EnsureRetry {
+            group: group.to_string(),
+        },
+        None => TopicChange::AutoCreate {
+            topic: name.to_string(),
+            default_topic: template.to_string(),
+            queue_nums,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,10 +276,30 @@ mod tests {
         assert_eq!(template.perm, 7);
         assert!(table.topic_config_table.contains_key("DefaultCluster"));
         assert!(table.topic_config_table.contains_key("SCHEDULE_TOPIC_XXXX"));
-        assert!(is_send_forbidden(TBW102));
-        assert!(!is_send_forbidden("TopicTest"));
-        assert!(is_send_forbidden("TRANS_CHECK_MAX_TIME_TOPIC"));
         assert!(is_system_topic("TRANS_CHECK_MAX_TIME_TOPIC"));
+    }
+
+    #[test]
+    fn internal_topics_take_no_client_sends() {
+        let config = BrokerConfig::default();
+        for topic in [
+            TBW102,
+            "TRANS_CHECK_MAX_TIME_TOPIC",
+            "rmq_sys_wheel_timer",
+            "rmq_sys_anything",
+            "SCHEDULE_TOPIC_XXXX",
+            "RMQ_SYS_TRANS_HALF_TOPIC",
+            "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+            "SELF_TEST_TOPIC",
+            "OFFSET_MOVED_EVENT",
+            config.broker_cluster_name.as_str(),
+            config.broker_name.as_str(),
+        ] {
+            assert!(is_send_forbidden(topic, &config), "{topic}");
+        }
+        for topic in ["TopicTest", TRACE_TOPIC, "%RETRY%g", "%DLQ%g", "rmq_sys"] {
+            assert!(!is_send_forbidden(topic, &config), "{topic}");
+        }
     }
 
     #[test]

@@ -24,11 +24,10 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_store::AppendRequest;
 
 use super::group_admin::find_or_create;
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::resend::{read_record, tag_hash};
 use crate::schedule::redirect_delayed;
 use crate::shard::Shard;
-use crate::topics::{retry_topic, TopicChange};
+use crate::topics::{self, retry_topic, TopicChange};
 use crate::util::{now_ms, Reject};
 
 /// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
@@ -73,15 +72,9 @@ async fn ensure_topic(
     name: &str,
     change: TopicChange,
 ) -> Result<TopicConfig, Reject> {
-    if let Some(found) = shard.topic(name) {
-        return Ok(found);
-    }
-    match shard.call(0, ShardRequest::Topic(change)).await? {
-        ShardResponse::Topic(Ok(Some(config))) => Ok(config),
-        ShardResponse::Topic(Ok(None)) => Err(Reject::system(format!("topic[{name}] not exist"))),
-        ShardResponse::Topic(Err(reject)) => Err(reject),
-        other => Err(other.unexpected()),
-    }
+    topics::ensure(shard, name, change)
+        .await?
+        .ok_or_else(|| Reject::system(format!("topic[{name}] not exist")))
 }
 
 /// CONSUMER_SEND_MSG_BACK.

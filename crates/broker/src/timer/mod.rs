@@ -171,37 +171,13 @@ impl TimerService {
             .unwrap_or(i64::MAX / 1000)
             .saturating_mul(1000);
         let added = self
-            .with_store(move |store| {
-                let mut taken = 0;
-                for item in incoming {
-                    let now = now_ms();
-                    let at = item.deliver_at_ms.min(now.saturating_add(max_delay_ms));
-                    match store.add(at, item.physical_offset, item.size, now) {
-                        Ok(AddOutcome::Added { .. } | AddOutcome::AlreadyIngested) => taken += 1,
-                        Err(TimerError::Backlogged {
-                            second,
-                            held_second,
-                        }) => {
-                            tracing::warn!(
-                                second,
-                                held_second,
-                                "timer wheel backlogged; retrying later"
-                            );
-                            break;
-                        }
-                        Err(err) => {
-                            if taken == 0 {
-                                return Err(err);
-                            }
-                            break;
-                        }
-                    }
-                }
-                Ok(taken)
-            })
+            .with_store(move |store| add_all(store, incoming, max_delay_ms))
             .await;
         match added {
-            Ok(taken) => {
+            Ok(Added { taken, skipped }) => {
+                for _ in 0..skipped {
+                    shard.count_skipped_redelivery();
+                }
                 self.next_queue_offset
                     .set(self.next_queue_offset.get() + taken as i64);
                 taken
@@ -219,6 +195,56 @@ impl TimerService {
             tracing::error!(%err, "timer store flush failed");
         }
     }
+}
+
+/// What [`add_all`] took from the timer queue.
+struct Added {
+    /// Entries consumed (added, already there, or skipped).
+    taken: usize,
+    /// Of those, entries skipped for an invalid timer.
+    skipped: usize,
+}
+
+/// Adds `incoming` in order to the timer store until it backs up. An entry
+/// the store calls invalid (a negative due time: a damaged or forged
+/// TIMER_OUT_MS) is skipped with one log line, so it cannot hold back every
+/// timer behind it.
+fn add_all(
+    store: &mut TimerStore,
+    incoming: Vec<Incoming>,
+    max_delay_ms: i64,
+) -> Result<Added, TimerError> {
+    let mut added = Added {
+        taken: 0,
+        skipped: 0,
+    };
+    for item in incoming {
+        let now = now_ms();
+        let at = item.deliver_at_ms.min(now.saturating_add(max_delay_ms));
+        match store.add(at, item.physical_offset, item.size, now) {
+            Ok(AddOutcome::Added { .. } | AddOutcome::AlreadyIngested) => added.taken += 1,
+            Err(TimerError::InvalidTimer(reason)) => {
+                tracing::warn!(physical_offset = item.physical_offset, %reason,
+                    "timer message with an invalid timer skipped");
+                added.taken += 1;
+                added.skipped += 1;
+            }
+            Err(TimerError::Backlogged {
+                second,
+                held_second,
+            }) => {
+                tracing::warn!(
+                    second,
+                    held_second,
+                    "timer wheel backlogged; retrying later"
+                );
+                break;
+            }
+            Err(err) if added.taken == 0 => return Err(err),
+            Err(_) => break,
+        }
+    }
+    Ok(added)
 }
 
 /// The first queue offset whose entry lies at or past CommitLog position
@@ -264,5 +290,36 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
         if wait_or_stop(&shard, future::or(timer.wake.wait(), idle)).await {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_timer_is_skipped_and_the_timers_behind_it_are_added() {
+        let dir = tempfile::tempdir().unwrap();
+        let max_delay_ms = 60_000;
+        let (mut store, _) =
+            TimerStore::open(dir.path(), TimerConfig::with_max_delay_ms(max_delay_ms)).unwrap();
+        let now = now_ms();
+        let incoming = vec![
+            Incoming {
+                deliver_at_ms: -1,
+                physical_offset: 0,
+                size: 100,
+            },
+            Incoming {
+                deliver_at_ms: now,
+                physical_offset: 100,
+                size: 100,
+            },
+        ];
+        let added = add_all(&mut store, incoming, max_delay_ms as i64).unwrap();
+        assert_eq!((added.taken, added.skipped), (2, 1));
+        let due = store.due(now + 1_000, 16).unwrap();
+        let offsets: Vec<i64> = due.iter().map(|e| e.physical_offset).collect();
+        assert_eq!(offsets, vec![100]);
     }
 }

@@ -14,7 +14,6 @@
 use ferrocket_protocol::body::{perm, TopicConfig};
 
 use super::state::Half;
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::resend::{append_copy, read_record, view, Target};
 use crate::shard::Shard;
 use crate::topics::TopicChange;
@@ -36,17 +35,9 @@ async fn ensure_topic(shard: &Shard) -> Result<TopicConfig, Reject> {
         topic_sys_flag: 0,
         ..TopicConfig::new(CHECK_MAX_TIME_TOPIC, CHECK_MAX_TIME_QUEUE_NUMS)
     };
-    match shard
-        .call(0, ShardRequest::Topic(TopicChange::Upsert(config)))
+    crate::topics::change(shard, TopicChange::Upsert(config))
         .await?
-    {
-        ShardResponse::Topic(Ok(Some(config))) => Ok(config),
-        ShardResponse::Topic(Ok(None)) => Err(Reject::system(format!(
-            "topic[{CHECK_MAX_TIME_TOPIC}] not created"
-        ))),
-        ShardResponse::Topic(Err(reject)) => Err(reject),
-        other => Err(other.unexpected()),
-    }
+        .ok_or_else(|| Reject::system(format!("topic[{CHECK_MAX_TIME_TOPIC}] not created")))
 }
 
 /// Stores the copy of a discarded half message; answers its queue offset

@@ -153,6 +153,21 @@ fn restore(txn: &TxnService, offset: i64, half: Half) {
     state.pending.insert(offset, half);
 }
 
+/// Where a committed half message goes must pass the same check as any
+/// broker-made copy (`schedule::check_real_target`); one that fails is
+/// refused and counted, and the half message stays for the checker.
+async fn check_commit_target(shard: &Shard, topic: &str, queue_id: i32) -> Result<(), Reject> {
+    match crate::schedule::check_real_target(shard, topic, queue_id).await {
+        Ok(()) => Ok(()),
+        Err(crate::schedule::DeliverError::Store(reject)) => Err(reject),
+        Err(crate::schedule::DeliverError::Invalid(reason)) => {
+            shard.count_skipped_redelivery();
+            tracing::warn!(%reason, "a half message cannot be committed to its real topic");
+            Err(Reject::new(response_code::MESSAGE_ILLEGAL, reason))
+        }
+    }
+}
+
 /// Commits (stores the real message) or rolls back, then writes the op
 /// record.
 pub(super) async fn settle(
@@ -176,6 +191,7 @@ pub(super) async fn settle(
                 "the half message has no REAL_TOPIC/REAL_QID",
             ));
         };
+        check_commit_target(shard, &real_topic, real_queue).await?;
         props.remove(properties::TRAN_MSG);
         let flag = sys_flag::with_transaction_type(held.sys_flag, sys_flag::TRANSACTION_COMMIT);
         // A committed message with a timer or a delay level is held until
