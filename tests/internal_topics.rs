@@ -130,3 +130,171 @@ fn sends_to_internal_topics_are_refused_and_nothing_escapes_the_store() {
         );
     }
 }
+
+/// Names that must never become paths.
+fn hostile_names() -> Vec<String> {
+    vec![
+        "..".into(),
+        "../../hostile".into(),
+        "/tmp/hostile_abs".into(),
+        "nul\0byte".into(),
+        "x".repeat(300),
+        "%RETRY%../../hostile".into(),
+    ]
+}
+
+/// A ROCKETMQ-binary-header request whose extField values are raw bytes
+/// (so a value need not be UTF-8).
+fn raw_binary_request(code: i16, fields: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut ext = Vec::new();
+    for (key, value) in fields {
+        ext.extend_from_slice(&(key.len() as i16).to_be_bytes());
+        ext.extend_from_slice(key.as_bytes());
+        ext.extend_from_slice(&(value.len() as i32).to_be_bytes());
+        ext.extend_from_slice(value);
+    }
+    let mut header = Vec::new();
+    header.extend_from_slice(&code.to_be_bytes());
+    header.push(0); // JAVA
+    header.extend_from_slice(&453i16.to_be_bytes());
+    header.extend_from_slice(&77i32.to_be_bytes()); // opaque
+    header.extend_from_slice(&0i32.to_be_bytes()); // flag
+    header.extend_from_slice(&0i32.to_be_bytes()); // no remark
+    header.extend_from_slice(&(ext.len() as i32).to_be_bytes());
+    header.extend_from_slice(&ext);
+    let body = b"x";
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&((4 + header.len() + body.len()) as i32).to_be_bytes());
+    frame.extend_from_slice(&((1i32 << 24) | header.len() as i32).to_be_bytes());
+    frame.extend_from_slice(&header);
+    frame.extend_from_slice(body);
+    frame
+}
+
+fn requests_naming(name: &str) -> Vec<RemotingCommand> {
+    let topic_request = |code: i32| {
+        RemotingCommand::request(code)
+            .with_ext("topic", name)
+            .with_ext("queueId", 0)
+    };
+    let mut create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
+    create.ext_fields = ferrocket_protocol::header::CreateTopicRequestHeader {
+        topic: name.to_string(),
+        default_topic: Some("TBW102".into()),
+        read_queue_nums: 1,
+        write_queue_nums: 1,
+        perm: 6,
+        topic_filter_type: None,
+        topic_sys_flag: Some(0),
+        order: false,
+        attributes: None,
+    }
+    .to_ext();
+    let offsets = |code: i32| {
+        topic_request(code)
+            .with_ext("consumerGroup", name)
+            .with_ext("commitOffset", 1)
+    };
+    let pull = offsets(request_code::PULL_MESSAGE)
+        .with_ext("queueOffset", 0)
+        .with_ext("maxMsgNums", 1)
+        .with_ext("sysFlag", 0)
+        .with_ext("suspendTimeoutMillis", 0)
+        .with_ext("subscription", "*");
+    let group =
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(
+            format!("{{\"groupName\":{}}}", serde_json::to_string(name).unwrap()),
+        );
+    let heartbeat = RemotingCommand::request(request_code::HEART_BEAT).with_body(format!(
+        "{{\"clientID\":\"c\",\"producerDataSet\":[],\"consumerDataSet\":[{{\"groupName\":{0},\
+         \"consumeType\":\"CONSUME_PASSIVELY\",\"messageModel\":\"CLUSTERING\",\
+         \"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\",\"unitMode\":false,\
+         \"subscriptionDataSet\":[{{\"topic\":{0},\"subString\":\"*\",\"classFilterMode\":false,\
+         \"tagsSet\":[],\"codeSet\":[],\"subVersion\":1,\"expressionType\":\"TAG\"}}]}}]}}",
+        serde_json::to_string(name).unwrap()
+    ));
+    vec![
+        create,
+        send_request(&send_header("HostilePG", name, 0), "x"),
+        batch_request(name, &Properties::new()),
+        pull,
+        offsets(request_code::UPDATE_CONSUMER_OFFSET),
+        offsets(request_code::QUERY_CONSUMER_OFFSET),
+        topic_request(request_code::GET_MAX_OFFSET),
+        topic_request(request_code::DELETE_TOPIC_IN_BROKER),
+        group,
+        heartbeat,
+    ]
+}
+
+#[test]
+fn hostile_names_in_every_file_making_request_create_nothing_outside_the_store() {
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            shards: Some(2),
+            ..Default::default()
+        },
+    );
+    let mut conn = broker.connect();
+    for name in hostile_names() {
+        for request in requests_naming(&name) {
+            let code = request.code;
+            let answer = conn.request(request);
+            if matches!(
+                code,
+                request_code::UPDATE_AND_CREATE_TOPIC
+                    | request_code::SEND_MESSAGE
+                    | request_code::SEND_BATCH_MESSAGE
+                    | request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+            ) {
+                assert_ne!(answer.code, response_code::SUCCESS, "{code} {name:?}");
+            }
+        }
+    }
+    // Non-UTF-8 names through the binary header: refused or the
+    // connection closed, never stored.
+    for code in [
+        request_code::SEND_MESSAGE,
+        request_code::UPDATE_AND_CREATE_TOPIC,
+    ] {
+        let mut raw = broker.connect();
+        let frame = raw_binary_request(
+            code as i16,
+            &[
+                ("topic", b"\xff../\xfe"),
+                ("producerGroup", b"PG"),
+                ("queueId", b"0"),
+                ("readQueueNums", b"1"),
+                ("writeQueueNums", b"1"),
+                ("perm", b"6"),
+            ],
+        );
+        raw.send_raw(&frame).unwrap();
+        if let harness::remoting::Outcome::Response(answer) =
+            raw.read_outcome(Duration::from_secs(10))
+        {
+            assert_ne!(answer.code, response_code::SUCCESS, "{answer:?}");
+        }
+    }
+    // The broker still works, and its queue directories are all legal.
+    let topic = unique_name("AfterHostile");
+    harness::requests::create_topic(&mut conn, &topic, 1);
+    let sent = conn.request(send_request(&send_header("HostilePG", &topic, 0), "ok"));
+    assert_eq!(sent.code, response_code::SUCCESS, "{sent:?}");
+    let store = broker.store_dir();
+    for dir in store.ancestors().take(4) {
+        assert!(!dir.join("hostile").exists(), "{}", dir.display());
+    }
+    assert!(!std::path::Path::new("/tmp/hostile_abs").exists());
+    if let Ok(entries) = std::fs::read_dir(store.join("consumequeue")) {
+        for entry in entries {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                ferrocket_protocol::limits::validate_topic(&name).is_ok(),
+                "{name:?}"
+            );
+        }
+    }
+}

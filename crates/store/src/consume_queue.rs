@@ -87,11 +87,6 @@ impl std::fmt::Debug for ConsumeQueue {
     }
 }
 
-/// `consumequeue/{topic}/{queue_id}`.
-pub fn queue_dir(consumequeue_dir: &Path, topic: &str, queue_id: i32) -> PathBuf {
-    consumequeue_dir.join(topic).join(queue_id.to_string())
-}
-
 impl ConsumeQueue {
     /// Opens the queue's files (none yet is fine: an empty queue).
     pub fn open(dir: PathBuf, entries_per_file: u64) -> Result<Self, StoreError> {
@@ -451,7 +446,7 @@ mod tests {
     #[test]
     fn appends_across_files_and_reopens() {
         let dir = tempfile::tempdir().unwrap();
-        let qdir = queue_dir(dir.path(), "T", 3);
+        let qdir = crate::names::queue_dir(dir.path(), "T", 3).unwrap();
         let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
         assert_eq!((cq.min_offset(), cq.max_offset()), (0, 0));
         for n in 0..10 {

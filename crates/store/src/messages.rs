@@ -86,6 +86,7 @@ impl AppendRequest {
     /// appender never sees a malformed record: every record's TOTALSIZE and
     /// magic, sizes adding up, one tag hash per record, the queue id field.
     pub(crate) fn validate(&self, max_bytes: usize) -> Result<usize, StoreError> {
+        crate::names::check_queue_name(&self.topic, self.queue_id)?;
         if self.records.len() > max_bytes {
             return Err(StoreError::TooLarge {
                 size_bytes: self.records.len(),

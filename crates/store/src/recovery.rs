@@ -176,6 +176,10 @@ fn open_queues(config: &StoreConfig) -> Result<HashMap<QueueKey, ConsumeQueue>, 
         let Some(topic_name) = topic.file_name().to_str().map(str::to_owned) else {
             continue;
         };
+        if crate::names::topic_dir(&root, &topic_name).is_err() {
+            tracing::warn!(dir = %topic.path().display(), "not a topic's queue directory; ignored");
+            continue;
+        }
         let topic_path = topic.path();
         if !topic_path.is_dir() {
             continue;
@@ -251,11 +255,20 @@ fn scan(
         let queue = match queues.get(&key) {
             Some(queue) => queue,
             None => {
-                let dir = crate::consume_queue::queue_dir(
+                let dir = match crate::names::queue_dir(
                     &config.consumequeue_dir(),
                     view.topic,
                     view.queue_id,
-                );
+                ) {
+                    Ok(dir) => dir,
+                    Err(err) => {
+                        // Written before names were checked on append:
+                        // kept in the log, never given queue files.
+                        tracing::warn!(pos, %err, "record with an illegal topic or queue id not indexed");
+                        pos += view.total_size as i64;
+                        continue;
+                    }
+                };
                 let queue = ConsumeQueue::open(dir, config.cq_entries_per_file)?;
                 queues.entry(key.clone()).or_insert(queue)
             }

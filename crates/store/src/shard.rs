@@ -21,9 +21,10 @@ use crate::appender::QueueOwnerFn;
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
 use crate::config::StoreConfig;
-use crate::consume_queue::{queue_dir, ConsumeQueue, CqEntry};
+use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::error::StoreError;
 use crate::messages::{AppendRequest, AppendResult, DispatchEntry, Envelope, ShardBatch};
+use crate::names::queue_dir;
 use crate::stop::Stop;
 
 mod retention;
@@ -346,7 +347,7 @@ impl ShardInner {
         {
             return Ok(Rc::clone(queue));
         }
-        let dir = queue_dir(&self.ctx.config.consumequeue_dir(), topic, queue_id);
+        let dir = queue_dir(&self.ctx.config.consumequeue_dir(), topic, queue_id)?;
         let queue = Rc::new(ConsumeQueue::open(
             dir,
             self.ctx.config.cq_entries_per_file,

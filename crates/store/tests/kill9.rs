@@ -102,7 +102,7 @@ fn kill_and_check(direct: bool) {
         assert_eq!(view.body, body_for(shard, queue_id, n).as_slice());
         assert_eq!((view.queue_id, view.queue_offset), (queue_id, queue_offset));
         let queue = ConsumeQueue::open(
-            queue_dir(&config.consumequeue_dir(), TOPIC, queue_id),
+            queue_dir(&config.consumequeue_dir(), TOPIC, queue_id).unwrap(),
             config.cq_entries_per_file,
         )
         .unwrap();

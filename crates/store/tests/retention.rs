@@ -139,7 +139,8 @@ fn expired_segments_and_queue_files_go_newest_data_stays() {
     let per_file = config_now.cq_entries_per_file as i64;
     for queue_id in 0..QUEUES {
         let kept = first_kept[queue_id as usize] as i64;
-        let files = file_offsets(&queue_dir(&config_now.consumequeue_dir(), TOPIC, queue_id));
+        let files =
+            file_offsets(&queue_dir(&config_now.consumequeue_dir(), TOPIC, queue_id).unwrap());
         let first_file = (kept.min(PER_QUEUE as i64 - 1) / per_file) * per_file * 20;
         assert_eq!(files.first().copied(), Some(first_file), "queue {queue_id}");
         assert!(
@@ -194,9 +195,9 @@ fn deleted_topic_starts_again_at_zero() {
             wait_for_entries(&shard, "Del", queue_id, 40).await;
             wait_for_entries(&shard, "Gone", queue_id, 40).await;
             assert_eq!(shard.delete_topic_queues("Gone").unwrap(), 1);
-            assert!(queue_dir(&cq_root, "Del", queue_id).exists());
+            assert!(queue_dir(&cq_root, "Del", queue_id).unwrap().exists());
             assert_eq!(shard.delete_topic_queues("Del").unwrap(), 1);
-            assert!(!queue_dir(&cq_root, "Del", queue_id).exists());
+            assert!(!queue_dir(&cq_root, "Del", queue_id).unwrap().exists());
             let queue = shard.consume_queue("Del", queue_id).unwrap();
             assert_eq!((queue.min_offset(), queue.max_offset()), (0, 0));
             let again = shard
@@ -226,7 +227,7 @@ fn deleted_topic_starts_again_at_zero() {
                 read_queue(&shard, "Del", queue_id),
                 vec![b"reborn".to_vec()]
             );
-            assert!(!queue_dir(&cq_root, "Gone", queue_id).exists());
+            assert!(!queue_dir(&cq_root, "Gone", queue_id).unwrap().exists());
             let gone = shard.consume_queue("Gone", queue_id).unwrap();
             assert_eq!((gone.min_offset(), gone.max_offset()), (0, 0));
             let next = shard

@@ -133,7 +133,7 @@ impl ShardInner {
                 Some(queue) => queue.destroy()?,
                 None => {
                     let dir =
-                        super::queue_dir(&self.ctx.config.consumequeue_dir(), topic, *queue_id);
+                        super::queue_dir(&self.ctx.config.consumequeue_dir(), topic, *queue_id)?;
                     match fs::remove_dir_all(&dir) {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -144,7 +144,10 @@ impl ShardInner {
         }
         // Other shards may still hold queue dirs of the topic: only an
         // empty topic dir goes.
-        let _ = fs::remove_dir(self.ctx.config.consumequeue_dir().join(topic));
+        let _ = fs::remove_dir(crate::names::topic_dir(
+            &self.ctx.config.consumequeue_dir(),
+            topic,
+        )?);
         self.retention.deleted.borrow_mut().insert(Arc::from(topic));
         self.ctx.shared.resets.request(topic, self.shard_id);
         Ok(ids.len())
