@@ -3,16 +3,22 @@
 //! with its fields and properties; none found is an error (exit 1).
 
 use clap::Subcommand;
-use ferrocket_client::{Admin, ClientError, KeyQuery, MessageExt};
+use ferrocket_client::{Admin, ClientError, IdForm, KeyQuery, MessageExt};
 
 // The variant names are the subcommands (`query-by-id`, ...).
 #[allow(clippy::enum_variant_names)]
 #[derive(Debug, Subcommand)]
 pub enum MessageCommand {
-    /// Find a message by its offset message id (send result `offsetMsgId`).
+    /// Find a message by its id: the broker's offset message id (send
+    /// result `offsetMsgId`), or the producer's message id (its unique key,
+    /// what the C++ and Python clients print), which needs `--topic`. Only
+    /// brokers the name server lists are asked.
     QueryById {
         #[arg(short = 'i', long = "id")]
         id: String,
+        /// The message's topic: lets a producer's message id be found.
+        #[arg(short = 't', long)]
+        topic: Option<String>,
     },
     /// Find messages of a topic by one of their KEYS.
     QueryByKey {
@@ -45,15 +51,13 @@ pub enum MessageCommand {
 /// Runs one message command; `Ok(false)` when nothing was found.
 pub async fn run(admin: &Admin, command: MessageCommand) -> Result<bool, ClientError> {
     let found: Vec<MessageExt> = match command {
-        MessageCommand::QueryById { id } => match admin.view_message(&id).await {
-            Ok(message) => vec![message],
-            Err(ClientError::Response { code, .. })
-                if code == ferrocket_protocol::codes::response_code::SYSTEM_ERROR =>
-            {
-                Vec::new()
+        MessageCommand::QueryById { id, topic } => {
+            let (form, found) = admin.find_by_id(&id, topic.as_deref()).await?;
+            if !found.is_empty() {
+                println!("Found by:           {}", id_form_name(form));
             }
-            Err(error) => return Err(error),
-        },
+            found
+        }
         MessageCommand::QueryByKey {
             topic,
             key,
@@ -85,6 +89,13 @@ pub async fn run(admin: &Admin, command: MessageCommand) -> Result<bool, ClientE
         print!("{}", describe(message));
     }
     Ok(!found.is_empty())
+}
+
+fn id_form_name(form: IdForm) -> &'static str {
+    match form {
+        IdForm::OffsetId => "offset message id",
+        IdForm::UniqueKey => "unique key (the producer's message id)",
+    }
 }
 
 /// The message as mqadmin prints it: one `Name: value` line per field,

@@ -61,6 +61,18 @@ def test_query_by_key_unique_key_id_and_offset(cluster, clients, topic):
     assert field(out, "Message Body:") == ["body-b"], out
     assert field(out, "OffsetID:") == [offset_id], out
     assert field(out, "MsgId:") == [sent["b"]], out
+    assert field(out, "Found by:") == ["offset message id"], out
+
+    # The msg_id the C++ client prints is a unique key; read as an offset id
+    # it names a host that is no broker. Without a topic nothing is asked
+    # and the tool says what to give; with one, the unique key is found.
+    refused = cluster.admin("message", "query-by-id", "--id", sent["c"], check=False)
+    assert refused.returncode != 0, refused
+    assert "not a broker the name server lists" in refused.stderr, refused.stderr
+    assert "-t TOPIC" in refused.stderr, refused.stderr
+    out = cluster.admin("message", "query-by-id", "--id", sent["c"], "-t", topic).stdout
+    assert field(out, "Message Body:") == ["body-c"], out
+    assert field(out, "Found by:") == ["unique key (the producer's message id)"], out
 
     out = cluster.admin(
         "message",

@@ -21,7 +21,7 @@ use crate::namesrv::NamesrvClient;
 use crate::offset_table::{merge, OffsetFile, OffsetMap, OFFSETS_FILE};
 use crate::shard::Shard;
 use crate::topics::{self, TopicChange, TopicTable, TOPICS_FILE};
-use crate::util::{now_ms, sleep_or_stop, write_config, Notify, Reject};
+use crate::util::{now_ms, sleep_or_stop, write_config, Notify, Reject, Undo};
 
 /// How often silent clients are looked for (`ClientHousekeepingService`).
 pub const CLIENT_SCAN_INTERVAL_MS: u64 = 10_000;
@@ -127,15 +127,25 @@ pub(crate) async fn topic_change(
         .acquire_permit(1)
         .await
         .map_err(|_| Reject::system("the broker is stopping"))?;
-    let (topic, changed) = {
+    let (topic, changed, undo) = {
         let mut table = control.topics.borrow_mut();
-        topics::apply(&mut table, change, shard.config(), now_ms())?
+        let undo = Undo::record(
+            &table.topic_config_table,
+            change.topic_name(),
+            table.data_version,
+        );
+        let (topic, changed) = topics::apply(&mut table, change, shard.config(), now_ms())?;
+        (topic, changed, undo)
     };
     if changed {
+        let snapshot = Arc::new(control.topics.borrow().clone());
+        if let Err(reject) = write_config(shard, TOPICS_FILE, Arc::clone(&snapshot)).await {
+            let table = &mut *control.topics.borrow_mut();
+            undo.restore(&mut table.topic_config_table, &mut table.data_version);
+            return Err(reject);
+        }
         let version = control.topics_version.get() + 1;
         control.topics_version.set(version);
-        let snapshot = Arc::new(control.topics.borrow().clone());
-        write_config(shard, TOPICS_FILE, Arc::clone(&snapshot)).await;
         let snapshot = Versioned {
             version,
             value: snapshot,
@@ -262,6 +272,7 @@ pub(crate) async fn client_expiry_loop(shard: Rc<Shard>) {
 /// changed; runs until the shard stops.
 pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(shard.config().offset_persist_interval_ms);
+    let mut unsaved = false;
     loop {
         if sleep_or_stop(&shard, interval).await {
             return;
@@ -278,12 +289,17 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
                 _ => complete = false,
             }
         }
-        // A partial view would drop the missing shards' offsets from the file.
-        if changed && complete {
+        // A partial view would drop the missing shards' offsets from the
+        // file; the shards cleared their changed flags, so remember to write
+        // next round. A failed write is retried the same way.
+        unsaved |= changed;
+        if unsaved && complete {
             let file = OffsetFile {
                 offset_table: merge(parts),
             };
-            write_config(&shard, OFFSETS_FILE, Arc::new(file)).await;
+            unsaved = write_config(&shard, OFFSETS_FILE, Arc::new(file))
+                .await
+                .is_err();
         }
     }
 }
@@ -311,7 +327,8 @@ pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
             shards = shard.count,
             "not every shard reported its offsets at shutdown; keeping the last file"
         );
-        write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+        // Logged inside; nothing is left to answer at shutdown.
+        let _ = write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
         return;
     }
     let parts: Vec<OffsetMap> = std::mem::take(&mut *control.stopped.borrow_mut())
@@ -320,6 +337,6 @@ pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
     let file = OffsetFile {
         offset_table: merge(parts),
     };
-    write_config(shard, OFFSETS_FILE, Arc::new(file)).await;
-    write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+    let _ = write_config(shard, OFFSETS_FILE, Arc::new(file)).await;
+    let _ = write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
 }

@@ -90,6 +90,18 @@ pub(crate) enum TopicChange {
     Delete(String),
 }
 
+impl TopicChange {
+    /// The topic the change concerns.
+    pub fn topic_name(&self) -> String {
+        match self {
+            TopicChange::Upsert(topic) => topic.topic_name.clone(),
+            TopicChange::AutoCreate { topic, .. } => topic.clone(),
+            TopicChange::EnsureRetry { group } => retry_topic(group),
+            TopicChange::Delete(name) => name.clone(),
+        }
+    }
+}
+
 fn system_config(name: &str, queues: i32, topic_perm: i32) -> TopicConfig {
     TopicConfig {
         perm: topic_perm,

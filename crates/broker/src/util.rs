@@ -3,11 +3,13 @@
 //! waits and config writes of the background loops.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::future::{poll_fn, Future};
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use ferrocket_protocol::body::DataVersion;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::{ProtocolError, RemotingCommand};
 use ferrocket_runtime::shard::MeshError;
@@ -121,17 +123,50 @@ pub(crate) async fn sleep_or_stop(shard: &Shard, interval: Duration) -> bool {
     wait_or_stop(shard, glommio::timer::sleep(interval)).await
 }
 
-/// Writes a JSON config file on the blocking pool (logs failures).
+/// Writes a JSON config file on the blocking pool. A failure is logged and
+/// answered as SYSTEM_ERROR, so a request whose change could not be
+/// persisted is not told SUCCESS.
 pub(crate) async fn write_config<T: Serialize + Send + Sync + 'static>(
     shard: &Shard,
     name: &'static str,
     value: Arc<T>,
-) {
+) -> Result<(), Reject> {
     let dir = shard.env.config_dir.clone();
     let written = glommio::executor()
         .spawn_blocking(move || dir.write_json(name, &*value))
         .await;
-    if let Err(err) = written {
+    written.map_err(|err| {
         tracing::error!(file = name, %err, "persisting a config file failed");
+        Reject::system(format!(
+            "persisting {name} failed ({err}); the change was not made"
+        ))
+    })
+}
+
+/// One entry of a control-plane table (topics, groups) as it was before a
+/// change, with the table's version: put back when the change could not
+/// be persisted.
+pub(crate) struct Undo<V> {
+    name: String,
+    entry: Option<V>,
+    version: DataVersion,
+}
+
+impl<V: Clone> Undo<V> {
+    pub fn record(map: &BTreeMap<String, V>, name: String, version: DataVersion) -> Self {
+        let entry = map.get(&name).cloned();
+        Self {
+            name,
+            entry,
+            version,
+        }
+    }
+
+    pub fn restore(self, map: &mut BTreeMap<String, V>, version: &mut DataVersion) {
+        match self.entry {
+            Some(entry) => map.insert(self.name, entry),
+            None => map.remove(&self.name),
+        };
+        *version = self.version;
     }
 }

@@ -200,7 +200,8 @@ fn failed_messages_retry_then_land_in_the_dlq() {
 
     // Third failure (count 2 >= retryMaxTimes 2): the DLQ, at once.
     send_back(&mut client, "G", second.physical_offset, 0, 63, None);
-    let dead = pull_all(&mut client, "G", "%DLQ%G", 0, "*", "TAG");
+    // The send-back answer comes before the DLQ queue has the entry.
+    let dead = wait_for_messages(&mut client, "G", "%DLQ%G", 0, 1, WAIT);
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].reconsume_times, 3);
     assert_eq!(dead[0].prop("UNIQ_KEY"), Some("UNIQ-1"));
@@ -230,7 +231,8 @@ fn failed_messages_retry_then_land_in_the_dlq() {
     // header's maxReconsumeTimes counts.
     send_back(&mut client, "G", original.physical_offset, -1, 63, None);
     send_back(&mut client, "G", original.physical_offset, 0, 453, Some(0));
-    let dead = pull_all(&mut client, "G", "%DLQ%G", 0, "*", "TAG");
+    // The send-back answer comes before the DLQ queue has the entry.
+    let dead = wait_for_messages(&mut client, "G", "%DLQ%G", 0, 1, WAIT);
     assert_eq!(dead.len(), 3);
     assert!(dead[1..].iter().all(|m| m.reconsume_times == 1));
 

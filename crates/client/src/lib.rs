@@ -41,6 +41,6 @@ pub use message::MessageExt;
 pub use namesrv::NameServerClient;
 pub use pool::ConnectionPool;
 pub use producer::{Producer, ProducerConfig};
-pub use query::KeyQuery;
+pub use query::{IdForm, KeyQuery};
 pub use route::MessageQueue;
 pub use send::{BatchMessage, QueueSelector, SendOptions, SendResult, SendStatus, SendVersion};

@@ -26,6 +26,15 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Which form of message id [`Admin::find_by_id`] matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdForm {
+    /// The broker's offset message id (store host + CommitLog offset).
+    OffsetId,
+    /// The producer's unique key (UNIQ_KEY), found through the index.
+    UniqueKey,
+}
+
 /// A key query: which messages of `topic` to look for, stored within
 /// `[begin_ms, end_ms]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,10 +83,19 @@ impl KeyQuery {
 
 impl Admin {
     /// VIEW_MESSAGE_BY_ID: the message with offset message id `msg_id`,
-    /// read from the broker the id names.
+    /// read from the broker the id names. That broker must be one the name
+    /// server lists: an id is input, and an id that is really a producer's
+    /// unique key (same length, same hex) names an address nobody runs a
+    /// broker on.
     pub async fn view_message(&self, msg_id: &str) -> Result<MessageExt, ClientError> {
         let id = decode_offset_msg_id(msg_id.trim())?;
         let addr = id.store_host.to_string();
+        let listed = crate::admin::broker_entries(&self.cluster_info().await?);
+        if !listed.iter().any(|broker| broker.addr == addr) {
+            return Err(ClientError::InvalidArgument(format!(
+                "{msg_id} names the store host {addr}, which is not a broker the name server lists"
+            )));
+        }
         let request = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID)
             .with_ext("offset", id.commit_log_offset);
         let response = self.pool().invoke(&addr, request).await?;
@@ -91,6 +109,31 @@ impl Admin {
                 code: response_code::SYSTEM_ERROR,
                 remark: format!("the broker returned no message for {msg_id}"),
             })
+    }
+
+    /// mqadmin's queryMsgById (Java's `viewMessage(topic, msgId)`): `id`
+    /// as an offset message id of a listed broker, else as the producer's
+    /// unique key within `topic` (the id a C++, Python or Java producer
+    /// prints). Says which form matched; an empty list when neither did.
+    pub async fn find_by_id(
+        &self,
+        id: &str,
+        topic: Option<&str>,
+    ) -> Result<(IdForm, Vec<MessageExt>), ClientError> {
+        let as_offset = match self.view_message(id).await {
+            Ok(message) => return Ok((IdForm::OffsetId, vec![message])),
+            Err(err) => err,
+        };
+        let Some(topic) = topic else {
+            return Err(ClientError::InvalidArgument(format!(
+                "{as_offset}; if {id} is a producer's message id (unique key), \
+                 give its topic (-t TOPIC) to search for it"
+            )));
+        };
+        let found = self
+            .query_messages(&KeyQuery::by_unique_key(topic, id.trim()))
+            .await?;
+        Ok((IdForm::UniqueKey, found))
     }
 
     /// QUERY_MESSAGE on every master serving `query.topic`; the matching

@@ -38,7 +38,7 @@ use crate::messages::ShardResponse;
 use crate::offset_table::OffsetMap;
 use crate::schedule::{self, DelayLevels, DelayOffsets, ScheduleState};
 use crate::shard::Shard;
-use crate::util::{write_config, Reject};
+use crate::util::{write_config, Reject, Undo};
 use groups::{GroupChange, GroupTable, SubscriptionGroupConfig};
 use locks::LockTable;
 
@@ -272,15 +272,25 @@ async fn change_groups(
         .acquire_permit(1)
         .await
         .map_err(|_| Reject::system("the broker is stopping"))?;
-    let (config, changed) = {
+    let (config, changed, undo) = {
         let mut table = master.table.borrow_mut();
-        groups::apply(&mut table, change, crate::util::now_ms())?
+        let undo = Undo::record(
+            &table.subscription_group_table,
+            change.group_name(),
+            table.data_version,
+        );
+        let (config, changed) = groups::apply(&mut table, change, crate::util::now_ms())?;
+        (config, changed, undo)
     };
     if changed {
+        let snapshot = Arc::new(master.table.borrow().clone());
+        if let Err(reject) = write_config(shard, groups::GROUPS_FILE, Arc::clone(&snapshot)).await {
+            let table = &mut *master.table.borrow_mut();
+            undo.restore(&mut table.subscription_group_table, &mut table.data_version);
+            return Err(reject);
+        }
         let version = master.version.get() + 1;
         master.version.set(version);
-        let snapshot = Arc::new(master.table.borrow().clone());
-        write_config(shard, groups::GROUPS_FILE, Arc::clone(&snapshot)).await;
         let snapshot = Versioned {
             version,
             value: snapshot,

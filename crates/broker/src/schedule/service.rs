@@ -217,14 +217,25 @@ fn offset_file(shard: &Shard, offsets: DelayOffsets) -> DelayOffsetFile {
 /// On shard 0: writes delayOffset.json whenever some level moved.
 async fn persist_loop(shard: Rc<Shard>) {
     let interval = shard.config().offset_persist_interval_ms;
+    // Levels moved but not yet written (a failed write is retried).
+    let mut unsaved = false;
     loop {
         if pause(&shard, interval).await {
             return;
         }
         // A partial view would drop the silent shards' levels from the file.
-        if let Some((offsets, true)) = gather(&shard, true).await {
+        let Some((offsets, changed)) = gather(&shard, true).await else {
+            // Some shard may have cleared its changed flag before the
+            // gather failed.
+            unsaved = true;
+            continue;
+        };
+        unsaved |= changed;
+        if unsaved {
             let file = offset_file(&shard, offsets);
-            crate::util::write_config(&shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
+            unsaved = crate::util::write_config(&shard, DELAY_OFFSET_FILE, Arc::new(file))
+                .await
+                .is_err();
         }
     }
 }
@@ -289,7 +300,8 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
         all.extend(part);
     }
     let file = offset_file(shard, all);
-    crate::util::write_config(shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
+    // Logged inside; nothing is left to answer at shutdown.
+    let _ = crate::util::write_config(shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
 }
 
 /// GET_ALL_DELAY_OFFSET: every level's delivery progress.
