@@ -253,7 +253,9 @@ fn read(shard: &Shard, query: &PullQuery) -> PullAnswer {
             break;
         }
         let queue_offset = offset + index as i64;
-        if !query.filter.matches(entry.tags_code) {
+        // Lost in a damaged CommitLog range (recovery): skipped, as a
+        // message retention removed.
+        if entry.is_lost() || !query.filter.matches(entry.tags_code) {
             next = queue_offset + 1;
             continue;
         }

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
 
+use crate::damage::DamagedRange;
 use crate::error::StoreError;
 
 /// One CommitLog segment mapped read-only.
@@ -50,6 +51,11 @@ impl SegmentMap {
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.map
     }
+
+    /// CommitLog position just past the segment.
+    pub(crate) fn end(&self) -> i64 {
+        self.start + self.map.len() as i64
+    }
 }
 
 /// An owner that lets a [`Bytes`] point into a segment map without copying.
@@ -78,6 +84,8 @@ pub(crate) type SegmentList = Arc<Vec<Arc<SegmentMap>>>;
 /// State shared by the appender (writer) and every reader.
 pub(crate) struct CommitLogShared {
     pub(crate) segment_bytes: u64,
+    /// Ranges recovery quarantined (now and at earlier starts).
+    damaged: Vec<DamagedRange>,
     segments: RwLock<SegmentList>,
     /// Bumped whenever `segments` changes, so shard-local caches can refresh.
     generation: AtomicU64,
@@ -96,8 +104,10 @@ impl CommitLogShared {
         segments: Vec<Arc<SegmentMap>>,
         end: i64,
         hot_tail_bytes: Option<usize>,
+        damaged: Vec<DamagedRange>,
     ) -> Self {
         Self {
+            damaged,
             segment_bytes,
             segments: RwLock::new(Arc::new(segments)),
             generation: AtomicU64::new(1),
@@ -303,6 +313,16 @@ impl CommitLogReader {
 
     /// Start of the segment after the one holding `physical_offset`
     /// (`rollNextFile`): where a reader continues after a blank record.
+    /// The quarantined damaged range holding `physical_offset`, if any: a
+    /// sequential reader that finds no record there resumes at its end.
+    pub fn damaged_range_at(&self, physical_offset: i64) -> Option<DamagedRange> {
+        self.shared
+            .damaged
+            .iter()
+            .find(|r| r.start <= physical_offset && physical_offset < r.end)
+            .copied()
+    }
+
     pub fn next_segment_start(&self, physical_offset: i64) -> i64 {
         let size = self.shared.segment_bytes as i64;
         physical_offset - physical_offset.rem_euclid(size) + size

@@ -18,6 +18,8 @@ use crate::files::{list_offset_files, offset_file_name};
 
 /// Bytes of one entry (`CQ_STORE_UNIT_SIZE`).
 pub const CQ_ENTRY_BYTES: usize = 20;
+/// Tags code of a lost entry (see [`CqEntry::lost`]).
+pub const LOST_TAGS_CODE: i64 = i64::MIN;
 
 /// One ConsumeQueue entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,9 +50,27 @@ impl CqEntry {
         }
     }
 
-    /// A written entry (`offset >= 0 && size > 0`); zeros mean never written.
+    /// The entry of a queue offset whose record recovery found damaged
+    /// (it lay in a quarantined CommitLog range starting at
+    /// `physical_offset`): it keeps the queue's offsets dense, and readers
+    /// skip it as they skip a message retention removed.
+    pub fn lost(physical_offset: i64) -> Self {
+        Self {
+            physical_offset,
+            size: 0,
+            tags_code: LOST_TAGS_CODE,
+        }
+    }
+
+    /// Whether this is a [`CqEntry::lost`] entry.
+    pub fn is_lost(&self) -> bool {
+        self.size == 0 && self.tags_code == LOST_TAGS_CODE && self.physical_offset >= 0
+    }
+
+    /// A written entry (`offset >= 0 && size > 0`, or lost); zeros mean
+    /// never written.
     fn is_valid(&self) -> bool {
-        self.physical_offset >= 0 && self.size > 0
+        self.physical_offset >= 0 && (self.size > 0 || self.is_lost())
     }
 
     /// CommitLog position just past the record.
@@ -75,6 +95,8 @@ pub struct ConsumeQueue {
     files: RefCell<Vec<CqFile>>,
     min_offset: Cell<i64>,
     max_offset: Cell<i64>,
+    /// A file was short at open (see [`ConsumeQueue::was_repaired`]).
+    repaired: Cell<bool>,
 }
 
 impl std::fmt::Debug for ConsumeQueue {
@@ -93,6 +115,7 @@ impl ConsumeQueue {
         assert!(entries_per_file > 0);
         let file_bytes = entries_per_file * CQ_ENTRY_BYTES as u64;
         let mut files = Vec::new();
+        let mut repaired = false;
         for (start_bytes, path) in list_offset_files(&dir)? {
             if start_bytes as u64 % file_bytes != 0 {
                 return Err(StoreError::Corrupt(format!(
@@ -111,6 +134,7 @@ impl ConsumeQueue {
                     )));
                 }
             }
+            repaired |= extend_if_short(&path, file_bytes)?;
             files.push(map_file(&path, start, file_bytes, false)?);
         }
         let queue = Self {
@@ -119,9 +143,33 @@ impl ConsumeQueue {
             files: RefCell::new(files),
             min_offset: Cell::new(0),
             max_offset: Cell::new(0),
+            repaired: Cell::new(repaired),
         };
         queue.compute_bounds();
+        if repaired {
+            // Entries past a short file's end read as never written: the
+            // queue ends at its first hole, and recovery rebuilds the rest
+            // from the CommitLog.
+            queue.truncate(queue.first_hole())?;
+        }
         Ok(queue)
+    }
+
+    /// Whether a file of this queue was short when it was opened (a crash
+    /// while it was created, a disk that filled): recovery must rescan the
+    /// whole CommitLog to rebuild it.
+    pub(crate) fn was_repaired(&self) -> bool {
+        self.repaired.get()
+    }
+
+    /// The first queue offset from the min offset on without an entry (the
+    /// max offset when there is none).
+    fn first_hole(&self) -> i64 {
+        let mut offset = self.min_offset();
+        while offset < self.max_offset() && self.entry_at(offset).is_some() {
+            offset += 1;
+        }
+        offset
     }
 
     fn compute_bounds(&self) {
@@ -302,6 +350,44 @@ impl ConsumeQueue {
         }
     }
 
+    /// Rewrites every entry whose record starts in `[start, end)` (a
+    /// damaged CommitLog range) as a lost entry (recovery); returns how many.
+    pub(crate) fn mark_lost_within(&self, start: i64, end: i64) -> usize {
+        let (mut low, mut high) = (self.min_offset(), self.max_offset());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match self.entry_at(mid) {
+                Some(entry) if entry.physical_offset >= start => high = mid,
+                _ => low = mid + 1,
+            }
+        }
+        let mut marked = 0;
+        let mut files = self.files.borrow_mut();
+        let mut offset = low;
+        while offset < self.max_offset() {
+            let Some(index) = files.first().and_then(|f| {
+                usize::try_from((offset - f.start) / self.entries_per_file as i64).ok()
+            }) else {
+                break;
+            };
+            let Some(file) = files.get_mut(index) else {
+                break;
+            };
+            let at = (offset - file.start) as usize * CQ_ENTRY_BYTES;
+            let entry = CqEntry::decode(&file.map[at..at + CQ_ENTRY_BYTES]);
+            if entry.physical_offset >= end || !entry.is_valid() {
+                break;
+            }
+            if !entry.is_lost() {
+                CqEntry::lost(start).encode(&mut file.map[at..at + CQ_ENTRY_BYTES]);
+                file.dirty = true;
+                marked += 1;
+            }
+            offset += 1;
+        }
+        marked
+    }
+
     /// The stored entry at `queue_offset` regardless of the min offset.
     fn entry_at(&self, queue_offset: i64) -> Option<CqEntry> {
         let files = self.files.borrow();
@@ -395,6 +481,25 @@ impl ConsumeQueue {
         }
         Ok(())
     }
+}
+
+/// Gives a file shorter than `file_bytes` its full size (the missing
+/// entries read as never written); says whether it was short.
+fn extend_if_short(path: &Path, file_bytes: u64) -> Result<bool, StoreError> {
+    let len = fs::metadata(path)
+        .map_err(|e| StoreError::io("stat ConsumeQueue file", path, e))?
+        .len();
+    if len >= file_bytes {
+        return Ok(false);
+    }
+    tracing::warn!(path = %path.display(), len, file_bytes,
+        "short ConsumeQueue file; extending it and rebuilding the queue from the CommitLog");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_len(file_bytes))
+        .map_err(|e| StoreError::io("extend ConsumeQueue file", path, e))?;
+    Ok(true)
 }
 
 fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<CqFile, StoreError> {

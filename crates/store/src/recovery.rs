@@ -6,8 +6,12 @@
 //! (everything below it is flushed in both the CommitLog and the
 //! ConsumeQueues), or at the first segment without a usable checkpoint. Each record is checked: magic,
 //! size within the segment, every field length, the body CRC, and that its
-//! PHYSICALOFFSET is where it lies. The first bad record ends the log; the
-//! rest of its segment is zeroed and later segments are deleted.
+//! PHYSICALOFFSET is where it lies. Bad bytes followed by a valid record are
+//! a damaged range (`damage`): quarantined, reported, and skipped; queue
+//! offsets lost in it get lost entries so every queue stays dense. Bad bytes
+//! with no valid record after them are a torn tail and end the log: the
+//! rest of its segment is zeroed, later segments that were never written
+//! are deleted, and any that hold bytes are moved to quarantine.
 
 use std::collections::HashMap;
 use std::fs;
@@ -21,6 +25,7 @@ use crate::checkpoint::{now_ms, StoreCheckpoint};
 use crate::commitlog::SegmentMap;
 use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
+use crate::damage::DamagedRange;
 use crate::error::StoreError;
 use crate::files::{list_offset_files, zero_range};
 use crate::json_file::ConfigDir;
@@ -38,6 +43,8 @@ pub(crate) struct Recovered {
     pub(crate) queue_offsets: HashMap<QueueKey, i64>,
     /// Where deleted topics' queues restarted.
     pub(crate) floors: QueueFloors,
+    /// Damaged ranges quarantined by this and earlier recoveries.
+    pub(crate) damaged: Vec<DamagedRange>,
 }
 
 enum ScanStop {
@@ -75,6 +82,7 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         segments.push(Arc::new(SegmentMap::open(path, *start, seg_bytes)?));
     }
     let mut queues = open_queues(config)?;
+    let rebuild = queues.values().any(ConsumeQueue::was_repaired);
     let first_start = segments.first().map(|s| s.start).unwrap_or(0);
     let last_end = segments
         .last()
@@ -94,27 +102,59 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         .unwrap_or(first_start)
         .clamp(first_start, last_end);
     let seg = seg_bytes as i64;
-    let start = (checkpointed - checkpointed.rem_euclid(seg))
+    let mut start = (checkpointed - checkpointed.rem_euclid(seg))
         .min(last_end - seg)
         .max(first_start);
+    if rebuild {
+        tracing::warn!("a ConsumeQueue file was short; rescanning the whole CommitLog");
+        start = first_start;
+    }
 
+    let mut damaged = Vec::new();
     let end = if segments.is_empty() {
         0
     } else {
-        match scan(config, &segments, &mut queues, &floors, start)? {
+        let mut scanner = Scanner {
+            config,
+            segments: &segments,
+            queues: &mut queues,
+            floors: &floors,
+            damaged: &mut damaged,
+        };
+        match scanner.scan(start)? {
             ScanStop::End(end) => end,
             ScanStop::Gap => {
                 tracing::warn!(
                     start,
                     "ConsumeQueues behind the checkpoint; rescanning the whole CommitLog"
                 );
-                match scan(config, &segments, &mut queues, &floors, first_start)? {
+                scanner.damaged.clear();
+                match scanner.scan(first_start)? {
                     ScanStop::End(end) => end,
                     ScanStop::Gap => unreachable!("a full scan skips gaps"),
                 }
             }
         }
     };
+    for range in &damaged {
+        // Entries that already pointed into the range (a full scan over
+        // existing queues) must not hand its bytes out.
+        let marked: usize = queues
+            .values()
+            .map(|queue| queue.mark_lost_within(range.start, range.end))
+            .sum();
+        if marked > 0 {
+            tracing::warn!(
+                start = range.start,
+                marked,
+                "ConsumeQueue entries of the damaged range marked lost"
+            );
+        }
+        let path = crate::damage::quarantine(&config.root_dir, &segments, *range)?;
+        tracing::error!(start = range.start, end = range.end, bytes = range.len_bytes(),
+            copy = %path.display(),
+            "damaged CommitLog range skipped; the records after it are kept");
+    }
     tracing::info!(start, end, segments = segments.len(), "CommitLog recovered");
 
     for queue in queues.values() {
@@ -136,11 +176,16 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         .filter(|(_, queue)| queue.max_offset() > 0)
         .map(|(key, queue)| (key, queue.max_offset()))
         .collect();
+    let mut all_damaged = crate::damage::load_ranges(&config.root_dir);
+    all_damaged.retain(|r| !damaged.contains(r));
+    all_damaged.extend(damaged);
+    all_damaged.sort_by_key(|r| r.start);
     Ok(Recovered {
         segments,
         end,
         queue_offsets,
         floors,
+        damaged: all_damaged,
     })
 }
 
@@ -198,117 +243,200 @@ fn open_queues(config: &StoreConfig) -> Result<HashMap<QueueKey, ConsumeQueue>, 
     Ok(queues)
 }
 
-fn scan(
-    config: &StoreConfig,
-    segments: &[Arc<SegmentMap>],
-    queues: &mut HashMap<QueueKey, ConsumeQueue>,
-    floors: &QueueFloors,
-    start: i64,
-) -> Result<ScanStop, StoreError> {
-    let seg_bytes = config.segment_bytes as i64;
-    let first_start = segments[0].start;
-    let full_scan = start == first_start;
-    let mut pos = start;
-    let mut first_record = true;
-    loop {
-        let index = ((pos - first_start) / seg_bytes) as usize;
-        let Some(segment) = segments.get(index) else {
-            return Ok(ScanStop::End(pos));
-        };
-        let at = (pos - segment.start) as usize;
-        let bytes = &segment.bytes()[at..];
-        let valid = match record::peek_record(bytes) {
-            Ok(RecordPeek::Blank { total_size }) if at + total_size == seg_bytes as usize => {
-                pos = segment.start + seg_bytes;
-                first_record = false;
-                continue;
-            }
-            Ok(RecordPeek::Message { total_size, .. }) if total_size <= bytes.len() => {
-                match record::decode_record(&bytes[..total_size], true) {
-                    Ok(view) if view.physical_offset == pos => Some(view),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
-        let Some(view) = valid else {
-            if first_record && pos != segment.start {
-                // The checkpoint should name a record boundary; if not,
-                // start over from its segment's first record.
-                tracing::warn!(
-                    pos,
-                    "no record at the checkpoint; scanning its whole segment"
-                );
-                pos = segment.start;
-                first_record = false;
-                continue;
-            }
-            return Ok(ScanStop::End(pos));
-        };
-        first_record = false;
-        if floors.hides(view.topic, view.queue_id, pos) {
-            // A deleted topic's record: its queue restarted after it.
-            pos += view.total_size as i64;
-            continue;
+/// One pass over the CommitLog from some position to its end.
+struct Scanner<'a> {
+    config: &'a StoreConfig,
+    segments: &'a [Arc<SegmentMap>],
+    queues: &'a mut HashMap<QueueKey, ConsumeQueue>,
+    floors: &'a QueueFloors,
+    /// Damaged ranges found by this pass.
+    damaged: &'a mut Vec<DamagedRange>,
+}
+
+/// What lies at a scan position.
+enum Found<'a> {
+    Record(record::RecordView<'a>),
+    /// The end-of-segment filler: go on at the next segment.
+    SegmentEnd,
+    Invalid,
+}
+
+/// What lies at `pos` (`None` past the last segment).
+fn found_at(segments: &[Arc<SegmentMap>], seg_bytes: i64, pos: i64) -> Option<Found<'_>> {
+    let index = ((pos - segments[0].start) / seg_bytes) as usize;
+    let segment = segments.get(index)?;
+    let at = (pos - segment.start) as usize;
+    let bytes = &segment.bytes()[at..];
+    Some(match record::peek_record(bytes) {
+        Ok(RecordPeek::Blank { total_size }) if at + total_size == seg_bytes as usize => {
+            Found::SegmentEnd
         }
-        let key: QueueKey = (Arc::from(view.topic), view.queue_id);
-        let queue = match queues.get(&key) {
+        Ok(RecordPeek::Message { total_size, .. }) if total_size <= bytes.len() => {
+            match record::decode_record(&bytes[..total_size], true) {
+                Ok(view) if view.physical_offset == pos => Found::Record(view),
+                _ => Found::Invalid,
+            }
+        }
+        _ => Found::Invalid,
+    })
+}
+
+impl Scanner<'_> {
+    fn scan(&mut self, start: i64) -> Result<ScanStop, StoreError> {
+        let seg_bytes = self.config.segment_bytes as i64;
+        let full_scan = start == self.segments[0].start;
+        let mut pos = start;
+        let mut first_record = true;
+        loop {
+            let segment_start = pos - (pos - self.segments[0].start).rem_euclid(seg_bytes);
+            let segments = self.segments;
+            let view = match found_at(segments, seg_bytes, pos) {
+                None => return Ok(ScanStop::End(pos)),
+                Some(Found::SegmentEnd) => {
+                    pos = segment_start + seg_bytes;
+                    first_record = false;
+                    continue;
+                }
+                Some(Found::Record(view)) => view,
+                Some(Found::Invalid) if first_record && pos != segment_start => {
+                    // The checkpoint should name a record boundary; if not,
+                    // start over from its segment's first record.
+                    tracing::warn!(
+                        pos,
+                        "no record at the checkpoint; scanning its whole segment"
+                    );
+                    pos = segment_start;
+                    first_record = false;
+                    continue;
+                }
+                Some(Found::Invalid) => match crate::damage::next_record(self.segments, pos) {
+                    Some(next) => {
+                        self.damaged.push(DamagedRange {
+                            start: pos,
+                            end: next,
+                        });
+                        pos = next;
+                        continue;
+                    }
+                    None => return Ok(ScanStop::End(pos)),
+                },
+            };
+            first_record = false;
+            let (topic, queue_id, queue_offset, size) = (
+                view.topic,
+                view.queue_id,
+                view.queue_offset,
+                view.total_size,
+            );
+            let tags_code = view.properties().tags().map(tags_code).unwrap_or(0);
+            let entry = CqEntry {
+                physical_offset: pos,
+                size: size as i32,
+                tags_code,
+            };
+            let indexed = self.index(topic, queue_id, queue_offset, entry, full_scan)?;
+            if !indexed {
+                return Ok(ScanStop::Gap);
+            }
+            pos += size as i64;
+        }
+    }
+
+    /// Puts `entry` (the record at queue offset `queue_offset`) into its
+    /// ConsumeQueue; `false` when the queue ends before it and the scan
+    /// must start over from the first segment.
+    fn index(
+        &mut self,
+        topic: &str,
+        queue_id: i32,
+        queue_offset: i64,
+        entry: CqEntry,
+        full_scan: bool,
+    ) -> Result<bool, StoreError> {
+        let pos = entry.physical_offset;
+        if self.floors.hides(topic, queue_id, pos) {
+            // A deleted topic's record: its queue restarted after it.
+            return Ok(true);
+        }
+        let key: QueueKey = (Arc::from(topic), queue_id);
+        let queue = match self.queues.get(&key) {
             Some(queue) => queue,
             None => {
                 let dir = match crate::names::queue_dir(
-                    &config.consumequeue_dir(),
-                    view.topic,
-                    view.queue_id,
+                    &self.config.consumequeue_dir(),
+                    topic,
+                    queue_id,
                 ) {
                     Ok(dir) => dir,
                     Err(err) => {
                         // Written before names were checked on append:
                         // kept in the log, never given queue files.
                         tracing::warn!(pos, %err, "record with an illegal topic or queue id not indexed");
-                        pos += view.total_size as i64;
-                        continue;
+                        return Ok(true);
                     }
                 };
-                let queue = ConsumeQueue::open(dir, config.cq_entries_per_file)?;
-                queues.entry(key.clone()).or_insert(queue)
+                let queue = ConsumeQueue::open(dir, self.config.cq_entries_per_file)?;
+                self.queues.entry(key).or_insert(queue)
             }
         };
-        let entry = CqEntry {
-            physical_offset: pos,
-            size: view.total_size as i32,
-            tags_code: view.properties().tags().map(tags_code).unwrap_or(0),
-        };
         let max = queue.max_offset();
-        if view.queue_offset < max {
-            match queue.entry(view.queue_offset) {
+        if queue_offset < max {
+            match queue.entry(queue_offset) {
                 Some(found) if found.physical_offset == pos => {}
                 _ => {
                     tracing::warn!(
-                        topic = view.topic,
-                        queue_id = view.queue_id,
-                        queue_offset = view.queue_offset,
+                        topic,
+                        queue_id,
+                        queue_offset,
                         "ConsumeQueue disagrees with CommitLog; rebuilding its tail"
                     );
-                    queue.truncate(view.queue_offset)?;
-                    queue.append(view.queue_offset, entry)?;
+                    queue.truncate(queue_offset)?;
+                    queue.append(queue_offset, entry)?;
                 }
             }
-        } else if view.queue_offset == max {
-            queue.append(view.queue_offset, entry)?;
-        } else if full_scan {
+        } else if queue_offset == max {
+            queue.append(queue_offset, entry)?;
+        } else if !full_scan {
+            return Ok(false);
+        } else if let Some(range) = lost_in(self.damaged, queue.last_entry(), queue_offset - max) {
+            tracing::warn!(
+                topic,
+                queue_id,
+                from = max,
+                to = queue_offset,
+                "queue offsets lost in a damaged range; marked lost"
+            );
+            for lost in max..queue_offset {
+                queue.append(lost, CqEntry::lost(range.start))?;
+            }
+            queue.append(queue_offset, entry)?;
+        } else {
             tracing::error!(
-                topic = view.topic,
-                queue_id = view.queue_id,
-                queue_offset = view.queue_offset,
+                topic,
+                queue_id,
+                queue_offset,
                 max,
                 "record past its ConsumeQueue's end; not indexed"
             );
-        } else {
-            return Ok(ScanStop::Gap);
         }
-        pos += view.total_size as i64;
+        Ok(true)
     }
 }
+
+/// The damaged range that can hold the `missing` records a queue skipped
+/// after its `last` entry: the latest one past that entry, when it is big
+/// enough.
+fn lost_in(damaged: &[DamagedRange], last: Option<CqEntry>, missing: i64) -> Option<DamagedRange> {
+    let after = last.map_or(0, |entry| entry.end());
+    let ranges: Vec<&DamagedRange> = damaged.iter().filter(|r| r.start >= after).collect();
+    let room: i64 = ranges.iter().map(|r| r.records_max()).sum();
+    let latest = ranges.last()?;
+    (missing <= room).then_some(**latest)
+}
+
+/// Bytes at a segment's start that tell a never-written (preallocated)
+/// segment from one that was written to.
+const SEGMENT_HEAD_BYTES: usize = 4096;
 
 /// Zeroes everything after `end` in its segment and deletes later segments.
 fn cut_tail(
@@ -322,9 +450,18 @@ fn cut_tail(
     while let Some(last) = segments.last() {
         if last.start > end {
             let path = path_of(last.start);
+            let written = last.bytes()[..SEGMENT_HEAD_BYTES.min(last.bytes().len())]
+                .iter()
+                .any(|b| *b != 0);
             segments.pop();
-            fs::remove_file(&path).map_err(|e| StoreError::io("remove segment", &path, e))?;
-            tracing::warn!(path = %path.display(), "removed segment past the CommitLog's end");
+            if written {
+                let kept = crate::damage::quarantine_segment(&config.root_dir, &path)?;
+                tracing::error!(path = %path.display(), kept = %kept.display(),
+                    "segment past the CommitLog's end holds bytes but no record; moved to quarantine");
+            } else {
+                fs::remove_file(&path).map_err(|e| StoreError::io("remove segment", &path, e))?;
+                tracing::warn!(path = %path.display(), "removed unwritten segment past the CommitLog's end");
+            }
             continue;
         }
         break;

@@ -42,6 +42,7 @@ impl MessageStore {
             recovered.segments.clone(),
             recovered.end,
             hot,
+            recovered.damaged.clone(),
         ));
         let config = Arc::new(config);
         Ok((

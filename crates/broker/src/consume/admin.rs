@@ -146,7 +146,7 @@ pub(crate) fn store_timestamp_at(
     queue_offset: i64,
 ) -> Option<i64> {
     let queue = shard.store.consume_queue(topic, queue_id).ok()?;
-    let entry = queue.entry(queue_offset)?;
+    let entry = queue.entry(queue_offset).filter(|e| !e.is_lost())?;
     let bytes: Bytes = shard
         .store
         .read_records(entry.physical_offset, usize::try_from(entry.size).ok()?)?;

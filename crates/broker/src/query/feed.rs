@@ -73,6 +73,11 @@ impl IndexFeed {
         let mut pos = self.next.get();
         let mut done = 0;
         while pos < end && done < budget {
+            if let Some(range) = reader.damaged_range_at(pos) {
+                // Quarantined by recovery: no record in it is indexed.
+                pos = range.end;
+                continue;
+            }
             let Some(head) = shard.store.read_records(pos, HEAD_BYTES) else {
                 // Past a segment's end without a blank: next segment.
                 pos = reader.next_segment_start(pos);
@@ -88,7 +93,8 @@ impl IndexFeed {
                 Ok(RecordPeek::Unwritten) | Err(_) => {
                     tracing::error!(
                         pos,
-                        "index scanner found no record; skipping to the next segment"
+                        "index scanner found no record outside the quarantined ranges; \
+                         skipping to the next segment"
                     );
                     pos = reader.next_segment_start(pos);
                 }

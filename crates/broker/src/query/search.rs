@@ -10,7 +10,7 @@ use crate::shard::Shard;
 use crate::util::Reject;
 
 fn store_time(shard: &Shard, queue: &ConsumeQueue, offset: i64) -> Option<i64> {
-    let entry = queue.entry(offset)?;
+    let entry = queue.entry(offset).filter(|e| !e.is_lost())?;
     let record = read_record(shard, entry.physical_offset)?;
     view(&record).ok().map(|v| v.store_timestamp_ms)
 }

@@ -115,6 +115,16 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
         let Some(entry) = queue.entry(offset) else {
             break;
         };
+        if entry.is_lost() {
+            tracing::error!(
+                level,
+                offset,
+                "scheduled message lost in a damaged CommitLog range; skipped"
+            );
+            offset += 1;
+            state.advance(level, offset);
+            continue;
+        }
         let size = usize::try_from(entry.size).unwrap_or(0);
         let Some(bytes) = shard.store.read_records(entry.physical_offset, size) else {
             tracing::error!(

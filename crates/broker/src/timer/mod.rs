@@ -141,6 +141,8 @@ impl TimerService {
         let start = self.next_queue_offset.get().max(queue.min_offset());
         self.next_queue_offset.set(start);
         let mut out = Vec::new();
+        // A lost entry (recovery: damaged CommitLog range) has size 0: the
+        // timer store refuses it and `add_all` skips it.
         for entry in queue.get(start, INGEST_BATCH_MAX) {
             let deliver_at_ms = crate::resend::read_record(shard, entry.physical_offset)
                 .and_then(|record| {

@@ -212,6 +212,14 @@ pub(crate) fn ingest(shard: &Shard, txn: &TxnService) -> usize {
         if state.ended.contains(&offset) {
             continue;
         }
+        if entry.is_lost() {
+            tracing::error!(
+                offset,
+                "half message lost in a damaged CommitLog range; treating it as ended"
+            );
+            state.ended.insert(offset);
+            continue;
+        }
         let Some(record) = read_record(shard, entry.physical_offset) else {
             tracing::error!(offset, "half message unreadable; treating it as ended");
             state.ended.insert(offset);
