@@ -19,6 +19,8 @@ pub fn apply_namesrv(
             config.scan_interval_ms = positive(key, setting)?
         }
         "unregisterOnDisconnect" => config.unregister_on_disconnect = parse_bool(key, setting)?,
+        "kvConfigEntriesMax" => config.kv_limits.entries_max = positive_count(key, setting)?,
+        "kvConfigBytesMax" => config.kv_limits.bytes_max = positive_count(key, setting)?,
         "deleteTopicWithBrokerRegistration" => {
             config.delete_topic_with_broker_registration = parse_bool(key, setting)?
         }
@@ -72,6 +74,11 @@ pub fn apply_broker(
             config.offset_persist_interval_ms = positive(key, setting)?
         }
         "shardCount" => config.shard_count = parse_value(key, setting)?,
+        "topicCountMax" => config.topic_count_max = positive_count(key, setting)?,
+        "subscriptionGroupCountMax" => {
+            config.subscription_group_count_max = positive_count(key, setting)?
+        }
+        "clientsPerGroupMax" => config.clients_per_group_max = positive_count(key, setting)?,
         "shardCores" => config.shard_cores = core_list(key, setting)?,
         "pinShards" => config.pin_shards = parse_bool(key, setting)?,
         "appenderInShard" => {
@@ -150,6 +157,14 @@ fn invalid(key: &str, setting: &Setting, why: &str) -> String {
 
 fn positive(key: &str, setting: &Setting) -> Result<u64, String> {
     let value: u64 = parse_value(key, setting)?;
+    if value == 0 {
+        return Err(invalid(key, setting, "must be greater than 0"));
+    }
+    Ok(value)
+}
+
+fn positive_count(key: &str, setting: &Setting) -> Result<usize, String> {
+    let value: usize = parse_value(key, setting)?;
     if value == 0 {
         return Err(invalid(key, setting, "must be greater than 0"));
     }

@@ -76,11 +76,12 @@ impl RemotingConn {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.read_outcome(left) {
-                Outcome::Response(response) if response.opaque == opaque => {
-                    assert!(
-                        response.is_response(),
-                        "answer lacks the response flag: {response:?}"
-                    );
+                // A server-initiated request may carry the same opaque; an
+                // answer without the response flag is never taken (and the
+                // wait times out).
+                Outcome::Response(response)
+                    if response.opaque == opaque && response.is_response() =>
+                {
                     return response;
                 }
                 Outcome::Response(_) => continue, // a server-initiated request

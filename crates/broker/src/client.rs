@@ -10,6 +10,11 @@ use ferrocket_protocol::header::{ConsumerGroupRequestHeader, UnregisterClientReq
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
 
+use ferrocket_protocol::limits::validate_topic;
+
+use crate::clients::ClientTable;
+use crate::consume::group_admin::find_or_create;
+use crate::consume::groups::validate_group;
 use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
 use crate::util::Reject;
@@ -25,6 +30,47 @@ fn done(request: &RemotingCommand, answer: ShardResponse) -> Result<RemotingComm
     }
 }
 
+/// Longest client id accepted (Java's are `ip@pid#...`, well under this).
+pub const CLIENT_ID_BYTES_MAX: usize = 255;
+/// Most subscriptions one consumer group may declare in a heartbeat.
+pub const SUBSCRIPTIONS_PER_GROUP_MAX: usize = 1_024;
+
+/// The names in a heartbeat are what Java accepts: a client id, group names
+/// as `validateGroup` wants them, legal topic names, bounded counts.
+fn check_heartbeat(data: &HeartbeatData) -> Result<(), String> {
+    if data.client_id.is_empty() || data.client_id.len() > CLIENT_ID_BYTES_MAX {
+        return Err(format!(
+            "the heartbeat's clientID must have 1 to {CLIENT_ID_BYTES_MAX} bytes"
+        ));
+    }
+    let groups = data
+        .consumer_data_set
+        .iter()
+        .map(|c| c.group_name.as_str())
+        .chain(data.producer_data_set.iter().map(|p| p.group_name.as_str()));
+    for group in groups.filter(|g| !g.is_empty()) {
+        validate_group(group)?;
+    }
+    for consumer in &data.consumer_data_set {
+        if consumer.subscription_data_set.len() > SUBSCRIPTIONS_PER_GROUP_MAX {
+            return Err(format!(
+                "group {} subscribes to {} topics, more than {SUBSCRIPTIONS_PER_GROUP_MAX}",
+                consumer.group_name,
+                consumer.subscription_data_set.len()
+            ));
+        }
+        // Empty topics are ignored when the subscriptions are recorded.
+        let topics = consumer
+            .subscription_data_set
+            .iter()
+            .map(|s| s.topic.as_str());
+        for topic in topics.filter(|t| !t.is_empty()) {
+            validate_topic(topic).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
 /// HEART_BEAT: registers the client's producer and consumer groups on this
 /// connection (and creates the retry topic of each clustering group).
 pub(crate) async fn heartbeat(
@@ -33,11 +79,15 @@ pub(crate) async fn heartbeat(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let data: HeartbeatData = decode_json(&request.body)?;
-    if data.client_id.is_empty() {
-        return Err(Reject::new(
-            response_code::INVALID_PARAMETER,
-            "the heartbeat has no clientID",
-        ));
+    check_heartbeat(&data).map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e))?;
+    for group in ClientTable::clustering_groups(&data) {
+        // Creates the group when autoCreateSubscriptionGroup allows; a
+        // group that does not exist still registers, without a retry topic.
+        match find_or_create(shard, group).await {
+            Ok(_) => {}
+            Err(reject) if reject.code == response_code::SUBSCRIPTION_GROUP_NOT_EXIST => {}
+            Err(reject) => return Err(reject),
+        }
     }
     let answer = shard
         .call(

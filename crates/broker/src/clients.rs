@@ -189,6 +189,54 @@ impl ClientTable {
                 .any(|g| g.values().any(|c| c.conn_id == conn_id))
     }
 
+    /// Whether the table has room for what `data` adds: at most
+    /// `groups_max` consumer and producer groups, `clients_max` clients in
+    /// each. A client already registered always fits.
+    pub fn check_room(
+        &self,
+        data: &HeartbeatData,
+        groups_max: usize,
+        clients_max: usize,
+    ) -> Result<(), String> {
+        let consumers = data.consumer_data_set.iter().map(|c| c.group_name.as_str());
+        let producers = data.producer_data_set.iter().map(|p| p.group_name.as_str());
+        let room = |kind: &str, total: usize, clients: Option<usize>, group: &str| match clients {
+            None if total >= groups_max => Err(format!(
+                "the broker has {total} {kind} groups already (subscriptionGroupCountMax); \
+                     group {group} refused"
+            )),
+            Some(count) if count >= clients_max => Err(format!(
+                "{kind} group {group} has {count} clients already (clientsPerGroupMax)"
+            )),
+            _ => Ok(()),
+        };
+        for group in consumers.filter(|g| !g.is_empty()) {
+            let found = self.consumers.get(group);
+            if found.is_some_and(|g| g.clients.contains_key(&data.client_id)) {
+                continue;
+            }
+            room(
+                "consumer",
+                self.consumers.len(),
+                found.map(|g| g.clients.len()),
+                group,
+            )?;
+        }
+        for group in producers.filter(|g| !g.is_empty()) {
+            let found = self.producers.get(group);
+            if found.is_some_and(|g| g.contains_key(&data.client_id)) {
+                continue;
+            }
+            room(
+                "producer",
+                self.producers.len(),
+                found.map(BTreeMap::len),
+                group,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Clustering consumer groups named in a heartbeat (they get a retry topic).
     pub fn clustering_groups(data: &HeartbeatData) -> impl Iterator<Item = &str> {
         data.consumer_data_set

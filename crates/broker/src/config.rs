@@ -30,6 +30,17 @@ pub const OFFSET_PERSIST_INTERVAL_MS_DEFAULT: u64 = 5_000;
 pub const SUSPEND_TIMEOUT_MS_MAX_DEFAULT: u64 = 30_000;
 /// Most held pulls per shard; more are answered at once with PULL_NOT_FOUND.
 pub const LONG_POLL_WAITERS_MAX_DEFAULT: usize = 100_000;
+/// Default `topicCountMax`: most topics a broker holds (system, retry
+/// and DLQ topics included); creating one more is refused.
+pub const TOPIC_COUNT_MAX_DEFAULT: usize = 200_000;
+/// Default `subscriptionGroupCountMax`: most subscription groups, and most
+/// producer or consumer groups with live clients.
+pub const SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT: usize = 100_000;
+/// Default `clientsPerGroupMax`: most live clients of one group.
+pub const CLIENTS_PER_GROUP_MAX_DEFAULT: usize = 10_000;
+/// Largest config of one topic or subscription group a client may set (a
+/// group's JSON body, a topic's attributes string).
+pub const CONFIG_ENTRY_BYTES_MAX: usize = 64 * 1024;
 /// Most messages in one pull answer (`maxTransferCountOnMessageInMemory`).
 pub const PULL_MESSAGES_MAX_DEFAULT: usize = 32;
 /// Most bytes in one pull answer (`maxTransferBytesOnMessageInMemory`).
@@ -192,6 +203,12 @@ pub struct BrokerConfig {
     pub clean_file_forcibly_enable: bool,
     /// `cleanResourceInterval`: how often retention runs.
     pub clean_resource_interval_ms: u64,
+    /// `topicCountMax` (Ferrocket's own).
+    pub topic_count_max: usize,
+    /// `subscriptionGroupCountMax` (Ferrocket's own).
+    pub subscription_group_count_max: usize,
+    /// `clientsPerGroupMax` (Ferrocket's own).
+    pub clients_per_group_max: usize,
 }
 
 impl Default for BrokerConfig {
@@ -243,6 +260,9 @@ impl Default for BrokerConfig {
             disk_space_clean_forcibly_ratio: retention::DISK_CLEAN_FORCIBLY_PERCENT_DEFAULT,
             clean_file_forcibly_enable: true,
             clean_resource_interval_ms: retention::CLEAN_INTERVAL_MS_DEFAULT,
+            topic_count_max: TOPIC_COUNT_MAX_DEFAULT,
+            subscription_group_count_max: SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT,
+            clients_per_group_max: CLIENTS_PER_GROUP_MAX_DEFAULT,
         }
     }
 }

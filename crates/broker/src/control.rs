@@ -164,12 +164,26 @@ pub(crate) async fn topic_change(
 }
 
 async fn heartbeat(shard: &Rc<Shard>, conn_id: u64, data: HeartbeatData) -> Result<(), Reject> {
+    let config = shard.config();
+    control(shard)?
+        .clients
+        .borrow()
+        .check_room(
+            &data,
+            config.subscription_group_count_max,
+            config.clients_per_group_max,
+        )
+        .map_err(Reject::system)?;
     for group in ClientTable::clustering_groups(&data) {
-        if !control(shard)?
-            .topics
-            .borrow()
-            .topic_config_table
-            .contains_key(&topics::retry_topic(group))
+        // A retry topic only for a group that exists (the receiving shard
+        // created it when allowed), as Java's heartBeat does.
+        let exists = shard.consume.groups.with(|t| t.get(group).is_some());
+        if exists
+            && !control(shard)?
+                .topics
+                .borrow()
+                .topic_config_table
+                .contains_key(&topics::retry_topic(group))
         {
             topic_change(
                 shard,

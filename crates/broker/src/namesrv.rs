@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use ferrocket_protocol::body::{encode_json, RegisterBrokerBody};
+use ferrocket_protocol::body::{encode_compressed, RegisterBrokerBody};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{BrokerIdentityHeader, RegisterBrokerRequestHeader};
 use ferrocket_protocol::record::body_crc;
@@ -156,7 +156,10 @@ async fn exchange(
 fn register_request(shard: &Shard) -> Option<RemotingCommand> {
     let control = shard.control.as_ref()?;
     let config = shard.config();
-    let body = encode_json(&RegisterBrokerBody {
+    // RocketMQ's compressed form (`compressedRegister`): the JSON form of a
+    // broker with ~100,000 topics passes the 16 MiB frame limit, and a
+    // broker whose registration fails drops out of every route.
+    let body = encode_compressed(&RegisterBrokerBody {
         topic_config_serialize_wrapper: control.topics(),
         filter_server_list: Vec::new(),
     });
@@ -168,7 +171,7 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
         broker_id: config.broker_id,
         heartbeat_timeout_millis: Some(HEARTBEAT_TIMEOUT_MS),
         enable_acting_master: false,
-        compressed: false,
+        compressed: true,
         body_crc32: Some(body_crc(&body)),
     };
     let mut request = RemotingCommand::request(request_code::REGISTER_BROKER).with_body(body);

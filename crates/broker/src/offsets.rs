@@ -112,12 +112,19 @@ pub(crate) async fn update_consumer_offset(
 ) -> Result<RemotingCommand, Reject> {
     let header = UpdateConsumerOffsetRequestHeader::from_ext(&request.ext_fields)?;
     require_topic(shard, &header.topic)?;
-    if header.queue_id < 0 || header.commit_offset < 0 {
+    crate::consume::groups::validate_group(&header.consumer_group)
+        .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e))?;
+    // Offsets are kept only for queues the topic has: a client cannot grow
+    // the offset table with made-up queue ids.
+    let queues = shard
+        .with_topic(&header.topic, |t| t.read_queue_nums.max(t.write_queue_nums))
+        .unwrap_or(0);
+    if header.queue_id < 0 || header.queue_id >= queues || header.commit_offset < 0 {
         return Err(Reject::new(
             response_code::INVALID_PARAMETER,
             format!(
-                "invalid queueId {} or commitOffset {}",
-                header.queue_id, header.commit_offset
+                "invalid queueId {} (topic {} has {queues} queues) or commitOffset {}",
+                header.queue_id, header.topic, header.commit_offset
             ),
         ));
     }

@@ -178,11 +178,36 @@ pub(crate) fn apply(
     now_ms: i64,
 ) -> Result<(Option<TopicConfig>, bool), Reject> {
     let topics = &mut table.topic_config_table;
+    let room = |topics: &std::collections::BTreeMap<String, TopicConfig>, name: &str| {
+        if topics.contains_key(name) || topics.len() < config.topic_count_max {
+            return Ok(());
+        }
+        Err(Reject::system(format!(
+            "topic[{name}] not created: the broker holds {} topics already (topicCountMax)",
+            topics.len()
+        )))
+    };
     let outcome = match change {
         TopicChange::Upsert(topic) => {
             validate_topic(&topic.topic_name)
                 .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
             check_queue_nums(&topic)?;
+            room(topics, &topic.topic_name)?;
+            let attribute_bytes: usize = topic
+                .attributes
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum();
+            if attribute_bytes > crate::config::CONFIG_ENTRY_BYTES_MAX {
+                return Err(Reject::new(
+                    response_code::INVALID_PARAMETER,
+                    format!(
+                        "the attributes of topic {} take {attribute_bytes} bytes, more than {}",
+                        topic.topic_name,
+                        crate::config::CONFIG_ENTRY_BYTES_MAX
+                    ),
+                ));
+            }
             let changed = topics.get(&topic.topic_name) != Some(&topic);
             topics.insert(topic.topic_name.clone(), topic.clone());
             (Some(topic), changed)
@@ -198,11 +223,14 @@ pub(crate) fn apply(
             let Some(template) = topics.get(&default_topic) else {
                 return Ok((None, false));
             };
-            let inheritable = template.perm & perm::INHERIT != 0
-                && (default_topic != TBW102 || config.auto_create_topic_enable);
+            // autoCreateTopicEnable=false stops every auto-creation, not
+            // only the one through TBW102 (Java lets `defaultTopic=` the
+            // cluster name through).
+            let inheritable = template.perm & perm::INHERIT != 0 && config.auto_create_topic_enable;
             if !inheritable {
                 return Ok((None, false));
             }
+            room(topics, &topic)?;
             let queues = queue_nums.clamp(1, template.write_queue_nums.max(1));
             let created = TopicConfig {
                 perm: template.perm & !perm::INHERIT,
@@ -220,6 +248,7 @@ pub(crate) fn apply(
             }
             validate_topic(&name)
                 .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
+            room(topics, &name)?;
             let created = TopicConfig::new(&name, RETRY_QUEUE_NUMS);
             topics.insert(name, created.clone());
             (Some(created), true)

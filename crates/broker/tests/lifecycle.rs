@@ -342,6 +342,13 @@ fn fake_namesrv() -> (u16, mpsc::Receiver<(usize, RemotingCommand)>) {
     (port, rx)
 }
 
+/// The body of a REGISTER_BROKER: the broker sends RocketMQ's compressed
+/// form, flagged in the header.
+fn register_body(request: &RemotingCommand) -> RegisterBrokerBody {
+    assert_eq!(request.ext_fields.get("compressed"), Some("true"));
+    ferrocket_protocol::body::decode_compressed(&request.body).unwrap()
+}
+
 #[test]
 fn registers_with_name_servers_and_unregisters_at_shutdown() {
     let (port_a, seen_a) = fake_namesrv();
@@ -355,7 +362,7 @@ fn registers_with_name_servers_and_unregisters_at_shutdown() {
         let (_, first) = seen.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(first.code, request_code::REGISTER_BROKER);
         assert_eq!(first.ext_fields.get("brokerName"), Some("broker-test"));
-        let body: RegisterBrokerBody = decode_json(&first.body).unwrap();
+        let body = register_body(&first);
         assert!(body
             .topic_config_serialize_wrapper
             .topic_config_table
@@ -370,7 +377,7 @@ fn registers_with_name_servers_and_unregisters_at_shutdown() {
         // connection is kept for every call.
         assert_eq!(conn_index, 0, "a second connection was opened");
         if next.code == request_code::REGISTER_BROKER {
-            let body: RegisterBrokerBody = decode_json(&next.body).unwrap();
+            let body = register_body(&next);
             if body
                 .topic_config_serialize_wrapper
                 .topic_config_table

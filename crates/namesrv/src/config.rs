@@ -34,6 +34,8 @@ pub struct NamesrvConfig {
     /// in memory only. The CLI defaults it to [`kv_config_path_under`] the
     /// home directory, as RocketMQ does.
     pub kv_config_path: Option<PathBuf>,
+    /// `kvConfigEntriesMax` and `kvConfigBytesMax` (Ferrocket's own).
+    pub kv_limits: crate::kv::KvLimits,
 }
 
 impl Default for NamesrvConfig {
@@ -48,6 +50,7 @@ impl Default for NamesrvConfig {
             stop_poll_interval_ms: STOP_POLL_INTERVAL_MS_DEFAULT,
             limits: ServerLimits::default(),
             kv_config_path: None,
+            kv_limits: crate::kv::KvLimits::default(),
         }
     }
 }

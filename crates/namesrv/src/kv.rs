@@ -13,6 +13,40 @@ use crate::kv_file::{self, KvFileError, KvTables};
 
 /// Namespace of order topic configs (`NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG`).
 pub const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
+/// Default `kvConfigEntriesMax`: most keys over all namespaces.
+pub const KV_ENTRIES_MAX_DEFAULT: usize = 100_000;
+/// Default `kvConfigBytesMax`: most bytes of namespaces, keys and values
+/// together; well under what a restart loads (`KV_FILE_BYTES_MAX`).
+pub const KV_BYTES_MAX_DEFAULT: usize = 16 * 1024 * 1024;
+
+/// What the table may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvLimits {
+    pub entries_max: usize,
+    pub bytes_max: usize,
+}
+
+impl Default for KvLimits {
+    fn default() -> Self {
+        Self {
+            entries_max: KV_ENTRIES_MAX_DEFAULT,
+            bytes_max: KV_BYTES_MAX_DEFAULT,
+        }
+    }
+}
+
+/// Entries and bytes `tables` holds.
+fn usage(tables: &KvTables) -> (usize, usize) {
+    tables
+        .iter()
+        .fold((0, 0), |(entries, bytes), (namespace, table)| {
+            let table_bytes: usize = table
+                .iter()
+                .map(|(k, v)| namespace.len() + k.len() + v.len())
+                .sum();
+            (entries + table.len(), bytes + table_bytes)
+        })
+}
 
 #[derive(Debug, Default)]
 pub struct KvStore {
@@ -21,6 +55,7 @@ pub struct KvStore {
     file: Option<PathBuf>,
     /// Held while the file is ours: two name servers never share one.
     _lock: Option<ProcessLock>,
+    limits: KvLimits,
 }
 
 impl KvStore {
@@ -42,7 +77,15 @@ impl KvStore {
             namespaces,
             file: Some(path.to_path_buf()),
             _lock: Some(lock),
+            limits: KvLimits::default(),
         })
+    }
+
+    /// The store with these limits (a loaded table over them is kept, but
+    /// takes no new keys).
+    pub fn with_limits(mut self, limits: KvLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The file changes are persisted to, if any.
@@ -59,6 +102,16 @@ impl KvStore {
         next.entry(namespace.to_string())
             .or_default()
             .insert(key.to_string(), value.to_string());
+        let (entries, bytes) = usage(&next);
+        let limits = self.limits;
+        if entries > limits.entries_max || bytes > limits.bytes_max {
+            return Err(KvFileError::Full(format!(
+                "{namespace}/{key} would make {entries} keys and {bytes} bytes; \
+                 the name server takes at most {} keys (kvConfigEntriesMax) and {} bytes \
+                 (kvConfigBytesMax)",
+                limits.entries_max, limits.bytes_max
+            )));
+        }
         self.commit(next)
     }
 
@@ -140,6 +193,24 @@ mod tests {
         assert_eq!(kv.get("ns", "k"), Some("v"));
         assert_eq!(kv.get("ns", "gone"), None);
         assert!(kv.list("other").is_none());
+    }
+
+    #[test]
+    fn puts_past_the_limits_are_refused_and_change_nothing() {
+        let mut kv = KvStore::in_memory().with_limits(KvLimits {
+            entries_max: 2,
+            bytes_max: 40,
+        });
+        kv.put("ns", "a", "1").unwrap();
+        kv.put("ns", "b", "2").unwrap();
+        let full = kv.put("ns", "c", "3").unwrap_err();
+        assert!(matches!(full, KvFileError::Full(_)), "{full:?}");
+        assert!(full.to_string().contains("kvConfigEntriesMax"), "{full}");
+        // Replacing a value is not a new key, but bytes still count.
+        kv.put("ns", "a", "11").unwrap();
+        assert!(kv.put("ns", "a", &"x".repeat(64)).is_err());
+        assert_eq!(kv.get("ns", "a"), Some("11"));
+        assert_eq!(kv.get("ns", "c"), None);
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub enum KvFileError {
     Write { path: PathBuf, source: io::Error },
     #[error("KV config file: {0}")]
     Locked(#[from] LockError),
+    /// A put that would pass `kvConfigEntriesMax` or `kvConfigBytesMax`.
+    #[error("KV config is full: {0}")]
+    Full(String),
 }
 
 /// `KVConfigSerializeWrapper`.

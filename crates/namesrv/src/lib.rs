@@ -12,7 +12,6 @@ mod error;
 pub mod kv;
 pub mod kv_file;
 pub mod processor;
-pub mod register_body;
 pub mod route;
 mod server;
 

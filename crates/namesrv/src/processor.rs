@@ -20,9 +20,9 @@ use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
 
 use crate::kv::{KvStore, NAMESPACE_ORDER_TOPIC_CONFIG};
 use crate::kv_file::KvFileError;
-use crate::register_body::decode_compressed;
 use crate::route::{BrokerAddrKey, Registration, RouteTable};
 use crate::{NamesrvConfig, NamesrvError};
+use ferrocket_protocol::body::decode_compressed;
 
 /// Request codes the name server serves that the protocol crate does not
 /// name yet (RocketMQ `RequestCode`).
@@ -55,6 +55,7 @@ impl NamesrvHandler {
             }
             None => KvStore::in_memory(),
         };
+        let kv = kv.with_limits(config.kv_limits);
         Ok(Self {
             routes: RefCell::new(RouteTable::new(
                 Duration::from_millis(config.broker_expiry_ms),

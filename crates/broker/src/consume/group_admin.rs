@@ -95,6 +95,16 @@ pub(crate) async fn update_and_create(
     shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
+    let max = crate::config::CONFIG_ENTRY_BYTES_MAX;
+    if request.body.len() > max {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            format!(
+                "the group config takes {} bytes, more than {max}",
+                request.body.len()
+            ),
+        ));
+    }
     let config: SubscriptionGroupConfig = decode_json(&request.body)?;
     change(shard, GroupChange::Upsert(config)).await?;
     Ok(ok(request))

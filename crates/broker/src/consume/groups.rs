@@ -20,8 +20,6 @@ use crate::util::Reject;
 pub const GROUPS_FILE: &str = "subscriptionGroup.json";
 /// Longest group name (`TopicValidator.CHARACTER_MAX_LENGTH`).
 pub const GROUP_NAME_BYTES_MAX: usize = 255;
-/// Most groups the table holds; creating more is refused.
-pub const GROUPS_MAX: usize = 100_000;
 
 /// Groups every broker has (`SubscriptionGroupManager.init`).
 const SYSTEM_GROUPS: [&str; 7] = [
@@ -131,9 +129,10 @@ pub(crate) fn apply(
     table: &mut GroupTable,
     change: GroupChange,
     now_ms: i64,
+    groups_max: usize,
 ) -> Result<(Option<SubscriptionGroupConfig>, bool), Reject> {
     let groups = &mut table.subscription_group_table;
-    let full = groups.len() >= GROUPS_MAX;
+    let full = groups.len() >= groups_max;
     let outcome = match change {
         GroupChange::Upsert(config) => {
             validate_group(&config.group_name).map_err(invalid)?;
@@ -145,7 +144,7 @@ pub(crate) fn apply(
             }
             if full && !groups.contains_key(&config.group_name) {
                 return Err(Reject::system(format!(
-                    "the broker holds {GROUPS_MAX} subscription groups already"
+                    "the broker holds {groups_max} subscription groups already (subscriptionGroupCountMax)"
                 )));
             }
             let changed = groups.get(&config.group_name) != Some(&config);
@@ -159,7 +158,7 @@ pub(crate) fn apply(
             validate_group(&name).map_err(invalid)?;
             if full {
                 return Err(Reject::system(format!(
-                    "the broker holds {GROUPS_MAX} subscription groups already"
+                    "the broker holds {groups_max} subscription groups already (subscriptionGroupCountMax)"
                 )));
             }
             let created = SubscriptionGroupConfig::new(&name);
@@ -183,33 +182,69 @@ mod tests {
     fn changes_apply_and_count_versions() {
         let mut table = default_table();
         assert!(table.get("TOOLS_CONSUMER").is_some());
-        let (created, changed) = apply(&mut table, GroupChange::AutoCreate("G".into()), 5).unwrap();
+        let (created, changed) = apply(
+            &mut table,
+            GroupChange::AutoCreate("G".into()),
+            5,
+            crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT,
+        )
+        .unwrap();
         assert!(changed);
         assert_eq!(created.unwrap().retry_max_times, 16);
         assert_eq!(table.data_version.counter, 1);
-        let (_, again) = apply(&mut table, GroupChange::AutoCreate("G".into()), 6).unwrap();
+        let (_, again) = apply(
+            &mut table,
+            GroupChange::AutoCreate("G".into()),
+            6,
+            crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT,
+        )
+        .unwrap();
         assert!(!again);
         let update = SubscriptionGroupConfig {
             retry_max_times: 2,
             ..SubscriptionGroupConfig::new("G")
         };
         assert!(
-            apply(&mut table, GroupChange::Upsert(update.clone()), 7)
-                .unwrap()
-                .1
+            apply(
+                &mut table,
+                GroupChange::Upsert(update.clone()),
+                7,
+                crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT
+            )
+            .unwrap()
+            .1
         );
-        assert!(!apply(&mut table, GroupChange::Upsert(update), 8).unwrap().1);
+        assert!(
+            !apply(
+                &mut table,
+                GroupChange::Upsert(update),
+                8,
+                crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT
+            )
+            .unwrap()
+            .1
+        );
         assert_eq!(table.get("G").unwrap().retry_max_times, 2);
         assert!(
-            apply(&mut table, GroupChange::Delete("G".into()), 9)
-                .unwrap()
-                .1
+            apply(
+                &mut table,
+                GroupChange::Delete("G".into()),
+                9,
+                crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT
+            )
+            .unwrap()
+            .1
         );
         assert!(table.get("G").is_none());
         assert!(
-            !apply(&mut table, GroupChange::Delete("G".into()), 9)
-                .unwrap()
-                .1
+            !apply(
+                &mut table,
+                GroupChange::Delete("G".into()),
+                9,
+                crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT
+            )
+            .unwrap()
+            .1
         );
     }
 
@@ -218,7 +253,13 @@ mod tests {
         let mut table = default_table();
         for bad in ["", "a b", "x/y", &"g".repeat(300)] {
             assert!(
-                apply(&mut table, GroupChange::AutoCreate(bad.into()), 1).is_err(),
+                apply(
+                    &mut table,
+                    GroupChange::AutoCreate(bad.into()),
+                    1,
+                    crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT
+                )
+                .is_err(),
                 "{bad}"
             );
         }
@@ -226,7 +267,13 @@ mod tests {
             retry_queue_nums: -1,
             ..SubscriptionGroupConfig::new("G")
         };
-        let refused = apply(&mut table, GroupChange::Upsert(negative), 1).unwrap_err();
+        let refused = apply(
+            &mut table,
+            GroupChange::Upsert(negative),
+            1,
+            crate::config::SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT,
+        )
+        .unwrap_err();
         assert_eq!(refused.code, response_code::INVALID_PARAMETER);
         assert!(validate_group("CID_ONS-HTTP-PROXY").is_ok());
         assert!(validate_group("%RETRY%G").is_ok());

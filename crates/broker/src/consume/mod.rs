@@ -279,7 +279,12 @@ async fn change_groups(
             change.group_name(),
             table.data_version,
         );
-        let (config, changed) = groups::apply(&mut table, change, crate::util::now_ms())?;
+        let (config, changed) = groups::apply(
+            &mut table,
+            change,
+            crate::util::now_ms(),
+            shard.config().subscription_group_count_max,
+        )?;
         (config, changed, undo)
     };
     if changed {

@@ -5,6 +5,7 @@
 mod group;
 mod heartbeat;
 mod lenient;
+mod register_compressed;
 mod route;
 mod topic;
 
@@ -17,6 +18,7 @@ pub use heartbeat::{
     SubscriptionData,
 };
 pub use lenient::{de_bool, de_i32, de_i64, de_string};
+pub use register_compressed::{decode_compressed, encode_compressed, CompressedBodyError};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 pub use topic::{
     perm, ConsumerIdList, DataVersion, KvTable, RegisterBrokerBody, TopicConfig,
