@@ -20,6 +20,7 @@ pub fn apply_namesrv(
         }
         "unregisterOnDisconnect" => config.unregister_on_disconnect = parse_bool(key, setting)?,
         "kvConfigEntriesMax" => config.kv_limits.entries_max = positive_count(key, setting)?,
+        key if apply_server_limits(&mut config.limits, key, setting)? => {}
         "kvConfigBytesMax" => config.kv_limits.bytes_max = positive_count(key, setting)?,
         "deleteTopicWithBrokerRegistration" => {
             config.delete_topic_with_broker_registration = parse_bool(key, setting)?
@@ -79,6 +80,7 @@ pub fn apply_broker(
             config.subscription_group_count_max = positive_count(key, setting)?
         }
         "clientsPerGroupMax" => config.clients_per_group_max = positive_count(key, setting)?,
+        key if apply_server_limits(&mut config.server_limits, key, setting)? => {}
         "shardCores" => config.shard_cores = core_list(key, setting)?,
         "pinShards" => config.pin_shards = parse_bool(key, setting)?,
         "appenderInShard" => {
@@ -161,6 +163,30 @@ fn positive(key: &str, setting: &Setting) -> Result<u64, String> {
         return Err(invalid(key, setting, "must be greater than 0"));
     }
     Ok(value)
+}
+
+/// Keys of the Remoting server's limits, for the broker and the name server.
+fn apply_server_limits(
+    limits: &mut ferrocket_runtime::server::ServerLimits,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    match key {
+        "serverChannelMaxIdleTimeSeconds" | "channelMaxIdleTimeSeconds" => {
+            limits.idle_timeout_ms = positive(key, setting)?.saturating_mul(1000)
+        }
+        "idleTimeoutMs" => limits.idle_timeout_ms = positive(key, setting)?,
+        "partialFrameTimeoutMs" => limits.partial_frame_timeout_ms = positive(key, setting)?,
+        "writeStallTimeoutMs" => limits.write_stall_timeout_ms = positive(key, setting)?,
+        "connectionInflightBytesMax" => limits.inflight_bytes_max = positive_count(key, setting)?,
+        "connectionWriteQueueBytesMax" => {
+            limits.write_queue_bytes_max = positive_count(key, setting)?
+        }
+        "shardHeldBytesMax" => limits.shard_bytes_max = positive_count(key, setting)?,
+        "serverConnectionsMax" => limits.connections_max = positive_count(key, setting)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 fn positive_count(key: &str, setting: &Setting) -> Result<usize, String> {

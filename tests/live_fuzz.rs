@@ -48,9 +48,9 @@ fn seeds(topic: &str) -> Vec<Vec<u8>> {
         .with_ext("sysFlag", 6)
         .with_ext("commitOffset", 0)
         .with_ext("suspendTimeoutMillis", 50)
-        .with_ext("subscription", "a = 1 AND TAGS IN ('x')")
+        .with_ext("subscription", "x || y")
         .with_ext("subVersion", 0)
-        .with_ext("expressionType", "SQL92");
+        .with_ext("expressionType", "TAG");
     let batch_body = encode_batch(&[BatchItem {
         flag: 0,
         body: "b".into(),

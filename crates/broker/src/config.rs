@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use ferrocket_protocol::limits::MESSAGE_BODY_BYTES_MAX_DEFAULT;
+use ferrocket_runtime::server::ServerLimits;
 use ferrocket_runtime::shard::ShardsConfig;
 use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteMode};
 
@@ -209,6 +210,9 @@ pub struct BrokerConfig {
     pub subscription_group_count_max: usize,
     /// `clientsPerGroupMax` (Ferrocket's own).
     pub clients_per_group_max: usize,
+    /// Per-connection and per-shard limits of the Remoting server
+    /// (`serverChannelMaxIdleTimeSeconds` and Ferrocket's own keys).
+    pub server_limits: ServerLimits,
 }
 
 impl Default for BrokerConfig {
@@ -263,6 +267,7 @@ impl Default for BrokerConfig {
             topic_count_max: TOPIC_COUNT_MAX_DEFAULT,
             subscription_group_count_max: SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT,
             clients_per_group_max: CLIENTS_PER_GROUP_MAX_DEFAULT,
+            server_limits: ServerLimits::default(),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ferrocket_runtime::lock::ProcessLock;
 use ferrocket_runtime::server::{
-    bind_listener, bind_waiting, flag_set, serve, ServerConfig, ServerLimits, STOP_POLL_INTERVAL_MS,
+    bind_listener, bind_waiting, flag_set, serve, ServerConfig, STOP_POLL_INTERVAL_MS,
 };
 use ferrocket_runtime::shard::{
     mesh_endpoints, owner_shard, start_shards, MeshEndpoints, MeshHandler, ShardContext, Versioned,
@@ -262,7 +262,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
             };
             let server = ServerConfig {
                 shard_index: index as u16,
-                limits: ServerLimits::default(),
+                limits: shard.config().server_limits,
             };
             serve(listener, shard.clone(), server, stopped).await;
         }

@@ -33,6 +33,9 @@ pub const READ_BYTES_MAX: usize = 1024 * 1024;
 pub const WRITE_BATCH_BYTES_MAX: usize = 256 * 1024;
 /// Requests dispatched back to back before the reader yields to other tasks.
 pub const DISPATCH_BURST_MAX: usize = 64;
+/// A write buffer larger than this is freed when the writer goes idle, so
+/// an idle connection holds at most this much for writing.
+pub const WRITE_BUF_IDLE_BYTES_MAX: usize = 4 * 1024;
 
 type Stream = Rc<RefCell<TcpStream>>;
 
@@ -103,6 +106,7 @@ async fn read_loop<H: RequestHandler>(
                 glommio::yield_if_needed().await;
             }
         }
+        conn.watch.partial_frame(!buf.pending().is_empty());
         let missing = match decoder.missing_bytes(buf.pending()) {
             Ok(missing) => missing,
             Err(e) => {
@@ -119,9 +123,12 @@ async fn read_loop<H: RequestHandler>(
             let mut socket = stream.borrow_mut();
             let spare = buf.spare(want);
             let spare_len = spare.len();
-            Pin::new(&mut *socket)
-                .poll_read(cx, spare)
-                .map(|read| Some(read.map(|count| (count, spare_len))))
+            let polled = Pin::new(&mut *socket).poll_read(cx, spare);
+            if polled.is_pending() {
+                // Waiting for the peer: an empty buffer goes back to the pool.
+                buf.release_if_empty();
+            }
+            polled.map(|read| Some(read.map(|count| (count, spare_len))))
         })
         .await;
         match read {
@@ -131,6 +138,7 @@ async fn read_loop<H: RequestHandler>(
                 return ReadEnd::Failed;
             }
             Some(Ok((count, spare_len))) => {
+                conn.watch.moved();
                 buf.filled(count);
                 chunk = if count == spare_len {
                     (chunk * 2).min(READ_CHUNK_BYTES_BUSY_MAX)
@@ -153,15 +161,28 @@ async fn read_loop<H: RequestHandler>(
 struct InflightGuard {
     conn: Rc<Connection>,
     opaque: i32,
+    frame_bytes: usize,
     done: bool,
 }
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {
         if !self.done {
-            self.conn.request_finished(None, self.opaque);
+            self.conn
+                .request_finished(None, self.opaque, self.frame_bytes);
         }
     }
+}
+
+/// Bytes a request holds while it is handled: its body, and an estimate of
+/// its header (extFields and remark).
+fn frame_bytes(request: &ferrocket_protocol::RemotingCommand) -> usize {
+    let fields: usize = request
+        .ext_fields
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 8)
+        .sum();
+    request.body.len() + request.remark.as_ref().map_or(0, String::len) + fields + 64
 }
 
 fn dispatch<H: RequestHandler>(
@@ -172,10 +193,12 @@ fn dispatch<H: RequestHandler>(
     let opaque = request.opaque;
     let oneway = request.is_oneway();
     let code = request.code;
-    conn.request_started();
+    let frame_bytes = frame_bytes(&request);
+    conn.request_started(frame_bytes);
     let mut guard = InflightGuard {
         conn: conn.clone(),
         opaque,
+        frame_bytes,
         done: false,
     };
     let future = handler.clone().handle(conn.clone(), request);
@@ -189,15 +212,23 @@ fn dispatch<H: RequestHandler>(
             }
             other => other,
         };
-        guard.conn.request_finished(response, opaque);
+        guard.conn.request_finished(response, opaque, frame_bytes);
     })
     .detach();
 }
 
 async fn write_loop(conn: Rc<Connection>, stream: Stream) {
-    let mut buf = BytesMut::with_capacity(WRITE_BATCH_BYTES_MAX);
+    // Grows with the batches it copies; freed when idle if it grew large.
+    let mut buf = BytesMut::new();
     loop {
-        match poll_fn(|cx| conn.poll_writer_turn(cx)).await {
+        let turn = poll_fn(|cx| {
+            let turn = conn.poll_writer_turn(cx);
+            if turn.is_pending() && buf.capacity() > WRITE_BUF_IDLE_BYTES_MAX {
+                buf = BytesMut::new();
+            }
+            turn
+        });
+        match turn.await {
             WriterTurn::Exit => return,
             WriterTurn::Write => {}
         }
@@ -228,9 +259,12 @@ async fn write_all(conn: &Connection, stream: &Stream, mut data: &[u8]) -> io::R
             }
             conn.set_writer_waker(cx);
             let mut socket = stream.borrow_mut();
-            Pin::new(&mut *socket).poll_write(cx, data)
+            let polled = Pin::new(&mut *socket).poll_write(cx, data);
+            conn.watch.write_blocked(polled.is_pending());
+            polled
         })
         .await?;
+        conn.watch.moved();
         if written == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::WriteZero,

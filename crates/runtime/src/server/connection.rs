@@ -96,6 +96,8 @@ struct State {
     writer_waker: Option<Waker>,
     reader_waker: Option<Waker>,
     inflight: usize,
+    /// Bytes of the request frames being handled.
+    inflight_bytes: usize,
     pending: HashMap<i32, Rc<ReplySlot>>,
     next_opaque: i32,
 }
@@ -108,6 +110,8 @@ pub struct Connection {
     local_addr: SocketAddr,
     limits: ServerLimits,
     state: RefCell<State>,
+    /// Last traffic, a partial frame, a blocked writer (for the sweeper).
+    pub(crate) watch: super::watch::Watch,
 }
 
 impl std::fmt::Debug for Connection {
@@ -163,9 +167,11 @@ impl Connection {
                 writer_waker: None,
                 reader_waker: None,
                 inflight: 0,
+                inflight_bytes: 0,
                 pending: HashMap::new(),
                 next_opaque: 1,
             }),
+            watch: super::watch::Watch::new(),
         }
     }
 
@@ -273,6 +279,7 @@ impl Connection {
             }
             state.phase = Phase::Closed;
             state.out.clear();
+            super::budget::sub(state.out_bytes);
             state.out_bytes = 0;
             (
                 std::mem::take(&mut state.pending),
@@ -295,6 +302,7 @@ impl Connection {
         for chunk in state.out.drain(..) {
             bytes.extend_from_slice(&chunk);
         }
+        super::budget::sub(state.out_bytes);
         state.out_bytes = 0;
         drop(state);
         let decoder = FrameDecoder::default();
@@ -389,6 +397,7 @@ impl Connection {
         }
         if state.inflight < self.limits.inflight_requests_max
             && state.out_bytes < self.limits.write_queue_bytes_max
+            && state.inflight_bytes < self.limits.inflight_bytes_max
         {
             return Poll::Ready(true);
         }
@@ -406,17 +415,38 @@ impl Connection {
         Poll::Pending
     }
 
-    pub(crate) fn request_started(&self) {
-        self.state.borrow_mut().inflight += 1;
+    /// A request whose frame holds `frame_bytes` is being handled.
+    pub(crate) fn request_started(&self, frame_bytes: usize) {
+        let mut state = self.state.borrow_mut();
+        state.inflight += 1;
+        state.inflight_bytes += frame_bytes;
+        super::budget::add(frame_bytes);
+    }
+
+    /// Bytes queued for the writer now.
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.state.borrow().out_bytes
+    }
+
+    pub(crate) fn limits(&self) -> &ServerLimits {
+        &self.limits
     }
 
     /// A request's handler has finished (or was dropped); `response` is sent
     /// with the request's opaque unless the request was oneway.
-    pub(crate) fn request_finished(&self, response: Option<RemotingCommand>, opaque: i32) {
+    pub(crate) fn request_finished(
+        &self,
+        response: Option<RemotingCommand>,
+        opaque: i32,
+        frame_bytes: usize,
+    ) {
         let reader = {
             let mut state = self.state.borrow_mut();
             debug_assert!(state.inflight > 0, "request finished twice");
+            debug_assert!(state.inflight_bytes >= frame_bytes);
             state.inflight = state.inflight.saturating_sub(1);
+            state.inflight_bytes = state.inflight_bytes.saturating_sub(frame_bytes);
+            super::budget::sub(frame_bytes);
             state.reader_waker.take()
         };
         wake(reader);
@@ -487,6 +517,7 @@ impl Connection {
             if large && buf.is_empty() {
                 if let Some(chunk) = state.out.pop_front() {
                     state.out_bytes -= chunk.len();
+                    super::budget::sub(chunk.len());
                     batch = WriteBatch::Large(chunk);
                 }
                 break;
@@ -496,6 +527,7 @@ impl Connection {
             }
             if let Some(chunk) = state.out.pop_front() {
                 state.out_bytes -= chunk.len();
+                super::budget::sub(chunk.len());
                 buf.extend_from_slice(&chunk);
             }
         }
@@ -513,10 +545,11 @@ fn wake(waker: Option<Waker>) {
 }
 
 fn push_chunks(state: &mut State, head: Bytes, body: Option<Bytes>) {
-    state.out_bytes += head.len();
+    let bytes = head.len() + body.as_ref().map_or(0, Bytes::len);
+    state.out_bytes += bytes;
+    super::budget::add(bytes);
     state.out.push_back(head);
     if let Some(body) = body {
-        state.out_bytes += body.len();
         state.out.push_back(body);
     }
     wake(state.writer_waker.take());

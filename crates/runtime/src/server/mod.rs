@@ -11,12 +11,14 @@
 //! or an undecodable header closes that connection only.
 
 mod announce;
+mod budget;
 mod conn_loop;
 mod connection;
 mod listener;
 mod read_buf;
 mod serve;
 mod stop;
+mod watch;
 
 #[cfg(test)]
 mod tests;
@@ -29,6 +31,7 @@ use ferrocket_protocol::limits::FRAME_BYTES_MAX;
 use ferrocket_protocol::RemotingCommand;
 
 pub use announce::announce_listening;
+pub use budget::held_bytes;
 pub use conn_loop::{
     READ_BYTES_MAX, READ_CHUNK_BYTES, READ_CHUNK_BYTES_BUSY_MAX, WRITE_BATCH_BYTES_MAX,
 };
@@ -69,6 +72,21 @@ pub const INFLIGHT_REQUESTS_MAX_DEFAULT: usize = 16_384;
 pub const WRITE_QUEUE_BYTES_MAX_DEFAULT: usize = 64 * 1024 * 1024;
 /// Default wait for in-flight requests on graceful stop.
 pub const DRAIN_TIMEOUT_MS_DEFAULT: u64 = 3_000;
+/// Default most bytes of request frames being handled at once per
+/// connection before its reader pauses.
+pub const INFLIGHT_BYTES_MAX_DEFAULT: usize = 64 * 1024 * 1024;
+/// Default most bytes one server thread (shard) holds for all its
+/// connections together: queued output plus frames being handled.
+pub const SHARD_BYTES_MAX_DEFAULT: usize = 1024 * 1024 * 1024;
+/// Default idle time after which a connection with nothing in flight is
+/// closed (Java's `serverChannelMaxIdleTimeSeconds`, 120 s).
+pub const IDLE_TIMEOUT_MS_DEFAULT: u64 = 120_000;
+/// Default longest time a frame may take to arrive once begun.
+pub const PARTIAL_FRAME_TIMEOUT_MS_DEFAULT: u64 = 120_000;
+/// Default longest time a socket may take none of our output.
+pub const WRITE_STALL_TIMEOUT_MS_DEFAULT: u64 = 60_000;
+/// How often the server looks for connections past a timeout.
+pub const SWEEP_INTERVAL_MS: u64 = 1_000;
 
 /// Limits of one server. Crossing one is backpressure or a closed
 /// connection, never a crash.
@@ -85,6 +103,19 @@ pub struct ServerLimits {
     pub write_queue_bytes_max: usize,
     /// How long a graceful stop waits for in-flight requests.
     pub drain_timeout_ms: u64,
+    /// Bytes of request frames being handled per connection before reading
+    /// pauses.
+    pub inflight_bytes_max: usize,
+    /// Bytes held for all connections of one server thread before every
+    /// reader of it pauses.
+    pub shard_bytes_max: usize,
+    /// A connection with nothing in flight and no traffic this long closes.
+    pub idle_timeout_ms: u64,
+    /// A frame not complete this long after its first byte closes the
+    /// connection.
+    pub partial_frame_timeout_ms: u64,
+    /// A socket that takes none of our output this long is closed.
+    pub write_stall_timeout_ms: u64,
 }
 
 impl Default for ServerLimits {
@@ -95,6 +126,11 @@ impl Default for ServerLimits {
             inflight_requests_max: INFLIGHT_REQUESTS_MAX_DEFAULT,
             write_queue_bytes_max: WRITE_QUEUE_BYTES_MAX_DEFAULT,
             drain_timeout_ms: DRAIN_TIMEOUT_MS_DEFAULT,
+            inflight_bytes_max: INFLIGHT_BYTES_MAX_DEFAULT,
+            shard_bytes_max: SHARD_BYTES_MAX_DEFAULT,
+            idle_timeout_ms: IDLE_TIMEOUT_MS_DEFAULT,
+            partial_frame_timeout_ms: PARTIAL_FRAME_TIMEOUT_MS_DEFAULT,
+            write_stall_timeout_ms: WRITE_STALL_TIMEOUT_MS_DEFAULT,
         }
     }
 }

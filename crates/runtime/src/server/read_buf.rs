@@ -1,5 +1,5 @@
 //! A connection's read buffer: bytes from the socket land in a reused,
-//! zeroed-once vector, and each complete frame is copied out into a buffer
+//! initialised-once vector, and each complete frame is copied out into a buffer
 //! of its own.
 //!
 //! Why copy: a frame split off a shared buffer keeps the whole buffer alive
@@ -8,6 +8,14 @@
 //! the slowest request. Copying a frame costs one allocation of its own
 //! size and a memcpy; the read buffer itself is never reallocated while its
 //! size fits the traffic.
+//!
+//! An idle connection holds no buffer: when a read would wait and nothing
+//! is buffered, the buffer goes back to a per-thread (per-shard) pool of
+//! zeroed buffers, and the next read takes one. Ten thousand idle clients
+//! then cost no read buffers at all, and a busy connection, whose reads
+//! rarely wait, keeps its own.
+
+use std::cell::RefCell;
 
 use bytes::Bytes;
 use ferrocket_protocol::{FrameDecoder, ProtocolError, RemotingCommand};
@@ -15,6 +23,29 @@ use ferrocket_protocol::{FrameDecoder, ProtocolError, RemotingCommand};
 /// A buffer that grew past this for one large frame is given back once it
 /// holds nothing.
 const RETAINED_BYTES_MAX: usize = 512 * 1024;
+/// Most idle buffers a thread's pool keeps; more are freed.
+pub(crate) const POOLED_BUFFERS_MAX: usize = 256;
+
+thread_local! {
+    /// Zeroed buffers of the initial size, free for any connection of this
+    /// thread.
+    static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn take_buffer(bytes: usize) -> Vec<u8> {
+    POOL.with(|pool| pool.borrow_mut().pop())
+        .filter(|buf| buf.len() == bytes)
+        .unwrap_or_else(|| vec![0; bytes])
+}
+
+fn give_buffer(buf: Vec<u8>) {
+    POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        if pool.len() < POOLED_BUFFERS_MAX {
+            pool.push(buf);
+        }
+    });
+}
 
 pub(crate) struct ReadBuf {
     /// Always fully initialised; `data[start..end]` is unread input.
@@ -25,13 +56,39 @@ pub(crate) struct ReadBuf {
 }
 
 impl ReadBuf {
+    /// A buffer that takes its storage when first read into.
     pub(crate) fn new(initial_bytes: usize) -> Self {
         Self {
-            data: vec![0; initial_bytes],
+            data: Vec::new(),
             start: 0,
             end: 0,
             initial_bytes,
         }
+    }
+
+    /// Gives the storage back to the pool when nothing is buffered (the
+    /// connection is about to wait for the peer). The storage stays
+    /// initialised; its stale bytes are never read (only
+    /// `data[start..end]` is).
+    pub(crate) fn release_if_empty(&mut self) {
+        if self.start != self.end || self.data.is_empty() {
+            return;
+        }
+        let mut data = std::mem::take(&mut self.data);
+        self.start = 0;
+        self.end = 0;
+        // Reads past a partial frame grow the buffer a little; such a
+        // buffer is cut back (still initialised) and pooled, a big one freed.
+        if data.len() >= self.initial_bytes && data.capacity() <= 2 * self.initial_bytes {
+            data.truncate(self.initial_bytes);
+            give_buffer(data);
+        }
+    }
+
+    /// Bytes of storage held now.
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.data.len()
     }
 
     /// Unread bytes.
@@ -64,6 +121,9 @@ impl ReadBuf {
     /// Room for at least `want` more bytes after the unread ones; returns
     /// the writable region (already initialised).
     pub(crate) fn spare(&mut self, want: usize) -> &mut [u8] {
+        if self.data.is_empty() {
+            self.data = take_buffer(self.initial_bytes);
+        }
         if self.data.len() - self.end < want {
             // Move the unread tail to the front first; grow only if that
             // is not enough.
@@ -141,6 +201,26 @@ mod tests {
         let command = buf.next_frame(&decoder).unwrap().unwrap();
         assert_eq!(command.body.len(), RETAINED_BYTES_MAX + 10);
         assert_eq!(buf.data.len(), 64);
+    }
+
+    #[test]
+    fn an_empty_buffer_goes_back_to_the_pool_and_comes_back_from_it() {
+        let decoder = FrameDecoder::default();
+        let mut buf = ReadBuf::new(256);
+        assert_eq!(buf.held_bytes(), 0, "nothing held before the first read");
+        let one = frame(3, b"x");
+        feed(&mut buf, &one[..5], 256);
+        buf.release_if_empty();
+        assert_eq!(buf.held_bytes(), 256, "a partial frame keeps its buffer");
+        feed(&mut buf, &one[5..], 256);
+        assert!(buf.next_frame(&decoder).unwrap().is_some());
+        buf.release_if_empty();
+        assert_eq!(buf.held_bytes(), 0);
+        let pooled = POOL.with(|pool| pool.borrow().len());
+        assert!(pooled >= 1);
+        feed(&mut buf, &one, 256);
+        assert_eq!(POOL.with(|pool| pool.borrow().len()), pooled - 1);
+        assert_eq!(buf.next_frame(&decoder).unwrap().unwrap().code, 3);
     }
 
     #[test]

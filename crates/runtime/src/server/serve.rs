@@ -70,6 +70,8 @@ where
     let registry = Rc::new(Registry::default());
     let local = listener.local_addr().ok();
     tracing::debug!(?local, shard = config.shard_index, "serving");
+    super::budget::set_budget(config.limits.shard_bytes_max);
+    let sweeper = glommio::spawn_local(sweep_loop(registry.clone()));
     let mut stop = pin!(stop);
     loop {
         // Stop first, so a flood of connections cannot starve it.
@@ -91,6 +93,7 @@ where
         }
     }
     drop(listener);
+    drop(sweeper);
     let conns = registry.snapshot();
     tracing::debug!(
         ?local,
@@ -127,6 +130,62 @@ where
         registry.wait_empty().await;
     }
     tracing::debug!(?local, "stopped");
+}
+
+/// Closes connections past a timeout (see `watch`) every
+/// [`SWEEP_INTERVAL_MS`](super::SWEEP_INTERVAL_MS), and at once when the
+/// thread goes over its byte budget (see `budget`); ends when dropped.
+async fn sweep_loop(registry: Rc<Registry>) {
+    loop {
+        let tick = glommio::timer::sleep(Duration::from_millis(super::SWEEP_INTERVAL_MS));
+        // Already over (and nothing left to shed): wait for the tick.
+        let over_at_start = super::budget::over();
+        let over_budget = poll_fn(|cx| {
+            if !over_at_start && super::budget::over() {
+                return Poll::Ready(());
+            }
+            super::budget::set_sweeper(cx.waker().clone());
+            Poll::Pending
+        });
+        future::or(tick, over_budget).await;
+        if super::budget::over() {
+            shed_non_readers(&registry);
+        }
+        let now = std::time::Instant::now();
+        for conn in registry.snapshot() {
+            let expiry = conn.watch.expired(
+                now,
+                conn.limits(),
+                conn.inflight_requests(),
+                conn.queued_bytes(),
+            );
+            if let Some(expiry) = expiry {
+                tracing::info!(conn = conn.id(), peer = %conn.peer_addr(),
+                    reason = expiry.reason(), "closing connection");
+                conn.close();
+            }
+        }
+    }
+}
+
+/// Closes the connections with the most queued output that their clients
+/// do not read, biggest first, until the thread is under its budget.
+fn shed_non_readers(registry: &Registry) {
+    let mut blocked: Vec<Rc<Connection>> = registry
+        .snapshot()
+        .into_iter()
+        .filter(|conn| conn.watch.is_write_blocked() && conn.queued_bytes() > 0)
+        .collect();
+    blocked.sort_by_key(|conn| std::cmp::Reverse(conn.queued_bytes()));
+    for conn in blocked {
+        if !super::budget::over() {
+            break;
+        }
+        tracing::warn!(conn = conn.id(), peer = %conn.peer_addr(), queued_bytes = conn.queued_bytes(),
+            held_bytes = super::budget::held_bytes(),
+            "over the shard's byte budget: closing a connection that does not read its responses");
+        conn.close();
+    }
 }
 
 fn start_connection<H: RequestHandler>(
