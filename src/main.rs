@@ -49,9 +49,13 @@ enum Command {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours only for a person at a terminal, never in a log file.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .init();
 }
 
@@ -77,7 +81,14 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Start(args) => start::run(args, stop_flag()?),
         Command::Admin(args) => admin::run(args),
-        Command::Tune(args) => tune::run(args),
+        Command::Tune(args) => {
+            // A report piped into `head` ends quietly when the reader goes,
+            // as other Unix tools do (Rust ignores SIGPIPE, so printing
+            // would panic). Tune opens no sockets.
+            // SAFETY: restoring the default disposition of one signal.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            tune::run(args)
+        }
     }
 }
 

@@ -96,6 +96,12 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let count = plan.shard_count();
     let (listen, holder) = reserve_port(SocketAddr::new(config.listen_addr, config.listen_port))?;
     let store_host = SocketAddr::new(config.advertised_ip()?, listen.port());
+    if config.namesrv_addr.trim().is_empty() {
+        tracing::warn!(
+            "namesrvAddr is not set: this broker registers with no name server, so no client \
+             can find it; set namesrvAddr=HOST:9876 in the config or pass --namesrv-addr"
+        );
+    }
     let (store, parts) = MessageStore::open(config.store_config())?;
     let config_dir = store.config_dir()?;
     let topic_table = topics::load_table(&config_dir, &config)?;
