@@ -168,6 +168,104 @@ fn check_queue_nums(topic: &TopicConfig) -> Result<(), Reject> {
     Ok(())
 }
 
+type Topics = std::collections::BTreeMap<String, TopicConfig>;
+/// What one change did: the topic it concerns and whether the table changed.
+type Applied = (Option<TopicConfig>, bool);
+
+/// Room for `name` under `topicCountMax` (an existing topic always fits).
+fn room(topics: &Topics, name: &str, config: &BrokerConfig) -> Result<(), Reject> {
+    if topics.contains_key(name) || topics.len() < config.topic_count_max {
+        return Ok(());
+    }
+    Err(Reject::system(format!(
+        "topic[{name}] not created: the broker holds {} topics already (topicCountMax)",
+        topics.len()
+    )))
+}
+
+fn invalid_name(name: &str) -> Result<(), Reject> {
+    validate_topic(name).map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))
+}
+
+fn check_attributes(topic: &TopicConfig) -> Result<(), Reject> {
+    let max = crate::config::CONFIG_ENTRY_BYTES_MAX;
+    let bytes: usize = topic
+        .attributes
+        .iter()
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
+    if bytes > max {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            format!(
+                "the attributes of topic {} take {bytes} bytes, more than {max}",
+                topic.topic_name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn upsert(
+    topics: &mut Topics,
+    topic: TopicConfig,
+    config: &BrokerConfig,
+) -> Result<Applied, Reject> {
+    invalid_name(&topic.topic_name)?;
+    check_queue_nums(&topic)?;
+    room(topics, &topic.topic_name, config)?;
+    check_attributes(&topic)?;
+    let changed = topics.get(&topic.topic_name) != Some(&topic);
+    topics.insert(topic.topic_name.clone(), topic.clone());
+    Ok((Some(topic), changed))
+}
+
+fn auto_create(
+    topics: &mut Topics,
+    topic: String,
+    default_topic: &str,
+    queue_nums: i32,
+    config: &BrokerConfig,
+) -> Result<Applied, Reject> {
+    if let Some(existing) = topics.get(&topic) {
+        return Ok((Some(existing.clone()), false));
+    }
+    let Some(template) = topics.get(default_topic) else {
+        return Ok((None, false));
+    };
+    // autoCreateTopicEnable=false stops every auto-creation, not only the
+    // one through TBW102 (Java lets `defaultTopic=` the cluster name through).
+    if template.perm & perm::INHERIT == 0 || !config.auto_create_topic_enable {
+        return Ok((None, false));
+    }
+    room(topics, &topic, config)?;
+    let queues = queue_nums.clamp(1, template.write_queue_nums.max(1));
+    let created = TopicConfig {
+        perm: template.perm & !perm::INHERIT,
+        topic_filter_type: template.topic_filter_type.clone(),
+        ..TopicConfig::new(&topic, queues)
+    };
+    topics.insert(topic, created.clone());
+    tracing::info!(topic = %created.topic_name, queues, "auto-created topic");
+    Ok((Some(created), true))
+}
+
+fn ensure_retry(
+    topics: &mut Topics,
+    group: &str,
+    config: &BrokerConfig,
+) -> Result<Applied, Reject> {
+    let name = retry_topic(group);
+    if let Some(existing) = topics.get(&name) {
+        return Ok((Some(existing.clone()), false));
+    }
+    invalid_name(&name)?;
+    room(topics, &name, config)?;
+    let created = TopicConfig::new(&name, RETRY_QUEUE_NUMS);
+    topics.insert(name, created.clone());
+    Ok((Some(created), true))
+}
+
 /// Applies `change` to `table`; returns the topic it concerns (None after a
 /// delete, or when an auto-create is not allowed) and whether the table
 /// changed.
@@ -176,87 +274,17 @@ pub(crate) fn apply(
     change: TopicChange,
     config: &BrokerConfig,
     now_ms: i64,
-) -> Result<(Option<TopicConfig>, bool), Reject> {
+) -> Result<Applied, Reject> {
     let topics = &mut table.topic_config_table;
-    let room = |topics: &std::collections::BTreeMap<String, TopicConfig>, name: &str| {
-        if topics.contains_key(name) || topics.len() < config.topic_count_max {
-            return Ok(());
-        }
-        Err(Reject::system(format!(
-            "topic[{name}] not created: the broker holds {} topics already (topicCountMax)",
-            topics.len()
-        )))
-    };
     let outcome = match change {
-        TopicChange::Upsert(topic) => {
-            validate_topic(&topic.topic_name)
-                .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
-            check_queue_nums(&topic)?;
-            room(topics, &topic.topic_name)?;
-            let attribute_bytes: usize = topic
-                .attributes
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum();
-            if attribute_bytes > crate::config::CONFIG_ENTRY_BYTES_MAX {
-                return Err(Reject::new(
-                    response_code::INVALID_PARAMETER,
-                    format!(
-                        "the attributes of topic {} take {attribute_bytes} bytes, more than {}",
-                        topic.topic_name,
-                        crate::config::CONFIG_ENTRY_BYTES_MAX
-                    ),
-                ));
-            }
-            let changed = topics.get(&topic.topic_name) != Some(&topic);
-            topics.insert(topic.topic_name.clone(), topic.clone());
-            (Some(topic), changed)
-        }
+        TopicChange::Upsert(topic) => upsert(topics, topic, config)?,
         TopicChange::AutoCreate {
             topic,
             default_topic,
             queue_nums,
-        } => {
-            if let Some(existing) = topics.get(&topic) {
-                return Ok((Some(existing.clone()), false));
-            }
-            let Some(template) = topics.get(&default_topic) else {
-                return Ok((None, false));
-            };
-            // autoCreateTopicEnable=false stops every auto-creation, not
-            // only the one through TBW102 (Java lets `defaultTopic=` the
-            // cluster name through).
-            let inheritable = template.perm & perm::INHERIT != 0 && config.auto_create_topic_enable;
-            if !inheritable {
-                return Ok((None, false));
-            }
-            room(topics, &topic)?;
-            let queues = queue_nums.clamp(1, template.write_queue_nums.max(1));
-            let created = TopicConfig {
-                perm: template.perm & !perm::INHERIT,
-                topic_filter_type: template.topic_filter_type.clone(),
-                ..TopicConfig::new(&topic, queues)
-            };
-            topics.insert(topic, created.clone());
-            tracing::info!(topic = %created.topic_name, queues, "auto-created topic");
-            (Some(created), true)
-        }
-        TopicChange::EnsureRetry { group } => {
-            let name = retry_topic(&group);
-            if let Some(existing) = topics.get(&name) {
-                return Ok((Some(existing.clone()), false));
-            }
-            validate_topic(&name)
-                .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
-            room(topics, &name)?;
-            let created = TopicConfig::new(&name, RETRY_QUEUE_NUMS);
-            topics.insert(name, created.clone());
-            (Some(created), true)
-        }
-        TopicChange::Delete(name) => {
-            let changed = topics.remove(&name).is_some();
-            (None, changed)
-        }
+        } => auto_create(topics, topic, &default_topic, queue_nums, config)?,
+        TopicChange::EnsureRetry { group } => ensure_retry(topics, &group, config)?,
+        TopicChange::Delete(name) => (None, topics.remove(&name).is_some()),
     };
     if outcome.1 {
         table.data_version.next(now_ms);

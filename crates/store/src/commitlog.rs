@@ -51,11 +51,6 @@ impl SegmentMap {
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.map
     }
-
-    /// CommitLog position just past the segment.
-    pub(crate) fn end(&self) -> i64 {
-        self.start + self.map.len() as i64
-    }
 }
 
 /// An owner that lets a [`Bytes`] point into a segment map without copying.

@@ -18,11 +18,9 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use ferrocket_protocol::record::{self, RecordPeek, MAGIC_POS, RECORD_BYTES_MIN};
+use ferrocket_protocol::record::{self, RecordPeek, MAGIC_POS};
 
-use crate::commitlog::SegmentMap;
 use crate::error::StoreError;
 
 /// Directory under the store root that holds quarantined bytes.
@@ -33,7 +31,8 @@ pub const QUARANTINE_COPY_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// The bytes every record's magic starts with (v1 and v2 differ after).
 const MAGIC_PREFIX: [u8; 3] = [0xDA, 0xA3, 0x20];
 
-/// A CommitLog range `[start, end)` that holds no valid record.
+/// A CommitLog range `[start, end)` that recovery found holding no valid
+/// record and quarantined (see `damage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DamagedRange {
     pub start: i64,
@@ -47,27 +46,39 @@ impl DamagedRange {
 
     /// Most records that can have been lost in the range.
     pub fn records_max(&self) -> i64 {
-        self.len_bytes() / RECORD_BYTES_MIN as i64 + 1
-    }
-
-    fn file_name(&self) -> String {
-        format!("{:020}-{:020}", self.start, self.end)
-    }
-
-    fn parse_file_name(name: &str) -> Option<Self> {
-        let (start, end) = name.split_once('-')?;
-        let range = Self {
-            start: start.parse().ok()?,
-            end: end.parse().ok()?,
-        };
-        (0 <= range.start && range.start < range.end).then_some(range)
+        self.len_bytes() / ferrocket_protocol::record::RECORD_BYTES_MIN as i64 + 1
     }
 }
 
+/// One CommitLog segment's bytes, as recovery maps them.
+pub(crate) struct SegmentView<'a> {
+    pub start: i64,
+    pub bytes: &'a [u8],
+}
+
+impl SegmentView<'_> {
+    fn end(&self) -> i64 {
+        self.start + self.bytes.len() as i64
+    }
+}
+
+fn file_name(range: &DamagedRange) -> String {
+    format!("{:020}-{:020}", range.start, range.end)
+}
+
+fn parse_file_name(name: &str) -> Option<DamagedRange> {
+    let (start, end) = name.split_once('-')?;
+    let range = DamagedRange {
+        start: start.parse().ok()?,
+        end: end.parse().ok()?,
+    };
+    (0 <= range.start && range.start < range.end).then_some(range)
+}
+
 /// Whether a whole, valid record starts at `pos` of `segment`.
-fn record_at(segment: &SegmentMap, pos: i64) -> bool {
+fn record_at(segment: &SegmentView<'_>, pos: i64) -> bool {
     let at = (pos - segment.start) as usize;
-    let bytes = &segment.bytes()[at..];
+    let bytes = &segment.bytes[at..];
     match record::peek_record(bytes) {
         Ok(RecordPeek::Message { total_size, .. }) if total_size <= bytes.len() => {
             record::decode_record(&bytes[..total_size], true)
@@ -79,12 +90,12 @@ fn record_at(segment: &SegmentMap, pos: i64) -> bool {
 
 /// The first position after `bad` where a valid record starts, searching
 /// this segment and every later one (records never span segments).
-pub(crate) fn next_record(segments: &[Arc<SegmentMap>], bad: i64) -> Option<i64> {
+pub(crate) fn next_record(segments: &[SegmentView<'_>], bad: i64) -> Option<i64> {
     let first = segments
         .iter()
         .position(|s| s.start <= bad && bad < s.end())?;
     for segment in &segments[first..] {
-        let bytes = segment.bytes();
+        let bytes = segment.bytes;
         let mut at = if segment.start <= bad {
             (bad - segment.start) as usize + 1
         } else {
@@ -112,12 +123,12 @@ fn quarantine_dir(root: &Path) -> PathBuf {
 /// (at most [`QUARANTINE_COPY_BYTES_MAX`]) and fsyncs it.
 pub(crate) fn quarantine(
     root: &Path,
-    segments: &[Arc<SegmentMap>],
+    segments: &[SegmentView<'_>],
     range: DamagedRange,
 ) -> Result<PathBuf, StoreError> {
     let dir = quarantine_dir(root);
     fs::create_dir_all(&dir).map_err(|e| StoreError::io("create quarantine dir", &dir, e))?;
-    let path = dir.join(range.file_name());
+    let path = dir.join(file_name(&range));
     let mut file =
         fs::File::create(&path).map_err(|e| StoreError::io("create quarantine file", &path, e))?;
     let mut left = QUARANTINE_COPY_BYTES_MAX as i64;
@@ -127,8 +138,7 @@ pub(crate) fn quarantine(
         if from >= to {
             continue;
         }
-        let bytes =
-            &segment.bytes()[(from - segment.start) as usize..(to - segment.start) as usize];
+        let bytes = &segment.bytes[(from - segment.start) as usize..(to - segment.start) as usize];
         file.write_all(bytes)
             .map_err(|e| StoreError::io("write quarantine file", &path, e))?;
         left -= to - from;
@@ -161,7 +171,7 @@ pub(crate) fn load_ranges(root: &Path) -> Vec<DamagedRange> {
     };
     let mut ranges: Vec<DamagedRange> = entries
         .flatten()
-        .filter_map(|e| DamagedRange::parse_file_name(e.file_name().to_str()?))
+        .filter_map(|e| parse_file_name(e.file_name().to_str()?))
         .collect();
     ranges.sort_by_key(|r| r.start);
     ranges
@@ -174,12 +184,10 @@ mod tests {
     #[test]
     fn range_file_names_round_trip() {
         let range = DamagedRange { start: 5, end: 900 };
-        assert_eq!(
-            DamagedRange::parse_file_name(&range.file_name()),
-            Some(range)
-        );
-        assert_eq!(DamagedRange::parse_file_name("9-3"), None);
-        assert_eq!(DamagedRange::parse_file_name("x-3"), None);
-        assert_eq!(range.records_max(), 895 / RECORD_BYTES_MIN as i64 + 1);
+        assert_eq!(parse_file_name(&file_name(&range)), Some(range));
+        assert_eq!(parse_file_name("9-3"), None);
+        assert_eq!(parse_file_name("x-3"), None);
+        let min = ferrocket_protocol::record::RECORD_BYTES_MIN as i64;
+        assert_eq!(range.records_max(), 895 / min + 1);
     }
 }

@@ -25,7 +25,7 @@ use crate::checkpoint::{now_ms, StoreCheckpoint};
 use crate::commitlog::SegmentMap;
 use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
-use crate::damage::DamagedRange;
+use crate::damage::{DamagedRange, SegmentView};
 use crate::error::StoreError;
 use crate::files::{list_offset_files, zero_range};
 use crate::json_file::ConfigDir;
@@ -136,25 +136,7 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
             }
         }
     };
-    for range in &damaged {
-        // Entries that already pointed into the range (a full scan over
-        // existing queues) must not hand its bytes out.
-        let marked: usize = queues
-            .values()
-            .map(|queue| queue.mark_lost_within(range.start, range.end))
-            .sum();
-        if marked > 0 {
-            tracing::warn!(
-                start = range.start,
-                marked,
-                "ConsumeQueue entries of the damaged range marked lost"
-            );
-        }
-        let path = crate::damage::quarantine(&config.root_dir, &segments, *range)?;
-        tracing::error!(start = range.start, end = range.end, bytes = range.len_bytes(),
-            copy = %path.display(),
-            "damaged CommitLog range skipped; the records after it are kept");
-    }
+    quarantine_damage(config, &segments, &queues, &damaged)?;
     tracing::info!(start, end, segments = segments.len(), "CommitLog recovered");
 
     for queue in queues.values() {
@@ -176,17 +158,53 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         .filter(|(_, queue)| queue.max_offset() > 0)
         .map(|(key, queue)| (key, queue.max_offset()))
         .collect();
-    let mut all_damaged = crate::damage::load_ranges(&config.root_dir);
-    all_damaged.retain(|r| !damaged.contains(r));
-    all_damaged.extend(damaged);
-    all_damaged.sort_by_key(|r| r.start);
+    let damaged = all_damaged(config, damaged);
     Ok(Recovered {
         segments,
         end,
         queue_offsets,
         floors,
-        damaged: all_damaged,
+        damaged,
     })
+}
+
+/// Marks the queue entries of each damaged range lost, copies its bytes to
+/// quarantine and reports it.
+fn quarantine_damage(
+    config: &StoreConfig,
+    segments: &[Arc<SegmentMap>],
+    queues: &HashMap<QueueKey, ConsumeQueue>,
+    damaged: &[DamagedRange],
+) -> Result<(), StoreError> {
+    for range in damaged {
+        // Entries that already pointed into the range (a full scan over
+        // existing queues) must not hand its bytes out.
+        let marked: usize = queues
+            .values()
+            .map(|queue| queue.mark_lost_within(range.start, range.end))
+            .sum();
+        if marked > 0 {
+            tracing::warn!(
+                start = range.start,
+                marked,
+                "ConsumeQueue entries of the damaged range marked lost"
+            );
+        }
+        let path = crate::damage::quarantine(&config.root_dir, &views(segments), *range)?;
+        tracing::error!(start = range.start, end = range.end, bytes = range.len_bytes(),
+            copy = %path.display(),
+            "damaged CommitLog range skipped; the records after it are kept");
+    }
+    Ok(())
+}
+
+/// The ranges of earlier recoveries (from quarantine) with this one's.
+fn all_damaged(config: &StoreConfig, found: Vec<DamagedRange>) -> Vec<DamagedRange> {
+    let mut all = crate::damage::load_ranges(&config.root_dir);
+    all.retain(|r| !found.contains(r));
+    all.extend(found);
+    all.sort_by_key(|r| r.start);
+    all
 }
 
 /// A last segment shorter than configured was being created when the
@@ -241,6 +259,17 @@ fn open_queues(config: &StoreConfig) -> Result<HashMap<QueueKey, ConsumeQueue>, 
         }
     }
     Ok(queues)
+}
+
+/// The segments as the damage search reads them.
+fn views(segments: &[Arc<SegmentMap>]) -> Vec<SegmentView<'_>> {
+    segments
+        .iter()
+        .map(|segment| SegmentView {
+            start: segment.start,
+            bytes: segment.bytes(),
+        })
+        .collect()
 }
 
 /// One pass over the CommitLog from some position to its end.
@@ -309,17 +338,19 @@ impl Scanner<'_> {
                     first_record = false;
                     continue;
                 }
-                Some(Found::Invalid) => match crate::damage::next_record(self.segments, pos) {
-                    Some(next) => {
-                        self.damaged.push(DamagedRange {
-                            start: pos,
-                            end: next,
-                        });
-                        pos = next;
-                        continue;
+                Some(Found::Invalid) => {
+                    match crate::damage::next_record(&views(self.segments), pos) {
+                        Some(next) => {
+                            self.damaged.push(DamagedRange {
+                                start: pos,
+                                end: next,
+                            });
+                            pos = next;
+                            continue;
+                        }
+                        None => return Ok(ScanStop::End(pos)),
                     }
-                    None => return Ok(ScanStop::End(pos)),
-                },
+                }
             };
             first_record = false;
             let (topic, queue_id, queue_offset, size) = (
