@@ -21,20 +21,7 @@ fn set(pairs: &[&str]) -> Vec<String> {
 }
 
 fn create_request(topic: &str, queues: i32) -> RemotingCommand {
-    let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
-    request.ext_fields = ferrocket_protocol::header::CreateTopicRequestHeader {
-        topic: topic.to_string(),
-        default_topic: Some("TBW102".into()),
-        read_queue_nums: queues,
-        write_queue_nums: queues,
-        perm: 6,
-        topic_filter_type: None,
-        topic_sys_flag: Some(0),
-        order: false,
-        attributes: None,
-    }
-    .to_ext();
-    request
+    harness::requests::create_topic_request(topic, queues)
 }
 
 fn heartbeat(client: &str, group: &str) -> RemotingCommand {

@@ -21,21 +21,8 @@ fn block_writes(store: &Path, file: &str) -> std::path::PathBuf {
     blocker
 }
 
-fn create_request(topic: &str) -> RemotingCommand {
-    let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
-    request.ext_fields = ferrocket_protocol::header::CreateTopicRequestHeader {
-        topic: topic.to_string(),
-        default_topic: Some("TBW102".into()),
-        read_queue_nums: 2,
-        write_queue_nums: 2,
-        perm: 6,
-        topic_filter_type: None,
-        topic_sys_flag: Some(0),
-        order: false,
-        attributes: None,
-    }
-    .to_ext();
-    request
+fn create_request(topic: &str, queues: i32) -> RemotingCommand {
+    harness::requests::create_topic_request(topic, queues)
 }
 
 #[test]
@@ -46,7 +33,7 @@ fn a_topic_or_group_change_that_cannot_be_persisted_is_refused_and_not_kept() {
     let topic = unique_name("Unwritten");
 
     let blocker = block_writes(broker.store_dir(), "topics.json");
-    let answer = conn.request(create_request(&topic));
+    let answer = conn.request(create_request(&topic, 2));
     assert_eq!(answer.code, response_code::SYSTEM_ERROR, "{answer:?}");
     let remark = answer.remark.unwrap_or_default();
     assert!(remark.contains("topics.json"), "{remark}");

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::RemotingCommand;
 use harness::requests::{create_topic, send_header, send_request};
 use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
@@ -39,18 +39,7 @@ fn broker_with(namesrv: &Namesrv, settings: &[&str]) -> Broker {
 }
 
 fn pull(topic: &str, offset: i64, max: i32) -> RemotingCommand {
-    RemotingCommand::request(request_code::PULL_MESSAGE)
-        .with_ext("consumerGroup", "ConnGroup")
-        .with_ext("topic", topic)
-        .with_ext("queueId", 0)
-        .with_ext("queueOffset", offset)
-        .with_ext("maxMsgNums", max)
-        .with_ext("sysFlag", 4)
-        .with_ext("commitOffset", 0)
-        .with_ext("suspendTimeoutMillis", 0)
-        .with_ext("subscription", "*")
-        .with_ext("subVersion", 0)
-        .with_ext("expressionType", "TAG")
+    harness::requests::pull_request("ConnGroup", topic, 0, offset, max, 0)
 }
 
 /// A send and a pull on `conn` both succeed.
@@ -59,6 +48,15 @@ fn still_served(conn: &mut RemotingConn, topic: &str) {
     assert_eq!(sent.code, response_code::SUCCESS, "{sent:?}");
     let pulled = conn.request(pull(topic, 0, 1));
     assert_eq!(pulled.code, response_code::SUCCESS, "{pulled:?}");
+}
+
+/// 200 messages of 4 KiB in queue 0: a pull of 32 answers 128 KiB.
+fn prefill(conn: &mut RemotingConn, topic: &str) {
+    let body = vec![b'm'; 4096];
+    for _ in 0..200 {
+        let sent = conn.request(send_request(&send_header("ConnPG", topic, 0), body.clone()));
+        assert_eq!(sent.code, response_code::SUCCESS);
+    }
 }
 
 /// Whether the broker closed `stream` (EOF or reset), reading what is left.
@@ -117,14 +115,7 @@ fn a_client_that_never_reads_is_closed_and_the_broker_stays_in_budget() {
     let topic = unique_name("NeverRead");
     let mut bystander = broker.connect();
     create_topic(&mut bystander, &topic, 1);
-    let body = vec![b'm'; 4096];
-    for _ in 0..200 {
-        let sent = bystander.request(send_request(
-            &send_header("ConnPG", &topic, 0),
-            body.clone(),
-        ));
-        assert_eq!(sent.code, response_code::SUCCESS);
-    }
+    prefill(&mut bystander, &topic);
     std::thread::sleep(Duration::from_millis(500));
     let before = rss_kib(broker.process.pid());
 
@@ -211,14 +202,7 @@ fn over_the_shard_budget_the_biggest_non_readers_are_closed_first() {
     let topic = unique_name("Budget");
     let mut bystander = broker.connect();
     create_topic(&mut bystander, &topic, 1);
-    let body = vec![b'm'; 4096];
-    for _ in 0..200 {
-        let sent = bystander.request(send_request(
-            &send_header("ConnPG", &topic, 0),
-            body.clone(),
-        ));
-        assert_eq!(sent.code, response_code::SUCCESS);
-    }
+    prefill(&mut bystander, &topic);
     let frame = pull(&topic, 0, 32).to_bytes();
     let mut floods: Vec<TcpStream> = (0..FLOODS)
         .map(|_| {

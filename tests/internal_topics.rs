@@ -177,19 +177,7 @@ fn requests_naming(name: &str) -> Vec<RemotingCommand> {
             .with_ext("topic", name)
             .with_ext("queueId", 0)
     };
-    let mut create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
-    create.ext_fields = ferrocket_protocol::header::CreateTopicRequestHeader {
-        topic: name.to_string(),
-        default_topic: Some("TBW102".into()),
-        read_queue_nums: 1,
-        write_queue_nums: 1,
-        perm: 6,
-        topic_filter_type: None,
-        topic_sys_flag: Some(0),
-        order: false,
-        attributes: None,
-    }
-    .to_ext();
+    let create = harness::requests::create_topic_request(name, 1);
     let offsets = |code: i32| {
         topic_request(code)
             .with_ext("consumerGroup", name)

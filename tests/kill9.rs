@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::remoting::Outcome;
-use harness::requests::{create_topic, send_header, send_request};
+use harness::requests::{create_topic, pull_request, send_header, send_request};
 use harness::{unique_name, Broker, BrokerOpts, Namesrv, RemotingConn};
 
 const QUEUES: i32 = 4;
@@ -106,20 +106,7 @@ fn read_queue(conn: &mut RemotingConn, topic: &str, queue_id: i32) -> Vec<(i64, 
     let mut out = Vec::new();
     loop {
         let next = out.len() as i64;
-        let answer = conn.request(
-            RemotingCommand::request(request_code::PULL_MESSAGE)
-                .with_ext("consumerGroup", "Kill9Check")
-                .with_ext("topic", topic)
-                .with_ext("queueId", queue_id)
-                .with_ext("queueOffset", next)
-                .with_ext("maxMsgNums", 32)
-                .with_ext("sysFlag", 4)
-                .with_ext("commitOffset", 0)
-                .with_ext("suspendTimeoutMillis", 0)
-                .with_ext("subscription", "*")
-                .with_ext("subVersion", 0)
-                .with_ext("expressionType", "TAG"),
-        );
+        let answer = conn.request(pull_request("Kill9Check", topic, queue_id, next, 32, 0));
         if answer.code != response_code::SUCCESS {
             return out;
         }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use ferrocket_protocol::batch::{encode_batch, BatchItem};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::{RemotingCommand, SerializeType};
-use harness::requests::{create_topic, send_header, send_request};
+use harness::requests::{create_topic, pull_request, send_header, send_request};
 use harness::{unique_name, Broker, BrokerOpts, Namesrv, RemotingConn};
 
 const WORKERS: usize = 3;
@@ -180,20 +180,7 @@ fn bystander(addr: String, topic: String, stop: Arc<AtomicBool>) -> u64 {
             response_code::SUCCESS,
             "bystander send: {sent:?}"
         );
-        let pulled = conn.request(
-            RemotingCommand::request(request_code::PULL_MESSAGE)
-                .with_ext("consumerGroup", "ByGroup")
-                .with_ext("topic", &topic)
-                .with_ext("queueId", 0)
-                .with_ext("queueOffset", next_offset)
-                .with_ext("maxMsgNums", 1)
-                .with_ext("sysFlag", 6)
-                .with_ext("commitOffset", 0)
-                .with_ext("suspendTimeoutMillis", 5_000)
-                .with_ext("subscription", "*")
-                .with_ext("subVersion", 0)
-                .with_ext("expressionType", "TAG"),
-        );
+        let pulled = conn.request(pull_request("ByGroup", &topic, 0, next_offset, 1, 5_000));
         assert_eq!(
             pulled.code,
             response_code::SUCCESS,

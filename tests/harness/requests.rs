@@ -55,3 +55,48 @@ pub fn send_request(header: &SendMessageRequestHeader, body: impl Into<Bytes>) -
     request.ext_fields = header.to_ext();
     request
 }
+
+/// UPDATE_AND_CREATE_TOPIC for `topic` with `queues` read and write queues,
+/// as the Java admin sends it (for tests that look at the answer).
+pub fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
+    let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
+    request.ext_fields = CreateTopicRequestHeader {
+        topic: topic.to_string(),
+        default_topic: Some("TBW102".into()),
+        read_queue_nums: queues,
+        write_queue_nums: queues,
+        perm: 6,
+        topic_filter_type: None,
+        topic_sys_flag: Some(0),
+        order: false,
+        attributes: None,
+    }
+    .to_ext();
+    request
+}
+
+/// A PULL_MESSAGE of up to `max` messages of queue `queue_id` from
+/// `offset`, subscription `*` (sysFlag 4, or 6 when `suspend_ms` > 0: held
+/// up to that long when there is nothing).
+pub fn pull_request(
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    max: i32,
+    suspend_ms: u64,
+) -> RemotingCommand {
+    let sys_flag = if suspend_ms > 0 { 6 } else { 4 };
+    RemotingCommand::request(request_code::PULL_MESSAGE)
+        .with_ext("consumerGroup", group)
+        .with_ext("topic", topic)
+        .with_ext("queueId", queue_id)
+        .with_ext("queueOffset", offset)
+        .with_ext("maxMsgNums", max)
+        .with_ext("sysFlag", sys_flag)
+        .with_ext("commitOffset", 0)
+        .with_ext("suspendTimeoutMillis", suspend_ms)
+        .with_ext("subscription", "*")
+        .with_ext("subVersion", 0)
+        .with_ext("expressionType", "TAG")
+}
