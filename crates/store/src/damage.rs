@@ -104,7 +104,10 @@ pub(crate) fn next_record(segments: &[SegmentView<'_>], bad: i64) -> Option<i64>
         // A record's magic sits 4 bytes into it.
         while at + MAGIC_POS < bytes.len() {
             let from = at + MAGIC_POS;
-            let found = memchr::memmem::find(&bytes[from..], &MAGIC_PREFIX)?;
+            let Some(found) = memchr::memmem::find(&bytes[from..], &MAGIC_PREFIX) else {
+                // None left in this segment: go on with the next one.
+                break;
+            };
             let candidate = (from + found - MAGIC_POS) as i64;
             if record_at(segment, segment.start + candidate) {
                 return Some(segment.start + candidate);

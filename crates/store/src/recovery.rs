@@ -341,10 +341,7 @@ impl Scanner<'_> {
                 Some(Found::Invalid) => {
                     match crate::damage::next_record(&views(self.segments), pos) {
                         Some(next) => {
-                            self.damaged.push(DamagedRange {
-                                start: pos,
-                                end: next,
-                            });
+                            self.note_damage(pos, next);
                             pos = next;
                             continue;
                         }
@@ -371,6 +368,16 @@ impl Scanner<'_> {
             }
             pos += size as i64;
         }
+    }
+
+    /// Records a damaged range. Entries already pointing into it become
+    /// lost now, so a queue whose last entry lay in it can still take lost
+    /// offsets behind it (`lost_in` looks past the last entry).
+    fn note_damage(&mut self, start: i64, end: i64) {
+        for queue in self.queues.values() {
+            queue.mark_lost_within(start, end);
+        }
+        self.damaged.push(DamagedRange { start, end });
     }
 
     /// Puts `entry` (the record at queue offset `queue_offset`) into its

@@ -232,3 +232,17 @@ fn a_segment_past_the_end_with_bytes_is_quarantined_not_deleted() {
         vec![format!("segment-{}", offset_file_name(stray_start))]
     );
 }
+
+#[test]
+fn damage_to_the_last_record_of_a_segment_keeps_the_later_segments() {
+    // Offsets are the same in every fill: find a segment's last record.
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let seg = config.segment_bytes as i64;
+    let sent = fill(&config, 0, COUNT);
+    let victim = (0..COUNT - 1)
+        .find(|&n| sent[n].physical_offset / seg != sent[n + 1].physical_offset / seg)
+        .unwrap();
+    drop(dir);
+    one_damaged_record(victim, true);
+}

@@ -146,6 +146,37 @@ impl Cluster {
             args.extend(["--set".into(), setting.to_string()]);
         }
         let broker = Server::start(&args, port, Some(store));
+        wait_registered(&namesrv.addr(), &broker.addr());
         Cluster { broker, namesrv }
     }
+}
+
+/// Waits until the name server lists the broker, so a client's first route
+/// lookup (TBW102 included) cannot race the broker's first registration.
+/// Runs its own runtime on a thread: callers may be inside one already.
+fn wait_registered(namesrv: &str, broker: &str) {
+    let (namesrv, broker) = (namesrv.to_string(), broker.to_string());
+    let listed = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let deadline = std::time::Instant::now() + Duration::from_millis(READY_TIMEOUT_MS);
+            while std::time::Instant::now() < deadline {
+                if let Ok(admin) = ferrocket_client::Admin::new(&namesrv) {
+                    if let Ok(brokers) = admin.cluster_brokers().await {
+                        if brokers.iter().any(|b| b.addr == broker) {
+                            return true;
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            false
+        })
+    })
+    .join()
+    .expect("the registration wait");
+    assert!(listed, "the broker did not register with the name server");
 }

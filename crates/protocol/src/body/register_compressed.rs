@@ -93,13 +93,16 @@ pub fn encode_compressed(body: &RegisterBrokerBody) -> Vec<u8> {
 
 /// `TopicConfig.encode`: `name read write perm filterType [attributesJson]`.
 fn topic_line(topic: &TopicConfig) -> String {
+    // A filter type the decoder (ours and Java's `TopicFilterType.valueOf`)
+    // refuses would fail the whole registration: send the default instead.
+    let filter_type = if TOPIC_FILTER_TYPES.contains(&topic.topic_filter_type.as_str()) {
+        topic.topic_filter_type.as_str()
+    } else {
+        TOPIC_FILTER_TYPES[0]
+    };
     let mut line = format!(
         "{} {} {} {} {}",
-        topic.topic_name,
-        topic.read_queue_nums,
-        topic.write_queue_nums,
-        topic.perm,
-        topic.topic_filter_type
+        topic.topic_name, topic.read_queue_nums, topic.write_queue_nums, topic.perm, filter_type
     );
     if !topic.attributes.is_empty() {
         line.push(TOPIC_FIELD_SEPARATOR);

@@ -92,6 +92,8 @@ async fn read_loop<H: RequestHandler>(
                     return ReadEnd::Failed;
                 }
             };
+            // A frame came out whole: any partial frame now is a new one.
+            conn.watch.partial_frame(false);
             if command.is_response() {
                 conn.deliver_response(command);
                 continue;
@@ -237,6 +239,7 @@ async fn write_loop(conn: Rc<Connection>, stream: Stream) {
             WriteBatch::Coalesced => write_all(&conn, &stream, &buf).await,
             WriteBatch::Large(chunk) => write_all(&conn, &stream, &chunk).await,
         };
+        conn.write_done();
         if let Err(e) = result {
             if !conn.is_closed() {
                 tracing::debug!(peer = %conn.peer_addr(), "write failed: {e}");

@@ -93,6 +93,8 @@ struct State {
     phase: Phase,
     out: VecDeque<Bytes>,
     out_bytes: usize,
+    /// Bytes taken by the writer and not yet written (still held).
+    writing_bytes: usize,
     writer_waker: Option<Waker>,
     reader_waker: Option<Waker>,
     inflight: usize,
@@ -164,6 +166,7 @@ impl Connection {
                 phase: Phase::Open,
                 out: VecDeque::new(),
                 out_bytes: 0,
+                writing_bytes: 0,
                 writer_waker: None,
                 reader_waker: None,
                 inflight: 0,
@@ -279,8 +282,9 @@ impl Connection {
             }
             state.phase = Phase::Closed;
             state.out.clear();
-            super::budget::sub(state.out_bytes);
+            super::budget::sub(state.out_bytes + state.writing_bytes);
             state.out_bytes = 0;
+            state.writing_bytes = 0;
             (
                 std::mem::take(&mut state.pending),
                 state.reader_waker.take(),
@@ -423,9 +427,17 @@ impl Connection {
         super::budget::add(frame_bytes);
     }
 
-    /// Bytes queued for the writer now.
+    /// Bytes queued for the writer, or taken by it and not yet written.
     pub(crate) fn queued_bytes(&self) -> usize {
-        self.state.borrow().out_bytes
+        let state = self.state.borrow();
+        state.out_bytes + state.writing_bytes
+    }
+
+    /// The writer is done with the batch it took (written or not).
+    pub(crate) fn write_done(&self) {
+        let mut state = self.state.borrow_mut();
+        super::budget::sub(state.writing_bytes);
+        state.writing_bytes = 0;
     }
 
     pub(crate) fn limits(&self) -> &ServerLimits {
@@ -517,7 +529,7 @@ impl Connection {
             if large && buf.is_empty() {
                 if let Some(chunk) = state.out.pop_front() {
                     state.out_bytes -= chunk.len();
-                    super::budget::sub(chunk.len());
+                    state.writing_bytes += chunk.len();
                     batch = WriteBatch::Large(chunk);
                 }
                 break;
@@ -527,7 +539,7 @@ impl Connection {
             }
             if let Some(chunk) = state.out.pop_front() {
                 state.out_bytes -= chunk.len();
-                super::budget::sub(chunk.len());
+                state.writing_bytes += chunk.len();
                 buf.extend_from_slice(&chunk);
             }
         }

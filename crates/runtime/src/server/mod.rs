@@ -106,8 +106,9 @@ pub struct ServerLimits {
     /// Bytes of request frames being handled per connection before reading
     /// pauses.
     pub inflight_bytes_max: usize,
-    /// Bytes held for all connections of one server thread before every
-    /// reader of it pauses.
+    /// Bytes held for all connections of one server thread (queued output
+    /// and frames being handled); past it the sweeper closes the connections
+    /// with the most output their clients do not read.
     pub shard_bytes_max: usize,
     /// A connection with nothing in flight and no traffic this long closes.
     pub idle_timeout_ms: u64,

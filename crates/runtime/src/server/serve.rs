@@ -18,6 +18,11 @@ use super::{RequestHandler, ServerConfig};
 /// Pause after a failed accept (out of file descriptors, say) so the loop
 /// does not spin.
 pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 50;
+/// Least time between two budget-driven sheds (each walks every connection).
+pub const SHED_INTERVAL_MS: u64 = 100;
+/// A connection is shed only after its socket took none of our output this
+/// long; a fast reader's socket is full for an instant only.
+pub const SHED_BLOCKED_MS_MIN: u64 = 1_000;
 
 /// Live connections of one server, and who waits for them to end.
 #[derive(Default)]
@@ -133,48 +138,69 @@ where
 }
 
 /// Closes connections past a timeout (see `watch`) every
-/// [`SWEEP_INTERVAL_MS`](super::SWEEP_INTERVAL_MS), and at once when the
-/// thread goes over its byte budget (see `budget`); ends when dropped.
+/// [`SWEEP_INTERVAL_MS`](super::SWEEP_INTERVAL_MS), and sheds non-readers
+/// soon after the thread goes over its byte budget (see `budget`), at most
+/// once per [`SHED_INTERVAL_MS`]; ends when dropped.
 async fn sweep_loop(registry: Rc<Registry>) {
+    let mut last_shed = std::time::Instant::now();
     loop {
-        let tick = glommio::timer::sleep(Duration::from_millis(super::SWEEP_INTERVAL_MS));
+        let tick = async {
+            glommio::timer::sleep(Duration::from_millis(super::SWEEP_INTERVAL_MS)).await;
+            true
+        };
         // Already over (and nothing left to shed): wait for the tick.
         let over_at_start = super::budget::over();
         let over_budget = poll_fn(|cx| {
             if !over_at_start && super::budget::over() {
-                return Poll::Ready(());
+                return Poll::Ready(false);
             }
             super::budget::set_sweeper(cx.waker().clone());
             Poll::Pending
         });
-        future::or(tick, over_budget).await;
+        let ticked = future::or(tick, over_budget).await;
         if super::budget::over() {
+            let since = last_shed.elapsed();
+            let spacing = Duration::from_millis(SHED_INTERVAL_MS);
+            if since < spacing {
+                glommio::timer::sleep(spacing - since).await;
+            }
+            last_shed = std::time::Instant::now();
             shed_non_readers(&registry);
         }
-        let now = std::time::Instant::now();
-        for conn in registry.snapshot() {
-            let expiry = conn.watch.expired(
-                now,
-                conn.limits(),
-                conn.inflight_requests(),
-                conn.queued_bytes(),
-            );
-            if let Some(expiry) = expiry {
-                tracing::info!(conn = conn.id(), peer = %conn.peer_addr(),
-                    reason = expiry.reason(), "closing connection");
-                conn.close();
-            }
+        if ticked {
+            close_expired(&registry);
         }
     }
 }
 
-/// Closes the connections with the most queued output that their clients
-/// do not read, biggest first, until the thread is under its budget.
+/// Closes the connections past one of their timeouts.
+fn close_expired(registry: &Registry) {
+    let now = std::time::Instant::now();
+    for conn in registry.snapshot() {
+        let expiry = conn.watch.expired(
+            now,
+            conn.limits(),
+            conn.inflight_requests(),
+            conn.queued_bytes(),
+        );
+        if let Some(expiry) = expiry {
+            tracing::info!(conn = conn.id(), peer = %conn.peer_addr(),
+                reason = expiry.reason(), "closing connection");
+            conn.close();
+        }
+    }
+}
+
+/// Closes the connections with the most unread output whose sockets have
+/// taken none of it for [`SHED_BLOCKED_MS_MIN`], biggest first, until the
+/// thread is under its budget.
 fn shed_non_readers(registry: &Registry) {
+    let now = std::time::Instant::now();
+    let min = Duration::from_millis(SHED_BLOCKED_MS_MIN);
     let mut blocked: Vec<Rc<Connection>> = registry
         .snapshot()
         .into_iter()
-        .filter(|conn| conn.watch.is_write_blocked() && conn.queued_bytes() > 0)
+        .filter(|conn| conn.watch.write_blocked_for(now, min) && conn.queued_bytes() > 0)
         .collect();
     blocked.sort_by_key(|conn| std::cmp::Reverse(conn.queued_bytes()));
     for conn in blocked {

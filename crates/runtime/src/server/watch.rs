@@ -67,9 +67,12 @@ impl Watch {
         }
     }
 
-    /// Whether the socket is refusing our output right now.
-    pub(crate) fn is_write_blocked(&self) -> bool {
-        self.write_blocked_since.get().is_some()
+    /// Whether the socket has refused our output for at least `min` (a
+    /// client that reads fast can fill its socket for an instant).
+    pub(crate) fn write_blocked_for(&self, now: Instant, min: Duration) -> bool {
+        self.write_blocked_since
+            .get()
+            .is_some_and(|since| now.saturating_duration_since(since) >= min)
     }
 
     pub(crate) fn expired(
