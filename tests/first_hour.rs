@@ -71,3 +71,18 @@ fn tune_check_piped_into_a_closed_reader_does_not_panic() {
     assert_ne!(output.status.code(), Some(101), "panicked: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn admin_pointed_at_a_broker_says_to_give_the_name_server() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), harness::BrokerOpts::default());
+    let output = Command::new(ferrocket_bin())
+        .args(["admin", "-n", &broker.addr(), "topic", "list"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("give the name server"), "{stderr}");
+}

@@ -112,6 +112,15 @@ impl NameServerClient {
             let index = (start + attempt) % count;
             let addr = &self.inner.addrs[index];
             match self.inner.pool.invoke(addr, request.clone()).await {
+                Ok(response) if response.code == response_code::REQUEST_CODE_NOT_SUPPORTED => {
+                    // What a broker answers to a name server request.
+                    return Err(ClientError::InvalidArgument(format!(
+                        "{addr} does not support request code {} ({}); if it is a broker, \
+                         give the name server instead (-n / namesrvAddr, port 9876 by default)",
+                        request.code,
+                        response.remark.as_deref().unwrap_or("no remark")
+                    )));
+                }
                 Ok(response) => {
                     self.inner.current.store(index, Ordering::Relaxed);
                     return Ok(response);
