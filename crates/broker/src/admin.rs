@@ -10,8 +10,9 @@ use ferrocket_protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
 use ferrocket_protocol::limits::validate_topic;
 use ferrocket_protocol::RemotingCommand;
 
-use crate::messages::{ShardRequest, ShardResponse, ShardStats};
-use crate::shard::Shard;
+use ferrocket_runtime::shard::ShardCall;
+
+use crate::shard::{Shard, ShardStats};
 use crate::topics::{change, is_system_topic, TopicChange};
 use crate::util::{now_ms, Reject};
 
@@ -81,12 +82,7 @@ pub(crate) async fn delete_topic(
     let header = TopicRequestHeader::from_ext(&request.ext_fields)?;
     check_admin_topic(&header.topic)?;
     change(shard, TopicChange::Delete(header.topic.clone())).await?;
-    for answer in shard
-        .on_all(|| ShardRequest::ForgetTopic {
-            topic: header.topic.clone(),
-        })
-        .await
-    {
+    for answer in shard.call_all(ForgetTopic(header.topic.clone())).await {
         if let Err(reject) = answer {
             tracing::warn!(remark = %reject.remark, "a shard kept offsets of a deleted topic");
         }
@@ -94,17 +90,47 @@ pub(crate) async fn delete_topic(
     Ok(ok(request))
 }
 
+/// On every shard: drop the offsets and ConsumeQueues of a deleted topic.
+#[derive(Clone)]
+struct ForgetTopic(String);
+
+impl ShardCall<Shard> for ForgetTopic {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        let topic = self.0;
+        shard.offsets.borrow_mut().forget_topic(&topic);
+        // The topic's ConsumeQueues this shard owns go too, so a re-created
+        // topic starts at offset 0.
+        if let Err(e) = shard.store.delete_topic_queues(&topic) {
+            tracing::error!(%topic, error = %e, "cannot delete ConsumeQueues");
+        }
+    }
+}
+
+/// On every shard: its counters.
+#[derive(Clone)]
+struct Stats;
+
+impl ShardCall<Shard> for Stats {
+    type Reply = ShardStats;
+
+    async fn run(self, shard: Rc<Shard>) -> ShardStats {
+        let mut stats = shard.stats.get();
+        stats.held_pulls = shard.polls.held_count() as u64;
+        stats
+    }
+}
+
 /// GET_BROKER_RUNTIME_INFO: a few counters summed over the shards.
 pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -> RemotingCommand {
     let mut total = ShardStats::default();
-    for answer in shard.on_all(|| ShardRequest::Stats).await {
-        if let Ok(ShardResponse::Stats(stats)) = answer {
-            total.put_messages += stats.put_messages;
-            total.put_bytes += stats.put_bytes;
-            total.got_messages += stats.got_messages;
-            total.held_pulls += stats.held_pulls;
-            total.skipped_redeliveries += stats.skipped_redeliveries;
-        }
+    for stats in shard.call_all(Stats).await.into_iter().flatten() {
+        total.put_messages += stats.put_messages;
+        total.put_bytes += stats.put_bytes;
+        total.got_messages += stats.got_messages;
+        total.held_pulls += stats.held_pulls;
+        total.skipped_redeliveries += stats.skipped_redeliveries;
     }
     let env = &shard.env;
     let reader = shard.store.reader();

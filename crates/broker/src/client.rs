@@ -15,19 +15,12 @@ use ferrocket_protocol::limits::validate_topic;
 use crate::clients::ClientTable;
 use crate::consume::group_admin::find_or_create;
 use crate::consume::groups::validate_group;
-use crate::messages::{ShardRequest, ShardResponse};
+use crate::control::{ConnectionClosed, Heartbeat, Unregister};
 use crate::shard::Shard;
 use crate::util::Reject;
 
-fn done(request: &RemotingCommand, answer: ShardResponse) -> Result<RemotingCommand, Reject> {
-    match answer {
-        ShardResponse::Done => Ok(RemotingCommand::response_to(
-            request,
-            response_code::SUCCESS,
-            None,
-        )),
-        other => Err(other.unexpected()),
-    }
+fn done(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(request, response_code::SUCCESS, None)
 }
 
 /// Longest client id accepted (Java's are `ip@pid#...`, well under this).
@@ -89,16 +82,9 @@ pub(crate) async fn heartbeat(
             Err(reject) => return Err(reject),
         }
     }
-    let answer = shard
-        .call(
-            0,
-            ShardRequest::Heartbeat {
-                conn_id: conn.id(),
-                data,
-            },
-        )
-        .await?;
-    done(request, answer)
+    let conn_id = conn.id();
+    shard.call(0, Heartbeat { conn_id, data }).await??;
+    Ok(done(request))
 }
 
 /// UNREGISTER_CLIENT.
@@ -107,17 +93,13 @@ pub(crate) async fn unregister_client(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = UnregisterClientRequestHeader::from_ext(&request.ext_fields)?;
-    let answer = shard
-        .call(
-            0,
-            ShardRequest::Unregister {
-                client_id: header.client_id,
-                producer_group: header.producer_group.filter(|g| !g.is_empty()),
-                consumer_group: header.consumer_group.filter(|g| !g.is_empty()),
-            },
-        )
-        .await?;
-    done(request, answer)
+    let leave = Unregister {
+        client_id: header.client_id,
+        producer_group: header.producer_group.filter(|g| !g.is_empty()),
+        consumer_group: header.consumer_group.filter(|g| !g.is_empty()),
+    };
+    shard.call(0, leave).await??;
+    Ok(done(request))
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP.
@@ -157,11 +139,12 @@ pub(crate) fn connection_closed(shard: &Shard, conn_id: u64) {
         return;
     };
     glommio::spawn_local(async move {
-        if let Err(err) = mesh
-            .invoke_on(0, ShardRequest::ConnectionClosed { conn_id })
-            .await
-        {
-            tracing::debug!(conn_id, %err, "could not report a closed connection");
+        match mesh.call(0, ConnectionClosed { conn_id }).await {
+            Ok(Ok(())) => {}
+            Ok(Err(reject)) => {
+                tracing::debug!(conn_id, remark = %reject.remark, "closed connection not removed")
+            }
+            Err(err) => tracing::debug!(conn_id, %err, "could not report a closed connection"),
         }
     })
     .detach();

@@ -13,10 +13,9 @@ use futures_lite::future;
 use glommio::sync::Semaphore;
 
 use ferrocket_runtime::server::shard_of_conn_id;
-use ferrocket_runtime::shard::Versioned;
+use ferrocket_runtime::shard::{ShardCall, Versioned};
 
 use crate::clients::ClientTable;
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::namesrv::NamesrvClient;
 use crate::offset_table::{merge, OffsetFile, OffsetMap, OFFSETS_FILE};
 use crate::shard::Shard;
@@ -72,46 +71,131 @@ fn control(shard: &Shard) -> Result<&Control, Reject> {
         .ok_or_else(|| Reject::system("not the control shard"))
 }
 
-/// Handles a control-plane request on shard 0.
-pub(crate) async fn handle(shard: &Rc<Shard>, request: ShardRequest) -> ShardResponse {
-    let outcome = match request {
-        ShardRequest::Topic(change) => {
-            return ShardResponse::Topic(topic_change(shard, change).await)
-        }
-        ShardRequest::Heartbeat { conn_id, data } => heartbeat(shard, conn_id, data).await,
-        ShardRequest::Unregister {
-            client_id,
-            producer_group,
-            consumer_group,
-        } => {
-            change_clients(shard, |table| {
-                table.unregister(
-                    &client_id,
-                    producer_group.as_deref(),
-                    consumer_group.as_deref(),
-                )
-            })
-            .await
-        }
-        ShardRequest::ConnectionClosed { conn_id } => {
-            change_clients(shard, |table| table.connection_closed(conn_id)).await
-        }
-        ShardRequest::ShardStopped {
-            shard: from,
-            offsets,
-        } => match control(shard) {
-            Ok(control) => {
-                control.stopped.borrow_mut().insert(from, offsets);
-                control.stopped_notify.notify();
-                Ok(())
-            }
-            Err(reject) => Err(reject),
-        },
-        _ => Err(Reject::system("not a control-plane request")),
-    };
-    match outcome {
-        Ok(()) => ShardResponse::Done,
-        Err(reject) => ShardResponse::Failed(reject),
+/// On shard 0: a topic change ([`topic_change`]).
+pub(crate) struct ChangeTopic(pub TopicChange);
+
+impl ShardCall<Shard> for ChangeTopic {
+    type Reply = Result<Option<TopicConfig>, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        topic_change(&shard, self.0).await
+    }
+}
+
+/// On shard 0: a client's heartbeat enters the registry.
+pub(crate) struct Heartbeat {
+    pub conn_id: u64,
+    pub data: HeartbeatData,
+}
+
+impl ShardCall<Shard> for Heartbeat {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        heartbeat(&shard, self.conn_id, self.data).await
+    }
+}
+
+/// On shard 0: a client leaves the registry (UNREGISTER_CLIENT).
+pub(crate) struct Unregister {
+    pub client_id: String,
+    pub producer_group: Option<String>,
+    pub consumer_group: Option<String>,
+}
+
+impl ShardCall<Shard> for Unregister {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let producer = self.producer_group.as_deref();
+        let consumer = self.consumer_group.as_deref();
+        change_clients(&shard, |table| {
+            table.unregister(&self.client_id, producer, consumer)
+        })
+        .await
+    }
+}
+
+/// On shard 0: the clients of a closed connection leave the registry.
+pub(crate) struct ConnectionClosed {
+    pub conn_id: u64,
+}
+
+impl ShardCall<Shard> for ConnectionClosed {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        change_clients(&shard, |table| table.connection_closed(self.conn_id)).await
+    }
+}
+
+/// On shard 0, at shutdown: another shard's final offsets.
+pub(crate) struct ShardStopped {
+    pub shard: usize,
+    pub offsets: OffsetMap,
+}
+
+impl ShardCall<Shard> for ShardStopped {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let control = control(&shard)?;
+        control
+            .stopped
+            .borrow_mut()
+            .insert(self.shard, self.offsets);
+        control.stopped_notify.notify();
+        Ok(())
+    }
+}
+
+/// On every shard: a new topic table snapshot.
+#[derive(Clone)]
+struct InstallTopics(Versioned<TopicTable>);
+
+impl ShardCall<Shard> for InstallTopics {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        shard.topics.install(self.0);
+    }
+}
+
+/// On every shard: a new client registry snapshot.
+#[derive(Clone)]
+struct InstallClients(Versioned<ClientTable>);
+
+impl ShardCall<Shard> for InstallClients {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        shard.clients.install(self.0);
+    }
+}
+
+/// On every shard: its offsets and whether they changed since last asked.
+#[derive(Clone)]
+struct SnapshotOffsets;
+
+impl ShardCall<Shard> for SnapshotOffsets {
+    type Reply = (OffsetMap, bool);
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.offsets.borrow_mut().snapshot()
+    }
+}
+
+/// On the shard holding these connections: tell them `group` changed.
+struct NotifyConsumerIdsChanged {
+    group: String,
+    conn_ids: Vec<u64>,
+}
+
+impl ShardCall<Shard> for NotifyConsumerIdsChanged {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        shard.notify_consumers(&self.group, &self.conn_ids);
     }
 }
 
@@ -150,10 +234,7 @@ pub(crate) async fn topic_change(
             version,
             value: snapshot,
         };
-        for answer in shard
-            .on_all(|| ShardRequest::InstallTopics(snapshot.clone()))
-            .await
-        {
+        for answer in shard.call_all(InstallTopics(snapshot.clone())).await {
             if let Err(reject) = answer {
                 tracing::warn!(remark = %reject.remark, "a shard missed a topic table update");
             }
@@ -217,10 +298,7 @@ async fn change_clients(
         version,
         value: Arc::new(control.clients.borrow().clone()),
     };
-    for answer in shard
-        .on_all(|| ShardRequest::InstallClients(snapshot.clone()))
-        .await
-    {
+    for answer in shard.call_all(InstallClients(snapshot.clone())).await {
         if let Err(reject) = answer {
             tracing::warn!(remark = %reject.remark, "a shard missed a client registry update");
         }
@@ -254,12 +332,12 @@ fn notify_group(shard: &Rc<Shard>, table: &ClientTable, group: String) {
             continue;
         }
         let mesh = mesh.clone();
-        let notify = ShardRequest::NotifyConsumerIdsChanged {
+        let notify = NotifyConsumerIdsChanged {
             group: group.clone(),
             conn_ids,
         };
         glommio::spawn_local(async move {
-            if let Err(err) = mesh.invoke_on(target, notify).await {
+            if let Err(err) = mesh.call(target, notify).await {
                 tracing::debug!(target, %err, "consumer change notification not delivered");
             }
         })
@@ -294,13 +372,13 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
         let mut parts = Vec::with_capacity(shard.count);
         let mut changed = false;
         let mut complete = true;
-        for answer in shard.on_all(|| ShardRequest::SnapshotOffsets).await {
+        for answer in shard.call_all(SnapshotOffsets).await {
             match answer {
-                Ok(ShardResponse::Offsets { map, changed: c }) => {
+                Ok((map, c)) => {
                     changed |= c;
                     parts.push(map);
                 }
-                _ => complete = false,
+                Err(_) => complete = false,
             }
         }
         // A partial view would drop the missing shards' offsets from the

@@ -35,7 +35,6 @@ mod error;
 mod filter;
 mod handler;
 mod long_poll;
-mod messages;
 mod namesrv;
 mod offset_table;
 mod offsets;

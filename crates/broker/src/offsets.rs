@@ -11,7 +11,8 @@ use ferrocket_protocol::header::{
 };
 use ferrocket_protocol::RemotingCommand;
 
-use crate::messages::{ShardRequest, ShardResponse};
+use ferrocket_runtime::shard::ShardCall;
+
 use crate::shard::Shard;
 use crate::util::Reject;
 
@@ -92,16 +93,35 @@ pub(crate) async fn query_consumer_offset(
         .as_deref()
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"));
     let owner = shard.owner_of(&header.topic, header.queue_id);
-    let ask = ShardRequest::QueryOffset {
+    let ask = QueryOffset {
         group: header.consumer_group,
         topic: header.topic,
         queue_id: header.queue_id,
         set_zero_if_not_found: set_zero,
     };
-    match shard.call(owner, ask).await? {
-        ShardResponse::Offset(Ok(offset)) => Ok(offset_response(request, offset)),
-        ShardResponse::Offset(Err(reject)) => Err(reject),
-        other => Err(other.unexpected()),
+    let offset = shard.call(owner, ask).await??;
+    Ok(offset_response(request, offset))
+}
+
+/// On the queue's owner: the group's committed offset ([`query_owned`]).
+struct QueryOffset {
+    group: String,
+    topic: String,
+    queue_id: i32,
+    set_zero_if_not_found: bool,
+}
+
+impl ShardCall<Shard> for QueryOffset {
+    type Reply = Result<i64, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let Self {
+            group,
+            topic,
+            queue_id,
+            set_zero_if_not_found,
+        } = self;
+        query_owned(&shard, &group, &topic, queue_id, set_zero_if_not_found)
     }
 }
 
@@ -129,19 +149,36 @@ pub(crate) async fn update_consumer_offset(
         ));
     }
     let owner = shard.owner_of(&header.topic, header.queue_id);
-    let commit = ShardRequest::CommitOffset {
+    let commit = CommitOffset {
         group: header.consumer_group,
         topic: header.topic,
         queue_id: header.queue_id,
         offset: header.commit_offset,
     };
-    match shard.call(owner, commit).await? {
-        ShardResponse::Done => Ok(RemotingCommand::response_to(
-            request,
-            response_code::SUCCESS,
-            None,
-        )),
-        other => Err(other.unexpected()),
+    shard.call(owner, commit).await?;
+    Ok(RemotingCommand::response_to(
+        request,
+        response_code::SUCCESS,
+        None,
+    ))
+}
+
+/// On the queue's owner: stores the group's offset.
+struct CommitOffset {
+    group: String,
+    topic: String,
+    queue_id: i32,
+    offset: i64,
+}
+
+impl ShardCall<Shard> for CommitOffset {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        shard
+            .offsets
+            .borrow_mut()
+            .commit(&self.group, &self.topic, self.queue_id, self.offset);
     }
 }
 
@@ -163,14 +200,24 @@ pub(crate) async fn queue_offset(
         return Ok(offset_response(request, 0));
     }
     let owner = shard.owner_of(&header.topic, header.queue_id);
-    let ask = ShardRequest::QueueBounds {
+    let ask = QueueBounds {
         topic: header.topic,
         queue_id: header.queue_id,
     };
-    match shard.call(owner, ask).await? {
-        ShardResponse::Bounds { min, max: end } => {
-            Ok(offset_response(request, if max { end } else { min }))
-        }
-        other => Err(other.unexpected()),
+    let (min, end) = shard.call(owner, ask).await??;
+    Ok(offset_response(request, if max { end } else { min }))
+}
+
+/// On the queue's owner: its min and max offsets ([`bounds_owned`]).
+struct QueueBounds {
+    topic: String,
+    queue_id: i32,
+}
+
+impl ShardCall<Shard> for QueueBounds {
+    type Reply = Result<(i64, i64), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        bounds_owned(&shard, &self.topic, self.queue_id)
     }
 }

@@ -16,10 +16,10 @@ use ferrocket_protocol::header::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
 };
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::shard::ShardCall;
 use futures_lite::future;
 
 use crate::filter::TagFilter;
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
 use crate::util::Reject;
 
@@ -156,10 +156,7 @@ pub(crate) async fn pull_message(
         suspend_ms,
     };
     let owner = shard.owner_of(&query.topic, query.queue_id);
-    let answer = match shard.call(owner, ShardRequest::Pull(query)).await? {
-        ShardResponse::Pull(answer) => answer,
-        other => return Err(other.unexpected()),
-    };
+    let answer = shard.call(owner, query).await?;
     shard.count_got(u64::from(answer.message_count));
     let mut response = RemotingCommand::response_to(request, answer.code, answer.remark);
     response.ext_fields = PullMessageResponseHeader {
@@ -171,6 +168,15 @@ pub(crate) async fn pull_message(
     .to_ext();
     response.body = answer.body;
     Ok(response)
+}
+
+/// A pull travels to the queue's owner as itself.
+impl ShardCall<Shard> for PullQuery {
+    type Reply = PullAnswer;
+
+    async fn run(self, shard: Rc<Shard>) -> PullAnswer {
+        execute(&shard, self).await
+    }
 }
 
 /// Runs a pull on the queue's owner shard.

@@ -18,10 +18,9 @@ use ferrocket_protocol::header::{SendMessageRequestHeader, SendMessageResponseHe
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::{shard_of_conn_id, Connection};
+use ferrocket_runtime::shard::ShardCall;
 
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
-use crate::system::{SystemRequest, SystemResponse};
 use crate::util::{now_ms, Reject};
 
 /// How long the requester may take to accept a pushed reply
@@ -120,22 +119,25 @@ async fn push_to(shard: &Shard, conn_id: u64, push: RemotingCommand) -> Result<i
     if target >= shard.count {
         return Err(Reject::system(format!("connection {conn_id} has no shard")));
     }
-    let ask = SystemRequest::PushReply {
-        conn_id,
-        command: push,
-    };
-    match shard.call(target, ShardRequest::System(ask)).await? {
-        ShardResponse::System(SystemResponse::Value(code)) => code.map(|c| c as i32),
-        other => Err(other.unexpected()),
+    shard.call(target, PushReply { conn_id, push }).await?
+}
+
+/// On the connection's shard: push a reply and wait for its answer code.
+struct PushReply {
+    conn_id: u64,
+    push: RemotingCommand,
+}
+
+impl ShardCall<Shard> for PushReply {
+    type Reply = Result<i32, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        push_here(&shard, self.conn_id, self.push).await
     }
 }
 
 /// On the connection's shard: sends the push and waits for the answer.
-pub(crate) async fn push_here(
-    shard: &Shard,
-    conn_id: u64,
-    push: RemotingCommand,
-) -> Result<i32, Reject> {
+async fn push_here(shard: &Shard, conn_id: u64, push: RemotingCommand) -> Result<i32, Reject> {
     let conn = shard
         .connection(conn_id)
         .ok_or_else(|| Reject::system(format!("connection {conn_id} is closed")))?;

@@ -12,20 +12,16 @@ use ferrocket_protocol::codes::request_code;
 use ferrocket_protocol::message_id::UniqueKeyGenerator;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::{Connection, StopSignal};
-use ferrocket_runtime::shard::{
-    owner_shard, LocalBoxFuture, Mesh, MeshHandler, Replica, Versioned,
-};
+use ferrocket_runtime::shard::{owner_shard, CallMesh, Replica, ShardCall, Versioned};
 use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
 
 use crate::clients::ClientTable;
 use crate::config::BrokerConfig;
-use crate::control::{self, Control};
+use crate::control::Control;
 use crate::long_poll::LongPolls;
-use crate::messages::{ShardRequest, ShardResponse, ShardStats};
 use crate::offset_table::{OffsetMap, OffsetTable};
 use crate::topics::TopicTable;
 use crate::util::{now_ms, Reject};
-use crate::{offsets, pull};
 
 /// What every shard shares, fixed at start. `Send + Sync`.
 pub(crate) struct BrokerEnv {
@@ -49,7 +45,19 @@ pub(crate) struct BrokerEnv {
     pub consume_init: crate::consume::InitialState,
 }
 
-pub(crate) type ShardMesh = Mesh<ShardRequest, ShardResponse>;
+pub(crate) type ShardMesh = CallMesh<Shard>;
+
+/// Per-shard counters for GET_BROKER_RUNTIME_INFO.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ShardStats {
+    pub put_messages: u64,
+    pub put_bytes: u64,
+    pub got_messages: u64,
+    pub held_pulls: u64,
+    /// Stored messages the broker could not copy to their REAL_TOPIC /
+    /// REAL_QID (or whose timer was invalid), skipped.
+    pub skipped_redeliveries: u64,
+}
 
 /// One shard.
 pub(crate) struct Shard {
@@ -154,40 +162,31 @@ impl Shard {
         owner_shard(topic, queue_id, self.count)
     }
 
-    /// Runs `request` on shard `target` (here when it is this shard).
-    pub async fn call(
+    /// Runs `call` on shard `target` (here when it is this shard).
+    pub async fn call<C: ShardCall<Shard>>(
         &self,
         target: usize,
-        request: ShardRequest,
-    ) -> Result<ShardResponse, Reject> {
+        call: C,
+    ) -> Result<C::Reply, Reject> {
         let mesh = self
             .mesh()
             .ok_or_else(|| Reject::system("the shard is not connected yet"))?;
-        Ok(mesh.invoke_on(target, request).await?)
+        Ok(mesh.call(target, call).await?)
     }
 
-    /// Runs `make()` on every shard at once; answers in shard order.
-    pub async fn on_all(
+    /// Runs a copy of `call` on every shard at once; replies in shard order.
+    pub async fn call_all<C: ShardCall<Shard> + Clone>(
         &self,
-        make: impl Fn() -> ShardRequest,
-    ) -> Vec<Result<ShardResponse, Reject>> {
+        call: C,
+    ) -> Vec<Result<C::Reply, Reject>> {
         let Some(mesh) = self.mesh() else {
             return Vec::new();
         };
-        let tasks: Vec<_> = (0..self.count)
-            .map(|target| {
-                let mesh = mesh.clone();
-                let request = make();
-                glommio::spawn_local(async move {
-                    mesh.invoke_on(target, request).await.map_err(Reject::from)
-                })
-            })
-            .collect();
-        let mut answers = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            answers.push(task.await);
-        }
-        answers
+        mesh.call_all(call)
+            .await
+            .into_iter()
+            .map(|reply| reply.map_err(Reject::from))
+            .collect()
     }
 
     pub fn connection_opened(&self, conn: &Rc<Connection>) {
@@ -206,7 +205,7 @@ impl Shard {
     }
 
     /// Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) on these connections.
-    fn notify_consumers(&self, group: &str, conn_ids: &[u64]) {
+    pub fn notify_consumers(&self, group: &str, conn_ids: &[u64]) {
         for conn_id in conn_ids {
             let conn = self.conns.borrow().get(conn_id).and_then(Weak::upgrade);
             let Some(conn) = conn else {
@@ -253,97 +252,5 @@ impl Shard {
         let mut stats = self.stats.get();
         stats.got_messages += messages;
         self.stats.set(stats);
-    }
-
-    async fn on_mesh(self: Rc<Self>, from: usize, request: ShardRequest) -> ShardResponse {
-        match request {
-            ShardRequest::Pull(query) => ShardResponse::Pull(pull::execute(&self, query).await),
-            ShardRequest::QueryOffset {
-                group,
-                topic,
-                queue_id,
-                set_zero_if_not_found,
-            } => ShardResponse::Offset(offsets::query_owned(
-                &self,
-                &group,
-                &topic,
-                queue_id,
-                set_zero_if_not_found,
-            )),
-            ShardRequest::CommitOffset {
-                group,
-                topic,
-                queue_id,
-                offset,
-            } => {
-                self.offsets
-                    .borrow_mut()
-                    .commit(&group, &topic, queue_id, offset);
-                ShardResponse::Done
-            }
-            ShardRequest::QueueBounds { topic, queue_id } => {
-                match offsets::bounds_owned(&self, &topic, queue_id) {
-                    Ok((min, max)) => ShardResponse::Bounds { min, max },
-                    Err(reject) => ShardResponse::Failed(reject),
-                }
-            }
-            ShardRequest::InstallTopics(snapshot) => {
-                self.topics.install(snapshot);
-                ShardResponse::Done
-            }
-            ShardRequest::InstallClients(snapshot) => {
-                self.clients.install(snapshot);
-                ShardResponse::Done
-            }
-            ShardRequest::SnapshotOffsets => {
-                let (map, changed) = self.offsets.borrow_mut().snapshot();
-                ShardResponse::Offsets { map, changed }
-            }
-            ShardRequest::ForgetTopic { topic } => {
-                self.offsets.borrow_mut().forget_topic(&topic);
-                // The topic's ConsumeQueues this shard owns go too, so a
-                // re-created topic starts at offset 0.
-                if let Err(e) = self.store.delete_topic_queues(&topic) {
-                    tracing::error!(%topic, error = %e, "cannot delete ConsumeQueues");
-                }
-                ShardResponse::Done
-            }
-            ShardRequest::NotifyConsumerIdsChanged { group, conn_ids } => {
-                self.notify_consumers(&group, &conn_ids);
-                ShardResponse::Done
-            }
-            ShardRequest::System(request) => {
-                ShardResponse::System(crate::system::handle(&self, request).await)
-            }
-            ShardRequest::Consume(request) => {
-                ShardResponse::Consume(crate::consume::on_mesh(&self, request).await)
-            }
-            ShardRequest::Stats => {
-                let mut stats = self.stats.get();
-                stats.held_pulls = self.polls.held_count() as u64;
-                ShardResponse::Stats(stats)
-            }
-            control_request => {
-                if self.control.is_none() {
-                    tracing::error!(
-                        shard = self.index,
-                        from,
-                        "control request sent to a shard other than 0"
-                    );
-                    return ShardResponse::Failed(Reject::system("not the control shard"));
-                }
-                control::handle(&self, control_request).await
-            }
-        }
-    }
-}
-
-impl MeshHandler<ShardRequest, ShardResponse> for Shard {
-    fn handle(
-        self: Rc<Self>,
-        from_shard: usize,
-        request: ShardRequest,
-    ) -> LocalBoxFuture<ShardResponse> {
-        Box::pin(self.on_mesh(from_shard, request))
     }
 }

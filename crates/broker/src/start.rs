@@ -13,8 +13,8 @@ use ferrocket_runtime::server::{
     bind_listener, bind_waiting, flag_set, serve, ServerConfig, STOP_POLL_INTERVAL_MS,
 };
 use ferrocket_runtime::shard::{
-    mesh_endpoints, owner_shard, start_shards, MeshEndpoints, MeshHandler, ShardContext, Versioned,
-    MESH_IN_FLIGHT_MAX_DEFAULT, MESH_RING_CAPACITY_DEFAULT,
+    mesh_endpoints, owner_shard, start_shards, AnyReply, ErasedCall, MeshEndpoints, MeshHandler,
+    ShardContext, Versioned, MESH_IN_FLIGHT_MAX_DEFAULT, MESH_RING_CAPACITY_DEFAULT,
 };
 use ferrocket_store::{MessageStore, Placement, QueueOwnerFn, ShardPort, ShardStore};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -22,7 +22,6 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::config::BrokerConfig;
 use crate::control;
 use crate::error::BrokerError;
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::namesrv;
 use crate::offset_table::{OffsetFile, OFFSETS_FILE};
 use crate::shard::{BrokerEnv, Shard};
@@ -36,7 +35,7 @@ pub const IN_MEMORY_PERCENT: i64 = 40;
 /// What moves into each shard's executor.
 struct ShardInput {
     port: ShardPort,
-    mesh: MeshEndpoints<ShardRequest, ShardResponse>,
+    mesh: MeshEndpoints<Box<dyn ErasedCall<Shard>>, AnyReply>,
     env: Arc<BrokerEnv>,
     ready: mpsc::Sender<Result<(), String>>,
 }
@@ -219,7 +218,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
     let index = ctx.index;
     let store = ShardStore::connect(port).await;
     let shard = Shard::new(index, ctx.count, Arc::clone(&env), store);
-    let handler: std::rc::Rc<dyn MeshHandler<ShardRequest, ShardResponse>> = shard.clone();
+    let handler: std::rc::Rc<dyn MeshHandler<Box<dyn ErasedCall<Shard>>, AnyReply>> = shard.clone();
     let mut failure = None;
     // Held pulls forwarded to their owner count as in flight for up to their
     // suspend timeout, so allow well above the per-shard long-poll limit.
@@ -289,12 +288,13 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
     } else if let Err(reject) = shard
         .call(
             0,
-            ShardRequest::ShardStopped {
+            control::ShardStopped {
                 shard: index,
                 offsets: own,
             },
         )
         .await
+        .and_then(|done| done)
     {
         tracing::warn!(shard = index, remark = %reject.remark, "could not hand offsets to shard 0");
     }

@@ -20,13 +20,13 @@ use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::shard::owner_shard;
+use ferrocket_runtime::shard::{owner_shard, ShardCall};
 use ferrocket_store::DispatchEntry;
 
-use crate::query::{IndexFeed, QueryAnswer, QueryRequest};
+use crate::query::IndexFeed;
 use crate::shard::Shard;
 use crate::timer::TimerService;
-use crate::transaction::{EndTxnRequest, TxnService};
+use crate::transaction::TxnService;
 use crate::util::Reject;
 
 /// Topic holding timer messages until due (`TimerMessageStore.TIMER_TOPIC`).
@@ -44,41 +44,6 @@ pub(crate) fn timer_shard(count: usize) -> usize {
 /// The shard owning transaction state.
 pub(crate) fn txn_shard(count: usize) -> usize {
     owner_shard(HALF_TOPIC, 0, count)
-}
-
-/// A request for one of these services. `Send`: it crosses shards.
-pub(crate) enum SystemRequest {
-    /// On the timer shard: look keys up in the index.
-    Query(QueryRequest),
-    /// On the transaction shard.
-    EndTransaction(EndTxnRequest),
-    /// On the shard holding the connection: send a oneway request on it.
-    SendOneway {
-        conn_id: u64,
-        command: RemotingCommand,
-    },
-    /// On a queue's owner: the first queue offset stored at or after
-    /// `timestamp_ms`.
-    SearchOffset {
-        topic: String,
-        queue_id: i32,
-        timestamp_ms: i64,
-    },
-    /// On a queue's owner: the store time of its first message.
-    EarliestTime { topic: String, queue_id: i32 },
-    /// On the shard holding the connection: push a reply to a requester
-    /// and wait for its answer code (`reply`).
-    PushReply {
-        conn_id: u64,
-        command: RemotingCommand,
-    },
-}
-
-/// The answer.
-pub(crate) enum SystemResponse {
-    Query(Result<QueryAnswer, Reject>),
-    Value(Result<i64, Reject>),
-    Done(Result<(), Reject>),
 }
 
 /// A shard's handles on the services it runs (empty on other shards).
@@ -158,45 +123,8 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
     }
 }
 
-/// Runs a forwarded request on this shard.
-pub(crate) async fn handle(shard: &Rc<Shard>, request: SystemRequest) -> SystemResponse {
-    match request {
-        SystemRequest::Query(query) => {
-            SystemResponse::Query(crate::query::execute(shard, query).await)
-        }
-        SystemRequest::EndTransaction(end) => {
-            SystemResponse::Done(crate::transaction::end_owned(shard, end).await)
-        }
-        SystemRequest::SendOneway { conn_id, command } => {
-            SystemResponse::Done(send_oneway_here(shard, conn_id, command))
-        }
-        SystemRequest::SearchOffset {
-            topic,
-            queue_id,
-            timestamp_ms,
-        } => SystemResponse::Value(crate::query::search_offset_owned(
-            shard,
-            &topic,
-            queue_id,
-            timestamp_ms,
-        )),
-        SystemRequest::EarliestTime { topic, queue_id } => {
-            SystemResponse::Value(crate::query::earliest_time_owned(shard, &topic, queue_id))
-        }
-        SystemRequest::PushReply { conn_id, command } => SystemResponse::Value(
-            crate::reply::push_here(shard, conn_id, command)
-                .await
-                .map(i64::from),
-        ),
-    }
-}
-
 /// Sends `command` oneway on connection `conn_id` of this shard.
-pub(crate) fn send_oneway_here(
-    shard: &Shard,
-    conn_id: u64,
-    command: RemotingCommand,
-) -> Result<(), Reject> {
+fn send_oneway_here(shard: &Shard, conn_id: u64, command: RemotingCommand) -> Result<(), Reject> {
     let conn = shard
         .connection(conn_id)
         .ok_or_else(|| Reject::system(format!("connection {conn_id} is closed")))?;
@@ -217,14 +145,19 @@ pub(crate) async fn send_oneway(
     if target >= shard.count {
         return Err(Reject::system(format!("connection {conn_id} has no shard")));
     }
-    match shard
-        .call(
-            target,
-            crate::messages::ShardRequest::System(SystemRequest::SendOneway { conn_id, command }),
-        )
-        .await?
-    {
-        crate::messages::ShardResponse::System(SystemResponse::Done(done)) => done,
-        other => Err(other.unexpected()),
+    shard.call(target, SendOneway { conn_id, command }).await?
+}
+
+/// On the connection's shard: send a oneway request on it.
+struct SendOneway {
+    conn_id: u64,
+    command: RemotingCommand,
+}
+
+impl ShardCall<Shard> for SendOneway {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        send_oneway_here(&shard, self.conn_id, self.command)
     }
 }

@@ -8,7 +8,6 @@ use ferrocket_store::ConfigDir;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
 use crate::util::Reject;
 
@@ -315,10 +314,7 @@ pub(crate) async fn change(
     shard: &Shard,
     change: TopicChange,
 ) -> Result<Option<TopicConfig>, Reject> {
-    match shard.call(0, ShardRequest::Topic(change)).await? {
-        ShardResponse::Topic(result) => result,
-        other => Err(other.unexpected()),
-    }
+    shard.call(0, crate::control::ChangeTopic(change)).await?
 }
 
 /// The topic `name`: this shard's copy, or made by shard 0 as `change`

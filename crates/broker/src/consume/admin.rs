@@ -11,11 +11,10 @@ use ferrocket_protocol::body::{encode_json, SubscriptionData};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::decode_record;
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::server::shard_of_conn_id;
+use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
-use super::{ConnInfo, MeshRequest, MeshResponse, QueueStat};
-use crate::messages::{ShardRequest, ShardResponse};
+use super::{conn_infos, QueueStat};
 use crate::offset_table::{key_topic, merge, OffsetFile, OffsetMap};
 use crate::shard::Shard;
 use crate::util::Reject;
@@ -62,26 +61,8 @@ pub(crate) async fn consumer_connections(
             format!("the consumer group[{group}] not online"),
         ));
     };
-    let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
-    for channel in info.clients.values() {
-        by_shard
-            .entry(usize::from(shard_of_conn_id(channel.conn_id)))
-            .or_default()
-            .push(channel.conn_id);
-    }
-    let mut known: BTreeMap<u64, ConnInfo> = BTreeMap::new();
-    for (target, ids) in by_shard {
-        if target >= shard.count {
-            continue;
-        }
-        match shard
-            .call(target, ShardRequest::Consume(MeshRequest::ConnInfos(ids)))
-            .await?
-        {
-            ShardResponse::Consume(MeshResponse::ConnInfos(found)) => known.extend(found),
-            other => return Err(super::unexpected(other)),
-        }
-    }
+    let conn_ids: Vec<u64> = info.clients.values().map(|c| c.conn_id).collect();
+    let known = conn_infos(shard, &conn_ids).await?;
     let mut connection_set: Vec<ConnectionBody> = info
         .clients
         .iter()
@@ -113,16 +94,22 @@ pub(crate) async fn consumer_connections(
 /// Every shard's committed offsets, merged.
 pub(crate) async fn all_offsets(shard: &Shard) -> Result<OffsetMap, Reject> {
     let mut parts = Vec::with_capacity(shard.count);
-    for answer in shard
-        .on_all(|| ShardRequest::Consume(MeshRequest::PeekOffsets))
-        .await
-    {
-        match answer? {
-            ShardResponse::Consume(MeshResponse::Offsets(map)) => parts.push(map),
-            other => return Err(super::unexpected(other)),
-        }
+    for answer in shard.call_all(PeekOffsets).await {
+        parts.push(answer?);
     }
     Ok(merge(parts))
+}
+
+/// On every shard: a copy of its committed offsets.
+#[derive(Clone)]
+struct PeekOffsets;
+
+impl ShardCall<Shard> for PeekOffsets {
+    type Reply = OffsetMap;
+
+    async fn run(self, shard: Rc<Shard>) -> OffsetMap {
+        shard.offsets.borrow().entries().clone()
+    }
 }
 
 /// GET_ALL_CONSUMER_OFFSET: the consumerOffset.json view of every group's
@@ -157,11 +144,21 @@ pub(crate) fn store_timestamp_at(
 
 /// On the owner shard: each queue's max offset, the group's committed
 /// offset (0 when none) and the store time of the last consumed message.
-pub(crate) fn queue_stats_owned(
-    shard: &Shard,
-    group: &str,
-    queues: &[(String, i32)],
-) -> Vec<QueueStat> {
+/// On the queues' owner: their figures for the group.
+struct QueueStats {
+    group: String,
+    queues: Vec<(String, i32)>,
+}
+
+impl ShardCall<Shard> for QueueStats {
+    type Reply = Vec<QueueStat>;
+
+    async fn run(self, shard: Rc<Shard>) -> Vec<QueueStat> {
+        queue_stats_owned(&shard, &self.group, &self.queues)
+    }
+}
+
+fn queue_stats_owned(shard: &Shard, group: &str, queues: &[(String, i32)]) -> Vec<QueueStat> {
     queues
         .iter()
         .map(|(topic, queue_id)| {
@@ -297,14 +294,11 @@ pub(crate) async fn consume_stats(
     }
     let mut stats = Vec::new();
     for (owner, queues) in by_owner {
-        let ask = MeshRequest::QueueStats {
+        let ask = QueueStats {
             group: group.clone(),
             queues,
         };
-        match shard.call(owner, ShardRequest::Consume(ask)).await? {
-            ShardResponse::Consume(MeshResponse::QueueStats(found)) => stats.extend(found),
-            other => return Err(super::unexpected(other)),
-        }
+        stats.extend(shard.call(owner, ask).await?);
     }
     stats.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
     let body = consume_stats_body(&shard.config().broker_name, &stats, 0.0);

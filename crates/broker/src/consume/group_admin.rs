@@ -9,10 +9,9 @@ use std::rc::Rc;
 use ferrocket_protocol::body::{decode_json, encode_json, MessageModel};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::shard::ShardCall;
 
 use super::groups::{GroupChange, SubscriptionGroupConfig};
-use super::{MeshRequest, MeshResponse};
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::shard::Shard;
 use crate::util::Reject;
 
@@ -25,13 +24,7 @@ pub(crate) async fn change(
     shard: &Shard,
     change: GroupChange,
 ) -> Result<Option<SubscriptionGroupConfig>, Reject> {
-    match shard
-        .call(0, ShardRequest::Consume(MeshRequest::Group(change)))
-        .await?
-    {
-        ShardResponse::Consume(MeshResponse::Group(result)) => result,
-        other => Err(super::unexpected(other)),
-    }
+    shard.call(0, super::ChangeGroup(change)).await?
 }
 
 /// The group's settings; an unknown group is created when
@@ -126,14 +119,23 @@ pub(crate) async fn delete(
     let clean_offset = request.ext_fields.get_bool("cleanOffset").unwrap_or(false);
     change(shard, GroupChange::Delete(group.clone())).await?;
     if clean_offset {
-        for answer in shard
-            .on_all(|| ShardRequest::Consume(MeshRequest::ForgetGroupOffsets(group.clone())))
-            .await
-        {
+        for answer in shard.call_all(ForgetGroupOffsets(group.clone())).await {
             if let Err(reject) = answer {
                 tracing::warn!(remark = %reject.remark, "a shard kept offsets of a deleted group");
             }
         }
     }
     Ok(ok(request))
+}
+
+/// On every shard: drop a deleted group's committed offsets.
+#[derive(Clone)]
+struct ForgetGroupOffsets(String);
+
+impl ShardCall<Shard> for ForgetGroupOffsets {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        shard.offsets.borrow_mut().forget_group(&self.0);
+    }
 }

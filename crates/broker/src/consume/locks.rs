@@ -12,10 +12,10 @@ use std::rc::Rc;
 use ferrocket_protocol::body::{decode_json, encode_json};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::shard::ShardCall;
 use serde::{Deserialize, Serialize};
 
-use super::{MeshRequest, MeshResponse, QueueKey};
-use crate::messages::{ShardRequest, ShardResponse};
+use super::QueueKey;
 use crate::shard::Shard;
 use crate::util::{now_ms, Reject};
 
@@ -206,25 +206,35 @@ fn by_owner(shard: &Shard, queues: Vec<QueueKey>) -> BTreeMap<usize, Vec<QueueKe
     split
 }
 
-/// On the owner shard: locks or unlocks queues it owns.
-pub(crate) fn on_owner(shard: &Shard, request: MeshRequest) -> MeshResponse {
-    let now = now_ms();
-    let mut table = shard.consume.locks.borrow_mut();
-    match request {
-        MeshRequest::Lock {
-            group,
-            client_id,
-            queues,
-        } => MeshResponse::Queues(table.try_lock(&group, &client_id, &queues, now)),
-        MeshRequest::Unlock {
-            group,
-            client_id,
-            queues,
-        } => {
-            table.unlock(&group, &client_id, &queues);
-            MeshResponse::Done
-        }
-        _ => MeshResponse::Failed(Reject::system("not a lock request")),
+/// On the owner shard: lock queues it owns for a client.
+struct Lock {
+    group: String,
+    client_id: String,
+    queues: Vec<QueueKey>,
+}
+
+impl ShardCall<Shard> for Lock {
+    type Reply = Vec<QueueKey>;
+
+    async fn run(self, shard: Rc<Shard>) -> Vec<QueueKey> {
+        let mut table = shard.consume.locks.borrow_mut();
+        table.try_lock(&self.group, &self.client_id, &self.queues, now_ms())
+    }
+}
+
+/// On the owner shard: release a client's locks of queues it owns.
+struct Unlock {
+    group: String,
+    client_id: String,
+    queues: Vec<QueueKey>,
+}
+
+impl ShardCall<Shard> for Unlock {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        let mut table = shard.consume.locks.borrow_mut();
+        table.unlock(&self.group, &self.client_id, &self.queues);
     }
 }
 
@@ -236,15 +246,12 @@ pub(crate) async fn lock_batch(
     let body = parse_body(request)?;
     let mut locked = Vec::new();
     for (owner, queues) in by_owner(shard, body.mq_set) {
-        let ask = MeshRequest::Lock {
+        let ask = Lock {
             group: body.consumer_group.clone(),
             client_id: body.client_id.clone(),
             queues,
         };
-        match shard.call(owner, ShardRequest::Consume(ask)).await? {
-            ShardResponse::Consume(MeshResponse::Queues(mine)) => locked.extend(mine),
-            other => return Err(super::unexpected(other)),
-        }
+        locked.extend(shard.call(owner, ask).await?);
     }
     let answer = LockBatchAnswer {
         lock_ok_mq_set: locked,
@@ -262,15 +269,12 @@ pub(crate) async fn unlock_batch(
 ) -> Result<RemotingCommand, Reject> {
     let body = parse_body(request)?;
     for (owner, queues) in by_owner(shard, body.mq_set) {
-        let ask = MeshRequest::Unlock {
+        let ask = Unlock {
             group: body.consumer_group.clone(),
             client_id: body.client_id.clone(),
             queues,
         };
-        match shard.call(owner, ShardRequest::Consume(ask)).await? {
-            ShardResponse::Consume(MeshResponse::Done) => {}
-            other => return Err(super::unexpected(other)),
-        }
+        shard.call(owner, ask).await?;
     }
     Ok(RemotingCommand::response_to(
         request,

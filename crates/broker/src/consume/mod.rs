@@ -8,8 +8,8 @@
 //! group table (a [`Replica`] copy on every shard, like topics); order
 //! locks and queue statistics live on each queue's owner shard; the
 //! connection details GET_CONSUMER_CONNECTION_LIST reports live on the
-//! shard holding the connection. Everything crosses shards through one
-//! mesh variant, `ShardRequest::Consume(MeshRequest)`.
+//! shard holding the connection. Each cross-shard call is a typed
+//! `ShardCall` next to the code that sends it.
 
 pub(crate) mod admin;
 pub(crate) mod group_admin;
@@ -20,22 +20,20 @@ pub(crate) mod retry;
 pub(crate) mod sql_filter;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use ferrocket_protocol::body::{de_i32, de_string, decode_json, HeartbeatData};
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::server::Connection;
-use ferrocket_runtime::shard::{Replica, Versioned};
+use ferrocket_runtime::server::{shard_of_conn_id, Connection};
+use ferrocket_runtime::shard::{Replica, ShardCall, Versioned};
 use ferrocket_store::ConfigDir;
 use glommio::sync::Semaphore;
 use serde::{Deserialize, Serialize};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
-use crate::messages::ShardResponse;
-use crate::offset_table::OffsetMap;
 use crate::schedule::{self, DelayLevels, DelayOffsets, ScheduleState};
 use crate::shard::Shard;
 use crate::util::{write_config, Reject, Undo};
@@ -138,122 +136,64 @@ impl ConsumeState {
     }
 }
 
-/// Cross-shard requests of this module (`ShardRequest::Consume`).
-pub(crate) enum MeshRequest {
-    // Shard 0.
-    Group(GroupChange),
-    DelayStopped {
-        shard: usize,
-        offsets: DelayOffsets,
-    },
-    // Every shard.
-    InstallGroups(Versioned<GroupTable>),
-    ConnInfos(Vec<u64>),
-    PeekOffsets,
-    ForgetGroupOffsets(String),
-    DelayProgress {
-        take_changed: bool,
-    },
-    // Queue owners.
-    QueueStats {
-        group: String,
-        queues: Vec<(String, i32)>,
-    },
-    Lock {
-        group: String,
-        client_id: String,
-        queues: Vec<QueueKey>,
-    },
-    Unlock {
-        group: String,
-        client_id: String,
-        queues: Vec<QueueKey>,
-    },
-    /// Reset and commit the group's offsets of these queues (`reset`).
-    ResetOffsets {
-        group: String,
-        topic: String,
-        queues: Vec<i32>,
-        timestamp_ms: i64,
-        force: bool,
-    },
-}
+/// On shard 0: a group change ([`change_groups`]).
+pub(crate) struct ChangeGroup(pub GroupChange);
 
-/// Cross-shard answers (`ShardResponse::Consume`).
-pub(crate) enum MeshResponse {
-    Group(Result<Option<SubscriptionGroupConfig>, Reject>),
-    Done,
-    ConnInfos(Vec<(u64, ConnInfo)>),
-    Offsets(OffsetMap),
-    Delay {
-        offsets: DelayOffsets,
-        changed: bool,
-    },
-    QueueStats(Vec<QueueStat>),
-    Queues(Vec<QueueKey>),
-    /// `(queue id, new offset)` per reset queue.
-    Reset(Vec<(i32, i64)>),
-    Failed(Reject),
-}
+impl ShardCall<Shard> for ChangeGroup {
+    type Reply = Result<Option<SubscriptionGroupConfig>, Reject>;
 
-/// The rejection for an answer of an unexpected shape.
-pub(crate) fn unexpected(answer: ShardResponse) -> Reject {
-    match answer {
-        ShardResponse::Consume(MeshResponse::Failed(reject)) => reject,
-        ShardResponse::Consume(MeshResponse::Group(Err(reject))) => reject,
-        other => other.unexpected(),
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        change_groups(&shard, self.0).await
     }
 }
 
-/// Runs a forwarded request on this shard.
-pub(crate) async fn on_mesh(shard: &Rc<Shard>, request: MeshRequest) -> MeshResponse {
-    match request {
-        MeshRequest::Group(change) => MeshResponse::Group(change_groups(shard, change).await),
-        MeshRequest::DelayStopped {
-            shard: from,
-            offsets,
-        } => {
-            schedule::stopped_report(shard, from, offsets);
-            MeshResponse::Done
-        }
-        MeshRequest::InstallGroups(snapshot) => {
-            shard.consume.groups.install(snapshot);
-            MeshResponse::Done
-        }
-        MeshRequest::ConnInfos(ids) => {
-            let conns = shard.consume.conns.borrow();
-            MeshResponse::ConnInfos(
-                ids.into_iter()
-                    .filter_map(|id| conns.get(&id).map(|info| (id, info.clone())))
-                    .collect(),
-            )
-        }
-        MeshRequest::PeekOffsets => MeshResponse::Offsets(shard.offsets.borrow().entries().clone()),
-        MeshRequest::ForgetGroupOffsets(group) => {
-            shard.offsets.borrow_mut().forget_group(&group);
-            MeshResponse::Done
-        }
-        MeshRequest::DelayProgress { take_changed } => {
-            let (offsets, changed) = shard.consume.schedule.progress(take_changed);
-            MeshResponse::Delay { offsets, changed }
-        }
-        MeshRequest::QueueStats { group, queues } => {
-            MeshResponse::QueueStats(admin::queue_stats_owned(shard, &group, &queues))
-        }
-        lock @ (MeshRequest::Lock { .. } | MeshRequest::Unlock { .. }) => {
-            locks::on_owner(shard, lock)
-        }
-        MeshRequest::ResetOffsets {
-            group,
-            topic,
-            queues,
-            timestamp_ms,
-            force,
-        } => match reset::reset_owned(shard, &group, &topic, &queues, timestamp_ms, force) {
-            Ok(table) => MeshResponse::Reset(table),
-            Err(reject) => MeshResponse::Failed(reject),
-        },
+/// On every shard: a new group table snapshot.
+#[derive(Clone)]
+struct InstallGroups(Versioned<GroupTable>);
+
+impl ShardCall<Shard> for InstallGroups {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        shard.consume.groups.install(self.0);
     }
+}
+
+/// On the shard holding them: what these connections said about themselves.
+struct ConnInfos(Vec<u64>);
+
+impl ShardCall<Shard> for ConnInfos {
+    type Reply = Vec<(u64, ConnInfo)>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let conns = shard.consume.conns.borrow();
+        self.0
+            .into_iter()
+            .filter_map(|id| conns.get(&id).map(|info| (id, info.clone())))
+            .collect()
+    }
+}
+
+/// What the connections of `conn_ids` said about themselves, from the
+/// shards holding them.
+pub(crate) async fn conn_infos(
+    shard: &Shard,
+    conn_ids: &[u64],
+) -> Result<BTreeMap<u64, ConnInfo>, Reject> {
+    let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for &conn_id in conn_ids {
+        by_shard
+            .entry(usize::from(shard_of_conn_id(conn_id)))
+            .or_default()
+            .push(conn_id);
+    }
+    let mut known = BTreeMap::new();
+    for (target, ids) in by_shard {
+        if target < shard.count {
+            known.extend(shard.call(target, ConnInfos(ids)).await?);
+        }
+    }
+    Ok(known)
 }
 
 /// On shard 0: applies a group change, persists subscriptionGroup.json and
@@ -300,12 +240,7 @@ async fn change_groups(
             version,
             value: snapshot,
         };
-        for answer in shard
-            .on_all(|| {
-                crate::messages::ShardRequest::Consume(MeshRequest::InstallGroups(snapshot.clone()))
-            })
-            .await
-        {
+        for answer in shard.call_all(InstallGroups(snapshot.clone())).await {
             if let Err(reject) = answer {
                 tracing::warn!(remark = %reject.remark, "a shard missed a group table update");
             }

@@ -28,11 +28,10 @@ use ferrocket_protocol::body::encode_json;
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::ResetOffsetRequestHeader;
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::server::shard_of_conn_id;
+use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
-use super::{ConnInfo, MeshRequest, MeshResponse};
-use crate::messages::{ShardRequest, ShardResponse};
+use super::conn_infos;
 use crate::shard::Shard;
 use crate::system::send_oneway;
 use crate::util::Reject;
@@ -55,7 +54,7 @@ pub(crate) fn reset_to(committed: Option<i64>, target: i64, force: bool) -> i64 
 
 /// On the owner shard: computes and commits the reset offsets of `queues`
 /// (all owned here); answers `(queue id, new offset)` per queue.
-pub(crate) fn reset_owned(
+fn reset_owned(
     shard: &Shard,
     group: &str,
     topic: &str,
@@ -147,30 +146,29 @@ pub(crate) fn reset_body_for_c(broker_name: &str, topic: &str, table: &[(i32, i6
     encode_json(&body).to_vec()
 }
 
-/// What the connections of `conn_ids` said about themselves, from the
-/// shards holding them.
-async fn conn_infos(shard: &Shard, conn_ids: &[u64]) -> Result<BTreeMap<u64, ConnInfo>, Reject> {
-    let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
-    for &conn_id in conn_ids {
-        by_shard
-            .entry(usize::from(shard_of_conn_id(conn_id)))
-            .or_default()
-            .push(conn_id);
+/// On a queue's owner: reset and commit the group's offsets of these
+/// queues ([`reset_owned`]); answers `(queue id, new offset)` per queue.
+struct ResetOffsets {
+    group: String,
+    topic: String,
+    queues: Vec<i32>,
+    timestamp_ms: i64,
+    force: bool,
+}
+
+impl ShardCall<Shard> for ResetOffsets {
+    type Reply = Result<Vec<(i32, i64)>, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let Self {
+            group,
+            topic,
+            queues,
+            timestamp_ms,
+            force,
+        } = self;
+        reset_owned(&shard, &group, &topic, &queues, timestamp_ms, force)
     }
-    let mut known = BTreeMap::new();
-    for (target, ids) in by_shard {
-        if target >= shard.count {
-            continue;
-        }
-        match shard
-            .call(target, ShardRequest::Consume(MeshRequest::ConnInfos(ids)))
-            .await?
-        {
-            ShardResponse::Consume(MeshResponse::ConnInfos(found)) => known.extend(found),
-            other => return Err(super::unexpected(other)),
-        }
-    }
-    Ok(known)
 }
 
 /// Computes and commits the new offsets on each queue's owner.
@@ -188,17 +186,14 @@ async fn reset_on_owners(
     }
     let mut table = Vec::new();
     for (owner, queues) in by_owner {
-        let ask = MeshRequest::ResetOffsets {
+        let ask = ResetOffsets {
             group: header.group.clone(),
             topic: header.topic.clone(),
             queues,
             timestamp_ms: header.timestamp,
             force: header.is_force,
         };
-        match shard.call(owner, ShardRequest::Consume(ask)).await? {
-            ShardResponse::Consume(MeshResponse::Reset(found)) => table.extend(found),
-            other => return Err(super::unexpected(other)),
-        }
+        table.extend(shard.call(owner, ask).await??);
     }
     table.sort_unstable();
     Ok(table)

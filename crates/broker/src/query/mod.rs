@@ -18,15 +18,15 @@ use bytes::{Bytes, BytesMut};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties::KEYS;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::index::message_index_keys;
 
 pub(crate) use feed::{feed_loop, IndexFeed};
 pub(crate) use search::{earliest_time_owned, search_offset_owned};
 
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::resend::read_record;
 use crate::shard::Shard;
-use crate::system::{timer_shard, SystemRequest, SystemResponse};
+use crate::system::timer_shard;
 use crate::util::Reject;
 
 /// `_UNIQUE_KEY_QUERY` (`MixAll.UNIQUE_MSG_QUERY_FLAG`): the key is a
@@ -87,13 +87,7 @@ pub(crate) async fn query_message(
         end_ms,
     };
     let target = timer_shard(shard.count);
-    let answer = match shard
-        .call(target, ShardRequest::System(SystemRequest::Query(query)))
-        .await?
-    {
-        ShardResponse::System(SystemResponse::Query(answer)) => answer?,
-        other => return Err(other.unexpected()),
-    };
+    let answer = shard.call(target, query).await??;
     let code = if answer.count > 0 {
         response_code::SUCCESS
     } else {
@@ -115,6 +109,45 @@ pub(crate) async fn query_message(
 }
 
 /// On the index shard: the matching records, newest first.
+/// A key lookup travels to the index's shard as itself.
+impl ShardCall<Shard> for QueryRequest {
+    type Reply = Result<QueryAnswer, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        execute(&shard, self).await
+    }
+}
+
+/// On a queue's owner: the first queue offset stored at or after
+/// `timestamp_ms`.
+struct SearchOffset {
+    topic: String,
+    queue_id: i32,
+    timestamp_ms: i64,
+}
+
+impl ShardCall<Shard> for SearchOffset {
+    type Reply = Result<i64, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        search_offset_owned(&shard, &self.topic, self.queue_id, self.timestamp_ms)
+    }
+}
+
+/// On a queue's owner: the store time of its first message.
+struct EarliestTime {
+    topic: String,
+    queue_id: i32,
+}
+
+impl ShardCall<Shard> for EarliestTime {
+    type Reply = Result<i64, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        earliest_time_owned(&shard, &self.topic, self.queue_id)
+    }
+}
+
 pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<QueryAnswer, Reject> {
     let feed = shard
         .services
@@ -199,22 +232,17 @@ pub(crate) async fn queue_time_request(
         ));
     }
     let owner = shard.owner_of(&topic, queue_id);
-    let (ask, field) = if search {
+    let (value, field) = if search {
         let timestamp_ms = fields.required_i64("timestamp")?;
-        (
-            SystemRequest::SearchOffset {
-                topic,
-                queue_id,
-                timestamp_ms,
-            },
-            "offset",
-        )
+        let ask = SearchOffset {
+            topic,
+            queue_id,
+            timestamp_ms,
+        };
+        (shard.call(owner, ask).await??, "offset")
     } else {
-        (SystemRequest::EarliestTime { topic, queue_id }, "timestamp")
-    };
-    let value = match shard.call(owner, ShardRequest::System(ask)).await? {
-        ShardResponse::System(SystemResponse::Value(value)) => value?,
-        other => return Err(other.unexpected()),
+        let ask = EarliestTime { topic, queue_id };
+        (shard.call(owner, ask).await??, "timestamp")
     };
     let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     response.ext_fields.insert(field, value.to_string());

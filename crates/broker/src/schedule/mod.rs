@@ -30,7 +30,7 @@ use ferrocket_protocol::record::{sys_flag, NewRecord, RecordView};
 use ferrocket_store::{AppendRequest, AppendResult};
 
 pub(crate) use levels::{load_offsets, DelayLevels, DelayOffsets};
-pub(crate) use service::{all_delay_offsets, spawn, stop, stopped_report, ScheduleState};
+pub(crate) use service::{all_delay_offsets, spawn, stop, ScheduleState};
 
 use crate::config::BrokerConfig;
 use crate::resend::tag_hash;

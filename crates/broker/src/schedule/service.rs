@@ -12,14 +12,13 @@ use ferrocket_protocol::body::{encode_json, DataVersion};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::decode_record;
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::shard::owner_shard;
+use ferrocket_runtime::shard::{owner_shard, ShardCall};
 use futures_lite::future;
 use glommio::Task;
 
 use super::levels::{DelayLevels, DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
 use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
-use crate::consume::{InitialState, MeshRequest, MeshResponse};
-use crate::messages::{ShardRequest, ShardResponse};
+use crate::consume::InitialState;
 use crate::shard::Shard;
 use crate::util::{now_ms, sleep_or_stop, Notify, Reject};
 
@@ -197,22 +196,43 @@ async fn deliver_loop(shard: Rc<Shard>) {
 async fn gather(shard: &Shard, take_changed: bool) -> Option<(DelayOffsets, bool)> {
     let mut all = DelayOffsets::new();
     let mut changed = false;
-    for answer in shard
-        .on_all(|| ShardRequest::Consume(MeshRequest::DelayProgress { take_changed }))
-        .await
-    {
-        match answer {
-            Ok(ShardResponse::Consume(MeshResponse::Delay {
-                offsets,
-                changed: c,
-            })) => {
-                all.extend(offsets);
-                changed |= c;
-            }
-            _ => return None,
-        }
+    for answer in shard.call_all(DelayProgress { take_changed }).await {
+        let (offsets, c) = answer.ok()?;
+        all.extend(offsets);
+        changed |= c;
     }
     Some((all, changed))
+}
+
+/// On every shard: the progress of the levels it owns and whether it
+/// moved (clearing the flag when `take_changed`).
+#[derive(Clone)]
+struct DelayProgress {
+    take_changed: bool,
+}
+
+impl ShardCall<Shard> for DelayProgress {
+    type Reply = (DelayOffsets, bool);
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.consume.schedule.progress(self.take_changed)
+    }
+}
+
+/// On shard 0, at shutdown: another shard's final progress.
+struct DelayStopped {
+    shard: usize,
+    offsets: DelayOffsets,
+}
+
+impl ShardCall<Shard> for DelayStopped {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        let state = &shard.consume.schedule;
+        state.reports.borrow_mut().insert(self.shard, self.offsets);
+        state.reported.notify();
+    }
 }
 
 fn offset_file(shard: &Shard, offsets: DelayOffsets) -> DelayOffsetFile {
@@ -262,13 +282,6 @@ pub(crate) fn spawn(shard: &Rc<Shard>) {
     }
 }
 
-/// On shard 0: another shard's final progress.
-pub(crate) fn stopped_report(shard: &Shard, from: usize, offsets: DelayOffsets) {
-    let state = &shard.consume.schedule;
-    state.reports.borrow_mut().insert(from, offsets);
-    state.reported.notify();
-}
-
 /// At shutdown (the shard is stopping): waits for the loops, then hands
 /// the final progress to shard 0, which writes delayOffset.json once every
 /// shard reported (or after [`STOP_GATHER_TIMEOUT_MS`]).
@@ -280,11 +293,11 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
     }
     let (own, _) = state.progress(true);
     if shard.index != 0 {
-        let report = MeshRequest::DelayStopped {
+        let report = DelayStopped {
             shard: shard.index,
             offsets: own,
         };
-        if let Err(reject) = shard.call(0, ShardRequest::Consume(report)).await {
+        if let Err(reject) = shard.call(0, report).await {
             tracing::warn!(shard = shard.index, remark = %reject.remark,
                 "could not hand delay progress to shard 0");
         }

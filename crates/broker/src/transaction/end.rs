@@ -11,14 +11,14 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{sys_flag, NewRecord};
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::AppendRequest;
 
 use super::state::{ingest, Half};
 use super::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::resend::{append_copy, read_record, tag_hash, view, Target};
 use crate::shard::Shard;
-use crate::system::{txn_shard, SystemRequest, SystemResponse, OP_TOPIC};
+use crate::system::{txn_shard, OP_TOPIC};
 use crate::util::{now_ms, Reject};
 
 /// How often END_TRANSACTION looks for a half message not yet dispatched.
@@ -36,6 +36,15 @@ pub(crate) struct EndTxnRequest {
     pub commit_or_rollback: i32,
     pub from_transaction_check: bool,
     pub msg_id: String,
+}
+
+/// END_TRANSACTION travels to the transaction shard as itself.
+impl ShardCall<Shard> for EndTxnRequest {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        end_owned(&shard, self).await
+    }
 }
 
 /// END_TRANSACTION on the receiving shard.
@@ -68,16 +77,7 @@ pub(crate) async fn end_transaction(
         ));
     }
     let target = txn_shard(shard.count);
-    match shard
-        .call(
-            target,
-            ShardRequest::System(SystemRequest::EndTransaction(end)),
-        )
-        .await?
-    {
-        ShardResponse::System(SystemResponse::Done(done)) => done?,
-        other => return Err(other.unexpected()),
-    }
+    shard.call(target, end).await??;
     Ok(RemotingCommand::response_to(
         request,
         response_code::SUCCESS,

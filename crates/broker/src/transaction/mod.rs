@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use futures_lite::future;
 
-pub(crate) use end::{end_owned, end_transaction, EndTxnRequest};
+pub(crate) use end::end_transaction;
 use state::TxnState;
 
 use crate::shard::Shard;

@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{TxnService, SYSTEM_GROUP};
 use crate::filter::TagFilter;
-use crate::messages::{ShardRequest, ShardResponse};
 use crate::pull::PullQuery;
 use crate::resend::{read_record, view};
 use crate::shard::Shard;
@@ -152,10 +151,7 @@ pub(crate) async fn recover(shard: &Shard, txn: &TxnService) -> Result<(), Rejec
             commit_offset: None,
             suspend_ms: 0,
         };
-        let answer = match shard.call(owner, ShardRequest::Pull(query)).await? {
-            ShardResponse::Pull(answer) => answer,
-            other => return Err(other.unexpected()),
-        };
+        let answer = shard.call(owner, query).await?;
         match answer.code {
             response_code::SUCCESS => {
                 let mut state = txn.state.borrow_mut();

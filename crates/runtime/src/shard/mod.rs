@@ -22,6 +22,7 @@
 //! on a cache line shared by all cores, while changes are rare enough that
 //! a broadcast per change costs nothing measurable.
 
+pub mod call;
 pub mod executors;
 pub mod mesh;
 mod oneshot;
@@ -31,6 +32,7 @@ pub mod replica;
 #[cfg(test)]
 mod tests;
 
+pub use call::{AnyReply, CallMesh, ErasedCall, ShardCall};
 pub use executors::{
     online_cores, start_shards, ShardContext, ShardError, ShardPlan, ShardSet, ShardsConfig,
 };

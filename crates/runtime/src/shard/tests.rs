@@ -82,3 +82,78 @@ fn plan_rejects_unknown_cores_and_wraps_shards() {
     let plan = wrap.plan().unwrap();
     assert_eq!(plan.cores[online.len()], Some(online[0]));
 }
+
+/// A shard context for typed calls: its index.
+struct Ctx {
+    index: usize,
+}
+
+/// Answers the index of the shard that ran it.
+#[derive(Clone)]
+struct WhoRuns;
+
+impl ShardCall<Ctx> for WhoRuns {
+    type Reply = usize;
+
+    async fn run(self, ctx: Rc<Ctx>) -> usize {
+        ctx.index
+    }
+}
+
+/// A call with a different reply type on the same mesh.
+struct Describe(u64);
+
+impl ShardCall<Ctx> for Describe {
+    type Reply = Result<String, String>;
+
+    async fn run(self, ctx: Rc<Ctx>) -> Self::Reply {
+        glommio::yield_if_needed().await;
+        match self.0 {
+            0 => Err(format!("shard {} refuses 0", ctx.index)),
+            n => Ok(format!("{n}@{}", ctx.index)),
+        }
+    }
+}
+
+#[test]
+fn typed_calls_bring_back_their_own_reply_types() {
+    let shards = 3;
+    let config = ShardsConfig {
+        shard_count: shards,
+        pin: false,
+        name: "call-test".into(),
+        ..ShardsConfig::default()
+    };
+    let plan = config.plan().unwrap();
+    let endpoints = mesh_endpoints::<Box<dyn ErasedCall<Ctx>>, AnyReply>(shards, 4);
+    let stop = Arc::new(AtomicBool::new(false));
+    let set = start_shards(&plan, endpoints, stop, |ctx, endpoints| async move {
+        let handler = Rc::new(Ctx { index: ctx.index });
+        let mesh: Rc<CallMesh<Ctx>> = endpoints.connect(handler, 8).await.unwrap();
+        let mut seen = Vec::new();
+        for target in 0..ctx.count {
+            assert_eq!(mesh.call(target, WhoRuns).await.unwrap(), target);
+            seen.push(mesh.call(target, Describe(7)).await.unwrap());
+            assert_eq!(
+                mesh.call(target, Describe(0)).await.unwrap(),
+                Err(format!("shard {target} refuses 0"))
+            );
+        }
+        assert!(mesh.call(ctx.count, WhoRuns).await.is_err());
+        let all: Vec<usize> = mesh
+            .call_all(WhoRuns)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(all, (0..ctx.count).collect::<Vec<_>>());
+        glommio::timer::sleep(std::time::Duration::from_millis(200)).await;
+        mesh.close();
+        seen
+    })
+    .unwrap();
+    for seen in set.join().into_iter().map(Result::unwrap) {
+        let expected: Vec<_> = (0..shards).map(|s| Ok(format!("7@{s}"))).collect();
+        assert_eq!(seen, expected);
+    }
+}
