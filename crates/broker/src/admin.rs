@@ -12,9 +12,10 @@ use ferrocket_protocol::RemotingCommand;
 
 use ferrocket_runtime::shard::ShardCall;
 
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::shard::{Shard, ShardStats};
 use crate::topics::{change, is_system_topic, TopicChange};
-use crate::util::{now_ms, Reject};
 
 /// Version string reported by GET_BROKER_RUNTIME_INFO.
 pub const BROKER_VERSION_DESC: &str = concat!("ferrocket-", env!("CARGO_PKG_VERSION"));

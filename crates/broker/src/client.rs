@@ -16,8 +16,8 @@ use crate::clients::ClientTable;
 use crate::consume::group_admin::find_or_create;
 use crate::consume::groups::validate_group;
 use crate::control::{ConnectionClosed, Heartbeat, Unregister};
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::Reject;
 
 fn done(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)

@@ -16,11 +16,15 @@ use ferrocket_runtime::server::shard_of_conn_id;
 use ferrocket_runtime::shard::{ShardCall, Versioned};
 
 use crate::clients::ClientTable;
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::namesrv::NamesrvClient;
 use crate::offset_table::{merge, OffsetFile, OffsetMap, OFFSETS_FILE};
+use crate::services::persist::write_config;
+use crate::services::persist::Undo;
 use crate::shard::Shard;
 use crate::topics::{self, TopicChange, TopicTable, TOPICS_FILE};
-use crate::util::{now_ms, sleep_or_stop, write_config, Notify, Reject, Undo};
+use ferrocket_runtime::sync::Notify;
 
 /// How often silent clients are looked for (`ClientHousekeepingService`).
 pub const CLIENT_SCAN_INTERVAL_MS: u64 = 10_000;
@@ -223,7 +227,9 @@ pub(crate) async fn topic_change(
     };
     if changed {
         let snapshot = Arc::new(control.topics.borrow().clone());
-        if let Err(reject) = write_config(shard, TOPICS_FILE, Arc::clone(&snapshot)).await {
+        if let Err(reject) =
+            write_config(&shard.env.config_dir, TOPICS_FILE, Arc::clone(&snapshot)).await
+        {
             let table = &mut *control.topics.borrow_mut();
             undo.restore(&mut table.topic_config_table, &mut table.data_version);
             return Err(reject);
@@ -349,7 +355,7 @@ fn notify_group(shard: &Rc<Shard>, table: &ClientTable, group: String) {
 pub(crate) async fn client_expiry_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(CLIENT_SCAN_INTERVAL_MS);
     loop {
-        if sleep_or_stop(&shard, interval).await {
+        if shard.stopping.interrupts_sleep(interval).await {
             return;
         }
         let expiry = shard.config().client_expiry_ms;
@@ -366,7 +372,7 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(shard.config().offset_persist_interval_ms);
     let mut unsaved = false;
     loop {
-        if sleep_or_stop(&shard, interval).await {
+        if shard.stopping.interrupts_sleep(interval).await {
             return;
         }
         let mut parts = Vec::with_capacity(shard.count);
@@ -389,7 +395,7 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
             let file = OffsetFile {
                 offset_table: merge(parts),
             };
-            unsaved = write_config(&shard, OFFSETS_FILE, Arc::new(file))
+            unsaved = write_config(&shard.env.config_dir, OFFSETS_FILE, Arc::new(file))
                 .await
                 .is_err();
         }
@@ -420,7 +426,12 @@ pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
             "not every shard reported its offsets at shutdown; keeping the last file"
         );
         // Logged inside; nothing is left to answer at shutdown.
-        let _ = write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+        let _ = write_config(
+            &shard.env.config_dir,
+            TOPICS_FILE,
+            Arc::new(control.topics()),
+        )
+        .await;
         return;
     }
     let parts: Vec<OffsetMap> = std::mem::take(&mut *control.stopped.borrow_mut())
@@ -429,6 +440,11 @@ pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
     let file = OffsetFile {
         offset_table: merge(parts),
     };
-    let _ = write_config(shard, OFFSETS_FILE, Arc::new(file)).await;
-    let _ = write_config(shard, TOPICS_FILE, Arc::new(control.topics())).await;
+    let _ = write_config(&shard.env.config_dir, OFFSETS_FILE, Arc::new(file)).await;
+    let _ = write_config(
+        &shard.env.config_dir,
+        TOPICS_FILE,
+        Arc::new(control.topics()),
+    )
+    .await;
 }

@@ -1,5 +1,9 @@
-//! Why a broker could not start or stopped badly.
+//! The broker's two error types: [`Reject`], the typed answer a request
+//! gets instead of SUCCESS (a RocketMQ response code and remark), and
+//! [`BrokerError`], why a broker could not start or stopped badly.
 
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::{ProtocolError, RemotingCommand};
 use ferrocket_runtime::lock::LockError;
 use ferrocket_runtime::shard::{MeshError, ShardError};
 use ferrocket_store::StoreError;
@@ -23,4 +27,50 @@ pub enum BrokerError {
     Mesh(#[from] MeshError),
     #[error("shard {shard} failed: {reason}")]
     ShardFailed { shard: usize, reason: String },
+}
+
+/// A request answered with an error code and remark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reject {
+    pub code: i32,
+    pub remark: String,
+}
+
+impl Reject {
+    pub fn new(code: i32, remark: impl Into<String>) -> Self {
+        Self {
+            code,
+            remark: remark.into(),
+        }
+    }
+
+    pub fn system(remark: impl Into<String>) -> Self {
+        Self::new(response_code::SYSTEM_ERROR, remark)
+    }
+
+    /// The response to `request`.
+    pub fn to_response(&self, request: &RemotingCommand) -> RemotingCommand {
+        RemotingCommand::response_to(request, self.code, Some(self.remark.clone()))
+    }
+}
+
+impl From<ProtocolError> for Reject {
+    fn from(err: ProtocolError) -> Self {
+        Self::new(err.response_code(), err.to_string())
+    }
+}
+
+impl From<StoreError> for Reject {
+    fn from(err: StoreError) -> Self {
+        Self::new(err.response_code(), err.to_string())
+    }
+}
+
+impl From<MeshError> for Reject {
+    fn from(err: MeshError) -> Self {
+        Self::new(
+            response_code::SYSTEM_BUSY,
+            format!("broker is busy or stopping: {err}"),
+        )
+    }
 }

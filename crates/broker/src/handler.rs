@@ -9,8 +9,8 @@ use ferrocket_protocol::codes::request_code;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
 
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::Reject;
 use crate::{admin, client, consume, offsets, pull, send};
 
 async fn dispatch(

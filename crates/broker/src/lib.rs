@@ -28,6 +28,7 @@
 mod admin;
 mod client;
 mod clients;
+mod clock;
 mod config;
 mod consume;
 mod control;
@@ -45,6 +46,7 @@ mod resend;
 mod routing;
 mod schedule;
 mod send;
+mod services;
 mod shard;
 pub mod sql92;
 mod start;
@@ -52,7 +54,6 @@ mod system;
 mod timer;
 mod topics;
 mod transaction;
-mod util;
 
 pub use config::{
     BrokerConfig, CommitLogWriteMode, FlushDiskType, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT,

@@ -21,7 +21,6 @@ use glommio::net::TcpStream;
 use glommio::sync::Semaphore;
 
 use crate::shard::Shard;
-use crate::util::wait_or_stop;
 
 /// Largest name server answer read.
 pub const NAMESRV_FRAME_BYTES_MAX: usize = 16 * 1024 * 1024;
@@ -248,7 +247,7 @@ pub(crate) async fn registration_loop(shard: Rc<Shard>) {
             "registered with name servers"
         );
         let wake = future::or(glommio::timer::sleep(interval), control.register_now.wait());
-        if wait_or_stop(&shard, wake).await {
+        if shard.stopping.interrupts(wake).await {
             return;
         }
     }

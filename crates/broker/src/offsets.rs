@@ -13,8 +13,8 @@ use ferrocket_protocol::RemotingCommand;
 
 use ferrocket_runtime::shard::ShardCall;
 
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::Reject;
 
 fn offset_response(request: &RemotingCommand, offset: i64) -> RemotingCommand {
     let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);

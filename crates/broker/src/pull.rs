@@ -19,9 +19,9 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use futures_lite::future;
 
+use crate::error::Reject;
 use crate::filter::TagFilter;
 use crate::shard::Shard;
-use crate::util::Reject;
 
 /// Most ConsumeQueue entries one pull looks at (`maxFilterMessageSize`
 /// 16,000 bytes / 20 bytes per entry), unless it asks for more messages.

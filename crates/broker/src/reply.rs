@@ -20,8 +20,9 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::{shard_of_conn_id, Connection};
 use ferrocket_runtime::shard::ShardCall;
 
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::{now_ms, Reject};
 
 /// How long the requester may take to accept a pushed reply
 /// (`Broker2Client.callClient`: 10 s in Java).

@@ -15,8 +15,9 @@ use ferrocket_protocol::properties::{tags_code, Properties};
 use ferrocket_protocol::record::{decode_record, peek_record, NewRecord, RecordPeek, RecordView};
 use ferrocket_store::{AppendRequest, AppendResult};
 
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::{now_ms, Reject};
 
 /// Bytes read to learn a record's size.
 const RECORD_HEAD_BYTES: usize = 8;

@@ -18,8 +18,8 @@ use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::sys_flag;
 
 use crate::config::BrokerConfig;
+use crate::error::Reject;
 use crate::system::{HALF_TOPIC, TIMER_TOPIC};
-use crate::util::Reject;
 
 /// Where a message is stored instead of its own topic and queue.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,9 +19,10 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
 use ferrocket_store::{AppendRequest, AppendResult};
 
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::shard::Shard;
 use crate::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
-use crate::util::{now_ms, Reject};
 
 /// What a send needs from its topic's config (copied out, not cloned).
 #[derive(Debug, Clone, Copy)]

@@ -11,17 +11,19 @@ use ferrocket_protocol::body::TopicConfig;
 use ferrocket_protocol::codes::request_code;
 use ferrocket_protocol::message_id::UniqueKeyGenerator;
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::server::{Connection, StopSignal};
+use ferrocket_runtime::server::Connection;
 use ferrocket_runtime::shard::{owner_shard, CallMesh, Replica, ShardCall, Versioned};
+use ferrocket_runtime::sync::StopSignal;
 use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
 
 use crate::clients::ClientTable;
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::control::Control;
+use crate::error::Reject;
 use crate::long_poll::LongPolls;
 use crate::offset_table::{OffsetMap, OffsetTable};
 use crate::topics::TopicTable;
-use crate::util::{now_ms, Reject};
 
 /// What every shard shares, fixed at start. `Send + Sync`.
 pub(crate) struct BrokerEnv {

@@ -19,6 +19,7 @@ use ferrocket_runtime::shard::{
 use ferrocket_store::{MessageStore, Placement, QueueOwnerFn, ShardPort, ShardStore};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::control;
 use crate::error::BrokerError;
@@ -26,7 +27,6 @@ use crate::namesrv;
 use crate::offset_table::{OffsetFile, OFFSETS_FILE};
 use crate::shard::{BrokerEnv, Shard};
 use crate::topics;
-use crate::util::now_ms;
 
 /// Share of physical memory within which a message counts as in memory
 /// (`accessMessageInMemoryMaxRatio`, percent).

@@ -23,11 +23,11 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::{owner_shard, ShardCall};
 use ferrocket_store::DispatchEntry;
 
+use crate::error::Reject;
 use crate::query::IndexFeed;
 use crate::shard::Shard;
 use crate::timer::TimerService;
 use crate::transaction::TxnService;
-use crate::util::Reject;
 
 /// Topic holding timer messages until due (`TimerMessageStore.TIMER_TOPIC`).
 pub(crate) const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";

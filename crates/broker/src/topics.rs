@@ -8,8 +8,8 @@ use ferrocket_store::ConfigDir;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::Reject;
 
 /// The topic table as stored in topics.json and sent to name servers.
 pub type TopicTable = TopicConfigSerializeWrapper;
@@ -149,7 +149,7 @@ pub fn load_table(dir: &ConfigDir, config: &BrokerConfig) -> Result<TopicTable, 
         table.data_version = stored.data_version;
     }
     // A new version at every start: name servers take the table afresh.
-    table.data_version.next(crate::util::now_ms());
+    table.data_version.next(crate::clock::now_ms());
     Ok(table)
 }
 

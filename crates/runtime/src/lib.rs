@@ -9,3 +9,4 @@
 pub mod lock;
 pub mod server;
 pub mod shard;
+pub mod sync;

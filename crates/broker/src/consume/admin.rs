@@ -15,9 +15,9 @@ use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
 use super::{conn_infos, QueueStat};
+use crate::error::Reject;
 use crate::offset_table::{key_topic, merge, OffsetFile, OffsetMap};
 use crate::shard::Shard;
-use crate::util::Reject;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)

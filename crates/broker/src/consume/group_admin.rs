@@ -12,8 +12,8 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 
 use super::groups::{GroupChange, SubscriptionGroupConfig};
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::Reject;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::BrokerError;
-use crate::util::Reject;
+use crate::error::Reject;
 
 /// File holding the table under `config/`.
 pub const GROUPS_FILE: &str = "subscriptionGroup.json";

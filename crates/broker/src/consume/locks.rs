@@ -16,8 +16,9 @@ use ferrocket_runtime::shard::ShardCall;
 use serde::{Deserialize, Serialize};
 
 use super::QueueKey;
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::{now_ms, Reject};
 
 /// How long a lock lasts without renewal
 /// (`rocketmq.broker.rebalance.lockMaxLiveTime`).

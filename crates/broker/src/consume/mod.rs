@@ -34,9 +34,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::error::Reject;
 use crate::schedule::{self, DelayLevels, DelayOffsets, ScheduleState};
+use crate::services::persist::write_config;
+use crate::services::persist::Undo;
 use crate::shard::Shard;
-use crate::util::{write_config, Reject, Undo};
 use groups::{GroupChange, GroupTable, SubscriptionGroupConfig};
 use locks::LockTable;
 
@@ -222,14 +224,20 @@ async fn change_groups(
         let (config, changed) = groups::apply(
             &mut table,
             change,
-            crate::util::now_ms(),
+            crate::clock::now_ms(),
             shard.config().subscription_group_count_max,
         )?;
         (config, changed, undo)
     };
     if changed {
         let snapshot = Arc::new(master.table.borrow().clone());
-        if let Err(reject) = write_config(shard, groups::GROUPS_FILE, Arc::clone(&snapshot)).await {
+        if let Err(reject) = write_config(
+            &shard.env.config_dir,
+            groups::GROUPS_FILE,
+            Arc::clone(&snapshot),
+        )
+        .await
+        {
             let table = &mut *master.table.borrow_mut();
             undo.restore(&mut table.subscription_group_table, &mut table.data_version);
             return Err(reject);

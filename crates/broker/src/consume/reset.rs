@@ -32,9 +32,9 @@ use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
 use super::conn_infos;
+use crate::error::Reject;
 use crate::shard::Shard;
 use crate::system::send_oneway;
-use crate::util::Reject;
 
 /// Lowest client version that understands RESET_CONSUMER_CLIENT_OFFSET
 /// (`MQVersion.Version.V3_0_7_SNAPSHOT.ordinal()`).

@@ -24,11 +24,12 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_store::AppendRequest;
 
 use super::group_admin::find_or_create;
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::resend::{read_record, tag_hash};
 use crate::schedule::redirect_delayed;
 use crate::shard::Shard;
 use crate::topics::{self, retry_topic, TopicChange};
-use crate::util::{now_ms, Reject};
 
 /// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
 pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::decode_record;
 
+use crate::error::Reject;
 use crate::filter::{FilterError, TagFilter};
 use crate::sql92::{self, Expression, EXPRESSION_BYTES_MAX, EXPRESSION_TYPE_SQL92};
-use crate::util::Reject;
 
 /// A compiled SQL92 subscription. `Send + Sync`: it travels with a
 /// forwarded pull. Equal when their source texts are.

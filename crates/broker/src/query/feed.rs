@@ -18,7 +18,6 @@ use ferrocket_protocol::record::{decode_record, peek_record, RecordPeek};
 use ferrocket_store::index::{index_dir, message_index_keys, IndexConfig, IndexService};
 
 use crate::shard::Shard;
-use crate::util::sleep_or_stop;
 
 /// Records indexed per step before the scanner yields to other work.
 pub const SCAN_RECORDS_PER_STEP: usize = 4096;
@@ -197,7 +196,11 @@ pub(crate) async fn feed_loop(shard: Rc<Shard>, feed: Rc<IndexFeed>) {
             feed.flush().await;
             last_flush = std::time::Instant::now();
         }
-        if sleep_or_stop(&shard, Duration::from_millis(SCAN_INTERVAL_MS)).await {
+        if shard
+            .stopping
+            .interrupts_sleep(Duration::from_millis(SCAN_INTERVAL_MS))
+            .await
+        {
             feed.catch_up(&shard).await;
             return;
         }

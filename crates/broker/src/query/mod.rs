@@ -24,10 +24,10 @@ use ferrocket_store::index::message_index_keys;
 pub(crate) use feed::{feed_loop, IndexFeed};
 pub(crate) use search::{earliest_time_owned, search_offset_owned};
 
+use crate::error::Reject;
 use crate::resend::read_record;
 use crate::shard::Shard;
 use crate::system::timer_shard;
-use crate::util::Reject;
 
 /// `_UNIQUE_KEY_QUERY` (`MixAll.UNIQUE_MSG_QUERY_FLAG`): the key is a
 /// UNIQ_KEY; the broker then uses its default maximum count.

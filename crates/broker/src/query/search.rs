@@ -5,9 +5,9 @@
 use ferrocket_protocol::codes::response_code;
 use ferrocket_store::ConsumeQueue;
 
+use crate::error::Reject;
 use crate::resend::{read_record, view};
 use crate::shard::Shard;
-use crate::util::Reject;
 
 fn store_time(shard: &Shard, queue: &ConsumeQueue, offset: i64) -> Option<i64> {
     let entry = queue.entry(offset).filter(|e| !e.is_lost())?;

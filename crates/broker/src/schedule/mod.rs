@@ -32,11 +32,12 @@ use ferrocket_store::{AppendRequest, AppendResult};
 pub(crate) use levels::{load_offsets, DelayLevels, DelayOffsets};
 pub(crate) use service::{all_delay_offsets, spawn, stop, ScheduleState};
 
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
+use crate::error::Reject;
 use crate::resend::tag_hash;
 use crate::shard::Shard;
 use crate::topics::{self, TBW102};
-use crate::util::{now_ms, Reject};
 
 /// The topic holding delayed messages (`TopicValidator.RMQ_SYS_SCHEDULE_TOPIC`).
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";

@@ -18,9 +18,11 @@ use glommio::Task;
 
 use super::levels::{DelayLevels, DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
 use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
+use crate::clock::now_ms;
 use crate::consume::InitialState;
+use crate::error::Reject;
 use crate::shard::Shard;
-use crate::util::{now_ms, sleep_or_stop, Notify, Reject};
+use ferrocket_runtime::sync::Notify;
 
 /// Pause between looks at the level queues (Java's `DELAY_FOR_A_WHILE`).
 pub const DELIVER_POLL_INTERVAL_MS: u64 = 100;
@@ -86,7 +88,10 @@ impl ScheduleState {
 
 /// Sleeps `ms` unless the shard stops first; returns whether it stopped.
 async fn pause(shard: &Shard, ms: u64) -> bool {
-    sleep_or_stop(shard, Duration::from_millis(ms)).await
+    shard
+        .stopping
+        .interrupts_sleep(Duration::from_millis(ms))
+        .await
 }
 
 /// Delivers the due messages of one level; returns how many.
@@ -263,9 +268,13 @@ async fn persist_loop(shard: Rc<Shard>) {
         unsaved |= changed;
         if unsaved {
             let file = offset_file(&shard, offsets);
-            unsaved = crate::util::write_config(&shard, DELAY_OFFSET_FILE, Arc::new(file))
-                .await
-                .is_err();
+            unsaved = crate::services::persist::write_config(
+                &shard.env.config_dir,
+                DELAY_OFFSET_FILE,
+                Arc::new(file),
+            )
+            .await
+            .is_err();
         }
     }
 }
@@ -324,7 +333,12 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
     }
     let file = offset_file(shard, all);
     // Logged inside; nothing is left to answer at shutdown.
-    let _ = crate::util::write_config(shard, DELAY_OFFSET_FILE, Arc::new(file)).await;
+    let _ = crate::services::persist::write_config(
+        &shard.env.config_dir,
+        DELAY_OFFSET_FILE,
+        Arc::new(file),
+    )
+    .await;
 }
 
 /// GET_ALL_DELAY_OFFSET: every level's delivery progress.

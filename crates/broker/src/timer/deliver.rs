@@ -10,11 +10,12 @@ use ferrocket_protocol::properties;
 use ferrocket_store::timer::TimerEntry;
 
 use super::{TimerService, DELIVER_BATCH_MAX};
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::resend::{read_record, view};
 use crate::schedule::{deliver_to_real_topic, DeliverError};
 use crate::shard::Shard;
 use crate::system::TIMER_TOPIC;
-use crate::util::{now_ms, Reject};
 
 /// What became of one due timer.
 enum Outcome {

@@ -37,9 +37,10 @@ use ferrocket_store::timer::{AddOutcome, TimerConfig, TimerError, TimerStore};
 use ferrocket_store::ConsumeQueue;
 use futures_lite::future;
 
+use crate::clock::now_ms;
 use crate::shard::Shard;
 use crate::system::TIMER_TOPIC;
-use crate::util::{now_ms, wait_or_stop, Notify};
+use ferrocket_runtime::sync::Notify;
 
 /// Longest the timer loop sleeps: it wakes at the next due time, when a
 /// timer message is dispatched, or after this at the latest.
@@ -289,7 +290,11 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
             at.saturating_sub(now_ms()).clamp(IDLE_MIN_MS, IDLE_MAX_MS)
         });
         let idle = glommio::timer::sleep(Duration::from_millis(idle_ms as u64));
-        if wait_or_stop(&shard, future::or(timer.wake.wait(), idle)).await {
+        if shard
+            .stopping
+            .interrupts(future::or(timer.wake.wait(), idle))
+            .await
+        {
             return;
         }
     }

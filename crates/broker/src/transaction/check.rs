@@ -15,10 +15,11 @@ use ferrocket_protocol::RemotingCommand;
 use super::end::settle;
 use super::state::Half;
 use super::TxnService;
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::resend::{encode_copy, read_record, view, Target};
 use crate::shard::Shard;
 use crate::system::{send_oneway, HALF_TOPIC};
-use crate::util::{now_ms, Reject};
 
 /// Checks one round of open half messages.
 pub(super) async fn check_round(shard: &Shard, txn: &TxnService) {

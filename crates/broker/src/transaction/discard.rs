@@ -14,10 +14,10 @@
 use ferrocket_protocol::body::{perm, TopicConfig};
 
 use super::state::Half;
+use crate::error::Reject;
 use crate::resend::{append_copy, read_record, view, Target};
 use crate::shard::Shard;
 use crate::topics::TopicChange;
-use crate::util::Reject;
 
 /// Where discarded half messages are kept
 /// (`TopicValidator.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC`).

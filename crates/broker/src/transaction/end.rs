@@ -16,10 +16,11 @@ use ferrocket_store::AppendRequest;
 
 use super::state::{ingest, Half};
 use super::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
+use crate::clock::now_ms;
+use crate::error::Reject;
 use crate::resend::{append_copy, read_record, tag_hash, view, Target};
 use crate::shard::Shard;
 use crate::system::{txn_shard, OP_TOPIC};
-use crate::util::{now_ms, Reject};
 
 /// How often END_TRANSACTION looks for a half message not yet dispatched.
 const HALF_ARRIVAL_POLL_MS: u64 = 5;

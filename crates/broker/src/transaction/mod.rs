@@ -45,7 +45,7 @@ pub(crate) use end::end_transaction;
 use state::TxnState;
 
 use crate::shard::Shard;
-use crate::util::{wait_or_stop, Notify};
+use ferrocket_runtime::sync::Notify;
 
 /// File (under `config/`) with the transaction floors and check counts.
 pub const STATE_FILE: &str = "transactionState.json";
@@ -132,7 +132,7 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
         }
         let wait = next_check.saturating_duration_since(std::time::Instant::now());
         let wake = future::or(txn.wake.wait(), glommio::timer::sleep(wait));
-        if wait_or_stop(&shard, wake).await {
+        if shard.stopping.interrupts(wake).await {
             return;
         }
     }

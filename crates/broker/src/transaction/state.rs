@@ -10,12 +10,12 @@ use ferrocket_protocol::record::records;
 use serde::{Deserialize, Serialize};
 
 use super::{TxnService, SYSTEM_GROUP};
+use crate::error::Reject;
 use crate::filter::TagFilter;
 use crate::pull::PullQuery;
 use crate::resend::{read_record, view};
 use crate::shard::Shard;
 use crate::system::{HALF_TOPIC, OP_TOPIC};
-use crate::util::Reject;
 
 /// Half-queue entries ingested per step.
 const INGEST_BATCH_MAX: usize = 1_024;

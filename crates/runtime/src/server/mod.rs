@@ -17,7 +17,6 @@ mod connection;
 mod listener;
 mod read_buf;
 mod serve;
-mod stop;
 mod watch;
 
 #[cfg(test)]
@@ -30,6 +29,7 @@ use std::rc::Rc;
 use ferrocket_protocol::limits::FRAME_BYTES_MAX;
 use ferrocket_protocol::RemotingCommand;
 
+pub use crate::sync::{flag_set, StopSignal, STOP_POLL_INTERVAL_MS};
 pub use announce::announce_listening;
 pub use budget::held_bytes;
 pub use conn_loop::{
@@ -38,7 +38,6 @@ pub use conn_loop::{
 pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
 pub use listener::{bind_listener, bind_waiting, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
 pub use serve::serve;
-pub use stop::{flag_set, StopSignal, STOP_POLL_INTERVAL_MS};
 
 /// What a request handler returns: the response, or `None` for no response
 /// (oneway requests, or a response sent later with [`Connection::send`]).

@@ -1,5 +1,7 @@
-//! Ways to tell a running [`serve`](super::serve) to stop: any future that
-//! completes does; these two cover the common cases.
+//! The executor-local wake and stop primitives every crate uses: a
+//! [`Notify`] wakes one waiting task, a [`StopSignal`] tells every task of
+//! an executor to stop (and ends a running [`serve`](crate::server::serve));
+//! [`flag_set`] turns a cross-thread flag into a stop future.
 
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
@@ -8,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
+
+use futures_lite::future;
 
 /// How often [`flag_set`] looks at its flag when no interval is given.
 pub const STOP_POLL_INTERVAL_MS: u64 = 100;
@@ -64,5 +68,56 @@ impl StopSignal {
             }
             Poll::Pending
         })
+    }
+
+    /// Waits for `work` unless the signal fires first; returns whether it
+    /// fired (a background loop then ends).
+    pub async fn interrupts(&self, work: impl Future<Output = ()>) -> bool {
+        future::or(
+            async {
+                work.await;
+                false
+            },
+            async {
+                self.wait().await;
+                true
+            },
+        )
+        .await
+    }
+
+    /// Sleeps `interval` unless the signal fires first; returns whether it
+    /// fired.
+    pub async fn interrupts_sleep(&self, interval: Duration) -> bool {
+        self.interrupts(glommio::timer::sleep(interval)).await
+    }
+}
+
+/// Wakes one waiting task on the same executor; a notification sent while
+/// nobody waits is kept until the next wait.
+#[derive(Default)]
+pub struct Notify {
+    pending: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Notify {
+    pub fn notify(&self) {
+        self.pending.set(true);
+        if let Some(waker) = self.waker.borrow_mut().take() {
+            waker.wake();
+        }
+    }
+
+    pub async fn wait(&self) {
+        poll_fn(|cx| {
+            if self.pending.replace(false) {
+                Poll::Ready(())
+            } else {
+                *self.waker.borrow_mut() = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
     }
 }
