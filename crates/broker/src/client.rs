@@ -12,11 +12,11 @@ use ferrocket_runtime::server::Connection;
 
 use ferrocket_protocol::limits::validate_topic;
 
-use crate::clients::ClientTable;
 use crate::consume::group_admin::find_or_create;
-use crate::consume::groups::validate_group;
 use crate::control::{ConnectionClosed, Heartbeat, Unregister};
 use crate::error::Reject;
+use crate::services::clients::ClientTable;
+use crate::services::groups::validate_group;
 use crate::shard::Shard;
 
 fn done(request: &RemotingCommand) -> RemotingCommand {

@@ -15,11 +15,11 @@ use glommio::sync::Semaphore;
 use ferrocket_runtime::server::shard_of_conn_id;
 use ferrocket_runtime::shard::{ShardCall, Versioned};
 
-use crate::clients::ClientTable;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::namesrv::NamesrvClient;
-use crate::offset_table::{merge, OffsetFile, OffsetMap, OFFSETS_FILE};
+use crate::services::clients::ClientTable;
+use crate::services::offsets::{merge, OffsetFile, OffsetMap, OFFSETS_FILE};
 use crate::services::persist::write_config;
 use crate::services::persist::Undo;
 use crate::shard::Shard;

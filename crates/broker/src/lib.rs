@@ -27,17 +27,13 @@
 
 mod admin;
 mod client;
-mod clients;
 mod clock;
 mod config;
 mod consume;
 mod control;
 mod error;
-mod filter;
 mod handler;
-mod long_poll;
 mod namesrv;
-mod offset_table;
 mod offsets;
 mod pull;
 mod query;

@@ -132,7 +132,7 @@ pub(crate) async fn update_consumer_offset(
 ) -> Result<RemotingCommand, Reject> {
     let header = UpdateConsumerOffsetRequestHeader::from_ext(&request.ext_fields)?;
     require_topic(shard, &header.topic)?;
-    crate::consume::groups::validate_group(&header.consumer_group)
+    crate::services::groups::validate_group(&header.consumer_group)
         .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e))?;
     // Offsets are kept only for queues the topic has: a client cannot grow
     // the offset table with made-up queue ids.

@@ -20,7 +20,7 @@ use ferrocket_runtime::shard::ShardCall;
 use futures_lite::future;
 
 use crate::error::Reject;
-use crate::filter::TagFilter;
+use crate::services::filter::TagFilter;
 use crate::shard::Shard;
 
 /// Most ConsumeQueue entries one pull looks at (`maxFilterMessageSize`
@@ -73,7 +73,7 @@ impl PullAnswer {
 
 fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFilter, Reject> {
     let parse = |expression: &str, kind: Option<&str>| {
-        crate::consume::sql_filter::pull_filter(
+        crate::services::filter::sql::pull_filter(
             expression,
             kind,
             shard.config().enable_property_filter,

@@ -16,13 +16,13 @@ use ferrocket_runtime::shard::{owner_shard, CallMesh, Replica, ShardCall, Versio
 use ferrocket_runtime::sync::StopSignal;
 use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
 
-use crate::clients::ClientTable;
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::control::Control;
 use crate::error::Reject;
-use crate::long_poll::LongPolls;
-use crate::offset_table::{OffsetMap, OffsetTable};
+use crate::services::clients::ClientTable;
+use crate::services::long_poll::LongPolls;
+use crate::services::offsets::{OffsetMap, OffsetTable};
 use crate::topics::TopicTable;
 
 /// What every shard shares, fixed at start. `Send + Sync`.

@@ -24,7 +24,7 @@ use crate::config::BrokerConfig;
 use crate::control;
 use crate::error::BrokerError;
 use crate::namesrv;
-use crate::offset_table::{OffsetFile, OFFSETS_FILE};
+use crate::services::offsets::{OffsetFile, OFFSETS_FILE};
 use crate::shard::{BrokerEnv, Shard};
 use crate::topics;
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::{conn_infos, QueueStat};
 use crate::error::Reject;
-use crate::offset_table::{key_topic, merge, OffsetFile, OffsetMap};
+use crate::services::offsets::{key_topic, merge, OffsetFile, OffsetMap};
 use crate::shard::Shard;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {

@@ -11,8 +11,8 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 
-use super::groups::{GroupChange, SubscriptionGroupConfig};
 use crate::error::Reject;
+use crate::services::groups::{GroupChange, SubscriptionGroupConfig};
 use crate::shard::Shard;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {

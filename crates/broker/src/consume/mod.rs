@@ -13,11 +13,9 @@
 
 pub(crate) mod admin;
 pub(crate) mod group_admin;
-pub(crate) mod groups;
 pub(crate) mod locks;
 pub(crate) mod reset;
 pub(crate) mod retry;
-pub(crate) mod sql_filter;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -36,10 +34,10 @@ use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::error::Reject;
 use crate::schedule::{self, DelayLevels, DelayOffsets, ScheduleState};
+use crate::services::groups::{GroupChange, GroupTable, SubscriptionGroupConfig};
 use crate::services::persist::write_config;
 use crate::services::persist::Undo;
 use crate::shard::Shard;
-use groups::{GroupChange, GroupTable, SubscriptionGroupConfig};
 use locks::LockTable;
 
 /// A message queue as Java's JSON bodies write it (`MessageQueue`).
@@ -92,7 +90,7 @@ pub(crate) fn load(dir: &ConfigDir, config: &BrokerConfig) -> Result<InitialStat
     let delay_levels = DelayLevels::parse(&config.message_delay_level)
         .map_err(|reason| BrokerError::Config(format!("messageDelayLevel: {reason}")))?;
     Ok(InitialState {
-        groups: Arc::new(groups::load_table(dir)?),
+        groups: Arc::new(crate::services::groups::load_table(dir)?),
         delay_offsets: schedule::load_offsets(dir)?,
         delay_levels,
     })
@@ -221,7 +219,7 @@ async fn change_groups(
             change.group_name(),
             table.data_version,
         );
-        let (config, changed) = groups::apply(
+        let (config, changed) = crate::services::groups::apply(
             &mut table,
             change,
             crate::clock::now_ms(),
@@ -233,7 +231,7 @@ async fn change_groups(
         let snapshot = Arc::new(master.table.borrow().clone());
         if let Err(reject) = write_config(
             &shard.env.config_dir,
-            groups::GROUPS_FILE,
+            crate::services::groups::GROUPS_FILE,
             Arc::clone(&snapshot),
         )
         .await

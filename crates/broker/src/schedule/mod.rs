@@ -17,8 +17,6 @@
 //! `flushConsumerOffsetInterval` and at shutdown, and GET_ALL_DELAY_OFFSET
 //! (45) answers it. After a crash, messages delivered since the last write
 //! are delivered again (at least once, as in Java).
-
-mod levels;
 mod service;
 
 use std::sync::Arc;
@@ -29,7 +27,7 @@ use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{sys_flag, NewRecord, RecordView};
 use ferrocket_store::{AppendRequest, AppendResult};
 
-pub(crate) use levels::{load_offsets, DelayLevels, DelayOffsets};
+pub(crate) use crate::services::delay_levels::{load_offsets, DelayLevels, DelayOffsets};
 pub(crate) use service::{all_delay_offsets, spawn, stop, ScheduleState};
 
 use crate::clock::now_ms;

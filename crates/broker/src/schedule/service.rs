@@ -16,11 +16,13 @@ use ferrocket_runtime::shard::{owner_shard, ShardCall};
 use futures_lite::future;
 use glommio::Task;
 
-use super::levels::{DelayLevels, DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
 use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
 use crate::clock::now_ms;
 use crate::consume::InitialState;
 use crate::error::Reject;
+use crate::services::delay_levels::{
+    DelayLevels, DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE,
+};
 use crate::shard::Shard;
 use ferrocket_runtime::sync::Notify;
 

@@ -2,4 +2,10 @@
 //! names `Shard`, `Connection` or `RemotingCommand`'s transport, so the
 //! Remoting front end, background tasks and later front ends share it.
 
+pub(crate) mod clients;
+pub(crate) mod delay_levels;
+pub(crate) mod filter;
+pub(crate) mod groups;
+pub(crate) mod long_poll;
+pub(crate) mod offsets;
 pub(crate) mod persist;

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{TxnService, SYSTEM_GROUP};
 use crate::error::Reject;
-use crate::filter::TagFilter;
 use crate::pull::PullQuery;
 use crate::resend::{read_record, view};
+use crate::services::filter::TagFilter;
 use crate::shard::Shard;
 use crate::system::{HALF_TOPIC, OP_TOPIC};
 

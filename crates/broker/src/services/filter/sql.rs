@@ -11,7 +11,7 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::decode_record;
 
 use crate::error::Reject;
-use crate::filter::{FilterError, TagFilter};
+use crate::services::filter::{FilterError, TagFilter};
 use crate::sql92::{self, Expression, EXPRESSION_BYTES_MAX, EXPRESSION_TYPE_SQL92};
 
 /// A compiled SQL92 subscription. `Send + Sync`: it travels with a

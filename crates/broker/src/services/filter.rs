@@ -3,6 +3,8 @@
 //! those tags' hashes, compared on the ConsumeQueue's stored tag hash as
 //! Java's `ExpressionMessageFilter.isMatchedByConsumeQueue` does.
 
+pub(crate) mod sql;
+
 use ferrocket_protocol::properties::java_string_hash;
 
 /// Expression type of tag subscriptions (`ExpressionType.TAG`).
@@ -20,7 +22,7 @@ pub enum TagFilter {
     Codes(Vec<i32>),
     /// A SQL92 property filter, decided per stored record
     /// ([`TagFilter::matches_record`]); every tag hash passes.
-    Sql(crate::consume::sql_filter::SqlFilter),
+    Sql(crate::services::filter::sql::SqlFilter),
 }
 
 /// Why an expression was refused.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ferrocket_runtime::shard::{local_oneshot, LocalReceiver, LocalSender};
 
-use crate::filter::TagFilter;
+use crate::services::filter::TagFilter;
 
 /// Held pulls by queue.
 type WaitersByQueue = HashMap<(Arc<str>, i32), Vec<Waiter>>;
