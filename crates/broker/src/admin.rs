@@ -14,8 +14,8 @@ use ferrocket_runtime::shard::ShardCall;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::topics::{is_system_topic, TopicChange};
 use crate::shard::{Shard, ShardStats};
-use crate::topics::{change, is_system_topic, TopicChange};
 
 /// Version string reported by GET_BROKER_RUNTIME_INFO.
 pub const BROKER_VERSION_DESC: &str = concat!("ferrocket-", env!("CARGO_PKG_VERSION"));
@@ -49,7 +49,7 @@ pub(crate) async fn update_and_create_topic(
     }
     topic.topic_sys_flag = header.topic_sys_flag.unwrap_or(0);
     topic.order = header.order;
-    change(shard, TopicChange::Upsert(topic)).await?;
+    shard.change_topic(TopicChange::Upsert(topic)).await?;
     Ok(ok(request))
 }
 
@@ -82,7 +82,9 @@ pub(crate) async fn delete_topic(
 ) -> Result<RemotingCommand, Reject> {
     let header = TopicRequestHeader::from_ext(&request.ext_fields)?;
     check_admin_topic(&header.topic)?;
-    change(shard, TopicChange::Delete(header.topic.clone())).await?;
+    shard
+        .change_topic(TopicChange::Delete(header.topic.clone()))
+        .await?;
     for answer in shard.call_all(ForgetTopic(header.topic.clone())).await {
         if let Err(reject) = answer {
             tracing::warn!(remark = %reject.remark, "a shard kept offsets of a deleted topic");

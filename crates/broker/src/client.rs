@@ -13,10 +13,10 @@ use ferrocket_runtime::server::Connection;
 use ferrocket_protocol::limits::validate_topic;
 
 use crate::consume::group_admin::find_or_create;
-use crate::control::{ConnectionClosed, Heartbeat, Unregister};
 use crate::error::Reject;
 use crate::services::clients::ClientTable;
 use crate::services::groups::validate_group;
+use crate::shard::clients::{ConnectionClosed, Heartbeat, Unregister};
 use crate::shard::Shard;
 
 fn done(request: &RemotingCommand) -> RemotingCommand {

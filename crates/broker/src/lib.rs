@@ -48,7 +48,6 @@ pub mod sql92;
 mod start;
 mod system;
 mod timer;
-mod topics;
 mod transaction;
 
 pub use config::{

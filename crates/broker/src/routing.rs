@@ -19,7 +19,7 @@ use ferrocket_protocol::record::sys_flag;
 
 use crate::config::BrokerConfig;
 use crate::error::Reject;
-use crate::system::{HALF_TOPIC, TIMER_TOPIC};
+use crate::services::topics::{HALF_TOPIC, TIMER_TOPIC};
 
 /// Where a message is stored instead of its own topic and queue.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,8 +21,8 @@ use ferrocket_store::{AppendRequest, AppendResult};
 
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 use crate::shard::Shard;
-use crate::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 
 /// What a send needs from its topic's config (copied out, not cloned).
 #[derive(Debug, Clone, Copy)]
@@ -70,7 +70,7 @@ async fn topic_for_send(
                 .default_topic_queue_nums
                 .unwrap_or(shard.config().default_topic_queue_nums);
             let create = topics::creation_for_send(topic, template, queue_nums);
-            match topics::change(shard, create).await? {
+            match shard.change_topic(create).await? {
                 Some(config) => SendTopic::of(&config),
                 None => {
                     return Err(Reject::new(
@@ -198,7 +198,7 @@ pub(crate) async fn send_message(
     let delayed = match &redirect {
         Some(_) => None,
         None => crate::schedule::redirect_delayed(
-            &shard.consume.schedule.levels,
+            &shard.schedule.levels,
             &mut props,
             &header.topic,
             queue_id,

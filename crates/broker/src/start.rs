@@ -24,9 +24,10 @@ use crate::config::BrokerConfig;
 use crate::control;
 use crate::error::BrokerError;
 use crate::namesrv;
+use crate::services::delay_levels::DelayLevels;
 use crate::services::offsets::{OffsetFile, OFFSETS_FILE};
-use crate::shard::{BrokerEnv, Shard};
-use crate::topics;
+use crate::services::topics;
+use crate::shard::{BrokerEnv, LoadedState, Shard};
 
 /// Share of physical memory within which a message counts as in memory
 /// (`accessMessageInMemoryMaxRatio`, percent).
@@ -104,7 +105,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let (store, parts) = MessageStore::open(config.store_config())?;
     let config_dir = store.config_dir()?;
     let topic_table = topics::load_table(&config_dir, &config)?;
-    let consume_init = crate::consume::load(&config_dir, &config)?;
+    let loaded = load_state(&config_dir, &config)?;
     let offsets = config_dir
         .read_json::<OffsetFile>(OFFSETS_FILE)?
         .unwrap_or_default();
@@ -144,7 +145,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         initial_offsets: Arc::new(offsets.offset_table),
         namesrvs: config.namesrv_addrs()?,
         in_memory_bytes: physical_memory_bytes().map_or(i64::MAX, |b| b / 100 * IN_MEMORY_PERCENT),
-        consume_init,
+        loaded,
         config,
     });
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -307,4 +308,19 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
         Some(reason) => Err(reason),
         None => Ok(()),
     }
+}
+
+/// Reads subscriptionGroup.json and delayOffset.json and parses
+/// `messageDelayLevel`; any problem stops the start.
+fn load_state(
+    dir: &ferrocket_store::ConfigDir,
+    config: &BrokerConfig,
+) -> Result<LoadedState, BrokerError> {
+    let delay_levels = DelayLevels::parse(&config.message_delay_level)
+        .map_err(|reason| BrokerError::Config(format!("messageDelayLevel: {reason}")))?;
+    Ok(LoadedState {
+        groups: Arc::new(crate::services::groups::load_table(dir)?),
+        delay_offsets: crate::schedule::load_offsets(dir)?,
+        delay_levels,
+    })
 }

@@ -20,7 +20,9 @@ use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::shard::{owner_shard, ShardCall};
+use ferrocket_runtime::shard::ShardCall;
+
+use crate::services::topics::{HALF_TOPIC, TIMER_TOPIC};
 use ferrocket_store::DispatchEntry;
 
 use crate::error::Reject;
@@ -28,23 +30,6 @@ use crate::query::IndexFeed;
 use crate::shard::Shard;
 use crate::timer::TimerService;
 use crate::transaction::TxnService;
-
-/// Topic holding timer messages until due (`TimerMessageStore.TIMER_TOPIC`).
-pub(crate) const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
-/// Topic of half (prepared) transactional messages.
-pub(crate) const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
-/// Topic of transaction op records (one per ended half message).
-pub(crate) const OP_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
-
-/// The shard owning the timer store and the message index.
-pub(crate) fn timer_shard(count: usize) -> usize {
-    owner_shard(TIMER_TOPIC, 0, count)
-}
-
-/// The shard owning transaction state.
-pub(crate) fn txn_shard(count: usize) -> usize {
-    owner_shard(HALF_TOPIC, 0, count)
-}
 
 /// A shard's handles on the services it runs (empty on other shards).
 #[derive(Default)]
@@ -79,7 +64,7 @@ impl Services {
 pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
     let services = &shard.services;
     let mut tasks = Vec::new();
-    if shard.index == timer_shard(shard.count) {
+    if shard.index == crate::services::topics::timer_shard(shard.count) {
         let index = Rc::new(IndexFeed::open(shard)?);
         let timer = Rc::new(TimerService::open(shard)?);
         let _ = services.index.set(Rc::clone(&index));
@@ -93,7 +78,7 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
             timer,
         )));
     }
-    if shard.index == txn_shard(shard.count) {
+    if shard.index == crate::services::topics::txn_shard(shard.count) {
         let txn = Rc::new(TxnService::open(shard)?);
         let _ = services.txn.set(Rc::clone(&txn));
         tasks.push(glommio::spawn_local(crate::transaction::run(

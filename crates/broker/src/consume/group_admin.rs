@@ -24,7 +24,7 @@ pub(crate) async fn change(
     shard: &Shard,
     change: GroupChange,
 ) -> Result<Option<SubscriptionGroupConfig>, Reject> {
-    shard.call(0, super::ChangeGroup(change)).await?
+    shard.change_group(change).await
 }
 
 /// The group's settings; an unknown group is created when
@@ -33,7 +33,7 @@ pub(crate) async fn find_or_create(
     shard: &Shard,
     group: &str,
 ) -> Result<SubscriptionGroupConfig, Reject> {
-    if let Some(found) = shard.consume.groups.with(|t| t.get(group).cloned()) {
+    if let Some(found) = shard.groups.with(|t| t.get(group).cloned()) {
         return Ok(found);
     }
     let missing = || {
@@ -55,11 +55,10 @@ pub(crate) async fn find_or_create(
 pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Reject> {
     // The common case reads two flags of this shard's copy, no clone.
     let flags = |c: &SubscriptionGroupConfig| (c.consume_enable, c.consume_broadcast_enable);
-    let (consume_enable, broadcast_enable) =
-        match shard.consume.groups.with(|t| t.get(group).map(flags)) {
-            Some(found) => found,
-            None => flags(&find_or_create(shard, group).await?),
-        };
+    let (consume_enable, broadcast_enable) = match shard.groups.with(|t| t.get(group).map(flags)) {
+        Some(found) => found,
+        None => flags(&find_or_create(shard, group).await?),
+    };
     if !consume_enable {
         return Err(Reject::new(
             response_code::NO_PERMISSION,
@@ -105,7 +104,7 @@ pub(crate) async fn update_and_create(
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole table with its version.
 pub(crate) fn all_configs(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
-    let body = shard.consume.groups.with(encode_json);
+    let body = shard.groups.with(encode_json);
     ok(request).with_body(body)
 }
 

@@ -28,8 +28,8 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::resend::{read_record, tag_hash};
 use crate::schedule::redirect_delayed;
+use crate::services::topics::{retry_topic, TopicChange};
 use crate::shard::Shard;
-use crate::topics::{self, retry_topic, TopicChange};
 
 /// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
 pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";
@@ -73,7 +73,8 @@ async fn ensure_topic(
     name: &str,
     change: TopicChange,
 ) -> Result<TopicConfig, Reject> {
-    topics::ensure(shard, name, change)
+    shard
+        .ensure_topic(name, change)
         .await?
         .ok_or_else(|| Reject::system(format!("topic[{name}] not exist")))
 }
@@ -156,7 +157,7 @@ pub(crate) async fn send_msg_back(
     }
     let now = now_ms();
     let redirect = redirect_delayed(
-        &shard.consume.schedule.levels,
+        &shard.schedule.levels,
         &mut props,
         &topic,
         queue_id,

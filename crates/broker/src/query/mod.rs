@@ -26,8 +26,8 @@ pub(crate) use search::{earliest_time_owned, search_offset_owned};
 
 use crate::error::Reject;
 use crate::resend::read_record;
+use crate::services::topics::timer_shard;
 use crate::shard::Shard;
-use crate::system::timer_shard;
 
 /// `_UNIQUE_KEY_QUERY` (`MixAll.UNIQUE_MSG_QUERY_FLAG`): the key is a
 /// UNIQ_KEY; the broker then uses its default maximum count.

@@ -27,21 +27,19 @@ use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{sys_flag, NewRecord, RecordView};
 use ferrocket_store::{AppendRequest, AppendResult};
 
-pub(crate) use crate::services::delay_levels::{load_offsets, DelayLevels, DelayOffsets};
+pub(crate) use crate::services::delay_levels::{load_offsets, DelayLevels};
 pub(crate) use service::{all_delay_offsets, spawn, stop, ScheduleState};
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::Reject;
 use crate::resend::tag_hash;
+use crate::services::topics::HALF_TOPIC;
+use crate::services::topics::{self, TBW102};
 use crate::shard::Shard;
-use crate::topics::{self, TBW102};
 
 /// The topic holding delayed messages (`TopicValidator.RMQ_SYS_SCHEDULE_TOPIC`).
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
-/// Topic whose messages are never delivered out of the schedule (Java
-/// discards them as a bug).
-const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 
 /// Where a delayed message is stored instead of its own topic and queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +179,8 @@ pub(crate) async fn check_real_target(
         return invalid(why);
     }
     let create = topics::creation_for_send(topic, TBW102, shard.config().default_topic_queue_nums);
-    let Some(found) = topics::ensure(shard, topic, create)
+    let Some(found) = shard
+        .ensure_topic(topic, create)
         .await
         .map_err(DeliverError::Store)?
     else {

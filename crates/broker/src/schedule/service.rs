@@ -18,7 +18,6 @@ use glommio::Task;
 
 use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
 use crate::clock::now_ms;
-use crate::consume::InitialState;
 use crate::error::Reject;
 use crate::services::delay_levels::{
     DelayLevels, DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE,
@@ -48,20 +47,14 @@ pub(crate) struct ScheduleState {
 }
 
 impl ScheduleState {
-    pub fn new(index: usize, count: usize, initial: &InitialState) -> Self {
-        let progress = initial
-            .delay_levels
+    pub fn new(index: usize, count: usize, levels: &DelayLevels, start: &DelayOffsets) -> Self {
+        let progress = levels
             .levels()
             .filter(|level| owner_shard(SCHEDULE_TOPIC, level - 1, count) == index)
-            .map(|level| {
-                (
-                    level,
-                    initial.delay_offsets.get(&level).copied().unwrap_or(0),
-                )
-            })
+            .map(|level| (level, start.get(&level).copied().unwrap_or(0)))
             .collect();
         Self {
-            levels: initial.delay_levels.clone(),
+            levels: levels.clone(),
             progress: RefCell::new(progress),
             changed: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
@@ -98,7 +91,7 @@ async fn pause(shard: &Shard, ms: u64) -> bool {
 
 /// Delivers the due messages of one level; returns how many.
 async fn deliver_level(shard: &Shard, level: i32) -> usize {
-    let state = &shard.consume.schedule;
+    let state = &shard.schedule;
     let Some(delay_ms) = state.levels.delay_ms(level) else {
         return 0;
     };
@@ -181,14 +174,7 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
 
 /// Delivers this shard's levels until the shard stops.
 async fn deliver_loop(shard: Rc<Shard>) {
-    let levels: Vec<i32> = shard
-        .consume
-        .schedule
-        .progress
-        .borrow()
-        .keys()
-        .copied()
-        .collect();
+    let levels: Vec<i32> = shard.schedule.progress.borrow().keys().copied().collect();
     loop {
         if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
             return;
@@ -222,7 +208,7 @@ impl ShardCall<Shard> for DelayProgress {
     type Reply = (DelayOffsets, bool);
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.consume.schedule.progress(self.take_changed)
+        shard.schedule.progress(self.take_changed)
     }
 }
 
@@ -236,14 +222,14 @@ impl ShardCall<Shard> for DelayStopped {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
-        let state = &shard.consume.schedule;
+        let state = &shard.schedule;
         state.reports.borrow_mut().insert(self.shard, self.offsets);
         state.reported.notify();
     }
 }
 
 fn offset_file(shard: &Shard, offsets: DelayOffsets) -> DelayOffsetFile {
-    let mut version = shard.consume.schedule.data_version.borrow_mut();
+    let mut version = shard.schedule.data_version.borrow_mut();
     version.next(now_ms());
     DelayOffsetFile {
         offset_table: offsets,
@@ -284,8 +270,8 @@ async fn persist_loop(shard: Rc<Shard>) {
 /// Starts the delivery loop (when this shard owns a level) and, on shard
 /// 0, the persistence loop.
 pub(crate) fn spawn(shard: &Rc<Shard>) {
-    let mut tasks = shard.consume.schedule.tasks.borrow_mut();
-    if !shard.consume.schedule.progress.borrow().is_empty() {
+    let mut tasks = shard.schedule.tasks.borrow_mut();
+    if !shard.schedule.progress.borrow().is_empty() {
         tasks.push(glommio::spawn_local(deliver_loop(shard.clone())));
     }
     if shard.index == 0 {
@@ -297,7 +283,7 @@ pub(crate) fn spawn(shard: &Rc<Shard>) {
 /// the final progress to shard 0, which writes delayOffset.json once every
 /// shard reported (or after [`STOP_GATHER_TIMEOUT_MS`]).
 pub(crate) async fn stop(shard: &Rc<Shard>) {
-    let state = &shard.consume.schedule;
+    let state = &shard.schedule;
     let tasks = std::mem::take(&mut *state.tasks.borrow_mut());
     for task in tasks {
         task.await;
@@ -353,7 +339,7 @@ pub(crate) async fn all_delay_offsets(
         .ok_or_else(|| Reject::system("a shard did not report its delay progress"))?;
     let file = DelayOffsetFile {
         offset_table: offsets,
-        data_version: *shard.consume.schedule.data_version.borrow(),
+        data_version: *shard.schedule.data_version.borrow(),
     };
     Ok(
         RemotingCommand::response_to(request, response_code::SUCCESS, None)

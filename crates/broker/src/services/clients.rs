@@ -10,6 +10,14 @@ use ferrocket_protocol::body::{
     ConsumeFromWhere, ConsumeType, HeartbeatData, MessageModel, SubscriptionData,
 };
 
+/// What a connection said about itself in its heartbeats.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConnInfo {
+    pub addr: String,
+    pub language: String,
+    pub version: i32,
+}
+
 /// One client's connection in a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientChannel {

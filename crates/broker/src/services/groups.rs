@@ -60,16 +60,6 @@ pub(crate) enum GroupChange {
     Delete(String),
 }
 
-impl GroupChange {
-    /// The group the change concerns.
-    pub fn group_name(&self) -> String {
-        match self {
-            GroupChange::Upsert(config) => config.group_name.clone(),
-            GroupChange::AutoCreate(name) | GroupChange::Delete(name) => name.clone(),
-        }
-    }
-}
-
 /// Checks a group name as Java's `TopicValidator.validateGroup` does.
 pub fn validate_group(group: &str) -> Result<(), String> {
     if group.trim().is_empty() {

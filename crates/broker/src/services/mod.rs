@@ -3,9 +3,13 @@
 //! Remoting front end, background tasks and later front ends share it.
 
 pub(crate) mod clients;
+pub(crate) mod control;
 pub(crate) mod delay_levels;
 pub(crate) mod filter;
 pub(crate) mod groups;
+pub(crate) mod locks;
 pub(crate) mod long_poll;
+pub(crate) mod namesrv;
 pub(crate) mod offsets;
 pub(crate) mod persist;
+pub(crate) mod topics;

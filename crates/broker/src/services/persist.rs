@@ -1,11 +1,8 @@
 //! Config files (topics.json, subscriptionGroup.json, consumerOffset.json,
-//! delayOffset.json): written on the blocking pool, and a change undone
-//! when its file could not be written.
+//! delayOffset.json), written on the blocking pool.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ferrocket_protocol::body::DataVersion;
 use ferrocket_store::ConfigDir;
 use serde::Serialize;
 
@@ -29,32 +26,4 @@ pub(crate) async fn write_config<T: Serialize + Send + Sync + 'static>(
             "persisting {name} failed ({err}); the change was not made"
         ))
     })
-}
-
-/// One entry of a control-plane table (topics, groups) as it was before a
-/// change, with the table's version: put back when the change could not
-/// be persisted.
-pub(crate) struct Undo<V> {
-    name: String,
-    entry: Option<V>,
-    version: DataVersion,
-}
-
-impl<V: Clone> Undo<V> {
-    pub fn record(map: &BTreeMap<String, V>, name: String, version: DataVersion) -> Self {
-        let entry = map.get(&name).cloned();
-        Self {
-            name,
-            entry,
-            version,
-        }
-    }
-
-    pub fn restore(self, map: &mut BTreeMap<String, V>, version: &mut DataVersion) {
-        match self.entry {
-            Some(entry) => map.insert(self.name, entry),
-            None => map.remove(&self.name),
-        };
-        *version = self.version;
-    }
 }

@@ -14,8 +14,8 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::resend::{read_record, view};
 use crate::schedule::{deliver_to_real_topic, DeliverError};
+use crate::services::topics::TIMER_TOPIC;
 use crate::shard::Shard;
-use crate::system::TIMER_TOPIC;
 
 /// What became of one due timer.
 enum Outcome {

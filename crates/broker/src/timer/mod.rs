@@ -38,8 +38,8 @@ use ferrocket_store::ConsumeQueue;
 use futures_lite::future;
 
 use crate::clock::now_ms;
+use crate::services::topics::TIMER_TOPIC;
 use crate::shard::Shard;
-use crate::system::TIMER_TOPIC;
 use ferrocket_runtime::sync::Notify;
 
 /// Longest the timer loop sleeps: it wakes at the next due time, when a

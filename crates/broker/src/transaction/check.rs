@@ -18,8 +18,9 @@ use super::TxnService;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::resend::{encode_copy, read_record, view, Target};
+use crate::services::topics::HALF_TOPIC;
 use crate::shard::Shard;
-use crate::system::{send_oneway, HALF_TOPIC};
+use crate::system::send_oneway;
 
 /// Checks one round of open half messages.
 pub(super) async fn check_round(shard: &Shard, txn: &TxnService) {

@@ -16,12 +16,10 @@ use ferrocket_protocol::body::{perm, TopicConfig};
 use super::state::Half;
 use crate::error::Reject;
 use crate::resend::{append_copy, read_record, view, Target};
+use crate::services::topics::TopicChange;
 use crate::shard::Shard;
-use crate::topics::TopicChange;
 
-/// Where discarded half messages are kept
-/// (`TopicValidator.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC`).
-pub const CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
+pub use crate::services::topics::CHECK_MAX_TIME_TOPIC;
 /// Its queue count (`TCMT_QUEUE_NUMS`); every copy goes to queue 0.
 pub const CHECK_MAX_TIME_QUEUE_NUMS: i32 = 1;
 
@@ -35,7 +33,8 @@ async fn ensure_topic(shard: &Shard) -> Result<TopicConfig, Reject> {
         topic_sys_flag: 0,
         ..TopicConfig::new(CHECK_MAX_TIME_TOPIC, CHECK_MAX_TIME_QUEUE_NUMS)
     };
-    crate::topics::change(shard, TopicChange::Upsert(config))
+    shard
+        .change_topic(TopicChange::Upsert(config))
         .await?
         .ok_or_else(|| Reject::system(format!("topic[{CHECK_MAX_TIME_TOPIC}] not created")))
 }

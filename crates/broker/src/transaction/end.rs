@@ -19,8 +19,8 @@ use super::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::resend::{append_copy, read_record, tag_hash, view, Target};
+use crate::services::topics::{txn_shard, OP_TOPIC};
 use crate::shard::Shard;
-use crate::system::{txn_shard, OP_TOPIC};
 
 /// How often END_TRANSACTION looks for a half message not yet dispatched.
 const HALF_ARRIVAL_POLL_MS: u64 = 5;
@@ -209,7 +209,7 @@ pub(super) async fn settle(
         let delayed = match &timer {
             Some(_) => None,
             None => crate::schedule::redirect_delayed(
-                &shard.consume.schedule.levels,
+                &shard.schedule.levels,
                 &mut props,
                 &real_topic,
                 real_queue,

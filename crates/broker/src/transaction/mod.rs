@@ -31,7 +31,6 @@
 mod check;
 mod discard;
 
-pub(crate) use discard::CHECK_MAX_TIME_TOPIC;
 mod end;
 mod state;
 

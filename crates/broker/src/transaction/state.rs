@@ -14,8 +14,8 @@ use crate::error::Reject;
 use crate::pull::PullQuery;
 use crate::resend::{read_record, view};
 use crate::services::filter::TagFilter;
+use crate::services::topics::{HALF_TOPIC, OP_TOPIC};
 use crate::shard::Shard;
-use crate::system::{HALF_TOPIC, OP_TOPIC};
 
 /// Half-queue entries ingested per step.
 const INGEST_BATCH_MAX: usize = 1_024;

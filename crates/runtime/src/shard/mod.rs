@@ -24,6 +24,7 @@
 
 pub mod call;
 pub mod executors;
+pub mod master;
 pub mod mesh;
 mod oneshot;
 pub mod owner;
@@ -36,6 +37,7 @@ pub use call::{AnyReply, CallMesh, ErasedCall, ShardCall};
 pub use executors::{
     online_cores, start_shards, ShardContext, ShardError, ShardPlan, ShardSet, ShardsConfig,
 };
+pub use master::{ChangeError, Master};
 pub use mesh::{
     mesh_endpoints, LocalBoxFuture, Mesh, MeshEndpoints, MeshError, MeshHandler,
     MESH_IN_FLIGHT_MAX_DEFAULT, MESH_RING_CAPACITY_DEFAULT,

@@ -1,5 +1,14 @@
-//! One shard's state, and what it does with requests other shards forward.
-//! Lives on its shard's executor only (`Rc`, `RefCell`, no locks).
+//! The per-core context: one shard's state, reached by every request
+//! handler and background task on its executor (`Rc`, `RefCell`, no
+//! locks). Feature state and logic live in `services`; the operations
+//! that cross shards are `impl Shard` blocks in this module's children
+//! (`tables`, `topics`, `groups`, `clients`) and typed calls
+//! ([`Shard::call`]).
+
+pub(crate) mod clients;
+pub(crate) mod groups;
+pub(crate) mod tables;
+pub(crate) mod topics;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
@@ -8,9 +17,7 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 use ferrocket_protocol::body::TopicConfig;
-use ferrocket_protocol::codes::request_code;
 use ferrocket_protocol::message_id::UniqueKeyGenerator;
-use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
 use ferrocket_runtime::shard::{owner_shard, CallMesh, Replica, ShardCall, Versioned};
 use ferrocket_runtime::sync::StopSignal;
@@ -18,12 +25,24 @@ use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
-use crate::control::Control;
 use crate::error::Reject;
-use crate::services::clients::ClientTable;
+use crate::schedule::ScheduleState;
+use crate::services::clients::{ClientTable, ConnInfo};
+use crate::services::control::ControlPlane;
+use crate::services::delay_levels::{DelayLevels, DelayOffsets};
+use crate::services::groups::GroupTable;
+use crate::services::locks::LockTable;
 use crate::services::long_poll::LongPolls;
 use crate::services::offsets::{OffsetMap, OffsetTable};
-use crate::topics::TopicTable;
+use crate::services::topics::TopicTable;
+
+/// What is loaded before the shards start.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedState {
+    pub groups: Arc<GroupTable>,
+    pub delay_levels: DelayLevels,
+    pub delay_offsets: DelayOffsets,
+}
 
 /// What every shard shares, fixed at start. `Send + Sync`.
 pub(crate) struct BrokerEnv {
@@ -43,8 +62,8 @@ pub(crate) struct BrokerEnv {
     /// A message this close to the CommitLog's end counts as in memory
     /// (`accessMessageInMemoryMaxRatio` of physical memory).
     pub in_memory_bytes: i64,
-    /// Subscription groups and delay-level state loaded at start (`consume`).
-    pub consume_init: crate::consume::InitialState,
+    /// Subscription groups and delay-level state loaded at start.
+    pub loaded: LoadedState,
 }
 
 pub(crate) type ShardMesh = CallMesh<Shard>;
@@ -70,6 +89,7 @@ pub(crate) struct Shard {
     mesh: OnceCell<Rc<ShardMesh>>,
     pub topics: Replica<TopicTable>,
     pub clients: Replica<ClientTable>,
+    pub groups: Replica<GroupTable>,
     /// Offsets of the queues this shard owns.
     pub offsets: RefCell<OffsetTable>,
     pub polls: LongPolls,
@@ -81,11 +101,15 @@ pub(crate) struct Shard {
     /// Fired when the shard starts stopping (background loops end).
     pub stopping: StopSignal,
     /// The control-plane writer; on shard 0 only.
-    pub control: Option<Control>,
+    pub control: Option<ControlPlane>,
+    /// What this shard's connections said about themselves in heartbeats.
+    pub conn_infos: RefCell<HashMap<u64, ConnInfo>>,
+    /// Order locks of the queues this shard owns.
+    pub locks: RefCell<LockTable>,
+    /// Delay-level progress of the levels this shard owns.
+    pub schedule: ScheduleState,
     /// Timer, index and transaction services this shard runs (`system`).
     pub services: crate::system::Services,
-    /// Groups, order locks, connection details, delay levels (`consume`).
-    pub consume: crate::consume::ConsumeState,
 }
 
 impl Shard {
@@ -93,7 +117,17 @@ impl Shard {
         let offsets = OffsetTable::from_file(&env.initial_offsets, |topic, queue_id| {
             owner_shard(topic, queue_id, count) == index
         });
-        let control = (index == 0).then(|| Control::new(&env.initial_topics));
+        let groups = Versioned {
+            version: 1,
+            value: Arc::clone(&env.loaded.groups),
+        };
+        let clients = Versioned {
+            version: 0,
+            value: Arc::new(ClientTable::default()),
+        };
+        let control = (index == 0).then(|| {
+            ControlPlane::new(env.initial_topics.clone(), clients.clone(), groups.clone())
+        });
         let seed = (now_ms() as u64) ^ ((index as u64 + 1) << 48) ^ u64::from(std::process::id());
         let uniq = UniqueKeyGenerator::new(
             env.store_host.ip(),
@@ -104,10 +138,8 @@ impl Shard {
             index,
             count,
             topics: Replica::new(env.initial_topics.clone()),
-            clients: Replica::new(Versioned {
-                version: 0,
-                value: Arc::new(ClientTable::default()),
-            }),
+            clients: Replica::new(clients),
+            groups: Replica::new(groups),
             offsets: RefCell::new(offsets),
             polls: LongPolls::new(env.config.long_poll_waiters_max),
             stats: Cell::new(ShardStats::default()),
@@ -115,8 +147,15 @@ impl Shard {
             rng: Cell::new(seed | 1),
             stopping: StopSignal::new(),
             control,
+            conn_infos: RefCell::new(HashMap::new()),
+            locks: RefCell::new(LockTable::default()),
+            schedule: ScheduleState::new(
+                index,
+                count,
+                &env.loaded.delay_levels,
+                &env.loaded.delay_offsets,
+            ),
             services: crate::system::Services::default(),
-            consume: crate::consume::ConsumeState::new(index, count, &env.consume_init),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             store,
@@ -204,21 +243,6 @@ impl Shard {
 
     pub fn connection_closed(&self, conn_id: u64) {
         self.conns.borrow_mut().remove(&conn_id);
-    }
-
-    /// Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) on these connections.
-    pub fn notify_consumers(&self, group: &str, conn_ids: &[u64]) {
-        for conn_id in conn_ids {
-            let conn = self.conns.borrow().get(conn_id).and_then(Weak::upgrade);
-            let Some(conn) = conn else {
-                continue;
-            };
-            let notice = RemotingCommand::request(request_code::NOTIFY_CONSUMER_IDS_CHANGED)
-                .with_ext("consumerGroup", group);
-            if let Err(err) = conn.send_oneway(notice) {
-                tracing::debug!(conn_id, %err, "consumer change notification dropped");
-            }
-        }
     }
 
     /// A new UNIQ_KEY for a message sent without one.

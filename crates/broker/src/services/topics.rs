@@ -4,15 +4,35 @@
 use ferrocket_protocol::body::{perm, TopicConfig, TopicConfigSerializeWrapper};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::limits::validate_topic;
+use ferrocket_runtime::shard::owner_shard;
 use ferrocket_store::ConfigDir;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::error::Reject;
-use crate::shard::Shard;
 
 /// The topic table as stored in topics.json and sent to name servers.
 pub type TopicTable = TopicConfigSerializeWrapper;
+
+/// Topic holding timer messages until due (`TimerMessageStore.TIMER_TOPIC`).
+pub(crate) const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+/// Topic of half (prepared) transactional messages.
+pub(crate) const HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+/// Topic of transaction op records (one per ended half message).
+pub(crate) const OP_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+
+/// The shard owning the timer store and the message index.
+pub(crate) fn timer_shard(count: usize) -> usize {
+    owner_shard(TIMER_TOPIC, 0, count)
+}
+
+/// The shard owning transaction state.
+pub(crate) fn txn_shard(count: usize) -> usize {
+    owner_shard(HALF_TOPIC, 0, count)
+}
+
+/// Where discarded half messages are kept (`TransactionalMessageUtil`).
+pub const CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 
 /// File holding the topic table under `config/`.
 pub const TOPICS_FILE: &str = "topics.json";
@@ -38,7 +58,7 @@ const SYSTEM_TOPICS: [(&str, i32); 6] = [
 ];
 
 /// System topics the broker creates when it first needs them.
-const ON_DEMAND_SYSTEM_TOPICS: [&str; 1] = [crate::transaction::CHECK_MAX_TIME_TOPIC];
+const ON_DEMAND_SYSTEM_TOPICS: [&str; 1] = [CHECK_MAX_TIME_TOPIC];
 
 /// Prefix of internal topics (`TopicValidator.SYSTEM_TOPIC_PREFIX`); the
 /// timer's `rmq_sys_wheel_timer` is one.
@@ -87,18 +107,6 @@ pub(crate) enum TopicChange {
     EnsureRetry { group: String },
     /// DELETE_TOPIC_IN_BROKER.
     Delete(String),
-}
-
-impl TopicChange {
-    /// The topic the change concerns.
-    pub fn topic_name(&self) -> String {
-        match self {
-            TopicChange::Upsert(topic) => topic.topic_name.clone(),
-            TopicChange::AutoCreate { topic, .. } => topic.clone(),
-            TopicChange::EnsureRetry { group } => retry_topic(group),
-            TopicChange::Delete(name) => name.clone(),
-        }
-    }
 }
 
 fn system_config(name: &str, queues: i32, topic_perm: i32) -> TopicConfig {
@@ -306,28 +314,6 @@ pub(crate) fn apply(
         table.data_version.next(now_ms);
     }
     Ok(outcome)
-}
-
-/// Applies `change` on shard 0, the topic table's one writer; answers the
-/// topic it concerns (see [`apply`]).
-pub(crate) async fn change(
-    shard: &Shard,
-    change: TopicChange,
-) -> Result<Option<TopicConfig>, Reject> {
-    shard.call(0, crate::control::ChangeTopic(change)).await?
-}
-
-/// The topic `name`: this shard's copy, or made by shard 0 as `change`
-/// when missing. `None` when the rules do not allow creating it.
-pub(crate) async fn ensure(
-    shard: &Shard,
-    name: &str,
-    create: TopicChange,
-) -> Result<Option<TopicConfig>, Reject> {
-    match shard.topic(name) {
-        Some(found) => Ok(Some(found)),
-        None => change(shard, create).await,
-    }
 }
 
 /// How a missing topic named `name` comes to exist on a send: a retry

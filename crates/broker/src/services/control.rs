@@ -1,0 +1,46 @@
+//! Shard 0's control-plane state: the master copies of the single-writer
+//! tables, the name server client and the shutdown rendezvous.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use ferrocket_runtime::shard::{Master, Versioned};
+use ferrocket_runtime::sync::Notify;
+
+use crate::services::clients::ClientTable;
+use crate::services::groups::GroupTable;
+use crate::services::namesrv::NamesrvClient;
+use crate::services::offsets::OffsetMap;
+use crate::services::topics::TopicTable;
+
+/// Shard 0's writer state of the control plane.
+pub(crate) struct ControlPlane {
+    pub topics: Master<TopicTable>,
+    pub clients: Master<ClientTable>,
+    pub groups: Master<GroupTable>,
+    /// Wakes the name server registration loop (topics changed).
+    pub register_now: Notify,
+    /// At shutdown: every shard's final offsets, by shard.
+    pub stopped: RefCell<BTreeMap<usize, OffsetMap>>,
+    pub stopped_notify: Notify,
+    /// Connections to the name servers.
+    pub namesrv: NamesrvClient,
+}
+
+impl ControlPlane {
+    pub fn new(
+        topics: Versioned<TopicTable>,
+        clients: Versioned<ClientTable>,
+        groups: Versioned<GroupTable>,
+    ) -> Self {
+        Self {
+            topics: Master::new(topics),
+            clients: Master::new(clients),
+            groups: Master::new(groups),
+            register_now: Notify::default(),
+            stopped: RefCell::new(BTreeMap::new()),
+            stopped_notify: Notify::default(),
+            namesrv: NamesrvClient::new(),
+        }
+    }
+}
