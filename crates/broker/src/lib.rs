@@ -38,7 +38,6 @@ mod offsets;
 mod pull;
 mod query;
 mod reply;
-mod resend;
 mod routing;
 mod schedule;
 mod send;

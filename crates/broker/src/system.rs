@@ -16,48 +16,16 @@
 //! With one shard both are shard 0. Requests for a queue's offsets by time
 //! run on the queue's owner, as every queue request does.
 
-use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 
-use crate::services::topics::{HALF_TOPIC, TIMER_TOPIC};
-use ferrocket_store::DispatchEntry;
-
 use crate::error::Reject;
-use crate::query::IndexFeed;
+use crate::services::index::IndexFeed;
+use crate::services::timer::TimerService;
+use crate::services::transaction::TxnService;
 use crate::shard::Shard;
-use crate::timer::TimerService;
-use crate::transaction::TxnService;
-
-/// A shard's handles on the services it runs (empty on other shards).
-#[derive(Default)]
-pub(crate) struct Services {
-    pub timer: OnceCell<Rc<TimerService>>,
-    pub index: OnceCell<Rc<IndexFeed>>,
-    pub txn: OnceCell<Rc<TxnService>>,
-    tasks: RefCell<Vec<glommio::Task<()>>>,
-}
-
-impl Services {
-    /// Called for every ConsumeQueue dispatch on this shard.
-    pub fn on_dispatch(&self, entry: &DispatchEntry) {
-        match &*entry.topic {
-            TIMER_TOPIC => {
-                if let Some(timer) = self.timer.get() {
-                    timer.wake();
-                }
-            }
-            HALF_TOPIC => {
-                if let Some(txn) = self.txn.get() {
-                    txn.wake();
-                }
-            }
-            _ => {}
-        }
-    }
-}
 
 /// Opens the services this shard owns and starts their loops. Called once
 /// the shard's mesh is connected.
@@ -65,8 +33,11 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
     let services = &shard.services;
     let mut tasks = Vec::new();
     if shard.index == crate::services::topics::timer_shard(shard.count) {
-        let index = Rc::new(IndexFeed::open(shard)?);
-        let timer = Rc::new(TimerService::open(shard)?);
+        let index = Rc::new(IndexFeed::open(
+            &shard.config().store_path_root_dir,
+            &shard.store,
+        )?);
+        let timer = Rc::new(TimerService::open(shard.config(), &shard.store)?);
         let _ = services.index.set(Rc::clone(&index));
         let _ = services.timer.set(Rc::clone(&timer));
         tasks.push(glommio::spawn_local(crate::query::feed_loop(
@@ -79,7 +50,7 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
         )));
     }
     if shard.index == crate::services::topics::txn_shard(shard.count) {
-        let txn = Rc::new(TxnService::open(shard)?);
+        let txn = Rc::new(TxnService::open(&shard.env.config_dir)?);
         let _ = services.txn.set(Rc::clone(&txn));
         tasks.push(glommio::spawn_local(crate::transaction::run(
             shard.clone(),
@@ -104,7 +75,7 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
         index.flush().await;
     }
     if let Some(txn) = shard.services.txn.get() {
-        txn.persist(shard).await;
+        txn.persist(&shard.env.config_dir).await;
     }
 }
 

@@ -26,8 +26,8 @@ use ferrocket_store::AppendRequest;
 use super::group_admin::find_or_create;
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::resend::{read_record, tag_hash};
 use crate::schedule::redirect_delayed;
+use crate::services::records::{read_record, tag_hash};
 use crate::services::topics::{retry_topic, TopicChange};
 use crate::shard::Shard;
 
@@ -105,7 +105,7 @@ pub(crate) async fn send_msg_back(
             format!("the topic[{retry}] sending message is forbidden"),
         ));
     }
-    let bytes = read_record(shard, header.offset).ok_or_else(|| {
+    let bytes = read_record(&shard.store, header.offset).ok_or_else(|| {
         Reject::system(format!("look message by offset failed, {}", header.offset))
     })?;
     let source = decode_record(&bytes, false).map_err(|err| {

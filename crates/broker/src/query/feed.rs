@@ -1,196 +1,18 @@
-//! Feeding the message index (RocketMQ's `IndexService` dispatch): one
-//! scanner on the timer shard reads every CommitLog record once, in
-//! CommitLog order, and indexes its UNIQ_KEY and each KEYS entry under
-//! `topic#key`. It resumes after the newest indexed record, so after a
-//! restart it re-reads what the index had not yet taken (the index ignores
-//! records at or before its newest one, so re-reading is harmless).
-//!
-//! The scan follows the written (readable) end of the CommitLog: entries
-//! for records a crash later loses are dropped by `truncate_from` at the
-//! next start.
+//! The index scanner's loop (on the timer shard): index new records as
+//! they are written (`services::index`), sync the index every second.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use ferrocket_protocol::properties::KEYS;
-use ferrocket_protocol::record::{decode_record, peek_record, RecordPeek};
-use ferrocket_store::index::{index_dir, message_index_keys, IndexConfig, IndexService};
-
+use crate::services::index::{IndexFeed, INDEX_FLUSH_INTERVAL_MS, SCAN_INTERVAL_MS};
 use crate::shard::Shard;
-
-/// Records indexed per step before the scanner yields to other work.
-pub const SCAN_RECORDS_PER_STEP: usize = 4096;
-/// How often the scanner looks for new records when nothing woke it.
-pub const SCAN_INTERVAL_MS: u64 = 20;
-/// How often written index pages are synced to disk.
-pub const INDEX_FLUSH_INTERVAL_MS: u64 = 1_000;
-/// Bytes read to learn a record's size.
-const HEAD_BYTES: usize = 8;
-
-/// The index and the scanner's position.
-pub(crate) struct IndexFeed {
-    index: RefCell<IndexService>,
-    /// Next CommitLog position to read.
-    next: Cell<i64>,
-}
-
-impl IndexFeed {
-    /// Opens the index under the store root, drops entries past the
-    /// recovered CommitLog end, and finds where scanning resumes.
-    pub fn open(shard: &Shard) -> Result<Self, String> {
-        let root = &shard.config().store_path_root_dir;
-        let mut index = IndexService::open(index_dir(root), IndexConfig::default())
-            .map_err(|err| format!("message index: {err}"))?;
-        let reader = shard.store.reader();
-        let end = reader.written_offset();
-        let dropped = index
-            .truncate_from(end)
-            .map_err(|err| format!("message index: {err}"))?;
-        if dropped > 0 {
-            tracing::warn!(dropped, end, "index entries past the CommitLog end dropped");
-        }
-        let next = match index.last_indexed_offset() {
-            Some(last) => match crate::resend::read_record(shard, last) {
-                Some(record) => last + record.len() as i64,
-                None => last,
-            },
-            None => reader.min_offset(),
-        };
-        tracing::info!(resume_at = next, end, "message index opened");
-        Ok(Self {
-            index: RefCell::new(index),
-            next: Cell::new(next.max(reader.min_offset())),
-        })
-    }
-
-    /// Indexes up to `budget` records written since the last call; returns
-    /// whether it reached the written end.
-    pub fn step(&self, shard: &Shard, budget: usize) -> bool {
-        let reader = shard.store.reader();
-        let end = reader.written_offset();
-        let mut pos = self.next.get();
-        let mut done = 0;
-        while pos < end && done < budget {
-            if let Some(range) = reader.damaged_range_at(pos) {
-                // Quarantined by recovery: no record in it is indexed.
-                pos = range.end;
-                continue;
-            }
-            let Some(head) = shard.store.read_records(pos, HEAD_BYTES) else {
-                // Past a segment's end without a blank: next segment.
-                pos = reader.next_segment_start(pos);
-                continue;
-            };
-            match peek_record(&head) {
-                Ok(RecordPeek::Message { total_size, .. }) => {
-                    self.index_record(shard, pos, total_size);
-                    pos += total_size as i64;
-                    done += 1;
-                }
-                Ok(RecordPeek::Blank { .. }) => pos = reader.next_segment_start(pos),
-                Ok(RecordPeek::Unwritten) | Err(_) => {
-                    tracing::error!(
-                        pos,
-                        "index scanner found no record outside the quarantined ranges; \
-                         skipping to the next segment"
-                    );
-                    pos = reader.next_segment_start(pos);
-                }
-            }
-        }
-        self.next.set(pos);
-        pos >= end
-    }
-
-    fn index_record(&self, shard: &Shard, pos: i64, size: usize) {
-        let Some(bytes) = shard.store.read_records(pos, size) else {
-            return;
-        };
-        let Ok(record) = decode_record(&bytes, false) else {
-            tracing::warn!(pos, "index scanner skipped an undecodable record");
-            return;
-        };
-        let props = record.properties();
-        let keys = message_index_keys(props.get(KEYS), props.unique_key());
-        if keys.is_empty() {
-            return;
-        }
-        let put = self
-            .index
-            .borrow_mut()
-            .put(record.topic, &keys, pos, record.store_timestamp_ms);
-        if let Err(err) = put {
-            tracing::error!(pos, %err, "indexing a message failed");
-        }
-    }
-
-    /// Indexes everything written so far (yielding between steps).
-    pub async fn catch_up(&self, shard: &Shard) {
-        while !self.step(shard, SCAN_RECORDS_PER_STEP) {
-            glommio::executor().yield_if_needed().await;
-        }
-    }
-
-    /// CommitLog offsets of candidates for `topic#key` (see
-    /// [`IndexService::query`]) and the index's last update.
-    pub fn query(
-        &self,
-        topic: &str,
-        key: &str,
-        max: usize,
-        begin_ms: i64,
-        end_ms: i64,
-    ) -> (Vec<i64>, (i64, i64)) {
-        let index = self.index.borrow();
-        (
-            index.query(topic, key, max, begin_ms, end_ms),
-            index.last_update(),
-        )
-    }
-
-    /// Retention: drops index files that point only below the CommitLog's
-    /// start (its old segments were deleted).
-    pub fn delete_expired(&self, commitlog_min: i64) {
-        match self.index.borrow_mut().delete_below(commitlog_min) {
-            Ok(0) => {}
-            Ok(deleted) => tracing::info!(deleted, commitlog_min, "index retention deleted files"),
-            Err(err) => tracing::error!(%err, "index retention failed"),
-        }
-    }
-
-    /// Syncs written index pages (on the blocking pool).
-    pub async fn flush(&self) {
-        let files = match self.index.borrow_mut().take_dirty_files() {
-            Ok(files) => files,
-            Err(err) => {
-                tracing::error!(%err, "index flush failed");
-                return;
-            }
-        };
-        if files.is_empty() {
-            return;
-        }
-        let synced = glommio::executor()
-            .spawn_blocking(move || {
-                for file in files {
-                    file.sync_data()?;
-                }
-                Ok::<(), std::io::Error>(())
-            })
-            .await;
-        if let Err(err) = synced {
-            tracing::error!(%err, "syncing index files failed");
-        }
-    }
-}
 
 /// The scanner's loop: index new records as they are written, sync the
 /// index every second. Ends when the shard stops.
 pub(crate) async fn feed_loop(shard: Rc<Shard>, feed: Rc<IndexFeed>) {
     let mut last_flush = std::time::Instant::now();
     loop {
-        feed.catch_up(&shard).await;
+        feed.catch_up(&shard.store).await;
         if last_flush.elapsed() >= Duration::from_millis(INDEX_FLUSH_INTERVAL_MS) {
             feed.delete_expired(shard.store.reader().min_offset());
             feed.flush().await;
@@ -201,7 +23,7 @@ pub(crate) async fn feed_loop(shard: Rc<Shard>, feed: Rc<IndexFeed>) {
             .interrupts_sleep(Duration::from_millis(SCAN_INTERVAL_MS))
             .await
         {
-            feed.catch_up(&shard).await;
+            feed.catch_up(&shard.store).await;
             return;
         }
     }

@@ -21,11 +21,11 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::index::message_index_keys;
 
-pub(crate) use feed::{feed_loop, IndexFeed};
+pub(crate) use feed::feed_loop;
 pub(crate) use search::{earliest_time_owned, search_offset_owned};
 
 use crate::error::Reject;
-use crate::resend::read_record;
+use crate::services::records::read_record;
 use crate::services::topics::timer_shard;
 use crate::shard::Shard;
 
@@ -155,7 +155,7 @@ pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<Qu
         .get()
         .cloned()
         .ok_or_else(|| Reject::system("the message index is not on this shard"))?;
-    feed.catch_up(shard).await;
+    feed.catch_up(&shard.store).await;
     let (offsets, (last_update_ms, last_update_offset)) = feed.query(
         &query.topic,
         &query.key,
@@ -166,13 +166,13 @@ pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<Qu
     let mut body = BytesMut::new();
     let mut count = 0;
     for offset in offsets {
-        let Some(record) = read_record(shard, offset) else {
+        let Some(record) = read_record(&shard.store, offset) else {
             continue;
         };
         if body.len() + record.len() > QUERY_BYTES_MAX && count > 0 {
             break;
         }
-        let Ok(view) = crate::resend::view(&record) else {
+        let Ok(view) = crate::services::records::view(&record) else {
             continue;
         };
         if view.topic != query.topic {
@@ -201,7 +201,7 @@ pub(crate) fn view_message_by_id(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let offset = request.ext_fields.required_i64("offset")?;
-    let record = read_record(shard, offset)
+    let record = read_record(&shard.store, offset)
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
     let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     response.body = record;

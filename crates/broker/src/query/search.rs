@@ -6,12 +6,12 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_store::ConsumeQueue;
 
 use crate::error::Reject;
-use crate::resend::{read_record, view};
+use crate::services::records::{read_record, view};
 use crate::shard::Shard;
 
 fn store_time(shard: &Shard, queue: &ConsumeQueue, offset: i64) -> Option<i64> {
     let entry = queue.entry(offset).filter(|e| !e.is_lost())?;
-    let record = read_record(shard, entry.physical_offset)?;
+    let record = read_record(&shard.store, entry.physical_offset)?;
     view(&record).ok().map(|v| v.store_timestamp_ms)
 }
 

@@ -28,18 +28,17 @@ use ferrocket_protocol::record::{sys_flag, NewRecord, RecordView};
 use ferrocket_store::{AppendRequest, AppendResult};
 
 pub(crate) use crate::services::delay_levels::{load_offsets, DelayLevels};
-pub(crate) use service::{all_delay_offsets, spawn, stop, ScheduleState};
+pub(crate) use service::{all_delay_offsets, spawn, stop};
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::Reject;
-use crate::resend::tag_hash;
+use crate::services::records::tag_hash;
 use crate::services::topics::HALF_TOPIC;
 use crate::services::topics::{self, TBW102};
 use crate::shard::Shard;
 
-/// The topic holding delayed messages (`TopicValidator.RMQ_SYS_SCHEDULE_TOPIC`).
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+pub(crate) use crate::services::topics::SCHEDULE_TOPIC;
 
 /// Where a delayed message is stored instead of its own topic and queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

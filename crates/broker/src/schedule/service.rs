@@ -2,28 +2,22 @@
 //! whose SCHEDULE_TOPIC_XXXX queue it owns; shard 0 persists everyone's
 //! progress to delayOffset.json and answers GET_ALL_DELAY_OFFSET (45).
 
-use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrocket_protocol::body::{encode_json, DataVersion};
+use ferrocket_protocol::body::encode_json;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::decode_record;
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::shard::{owner_shard, ShardCall};
+use ferrocket_runtime::shard::ShardCall;
 use futures_lite::future;
-use glommio::Task;
 
 use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::services::delay_levels::{
-    DelayLevels, DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE,
-};
+use crate::services::delay_levels::{DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
 use crate::shard::Shard;
-use ferrocket_runtime::sync::Notify;
 
 /// Pause between looks at the level queues (Java's `DELAY_FOR_A_WHILE`).
 pub const DELIVER_POLL_INTERVAL_MS: u64 = 100;
@@ -31,55 +25,6 @@ pub const DELIVER_POLL_INTERVAL_MS: u64 = 100;
 pub const DELIVER_BATCH_MAX: usize = 256;
 /// How long shard 0 waits at shutdown for the other shards' progress.
 pub const STOP_GATHER_TIMEOUT_MS: u64 = 10_000;
-
-/// One shard's scheduler state.
-pub(crate) struct ScheduleState {
-    pub levels: DelayLevels,
-    /// Next queue offset to deliver, for the levels this shard owns.
-    progress: RefCell<DelayOffsets>,
-    changed: Cell<bool>,
-    tasks: RefCell<Vec<Task<()>>>,
-    /// Shard 0, at shutdown: the progress other shards reported.
-    reports: RefCell<BTreeMap<usize, DelayOffsets>>,
-    reported: Notify,
-    /// Shard 0: the version written into delayOffset.json.
-    data_version: RefCell<DataVersion>,
-}
-
-impl ScheduleState {
-    pub fn new(index: usize, count: usize, levels: &DelayLevels, start: &DelayOffsets) -> Self {
-        let progress = levels
-            .levels()
-            .filter(|level| owner_shard(SCHEDULE_TOPIC, level - 1, count) == index)
-            .map(|level| (level, start.get(&level).copied().unwrap_or(0)))
-            .collect();
-        Self {
-            levels: levels.clone(),
-            progress: RefCell::new(progress),
-            changed: Cell::new(false),
-            tasks: RefCell::new(Vec::new()),
-            reports: RefCell::new(BTreeMap::new()),
-            reported: Notify::default(),
-            data_version: RefCell::new(DataVersion::default()),
-        }
-    }
-
-    /// This shard's levels' progress, and whether it moved since the last
-    /// `take_changed` look.
-    pub fn progress(&self, take_changed: bool) -> (DelayOffsets, bool) {
-        let changed = if take_changed {
-            self.changed.replace(false)
-        } else {
-            self.changed.get()
-        };
-        (self.progress.borrow().clone(), changed)
-    }
-
-    fn advance(&self, level: i32, offset: i64) {
-        self.progress.borrow_mut().insert(level, offset);
-        self.changed.set(true);
-    }
-}
 
 /// Sleeps `ms` unless the shard stops first; returns whether it stopped.
 async fn pause(shard: &Shard, ms: u64) -> bool {

@@ -14,6 +14,8 @@ use crate::error::Reject;
 /// The topic table as stored in topics.json and sent to name servers.
 pub type TopicTable = TopicConfigSerializeWrapper;
 
+/// The topic holding delayed messages (`TopicValidator.RMQ_SYS_SCHEDULE_TOPIC`).
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 /// Topic holding timer messages until due (`TimerMessageStore.TIMER_TOPIC`).
 pub(crate) const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
 /// Topic of half (prepared) transactional messages.

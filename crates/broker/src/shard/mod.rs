@@ -5,6 +5,7 @@
 //! (`tables`, `topics`, `groups`, `clients`) and typed calls
 //! ([`Shard::call`]).
 
+pub(crate) mod append;
 pub(crate) mod clients;
 pub(crate) mod groups;
 pub(crate) mod tables;
@@ -26,7 +27,6 @@ use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::Reject;
-use crate::schedule::ScheduleState;
 use crate::services::clients::{ClientTable, ConnInfo};
 use crate::services::control::ControlPlane;
 use crate::services::delay_levels::{DelayLevels, DelayOffsets};
@@ -34,6 +34,8 @@ use crate::services::groups::GroupTable;
 use crate::services::locks::LockTable;
 use crate::services::long_poll::LongPolls;
 use crate::services::offsets::{OffsetMap, OffsetTable};
+use crate::services::placed::PlacedServices;
+use crate::services::schedule::ScheduleState;
 use crate::services::topics::TopicTable;
 
 /// What is loaded before the shards start.
@@ -109,7 +111,7 @@ pub(crate) struct Shard {
     /// Delay-level progress of the levels this shard owns.
     pub schedule: ScheduleState,
     /// Timer, index and transaction services this shard runs (`system`).
-    pub services: crate::system::Services,
+    pub services: PlacedServices,
 }
 
 impl Shard {
@@ -155,7 +157,7 @@ impl Shard {
                 &env.loaded.delay_levels,
                 &env.loaded.delay_offsets,
             ),
-            services: crate::system::Services::default(),
+            services: PlacedServices::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             store,

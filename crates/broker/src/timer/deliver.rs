@@ -9,11 +9,11 @@ use std::rc::Rc;
 use ferrocket_protocol::properties;
 use ferrocket_store::timer::TimerEntry;
 
-use super::{TimerService, DELIVER_BATCH_MAX};
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::resend::{read_record, view};
 use crate::schedule::{deliver_to_real_topic, DeliverError};
+use crate::services::records::{read_record, view};
+use crate::services::timer::{TimerService, DELIVER_BATCH_MAX};
 use crate::services::topics::TIMER_TOPIC;
 use crate::shard::Shard;
 
@@ -70,7 +70,7 @@ pub(super) async fn deliver_due(shard: &Rc<Shard>, timer: &TimerService) -> usiz
 }
 
 async fn deliver_one(shard: &Rc<Shard>, entry: &TimerEntry) -> Result<Outcome, Reject> {
-    let Some(record) = read_record(shard, entry.physical_offset) else {
+    let Some(record) = read_record(&shard.store, entry.physical_offset) else {
         tracing::error!(
             physical_offset = entry.physical_offset,
             "timer points at no stored message; dropping it"
@@ -125,7 +125,7 @@ async fn already_delivered(
     else {
         return false;
     };
-    feed.catch_up(shard).await;
+    feed.catch_up(&shard.store).await;
     let (offsets, _) = feed.query(
         real_topic,
         uniq,
@@ -136,7 +136,7 @@ async fn already_delivered(
     offsets
         .into_iter()
         .filter(|offset| *offset > held.physical_offset)
-        .filter_map(|offset| read_record(shard, offset))
+        .filter_map(|offset| read_record(&shard.store, offset))
         .any(|record| {
             view(&record).is_ok_and(|copy| {
                 let copy_props = copy.properties();

@@ -13,12 +13,12 @@ use ferrocket_protocol::record::patch_offsets;
 use ferrocket_protocol::RemotingCommand;
 
 use super::end::settle;
-use super::state::Half;
-use super::TxnService;
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::resend::{encode_copy, read_record, view, Target};
+use crate::services::records::{encode_copy, read_record, view, Target};
 use crate::services::topics::HALF_TOPIC;
+use crate::services::transaction::Half;
+use crate::services::transaction::TxnService;
 use crate::shard::Shard;
 use crate::system::send_oneway;
 
@@ -115,7 +115,7 @@ async fn send_check(shard: &Shard, offset: i64, half: &Half) -> Result<(), Rejec
 /// half message as the producer sent it (real topic and queue, the half
 /// message's offsets).
 fn check_command(shard: &Shard, offset: i64, half: &Half) -> Result<RemotingCommand, Reject> {
-    let record = read_record(shard, half.physical_offset)
+    let record = read_record(&shard.store, half.physical_offset)
         .ok_or_else(|| Reject::system("half message unreadable"))?;
     let held = view(&record)?;
     let props = held.properties();
@@ -131,7 +131,7 @@ fn check_command(shard: &Shard, offset: i64, half: &Half) -> Result<RemotingComm
         prepared_transaction_offset: held.prepared_transaction_offset,
         properties: &props,
     };
-    let mut body: BytesMut = encode_copy(shard, &held, &target)?;
+    let mut body: BytesMut = encode_copy(shard.env.store_host, &held, &target)?;
     patch_offsets(&mut body, offset, half.physical_offset);
     let uniq = props.unique_key().unwrap_or("").to_string();
     let mut command = RemotingCommand::request(request_code::CHECK_TRANSACTION_STATE)

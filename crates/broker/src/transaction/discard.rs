@@ -13,10 +13,10 @@
 
 use ferrocket_protocol::body::{perm, TopicConfig};
 
-use super::state::Half;
 use crate::error::Reject;
-use crate::resend::{append_copy, read_record, view, Target};
+use crate::services::records::{read_record, view, Target};
 use crate::services::topics::TopicChange;
+use crate::services::transaction::Half;
 use crate::shard::Shard;
 
 pub use crate::services::topics::CHECK_MAX_TIME_TOPIC;
@@ -43,7 +43,7 @@ async fn ensure_topic(shard: &Shard) -> Result<TopicConfig, Reject> {
 /// in `TRANS_CHECK_MAX_TIME_TOPIC`.
 pub(super) async fn keep_discarded(shard: &Shard, half: &Half) -> Result<i64, Reject> {
     ensure_topic(shard).await?;
-    let record = read_record(shard, half.physical_offset)
+    let record = read_record(&shard.store, half.physical_offset)
         .ok_or_else(|| Reject::system("half message unreadable"))?;
     let held = view(&record)?;
     let props = held.properties();
@@ -54,5 +54,5 @@ pub(super) async fn keep_discarded(shard: &Shard, half: &Half) -> Result<i64, Re
         prepared_transaction_offset: held.prepared_transaction_offset,
         properties: &props,
     };
-    Ok(append_copy(shard, &held, &target).await?.queue_offset)
+    Ok(shard.append_copy(&held, &target).await?.queue_offset)
 }

@@ -14,12 +14,12 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::AppendRequest;
 
-use super::state::{ingest, Half};
-use super::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::resend::{append_copy, read_record, tag_hash, view, Target};
+use crate::services::records::{read_record, tag_hash, view, Target};
 use crate::services::topics::{txn_shard, OP_TOPIC};
+use crate::services::transaction::{ingest, Half};
+use crate::services::transaction::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
 use crate::shard::Shard;
 
 /// How often END_TRANSACTION looks for a half message not yet dispatched.
@@ -128,7 +128,7 @@ async fn take_pending(
 ) -> Result<Option<Half>, Reject> {
     let deadline = Instant::now() + Duration::from_millis(HALF_ARRIVAL_WAIT_MS);
     loop {
-        ingest(shard, txn);
+        ingest(txn, &shard.store, shard.config().transaction_timeout_ms);
         {
             let mut state = txn.state.borrow_mut();
             if let Some(half) = state.pending.remove(&offset) {
@@ -179,7 +179,7 @@ pub(super) async fn settle(
     commit: bool,
 ) -> Result<(), Reject> {
     if commit {
-        let record = read_record(shard, half.physical_offset)
+        let record = read_record(&shard.store, half.physical_offset)
             .ok_or_else(|| Reject::system("Find prepared transaction message failed"))?;
         let held = view(&record)?;
         let mut props = held.properties();
@@ -228,7 +228,7 @@ pub(super) async fn settle(
             prepared_transaction_offset: half.physical_offset,
             properties: &props,
         };
-        append_copy(shard, &held, &target).await?;
+        shard.append_copy(&held, &target).await?;
     }
     match append_op(shard, offset).await {
         Ok(op_offset) => txn.state.borrow_mut().note_op(op_offset, offset),

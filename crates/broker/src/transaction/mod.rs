@@ -34,84 +34,15 @@ mod discard;
 mod end;
 mod state;
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
 use futures_lite::future;
 
+use crate::services::transaction::TxnService;
 pub(crate) use end::end_transaction;
-use state::TxnState;
 
 use crate::shard::Shard;
-use ferrocket_runtime::sync::Notify;
-
-/// File (under `config/`) with the transaction floors and check counts.
-pub const STATE_FILE: &str = "transactionState.json";
-/// Tag of op records (`TransactionalMessageUtil.REMOVE_TAG`).
-pub const OP_TAG: &str = "d";
-/// Consumer group name used to read the op queue (`CID_SYS_RMQ_TRANS`).
-pub const SYSTEM_GROUP: &str = "CID_RMQ_SYS_TRANS";
-/// How long END_TRANSACTION waits for its half message to be dispatched.
-pub const HALF_ARRIVAL_WAIT_MS: u64 = 3_000;
-/// How often a request waiting for recovery looks again.
-const READY_POLL_MS: u64 = 10;
-
-/// The transaction shard's state.
-pub(crate) struct TxnService {
-    state: RefCell<TxnState>,
-    wake: Notify,
-    /// Set once recovery has rebuilt the pending set.
-    ready: Cell<bool>,
-}
-
-impl TxnService {
-    /// Loads the saved floors; the pending set is rebuilt by [`run`].
-    pub fn open(shard: &Shard) -> Result<Self, String> {
-        let saved = shard
-            .env
-            .config_dir
-            .read_json::<state::SavedState>(STATE_FILE)
-            .map_err(|err| format!("{STATE_FILE}: {err}"))?
-            .unwrap_or_default();
-        Ok(Self {
-            state: RefCell::new(TxnState::from_saved(saved)),
-            wake: Notify::default(),
-            ready: Cell::new(false),
-        })
-    }
-
-    pub fn wake(&self) {
-        self.wake.notify();
-    }
-
-    /// Waits until recovery is done.
-    async fn wait_ready(&self) {
-        while !self.ready.get() {
-            glommio::timer::sleep(Duration::from_millis(READY_POLL_MS)).await;
-        }
-    }
-
-    /// Half messages not yet ended.
-    pub fn pending_count(&self) -> usize {
-        self.state.borrow().pending.len()
-    }
-
-    /// Writes the floors and check counts to `config/transactionState.json`.
-    pub async fn persist(&self, shard: &Shard) {
-        if !self.ready.get() {
-            return;
-        }
-        let saved = self.state.borrow_mut().settle_and_save();
-        let dir = shard.env.config_dir.clone();
-        let written = glommio::executor()
-            .spawn_blocking(move || dir.write_json(STATE_FILE, &saved))
-            .await;
-        if let Err(err) = written {
-            tracing::error!(%err, "persisting transaction state failed");
-        }
-    }
-}
 
 /// The transaction loop: recover, then ingest half messages as they are
 /// dispatched and check old ones every `transactionCheckInterval`.
@@ -123,10 +54,14 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
     let interval = Duration::from_millis(shard.config().transaction_check_interval_ms);
     let mut next_check = std::time::Instant::now() + interval;
     loop {
-        state::ingest_all(&shard, &txn);
+        crate::services::transaction::ingest_all(
+            &txn,
+            &shard.store,
+            shard.config().transaction_timeout_ms,
+        );
         if std::time::Instant::now() >= next_check {
             check::check_round(&shard, &txn).await;
-            txn.persist(&shard).await;
+            txn.persist(&shard.env.config_dir).await;
             next_check = std::time::Instant::now() + interval;
         }
         let wait = next_check.saturating_duration_since(std::time::Instant::now());

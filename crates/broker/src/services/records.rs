@@ -1,4 +1,4 @@
-//! Storing a copy of a stored message under another topic and queue, with
+//! Reading stored records back, and encoding a copy of a stored message under another topic and queue, with
 //! the caller's sysFlag, prepared-transaction offset and properties: a
 //! committed half message to its real topic
 //! (`EndTransactionProcessor.endMessageTransaction`), and the body of a
@@ -7,32 +7,29 @@
 //! (Due timer messages go through the delay-level scheduler's
 //! `schedule::deliver_to_real_topic`, which fixes all of those itself.)
 
-use std::sync::Arc;
+use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties::{tags_code, Properties};
 use ferrocket_protocol::record::{decode_record, peek_record, NewRecord, RecordPeek, RecordView};
-use ferrocket_store::{AppendRequest, AppendResult};
+use ferrocket_store::ShardStore;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::shard::Shard;
 
 /// Bytes read to learn a record's size.
 const RECORD_HEAD_BYTES: usize = 8;
 
 /// The whole stored record at `physical_offset`, if one starts there.
-pub(crate) fn read_record(shard: &Shard, physical_offset: i64) -> Option<Bytes> {
+pub(crate) fn read_record(store: &ShardStore, physical_offset: i64) -> Option<Bytes> {
     if physical_offset < 0 {
         return None;
     }
-    let head = shard
-        .store
-        .read_records(physical_offset, RECORD_HEAD_BYTES)?;
+    let head = store.read_records(physical_offset, RECORD_HEAD_BYTES)?;
     match peek_record(&head) {
         Ok(RecordPeek::Message { total_size, .. }) => {
-            shard.store.read_records(physical_offset, total_size)
+            store.read_records(physical_offset, total_size)
         }
         _ => None,
     }
@@ -61,7 +58,7 @@ pub(crate) fn tag_hash(props: &Properties) -> i64 {
 
 /// Encodes the copy of `source` described by `target`.
 pub(crate) fn encode_copy(
-    shard: &Shard,
+    store_host: SocketAddr,
     source: &RecordView<'_>,
     target: &Target<'_>,
 ) -> Result<BytesMut, Reject> {
@@ -74,7 +71,7 @@ pub(crate) fn encode_copy(
         born_timestamp_ms: source.born_timestamp_ms,
         born_host: source.born_host,
         store_timestamp_ms: now_ms(),
-        store_host: shard.env.store_host,
+        store_host,
         reconsume_times: source.reconsume_times,
         prepared_transaction_offset: target.prepared_transaction_offset,
         body: source.body,
@@ -85,22 +82,4 @@ pub(crate) fn encode_copy(
         .encode(0, 0, &mut encoded)
         .map_err(|err| Reject::new(response_code::MESSAGE_ILLEGAL, err.to_string()))?;
     Ok(encoded)
-}
-
-/// Stores the copy of `source` described by `target`.
-pub(crate) async fn append_copy(
-    shard: &Shard,
-    source: &RecordView<'_>,
-    target: &Target<'_>,
-) -> Result<AppendResult, Reject> {
-    let encoded = encode_copy(shard, source, target)?;
-    let append = AppendRequest::new(
-        Arc::from(target.topic),
-        target.queue_id,
-        encoded,
-        tag_hash(target.properties),
-    );
-    let result = shard.store.append(append).await?;
-    shard.count_put(1, source.body.len() as u64);
-    Ok(result)
 }

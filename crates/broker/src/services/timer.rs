@@ -1,0 +1,293 @@
+//! Arbitrary-delay (timer) messages, RocketMQ 5's `TimerMessageStore`
+//! service side. A send with a timer property is stored in
+//! `rmq_sys_wheel_timer` queue 0 (see `routing`); this module, on the timer
+//! shard (the owner of that queue):
+//!
+//! 1. **ingests** that queue's entries, in order, into the persistent timer
+//!    store (`ferrocket_store::timer`: a timer log + one-second wheel),
+//!    keyed by the due time in TIMER_OUT_MS;
+//! 2. **delivers** due timers, waking at the store's next due time (or when
+//!    a timer message arrives, or every [`IDLE_MAX_MS`]): copies the held
+//!    message to REAL_TOPIC / REAL_QID, then marks it delivered;
+//! 3. **flushes** the timer store every second and at stop.
+//!
+//! Restart: the timer store recovers its own state and drops timers whose
+//! messages the CommitLog lost in a crash (`truncate_from` the recovered
+//! end); ingestion resumes at the
+//! first queue entry at or past the store's `ingested_end`, so nothing is
+//! added twice and nothing written is missed (the ConsumeQueue itself is
+//! rebuilt from the CommitLog by store recovery). A timer handed out before
+//! a crash but not marked delivered comes back `maybe_delivered`; it is
+//! delivered again only if the index has no copy of it in its real topic
+//! (same UNIQ_KEY and TIMER_OUT_MS, stored after the held message).
+//!
+//! Timer-store calls can touch disk (memory-mapped log, msync, fsync), so
+//! they run on the blocking pool; the store sits behind a mutex only this
+//! service's single task takes, one call at a time.
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex};
+
+use ferrocket_protocol::properties;
+use ferrocket_store::timer::{AddOutcome, TimerConfig, TimerError, TimerStore};
+use ferrocket_store::{ConsumeQueue, ShardStore};
+
+use crate::clock::now_ms;
+use crate::config::BrokerConfig;
+use crate::services::topics::TIMER_TOPIC;
+use ferrocket_runtime::sync::Notify;
+
+/// Longest the timer loop sleeps: it wakes at the next due time, when a
+/// timer message is dispatched, or after this at the latest.
+pub const IDLE_MAX_MS: i64 = 1_000;
+/// Shortest sleep between rounds (a due timer that cannot be delivered is
+/// retried this often).
+pub const IDLE_MIN_MS: i64 = 5;
+/// How often the timer store is made durable.
+pub const FLUSH_INTERVAL_MS: u64 = 1_000;
+/// Timer-queue entries ingested per step.
+pub const INGEST_BATCH_MAX: usize = 1_024;
+/// Due timers delivered per step.
+pub const DELIVER_BATCH_MAX: usize = 256;
+/// Directory of the timer store under the store root.
+pub const TIMER_DIR: &str = "timer";
+
+/// The timer shard's timer state.
+pub(crate) struct TimerService {
+    store: Arc<Mutex<TimerStore>>,
+    /// Next queue offset of the timer topic to ingest.
+    next_queue_offset: Cell<i64>,
+    wake: Notify,
+}
+
+/// One timer-topic entry ready to add.
+struct Incoming {
+    deliver_at_ms: i64,
+    physical_offset: i64,
+    size: i32,
+}
+
+impl TimerService {
+    /// Opens (recovering) the timer store under the store root.
+    pub fn open(config: &BrokerConfig, queues: &ShardStore) -> Result<Self, String> {
+        let dir = config.store_path_root_dir.join(TIMER_DIR);
+        let max_delay_ms = config.timer_max_delay_sec.saturating_mul(1000);
+        let (mut store, recovery) =
+            TimerStore::open(&dir, TimerConfig::with_max_delay_ms(max_delay_ms))
+                .map_err(|err| format!("timer store: {err}"))?;
+        // Timers whose messages the CommitLog lost in a crash (its unflushed
+        // tail) are dropped; the timer messages written there from now on
+        // are taken normally.
+        let written = queues.reader().written_offset();
+        let ingested_end = store.ingested_end();
+        let dropped = store
+            .truncate_from(written)
+            .map_err(|err| format!("timer store: {err}"))?;
+        if ingested_end > written {
+            tracing::warn!(
+                ingested_end,
+                commitlog_end = written,
+                dropped,
+                "timers past the recovered CommitLog end dropped"
+            );
+        }
+        let queue = queues
+            .consume_queue(TIMER_TOPIC, 0)
+            .map_err(|err| format!("timer queue: {err}"))?;
+        let next = first_entry_at_or_after(&queue, store.ingested_end());
+        tracing::info!(
+            pending = recovery.pending,
+            resume_queue_offset = next,
+            "timer store opened"
+        );
+        Ok(Self {
+            store: Arc::new(Mutex::new(store)),
+            next_queue_offset: Cell::new(next),
+            wake: Notify::default(),
+        })
+    }
+
+    pub fn wake(&self) {
+        self.wake.notify();
+    }
+
+    /// Completes at the next [`TimerService::wake`].
+    pub async fn woken(&self) {
+        self.wake.wait().await;
+    }
+
+    /// Runs `op` on the timer store on the blocking pool.
+    pub async fn with_store<R: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut TimerStore) -> Result<R, TimerError> + Send + 'static,
+    ) -> Result<R, String> {
+        let store = Arc::clone(&self.store);
+        glommio::executor()
+            .spawn_blocking(move || {
+                let mut guard = store
+                    .lock()
+                    .map_err(|_| "the timer store lock is poisoned".to_string())?;
+                op(&mut guard).map_err(|err| err.to_string())
+            })
+            .await
+    }
+
+    /// Reads new timer-queue entries (their due times from TIMER_OUT_MS).
+    fn collect(&self, store: &ShardStore) -> Vec<Incoming> {
+        let Ok(queue) = store.consume_queue(TIMER_TOPIC, 0) else {
+            return Vec::new();
+        };
+        let start = self.next_queue_offset.get().max(queue.min_offset());
+        self.next_queue_offset.set(start);
+        let mut out = Vec::new();
+        // A lost entry (recovery: damaged CommitLog range) has size 0: the
+        // timer store refuses it and `add_all` skips it.
+        for entry in queue.get(start, INGEST_BATCH_MAX) {
+            let deliver_at_ms = crate::services::records::read_record(store, entry.physical_offset)
+                .and_then(|record| {
+                    let view = crate::services::records::view(&record).ok()?;
+                    let props = view.properties();
+                    props
+                        .get(properties::TIMER_OUT_MS)
+                        .and_then(|v| v.trim().parse::<i64>().ok())
+                })
+                // Without a due time it is due now.
+                .unwrap_or_else(now_ms);
+            out.push(Incoming {
+                deliver_at_ms,
+                physical_offset: entry.physical_offset,
+                size: entry.size,
+            });
+        }
+        out
+    }
+
+    /// Adds new timer-queue entries to the timer store; answers how many
+    /// it took and how many of those it skipped for an invalid timer.
+    pub async fn ingest(&self, store: &ShardStore, config: &BrokerConfig) -> (usize, usize) {
+        let incoming = self.collect(store);
+        if incoming.is_empty() {
+            return (0, 0);
+        }
+        let max_delay_ms = i64::try_from(config.timer_max_delay_sec)
+            .unwrap_or(i64::MAX / 1000)
+            .saturating_mul(1000);
+        let added = self
+            .with_store(move |store| add_all(store, incoming, max_delay_ms))
+            .await;
+        match added {
+            Ok(Added { taken, skipped }) => {
+                self.next_queue_offset
+                    .set(self.next_queue_offset.get() + taken as i64);
+                (taken, skipped)
+            }
+            Err(err) => {
+                tracing::error!(%err, "adding timers failed");
+                (0, 0)
+            }
+        }
+    }
+
+    /// Makes the timer store durable.
+    pub async fn flush(&self) {
+        if let Err(err) = self.with_store(|store| store.flush()).await {
+            tracing::error!(%err, "timer store flush failed");
+        }
+    }
+}
+
+/// What [`add_all`] took from the timer queue.
+struct Added {
+    /// Entries consumed (added, already there, or skipped).
+    taken: usize,
+    /// Of those, entries skipped for an invalid timer.
+    skipped: usize,
+}
+
+/// Adds `incoming` in order to the timer store until it backs up. An entry
+/// the store calls invalid (a negative due time: a damaged or forged
+/// TIMER_OUT_MS) is skipped with one log line, so it cannot hold back every
+/// timer behind it.
+fn add_all(
+    store: &mut TimerStore,
+    incoming: Vec<Incoming>,
+    max_delay_ms: i64,
+) -> Result<Added, TimerError> {
+    let mut added = Added {
+        taken: 0,
+        skipped: 0,
+    };
+    for item in incoming {
+        let now = now_ms();
+        let at = item.deliver_at_ms.min(now.saturating_add(max_delay_ms));
+        match store.add(at, item.physical_offset, item.size, now) {
+            Ok(AddOutcome::Added { .. } | AddOutcome::AlreadyIngested) => added.taken += 1,
+            Err(TimerError::InvalidTimer(reason)) => {
+                tracing::warn!(physical_offset = item.physical_offset, %reason,
+                    "timer message with an invalid timer skipped");
+                added.taken += 1;
+                added.skipped += 1;
+            }
+            Err(TimerError::Backlogged {
+                second,
+                held_second,
+            }) => {
+                tracing::warn!(
+                    second,
+                    held_second,
+                    "timer wheel backlogged; retrying later"
+                );
+                break;
+            }
+            Err(err) if added.taken == 0 => return Err(err),
+            Err(_) => break,
+        }
+    }
+    Ok(added)
+}
+
+/// The first queue offset whose entry lies at or past CommitLog position
+/// `position` (entries are in CommitLog order).
+fn first_entry_at_or_after(queue: &ConsumeQueue, position: i64) -> i64 {
+    let (mut low, mut high) = (queue.min_offset(), queue.max_offset());
+    while low < high {
+        let mid = low + (high - low) / 2;
+        match queue.entry(mid) {
+            Some(entry) if entry.physical_offset < position => low = mid + 1,
+            Some(_) => high = mid,
+            None => low = mid + 1,
+        }
+    }
+    low
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_timer_is_skipped_and_the_timers_behind_it_are_added() {
+        let dir = tempfile::tempdir().unwrap();
+        let max_delay_ms = 60_000;
+        let (mut store, _) =
+            TimerStore::open(dir.path(), TimerConfig::with_max_delay_ms(max_delay_ms)).unwrap();
+        let now = now_ms();
+        let incoming = vec![
+            Incoming {
+                deliver_at_ms: -1,
+                physical_offset: 0,
+                size: 100,
+            },
+            Incoming {
+                deliver_at_ms: now,
+                physical_offset: 100,
+                size: 100,
+            },
+        ];
+        let added = add_all(&mut store, incoming, max_delay_ms as i64).unwrap();
+        assert_eq!((added.taken, added.skipped), (2, 1));
+        let due = store.due(now + 1_000, 16).unwrap();
+        let offsets: Vec<i64> = due.iter().map(|e| e.physical_offset).collect();
+        assert_eq!(offsets, vec![100]);
+    }
+}
