@@ -24,30 +24,15 @@
 //! locks (on each queue's owner), consumer admin and SQL92 pull filters;
 //! `schedule` delivers delay-level messages (each level on the owner of
 //! its SCHEDULE_TOPIC_XXXX queue).
-
-mod admin;
-mod client;
 mod clock;
 mod config;
-mod consume;
-mod control;
 mod error;
-mod handler;
-mod namesrv;
-mod offsets;
-mod pull;
-mod query;
-mod reply;
-mod routing;
-mod schedule;
-mod send;
 mod services;
 mod shard;
 pub mod sql92;
 mod start;
-mod system;
-mod timer;
-mod transaction;
+mod tasks;
+mod wire;
 
 pub use config::{
     BrokerConfig, CommitLogWriteMode, FlushDiskType, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT,

@@ -21,13 +21,13 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
-use crate::control;
 use crate::error::BrokerError;
-use crate::namesrv;
 use crate::services::delay_levels::DelayLevels;
 use crate::services::offsets::{OffsetFile, OFFSETS_FILE};
 use crate::services::topics;
 use crate::shard::{BrokerEnv, LoadedState, Shard};
+use crate::tasks::control_plane;
+use crate::tasks::namesrv_register;
 
 /// Share of physical memory within which a message counts as in memory
 /// (`accessMessageInMemoryMaxRatio`, percent).
@@ -233,7 +233,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
         Err(err) => failure = Some(format!("cross-shard mesh: {err}")),
     }
     if failure.is_none() {
-        if let Err(reason) = crate::system::start(&shard) {
+        if let Err(reason) = crate::tasks::placed::start(&shard) {
             failure = Some(reason);
         }
     }
@@ -252,11 +252,11 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
         Some(listener) => {
             let _ = ready.send(Ok(()));
             if index == 0 {
-                glommio::spawn_local(namesrv::registration_loop(shard.clone())).detach();
-                glommio::spawn_local(control::offset_persist_loop(shard.clone())).detach();
-                glommio::spawn_local(control::client_expiry_loop(shard.clone())).detach();
+                glommio::spawn_local(namesrv_register::registration_loop(shard.clone())).detach();
+                glommio::spawn_local(control_plane::offset_persist_loop(shard.clone())).detach();
+                glommio::spawn_local(control_plane::client_expiry_loop(shard.clone())).detach();
             }
-            crate::consume::spawn(&shard);
+            crate::tasks::schedule::spawn(&shard);
             let stopped = {
                 let shard = shard.clone();
                 let flag = Arc::clone(&ctx.stop);
@@ -281,15 +281,15 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
     }
     shard.stopping.trigger();
     shard.polls.close();
-    crate::consume::stop(&shard).await;
+    crate::tasks::schedule::stop(&shard).await;
     let (own, _) = shard.offsets.borrow_mut().snapshot();
     if index == 0 {
-        control::final_persist(&shard, own).await;
-        namesrv::unregister_all(&shard).await;
+        control_plane::final_persist(&shard, own).await;
+        namesrv_register::unregister_all(&shard).await;
     } else if let Err(reject) = shard
         .call(
             0,
-            control::ShardStopped {
+            control_plane::ShardStopped {
                 shard: index,
                 offsets: own,
             },
@@ -299,7 +299,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> 
     {
         tracing::warn!(shard = index, remark = %reject.remark, "could not hand offsets to shard 0");
     }
-    crate::system::stop(&shard).await;
+    crate::tasks::placed::stop(&shard).await;
     shard.store.shutdown().await;
     if let Some(mesh) = shard.mesh() {
         mesh.close();
@@ -320,7 +320,7 @@ fn load_state(
         .map_err(|reason| BrokerError::Config(format!("messageDelayLevel: {reason}")))?;
     Ok(LoadedState {
         groups: Arc::new(crate::services::groups::load_table(dir)?),
-        delay_offsets: crate::schedule::load_offsets(dir)?,
+        delay_offsets: crate::services::delay_levels::load_offsets(dir)?,
         delay_levels,
     })
 }

@@ -18,6 +18,8 @@ use ferrocket_store::index::{index_dir, message_index_keys, IndexConfig, IndexSe
 
 use ferrocket_store::ShardStore;
 
+/// Messages returned for a unique-key query (`defaultQueryMaxNum`).
+pub const QUERY_COUNT_DEFAULT: usize = 32;
 /// Records indexed per step before the scanner yields to other work.
 pub const SCAN_RECORDS_PER_STEP: usize = 4096;
 /// How often the scanner looks for new records when nothing woke it.

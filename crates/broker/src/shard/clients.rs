@@ -15,7 +15,7 @@ use ferrocket_runtime::shard::ShardCall;
 use super::Shard;
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::services::clients::ClientTable;
+use crate::services::clients::{ClientTable, ConnInfo};
 use crate::services::topics::{retry_topic, TopicChange};
 
 /// On shard 0: a client's heartbeat enters the registry.
@@ -183,4 +183,41 @@ impl Shard {
             .detach();
         }
     }
+}
+
+/// On the shard holding them: what these connections said about themselves.
+struct ConnInfos(Vec<u64>);
+
+impl ShardCall<Shard> for ConnInfos {
+    type Reply = Vec<(u64, ConnInfo)>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let conns = shard.conn_infos.borrow();
+        self.0
+            .into_iter()
+            .filter_map(|id| conns.get(&id).map(|info| (id, info.clone())))
+            .collect()
+    }
+}
+
+/// What the connections of `conn_ids` said about themselves, from the
+/// shards holding them.
+pub(crate) async fn conn_infos(
+    shard: &Shard,
+    conn_ids: &[u64],
+) -> Result<BTreeMap<u64, ConnInfo>, Reject> {
+    let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for &conn_id in conn_ids {
+        by_shard
+            .entry(usize::from(shard_of_conn_id(conn_id)))
+            .or_default()
+            .push(conn_id);
+    }
+    let mut known = BTreeMap::new();
+    for (target, ids) in by_shard {
+        if target < shard.count {
+            known.extend(shard.call(target, ConnInfos(ids)).await?);
+        }
+    }
+    Ok(known)
 }

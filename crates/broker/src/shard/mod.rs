@@ -7,9 +7,13 @@
 
 pub(crate) mod append;
 pub(crate) mod clients;
+pub(crate) mod delivery;
 pub(crate) mod groups;
+pub(crate) mod pull;
+pub(crate) mod push;
 pub(crate) mod tables;
 pub(crate) mod topics;
+pub(crate) mod transactions;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;

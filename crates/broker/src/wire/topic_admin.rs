@@ -14,6 +14,7 @@ use ferrocket_runtime::shard::ShardCall;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::delay_levels::DelayOffsetFile;
 use crate::services::topics::{is_system_topic, TopicChange};
 use crate::shard::{Shard, ShardStats};
 
@@ -166,4 +167,23 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     put("brokerName", env.config.broker_name.clone());
     put("brokerAddr", env.broker_addr.clone());
     ok(request).with_body(encode_json(&table))
+}
+
+/// GET_ALL_DELAY_OFFSET: every level's delivery progress.
+pub(crate) async fn all_delay_offsets(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let (offsets, _) = shard
+        .delay_progress(false)
+        .await
+        .ok_or_else(|| Reject::system("a shard did not report its delay progress"))?;
+    let file = DelayOffsetFile {
+        offset_table: offsets,
+        data_version: *shard.schedule.data_version.borrow(),
+    };
+    Ok(
+        RemotingCommand::response_to(request, response_code::SUCCESS, None)
+            .with_body(encode_json(&file)),
+    )
 }

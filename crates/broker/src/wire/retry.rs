@@ -23,13 +23,13 @@ use ferrocket_protocol::record::{decode_record, NewRecord};
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_store::AppendRequest;
 
-use super::group_admin::find_or_create;
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::schedule::redirect_delayed;
+use crate::services::delivery::redirect_delayed;
 use crate::services::records::{read_record, tag_hash};
 use crate::services::topics::{retry_topic, TopicChange};
 use crate::shard::Shard;
+use crate::wire::group_admin::find_or_create;
 
 /// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
 pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";

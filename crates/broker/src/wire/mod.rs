@@ -3,6 +3,20 @@
 //! REQUEST_CODE_NOT_SUPPORTED; a processor's rejection becomes an error
 //! response, never a dropped connection.
 
+pub(crate) mod client;
+pub(crate) mod consumer_admin;
+pub(crate) mod group_admin;
+pub(crate) mod locks;
+pub(crate) mod offsets;
+pub(crate) mod pull;
+pub(crate) mod query;
+pub(crate) mod reply;
+pub(crate) mod reset;
+pub(crate) mod retry;
+pub(crate) mod send;
+pub(crate) mod topic_admin;
+pub(crate) mod transaction;
+
 use std::rc::Rc;
 
 use ferrocket_protocol::codes::request_code;
@@ -11,7 +25,6 @@ use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
 
 use crate::error::Reject;
 use crate::shard::Shard;
-use crate::{admin, client, consume, offsets, pull, send};
 
 async fn dispatch(
     shard: &Rc<Shard>,
@@ -28,37 +41,33 @@ async fn dispatch(
         GET_MAX_OFFSET => offsets::queue_offset(shard, request, true).await,
         GET_MIN_OFFSET => offsets::queue_offset(shard, request, false).await,
         HEART_BEAT => {
-            crate::consume::on_heartbeat(shard, conn, request).await;
+            client::on_heartbeat(shard, conn, request).await;
             client::heartbeat(shard, conn, request).await
         }
         UNREGISTER_CLIENT => client::unregister_client(shard, request).await,
         GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(shard, request),
-        UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(shard, request).await,
-        GET_ALL_TOPIC_CONFIG => Ok(admin::all_topic_config(shard, request)),
-        GET_TOPIC_CONFIG => admin::topic_config(shard, request),
-        DELETE_TOPIC_IN_BROKER => admin::delete_topic(shard, request).await,
-        GET_BROKER_RUNTIME_INFO => Ok(admin::runtime_info(shard, request).await),
-        QUERY_MESSAGE => crate::query::query_message(shard, request).await,
-        VIEW_MESSAGE_BY_ID => crate::query::view_message_by_id(shard, request),
-        SEARCH_OFFSET_BY_TIMESTAMP => crate::query::queue_time_request(shard, request, true).await,
-        GET_EARLIEST_MSG_STORETIME => crate::query::queue_time_request(shard, request, false).await,
-        END_TRANSACTION => crate::transaction::end_transaction(shard, request).await,
-        SEND_REPLY_MESSAGE | SEND_REPLY_MESSAGE_V2 => {
-            crate::reply::send_reply(shard, conn, request).await
-        }
-        CONSUMER_SEND_MSG_BACK => consume::retry::send_msg_back(shard, request).await,
-        LOCK_BATCH_MQ => consume::locks::lock_batch(shard, request).await,
-        UNLOCK_BATCH_MQ => consume::locks::unlock_batch(shard, request).await,
-        GET_CONSUMER_CONNECTION_LIST => consume::admin::consumer_connections(shard, request).await,
-        GET_ALL_CONSUMER_OFFSET => consume::admin::all_consumer_offsets(shard, request).await,
-        GET_CONSUME_STATS => consume::admin::consume_stats(shard, request).await,
-        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-            consume::group_admin::update_and_create(shard, request).await
-        }
-        GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(consume::group_admin::all_configs(shard, request)),
-        DELETE_SUBSCRIPTIONGROUP => consume::group_admin::delete(shard, request).await,
-        INVOKE_BROKER_TO_RESET_OFFSET => consume::reset::reset_offset(shard, request).await,
-        GET_ALL_DELAY_OFFSET => crate::schedule::all_delay_offsets(shard, request).await,
+        UPDATE_AND_CREATE_TOPIC => topic_admin::update_and_create_topic(shard, request).await,
+        GET_ALL_TOPIC_CONFIG => Ok(topic_admin::all_topic_config(shard, request)),
+        GET_TOPIC_CONFIG => topic_admin::topic_config(shard, request),
+        DELETE_TOPIC_IN_BROKER => topic_admin::delete_topic(shard, request).await,
+        GET_BROKER_RUNTIME_INFO => Ok(topic_admin::runtime_info(shard, request).await),
+        QUERY_MESSAGE => query::query_message(shard, request).await,
+        VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, request),
+        SEARCH_OFFSET_BY_TIMESTAMP => query::queue_time_request(shard, request, true).await,
+        GET_EARLIEST_MSG_STORETIME => query::queue_time_request(shard, request, false).await,
+        END_TRANSACTION => transaction::end_transaction(shard, request).await,
+        SEND_REPLY_MESSAGE | SEND_REPLY_MESSAGE_V2 => reply::send_reply(shard, conn, request).await,
+        CONSUMER_SEND_MSG_BACK => retry::send_msg_back(shard, request).await,
+        LOCK_BATCH_MQ => locks::lock_batch(shard, request).await,
+        UNLOCK_BATCH_MQ => locks::unlock_batch(shard, request).await,
+        GET_CONSUMER_CONNECTION_LIST => consumer_admin::consumer_connections(shard, request).await,
+        GET_ALL_CONSUMER_OFFSET => consumer_admin::all_consumer_offsets(shard, request).await,
+        GET_CONSUME_STATS => consumer_admin::consume_stats(shard, request).await,
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => group_admin::update_and_create(shard, request).await,
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(group_admin::all_configs(shard, request)),
+        DELETE_SUBSCRIPTIONGROUP => group_admin::delete(shard, request).await,
+        INVOKE_BROKER_TO_RESET_OFFSET => reset::reset_offset(shard, request).await,
+        GET_ALL_DELAY_OFFSET => topic_admin::all_delay_offsets(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }
@@ -90,6 +99,6 @@ impl RequestHandler for Shard {
     fn on_close(&self, conn: &Connection) {
         Shard::connection_closed(self, conn.id());
         client::connection_closed(self, conn.id());
-        consume::connection_closed(self, conn.id());
+        client::forget_conn_info(self, conn.id());
     }
 }

@@ -3,15 +3,14 @@
 //! `getEarliestMessageTime`).
 
 use ferrocket_protocol::codes::response_code;
-use ferrocket_store::ConsumeQueue;
+use ferrocket_store::{ConsumeQueue, ShardStore};
 
 use crate::error::Reject;
 use crate::services::records::{read_record, view};
-use crate::shard::Shard;
 
-fn store_time(shard: &Shard, queue: &ConsumeQueue, offset: i64) -> Option<i64> {
+fn store_time(store: &ShardStore, queue: &ConsumeQueue, offset: i64) -> Option<i64> {
     let entry = queue.entry(offset).filter(|e| !e.is_lost())?;
-    let record = read_record(&shard.store, entry.physical_offset)?;
+    let record = read_record(store, entry.physical_offset)?;
     view(&record).ok().map(|v| v.store_timestamp_ms)
 }
 
@@ -20,18 +19,18 @@ fn store_time(shard: &Shard, queue: &ConsumeQueue, offset: i64) -> Option<i64> {
 /// offset (the next to be written) when every message is older, 0 for an
 /// empty queue. Store times are taken as non-decreasing along the queue.
 pub(crate) fn search_offset_owned(
-    shard: &Shard,
+    store: &ShardStore,
     topic: &str,
     queue_id: i32,
     timestamp_ms: i64,
 ) -> Result<i64, Reject> {
-    let queue = shard.store.consume_queue(topic, queue_id)?;
+    let queue = store.consume_queue(topic, queue_id)?;
     let (mut low, mut high) = (queue.min_offset(), queue.max_offset());
     // Invariant: every offset below `low` is older than the timestamp;
     // every offset at or past `high` is not.
     while low < high {
         let mid = low + (high - low) / 2;
-        match store_time(shard, &queue, mid) {
+        match store_time(store, &queue, mid) {
             Some(time) if time < timestamp_ms => low = mid + 1,
             Some(_) => high = mid,
             // Unreadable (e.g. deleted): treat as older.
@@ -43,12 +42,12 @@ pub(crate) fn search_offset_owned(
 
 /// The store time of the queue's first message.
 pub(crate) fn earliest_time_owned(
-    shard: &Shard,
+    store: &ShardStore,
     topic: &str,
     queue_id: i32,
 ) -> Result<i64, Reject> {
-    let queue = shard.store.consume_queue(topic, queue_id)?;
-    store_time(shard, &queue, queue.min_offset()).ok_or_else(|| {
+    let queue = store.consume_queue(topic, queue_id)?;
+    store_time(store, &queue, queue.min_offset()).ok_or_else(|| {
         Reject::new(
             response_code::SYSTEM_ERROR,
             format!("no message in queue {queue_id} of topic {topic}"),

@@ -10,14 +10,16 @@ use ferrocket_protocol::header::{ConsumerGroupRequestHeader, UnregisterClientReq
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
 
+use crate::services::clients::ConnInfo;
+
 use ferrocket_protocol::limits::validate_topic;
 
-use crate::consume::group_admin::find_or_create;
 use crate::error::Reject;
 use crate::services::clients::ClientTable;
 use crate::services::groups::validate_group;
 use crate::shard::clients::{ConnectionClosed, Heartbeat, Unregister};
 use crate::shard::Shard;
+use crate::wire::group_admin::find_or_create;
 
 fn done(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
@@ -148,4 +150,39 @@ pub(crate) fn connection_closed(shard: &Shard, conn_id: u64) {
         }
     })
     .detach();
+}
+
+/// HEART_BEAT hook (before the registry sees it): remembers who is on this
+/// connection for GET_CONSUMER_CONNECTION_LIST and creates unknown
+/// consumer groups. Never fails the heartbeat.
+pub(crate) async fn on_heartbeat(
+    shard: &Rc<Shard>,
+    conn: &Rc<Connection>,
+    request: &RemotingCommand,
+) {
+    shard.conn_infos.borrow_mut().insert(
+        conn.id(),
+        ConnInfo {
+            addr: conn.peer_addr().to_string(),
+            language: request.language.name().to_string(),
+            version: request.version,
+        },
+    );
+    let Ok(data) = decode_json::<HeartbeatData>(&request.body) else {
+        return;
+    };
+    for consumer in &data.consumer_data_set {
+        if consumer.group_name.is_empty() {
+            continue;
+        }
+        if let Err(reject) = shard.find_or_create_group(&consumer.group_name).await {
+            tracing::debug!(group = %consumer.group_name, remark = %reject.remark,
+                "heartbeat of a group that cannot be created");
+        }
+    }
+}
+
+/// A connection closed: forget what it said about itself.
+pub(crate) fn forget_conn_info(shard: &Shard, conn_id: u64) {
+    shard.conn_infos.borrow_mut().remove(&conn_id);
 }

@@ -186,7 +186,7 @@ pub(crate) async fn send_message(
     );
     let sys_flag = header.sys_flag.unwrap_or(0);
     // Timer and half messages are held in a system topic (`routing`).
-    let redirect = crate::routing::route_send(
+    let redirect = crate::services::routing::route_send(
         shard.config(),
         &header.topic,
         queue_id,
@@ -197,7 +197,7 @@ pub(crate) async fn send_message(
     // Delay levels go to SCHEDULE_TOPIC_XXXX (`schedule`).
     let delayed = match &redirect {
         Some(_) => None,
-        None => crate::schedule::redirect_delayed(
+        None => crate::services::delivery::redirect_delayed(
             &shard.schedule.levels,
             &mut props,
             &header.topic,
@@ -269,7 +269,7 @@ pub(crate) async fn send_batch(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = SendMessageRequestHeader::from_ext(&request.ext_fields)?;
-    crate::routing::check_batch(header.sys_flag.unwrap_or(0))?;
+    crate::services::routing::check_batch(header.sys_flag.unwrap_or(0))?;
     check_body(shard, request.body.len())?;
     let topic = topic_for_send(shard, &header).await?;
     if header.topic.starts_with(RETRY_TOPIC_PREFIX) {

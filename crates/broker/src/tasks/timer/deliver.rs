@@ -11,7 +11,7 @@ use ferrocket_store::timer::TimerEntry;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::schedule::{deliver_to_real_topic, DeliverError};
+use crate::services::delivery::DeliverError;
 use crate::services::records::{read_record, view};
 use crate::services::timer::{TimerService, DELIVER_BATCH_MAX};
 use crate::services::topics::TIMER_TOPIC;
@@ -96,7 +96,7 @@ async fn deliver_one(shard: &Rc<Shard>, entry: &TimerEntry) -> Result<Outcome, R
             return Ok(Outcome::Delivered);
         }
     }
-    match deliver_to_real_topic(shard, &held).await {
+    match shard.deliver_to_real_topic(&held).await {
         Ok(_) => Ok(Outcome::Delivered),
         Err(DeliverError::Store(reject)) => Err(reject),
         Err(DeliverError::Invalid(reason)) => {
@@ -129,7 +129,7 @@ async fn already_delivered(
     let (offsets, _) = feed.query(
         real_topic,
         uniq,
-        crate::query::QUERY_COUNT_DEFAULT,
+        crate::services::index::QUERY_COUNT_DEFAULT,
         held.store_timestamp_ms,
         i64::MAX,
     );

@@ -18,10 +18,6 @@
 
 use std::rc::Rc;
 
-use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::shard::ShardCall;
-
-use crate::error::Reject;
 use crate::services::index::IndexFeed;
 use crate::services::timer::TimerService;
 use crate::services::transaction::TxnService;
@@ -40,11 +36,11 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
         let timer = Rc::new(TimerService::open(shard.config(), &shard.store)?);
         let _ = services.index.set(Rc::clone(&index));
         let _ = services.timer.set(Rc::clone(&timer));
-        tasks.push(glommio::spawn_local(crate::query::feed_loop(
+        tasks.push(glommio::spawn_local(crate::tasks::index_feed::feed_loop(
             shard.clone(),
             index,
         )));
-        tasks.push(glommio::spawn_local(crate::timer::run(
+        tasks.push(glommio::spawn_local(crate::tasks::timer::run(
             shard.clone(),
             timer,
         )));
@@ -52,7 +48,7 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
     if shard.index == crate::services::topics::txn_shard(shard.count) {
         let txn = Rc::new(TxnService::open(&shard.env.config_dir)?);
         let _ = services.txn.set(Rc::clone(&txn));
-        tasks.push(glommio::spawn_local(crate::transaction::run(
+        tasks.push(glommio::spawn_local(crate::tasks::transactions::run(
             shard.clone(),
             txn,
         )));
@@ -76,44 +72,5 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
     }
     if let Some(txn) = shard.services.txn.get() {
         txn.persist(&shard.env.config_dir).await;
-    }
-}
-
-/// Sends `command` oneway on connection `conn_id` of this shard.
-fn send_oneway_here(shard: &Shard, conn_id: u64, command: RemotingCommand) -> Result<(), Reject> {
-    let conn = shard
-        .connection(conn_id)
-        .ok_or_else(|| Reject::system(format!("connection {conn_id} is closed")))?;
-    conn.send_oneway(command)
-        .map_err(|err| Reject::system(format!("connection {conn_id}: {err}")))
-}
-
-/// Sends `command` oneway on connection `conn_id`, wherever it lives.
-pub(crate) async fn send_oneway(
-    shard: &Shard,
-    conn_id: u64,
-    command: RemotingCommand,
-) -> Result<(), Reject> {
-    let target = usize::from(ferrocket_runtime::server::shard_of_conn_id(conn_id));
-    if target == shard.index {
-        return send_oneway_here(shard, conn_id, command);
-    }
-    if target >= shard.count {
-        return Err(Reject::system(format!("connection {conn_id} has no shard")));
-    }
-    shard.call(target, SendOneway { conn_id, command }).await?
-}
-
-/// On the connection's shard: send a oneway request on it.
-struct SendOneway {
-    conn_id: u64,
-    command: RemotingCommand,
-}
-
-impl ShardCall<Shard> for SendOneway {
-    type Reply = Result<(), Reject>;
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        send_oneway_here(&shard, self.conn_id, self.command)
     }
 }

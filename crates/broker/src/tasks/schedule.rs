@@ -6,17 +6,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrocket_protocol::body::encode_json;
-use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::decode_record;
-use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use futures_lite::future;
 
-use super::{deliver_to_real_topic, DeliverError, SCHEDULE_TOPIC};
 use crate::clock::now_ms;
-use crate::error::Reject;
 use crate::services::delay_levels::{DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
+use crate::services::delivery::DeliverError;
+use crate::services::topics::SCHEDULE_TOPIC;
 use crate::shard::Shard;
 
 /// Pause between looks at the level queues (Java's `DELAY_FOR_A_WHILE`).
@@ -97,7 +94,7 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
         if due > now {
             break;
         }
-        match deliver_to_real_topic(shard, &record).await {
+        match shard.deliver_to_real_topic(&record).await {
             Ok(_) => delivered += 1,
             Err(DeliverError::Invalid(reason)) => {
                 tracing::error!(level, offset, %reason, "scheduled message dropped");
@@ -127,33 +124,6 @@ async fn deliver_loop(shard: Rc<Shard>) {
         for level in &levels {
             deliver_level(&shard, *level).await;
         }
-    }
-}
-
-/// Every shard's progress merged; None when a shard did not answer.
-async fn gather(shard: &Shard, take_changed: bool) -> Option<(DelayOffsets, bool)> {
-    let mut all = DelayOffsets::new();
-    let mut changed = false;
-    for answer in shard.call_all(DelayProgress { take_changed }).await {
-        let (offsets, c) = answer.ok()?;
-        all.extend(offsets);
-        changed |= c;
-    }
-    Some((all, changed))
-}
-
-/// On every shard: the progress of the levels it owns and whether it
-/// moved (clearing the flag when `take_changed`).
-#[derive(Clone)]
-struct DelayProgress {
-    take_changed: bool,
-}
-
-impl ShardCall<Shard> for DelayProgress {
-    type Reply = (DelayOffsets, bool);
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.schedule.progress(self.take_changed)
     }
 }
 
@@ -192,7 +162,7 @@ async fn persist_loop(shard: Rc<Shard>) {
             return;
         }
         // A partial view would drop the silent shards' levels from the file.
-        let Some((offsets, changed)) = gather(&shard, true).await else {
+        let Some((offsets, changed)) = shard.delay_progress(true).await else {
             // Some shard may have cleared its changed flag before the
             // gather failed.
             unsaved = true;
@@ -272,22 +242,4 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
         Arc::new(file),
     )
     .await;
-}
-
-/// GET_ALL_DELAY_OFFSET: every level's delivery progress.
-pub(crate) async fn all_delay_offsets(
-    shard: &Rc<Shard>,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, Reject> {
-    let (offsets, _) = gather(shard, false)
-        .await
-        .ok_or_else(|| Reject::system("a shard did not report its delay progress"))?;
-    let file = DelayOffsetFile {
-        offset_table: offsets,
-        data_version: *shard.schedule.data_version.borrow(),
-    };
-    Ok(
-        RemotingCommand::response_to(request, response_code::SUCCESS, None)
-            .with_body(encode_json(&file)),
-    )
 }

@@ -12,15 +12,15 @@ use ferrocket_protocol::properties;
 use ferrocket_protocol::record::patch_offsets;
 use ferrocket_protocol::RemotingCommand;
 
-use super::end::settle;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::records::{encode_copy, read_record, view, Target};
 use crate::services::topics::HALF_TOPIC;
 use crate::services::transaction::Half;
 use crate::services::transaction::TxnService;
+use crate::shard::push::send_oneway;
+use crate::shard::transactions::settle;
 use crate::shard::Shard;
-use crate::system::send_oneway;
 
 /// Checks one round of open half messages.
 pub(super) async fn check_round(shard: &Shard, txn: &TxnService) {

@@ -14,13 +14,23 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
-use super::{conn_infos, QueueStat};
 use crate::error::Reject;
 use crate::services::offsets::{key_topic, merge, OffsetFile, OffsetMap};
+use crate::shard::clients::conn_infos;
 use crate::shard::Shard;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
+}
+
+/// One queue's figures for GET_CONSUME_STATS (`OffsetWrapper`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStat {
+    pub topic: String,
+    pub queue_id: i32,
+    pub broker_offset: i64,
+    pub consumer_offset: i64,
+    pub last_timestamp_ms: i64,
 }
 
 /// One client connection (`Connection` in `ConsumerConnection`).

@@ -17,28 +17,21 @@
 //! `flushConsumerOffsetInterval` and at shutdown, and GET_ALL_DELAY_OFFSET
 //! (45) answers it. After a crash, messages delivered since the last write
 //! are delivered again (at least once, as in Java).
-mod service;
-
-use std::sync::Arc;
 
 use bytes::BytesMut;
 use ferrocket_protocol::limits::validate_topic;
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{sys_flag, NewRecord, RecordView};
-use ferrocket_store::{AppendRequest, AppendResult};
 
-pub(crate) use crate::services::delay_levels::{load_offsets, DelayLevels};
-pub(crate) use service::{all_delay_offsets, spawn, stop};
+use crate::services::delay_levels::DelayLevels;
 
-use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::Reject;
 use crate::services::records::tag_hash;
 use crate::services::topics::HALF_TOPIC;
-use crate::services::topics::{self, TBW102};
-use crate::shard::Shard;
+use crate::services::topics::{self};
 
-pub(crate) use crate::services::topics::SCHEDULE_TOPIC;
+use crate::services::topics::SCHEDULE_TOPIC;
 
 /// Where a delayed message is stored instead of its own topic and queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,84 +151,13 @@ pub(crate) fn real_topic_copy(
     })
 }
 
-/// Checks where the broker is about to copy a stored message (the
-/// REAL_TOPIC / REAL_QID of a timer, delay-level or half message): a legal
-/// topic name, not an internal topic, an existing topic (or one the normal
-/// auto-create rules make), and a queue below its queue count. Stored
-/// records are input too: one that fails is skipped by the caller, never
-/// written outside its topic's files or back into a system topic.
-pub(crate) async fn check_real_target(
-    shard: &Shard,
-    topic: &str,
-    queue_id: i32,
-) -> Result<(), DeliverError> {
-    let invalid = |why: String| {
-        Err(DeliverError::Invalid(format!(
-            "real topic {topic:?} queue {queue_id}: {why}"
-        )))
-    };
-    if let Err(why) = check_real_name(topic, shard.config()) {
-        return invalid(why);
-    }
-    let create = topics::creation_for_send(topic, TBW102, shard.config().default_topic_queue_nums);
-    let Some(found) = shard
-        .ensure_topic(topic, create)
-        .await
-        .map_err(DeliverError::Store)?
-    else {
-        return invalid("no such topic, and the auto-create rules do not make it".into());
-    };
-    let queues = found.read_queue_nums.max(found.write_queue_nums);
-    if queue_id < 0 || queue_id >= queues {
-        return invalid(format!("the topic has {queues} queues"));
-    }
-    Ok(())
-}
-
 /// The part of [`check_real_target`] that needs no topic table.
-fn check_real_name(topic: &str, config: &BrokerConfig) -> Result<(), String> {
+pub(crate) fn check_real_name(topic: &str, config: &BrokerConfig) -> Result<(), String> {
     validate_topic(topic).map_err(|err| err.to_string())?;
     if topics::is_send_forbidden(topic, config) {
         return Err("an internal topic".into());
     }
     Ok(())
-}
-
-/// Delivers a due scheduled message to its real topic: builds
-/// [`real_topic_copy`], checks its target ([`check_real_target`]) and
-/// appends it (from any shard). Reusable by any service that parks
-/// messages under REAL_TOPIC / REAL_QID (the timer). An undeliverable
-/// message is counted in the shard's stats.
-pub(crate) async fn deliver_to_real_topic(
-    shard: &Shard,
-    source: &RecordView<'_>,
-) -> Result<AppendResult, DeliverError> {
-    let result = deliver_checked(shard, source).await;
-    if matches!(result, Err(DeliverError::Invalid(_))) {
-        shard.count_skipped_redelivery();
-    }
-    result
-}
-
-async fn deliver_checked(
-    shard: &Shard,
-    source: &RecordView<'_>,
-) -> Result<AppendResult, DeliverError> {
-    let copy = real_topic_copy(source, now_ms())?;
-    check_real_target(shard, &copy.topic, copy.queue_id).await?;
-    let append = AppendRequest::new(
-        Arc::from(copy.topic.as_str()),
-        copy.queue_id,
-        copy.record,
-        copy.tags_code,
-    );
-    let result = shard
-        .store
-        .append(append)
-        .await
-        .map_err(|err| DeliverError::Store(Reject::from(err)))?;
-    shard.count_put(1, source.body.len() as u64);
-    Ok(result)
 }
 
 #[cfg(test)]

@@ -1,27 +1,21 @@
-//! PULL_MESSAGE (11) (Java's `PullMessageProcessor`, `getMessage` and
-//! `PullRequestHoldService`). The receiving shard checks the request and
-//! resolves the subscription, then forwards it to the queue's owner shard,
-//! which commits the consumer's offset, reads ConsumeQueue entries, filters
-//! them by tag hash, gathers the raw CommitLog records, and — when nothing
-//! new is there and the client allows it — holds the pull until a dispatch
-//! for the queue arrives or the suspend timeout passes.
+//! A pull on its queue's owner shard (Java's `getMessage` and
+//! `PullRequestHoldService`): commits the consumer's offset, reads
+//! ConsumeQueue entries, filters them by tag hash, gathers the raw
+//! CommitLog records, and — when nothing new is there and the client
+//! allows it — holds the pull until a dispatch for the queue arrives or
+//! the suspend timeout passes.
 
-use std::rc::Rc;
+use std::cell::RefCell;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use ferrocket_protocol::body::perm;
 use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::header::{
-    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
-};
-use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::shard::ShardCall;
+use ferrocket_store::ShardStore;
 use futures_lite::future;
 
-use crate::error::Reject;
 use crate::services::filter::TagFilter;
-use crate::shard::Shard;
+use crate::services::long_poll::LongPolls;
+use crate::services::offsets::OffsetTable;
 
 /// Most ConsumeQueue entries one pull looks at (`maxFilterMessageSize`
 /// 16,000 bytes / 20 bytes per entry), unless it asks for more messages.
@@ -58,7 +52,7 @@ pub(crate) struct PullAnswer {
 }
 
 impl PullAnswer {
-    fn status(code: i32, next: i64, min: i64, max: i64) -> Self {
+    pub(crate) fn status(code: i32, next: i64, min: i64, max: i64) -> Self {
         Self {
             code,
             remark: None,
@@ -71,132 +65,25 @@ impl PullAnswer {
     }
 }
 
-fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFilter, Reject> {
-    let parse = |expression: &str, kind: Option<&str>| {
-        crate::services::filter::sql::pull_filter(
-            expression,
-            kind,
-            shard.config().enable_property_filter,
-        )
-    };
-    if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 {
-        return parse(
-            header.subscription.as_deref().unwrap_or("*"),
-            header.expression_type.as_deref(),
-        );
-    }
-    let found = shard.clients.with(|clients| {
-        clients
-            .subscription(&header.consumer_group, &header.topic)
-            .map(|s| (s.sub_string.clone(), s.expression_type.clone()))
-    });
-    let (expression, kind) =
-        found.map_err(|remark| Reject::new(response_code::SUBSCRIPTION_NOT_EXIST, remark))?;
-    parse(&expression, kind.as_deref())
-}
-
-/// PULL_MESSAGE on the receiving shard.
-pub(crate) async fn pull_message(
-    shard: &Rc<Shard>,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, Reject> {
-    let header = PullMessageRequestHeader::from_ext(&request.ext_fields)?;
-    let Some((perm, read_queue_nums)) =
-        shard.with_topic(&header.topic, |t| (t.perm, t.read_queue_nums))
-    else {
-        return Err(Reject::new(
-            response_code::TOPIC_NOT_EXIST,
-            format!("topic[{}] not exist, apply first please!", header.topic),
-        ));
-    };
-    if !perm::is_readable(perm) {
-        return Err(Reject::new(
-            response_code::NO_PERMISSION,
-            format!("the topic[{}] pulling message is forbidden", header.topic),
-        ));
-    }
-    if header.queue_id < 0 || header.queue_id >= read_queue_nums {
-        return Err(Reject::new(
-            response_code::INVALID_PARAMETER,
-            format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}]",
-                header.queue_id, header.topic, read_queue_nums
-            ),
-        ));
-    }
-    crate::consume::check_pull(shard, &header.consumer_group).await?;
-    let filter = filter_for(shard, &header)?;
-    let config = shard.config();
-    let suspend_ms = if header.sys_flag & pull_sys_flag::SUSPEND != 0 && config.long_polling_enable
-    {
-        let asked = header
-            .suspend_timeout_millis
-            .unwrap_or(SUSPEND_TIMEOUT_MS_DEFAULT)
-            .max(0) as u64;
-        asked.min(config.suspend_timeout_ms_max)
-    } else {
-        0
-    };
-    let commit_offset = (header.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0
-        && header.commit_offset >= 0)
-        .then_some(header.commit_offset);
-    let max_bytes = match header.max_msg_bytes {
-        Some(asked) if asked > 0 => (asked as usize).min(config.pull_bytes_max),
-        _ => config.pull_bytes_max,
-    };
-    let query = PullQuery {
-        group: header.consumer_group,
-        topic: header.topic,
-        queue_id: header.queue_id,
-        queue_offset: header.queue_offset,
-        max_messages: (header.max_msg_nums.max(1) as usize).min(config.pull_messages_max),
-        max_bytes,
-        filter,
-        commit_offset,
-        suspend_ms,
-    };
-    let owner = shard.owner_of(&query.topic, query.queue_id);
-    let answer = shard.call(owner, query).await?;
-    shard.count_got(u64::from(answer.message_count));
-    let mut response = RemotingCommand::response_to(request, answer.code, answer.remark);
-    response.ext_fields = PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
-        next_begin_offset: answer.next_begin_offset,
-        min_offset: answer.min_offset,
-        max_offset: answer.max_offset,
-    }
-    .to_ext();
-    response.body = answer.body;
-    Ok(response)
-}
-
-/// A pull travels to the queue's owner as itself.
-impl ShardCall<Shard> for PullQuery {
-    type Reply = PullAnswer;
-
-    async fn run(self, shard: Rc<Shard>) -> PullAnswer {
-        execute(&shard, self).await
-    }
-}
-
 /// Runs a pull on the queue's owner shard.
-pub(crate) async fn execute(shard: &Rc<Shard>, query: PullQuery) -> PullAnswer {
+pub(crate) async fn execute(
+    offsets: &RefCell<OffsetTable>,
+    polls: &LongPolls,
+    store: &ShardStore,
+    query: PullQuery,
+) -> PullAnswer {
     if let Some(offset) = query.commit_offset {
-        shard
-            .offsets
+        offsets
             .borrow_mut()
             .commit(&query.group, &query.topic, query.queue_id, offset);
     }
-    let first = read(shard, &query);
+    let first = read(store, &query);
     if first.code != response_code::PULL_NOT_FOUND || query.suspend_ms == 0 {
         return first;
     }
     // Nothing new: hold the pull. Nothing can land between `read` and
     // `hold` (no await between them on this single-threaded shard).
-    let Some(held) = shard
-        .polls
-        .hold(&query.topic, query.queue_id, query.filter.clone())
-    else {
+    let Some(held) = polls.hold(&query.topic, query.queue_id, query.filter.clone()) else {
         return first;
     };
     let timed_out = future::or(
@@ -211,14 +98,14 @@ pub(crate) async fn execute(shard: &Rc<Shard>, query: PullQuery) -> PullAnswer {
     )
     .await;
     if timed_out {
-        shard.polls.forget(&query.topic, query.queue_id, held.id);
+        polls.forget(&query.topic, query.queue_id, held.id);
     }
-    read(shard, &query)
+    read(store, &query)
 }
 
 /// One look at the queue (`getMessage`), never waiting.
-fn read(shard: &Shard, query: &PullQuery) -> PullAnswer {
-    let queue = match shard.store.consume_queue(&query.topic, query.queue_id) {
+fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
+    let queue = match store.consume_queue(&query.topic, query.queue_id) {
         Ok(queue) => queue,
         Err(err) => {
             let mut answer =
@@ -265,7 +152,7 @@ fn read(shard: &Shard, query: &PullQuery) -> PullAnswer {
             next = queue_offset + 1;
             continue;
         }
-        match shard.store.read_records(entry.physical_offset, size) {
+        match store.read_records(entry.physical_offset, size) {
             Some(record) if !query.filter.matches_record(&record) => {
                 next = queue_offset + 1;
             }
@@ -274,7 +161,7 @@ fn read(shard: &Shard, query: &PullQuery) -> PullAnswer {
                 records.push(record);
                 next = queue_offset + 1;
             }
-            None if entry.physical_offset < shard.store.reader().min_offset() => {
+            None if entry.physical_offset < store.reader().min_offset() => {
                 // Its segment was just deleted by retention and the queue's
                 // min offset is not moved yet (Java's MESSAGE_WAS_REMOVING):
                 // skip it, so the answer is PULL_RETRY_IMMEDIATELY past it.

@@ -9,9 +9,6 @@
 //! index share the key's hash: each record's topic and keys are checked
 //! before it is returned.
 
-mod feed;
-mod search;
-
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
@@ -21,8 +18,8 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::index::message_index_keys;
 
-pub(crate) use feed::feed_loop;
-pub(crate) use search::{earliest_time_owned, search_offset_owned};
+use crate::services::index::QUERY_COUNT_DEFAULT;
+use crate::services::search::{earliest_time_owned, search_offset_owned};
 
 use crate::error::Reject;
 use crate::services::records::read_record;
@@ -32,8 +29,6 @@ use crate::shard::Shard;
 /// `_UNIQUE_KEY_QUERY` (`MixAll.UNIQUE_MSG_QUERY_FLAG`): the key is a
 /// UNIQ_KEY; the broker then uses its default maximum count.
 pub const UNIQUE_KEY_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
-/// Messages returned for a unique-key query (`defaultQueryMaxNum`).
-pub const QUERY_COUNT_DEFAULT: usize = 32;
 /// Most bytes of records one answer carries.
 pub const QUERY_BYTES_MAX: usize = 8 * 1024 * 1024;
 
@@ -130,7 +125,7 @@ impl ShardCall<Shard> for SearchOffset {
     type Reply = Result<i64, Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        search_offset_owned(&shard, &self.topic, self.queue_id, self.timestamp_ms)
+        search_offset_owned(&shard.store, &self.topic, self.queue_id, self.timestamp_ms)
     }
 }
 
@@ -144,7 +139,7 @@ impl ShardCall<Shard> for EarliestTime {
     type Reply = Result<i64, Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        earliest_time_owned(&shard, &self.topic, self.queue_id)
+        earliest_time_owned(&shard.store, &self.topic, self.queue_id)
     }
 }
 

@@ -31,8 +31,7 @@
 mod check;
 mod discard;
 
-mod end;
-mod state;
+mod recover;
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -40,14 +39,13 @@ use std::time::Duration;
 use futures_lite::future;
 
 use crate::services::transaction::TxnService;
-pub(crate) use end::end_transaction;
 
 use crate::shard::Shard;
 
 /// The transaction loop: recover, then ingest half messages as they are
 /// dispatched and check old ones every `transactionCheckInterval`.
 pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
-    if let Err(reject) = state::recover(&shard, &txn).await {
+    if let Err(reject) = recover::recover(&shard, &txn).await {
         tracing::error!(remark = %reject.remark, "transaction recovery failed; starting from the half queue only");
     }
     txn.ready.set(true);

@@ -31,10 +31,10 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
-use super::conn_infos;
 use crate::error::Reject;
+use crate::shard::clients::conn_infos;
+use crate::shard::push::send_oneway;
 use crate::shard::Shard;
-use crate::system::send_oneway;
 
 /// Lowest client version that understands RESET_CONSUMER_CLIENT_OFFSET
 /// (`MQVersion.Version.V3_0_7_SNAPSHOT.ordinal()`).
@@ -67,7 +67,12 @@ fn reset_owned(
         let target = if timestamp_ms == TIMESTAMP_LATEST {
             shard.store.consume_queue(topic, queue_id)?.max_offset()
         } else {
-            crate::query::search_offset_owned(shard, topic, queue_id, timestamp_ms)?
+            crate::services::search::search_offset_owned(
+                &shard.store,
+                topic,
+                queue_id,
+                timestamp_ms,
+            )?
         }
         .max(0);
         let committed = shard.offsets.borrow().query(group, topic, queue_id);

@@ -1,6 +1,6 @@
-//! END_TRANSACTION (37): the receiving shard reads the header and forwards
-//! it to the transaction shard, which commits or rolls back the half
-//! message once.
+//! On the transaction shard: ending a half message exactly once, by the
+//! producer's END_TRANSACTION or by the check-back: commit stores a copy in
+//! its real topic, rollback stores nothing, both write an op record.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -10,14 +10,13 @@ use bytes::BytesMut;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{sys_flag, NewRecord};
-use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::AppendRequest;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::records::{read_record, tag_hash, view, Target};
-use crate::services::topics::{txn_shard, OP_TOPIC};
+use crate::services::topics::OP_TOPIC;
 use crate::services::transaction::{ingest, Half};
 use crate::services::transaction::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
 use crate::shard::Shard;
@@ -46,44 +45,6 @@ impl ShardCall<Shard> for EndTxnRequest {
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         end_owned(&shard, self).await
     }
-}
-
-/// END_TRANSACTION on the receiving shard.
-pub(crate) async fn end_transaction(
-    shard: &Rc<Shard>,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, Reject> {
-    let fields = &request.ext_fields;
-    let end = EndTxnRequest {
-        producer_group: fields.required("producerGroup")?.to_string(),
-        tran_state_table_offset: fields.required_i64("tranStateTableOffset")?,
-        commit_log_offset: fields.required_i64("commitLogOffset")?,
-        commit_or_rollback: fields.required_i32("commitOrRollback")?,
-        from_transaction_check: fields.get_bool("fromTransactionCheck").unwrap_or(false),
-        msg_id: fields.get("msgId").unwrap_or("").to_string(),
-    };
-    let kind = end.commit_or_rollback;
-    if kind != sys_flag::TRANSACTION_COMMIT && kind != sys_flag::TRANSACTION_ROLLBACK {
-        // Unknown (or anything else): the half message stays for check-back.
-        tracing::debug!(
-            msg_id = %end.msg_id,
-            kind,
-            from_check = end.from_transaction_check,
-            "transaction state unknown; left for check-back"
-        );
-        return Ok(RemotingCommand::response_to(
-            request,
-            response_code::SUCCESS,
-            None,
-        ));
-    }
-    let target = txn_shard(shard.count);
-    shard.call(target, end).await??;
-    Ok(RemotingCommand::response_to(
-        request,
-        response_code::SUCCESS,
-        None,
-    ))
 }
 
 /// On the transaction shard: ends one half message.
@@ -158,10 +119,10 @@ fn restore(txn: &TxnService, offset: i64, half: Half) {
 /// broker-made copy (`schedule::check_real_target`); one that fails is
 /// refused and counted, and the half message stays for the checker.
 async fn check_commit_target(shard: &Shard, topic: &str, queue_id: i32) -> Result<(), Reject> {
-    match crate::schedule::check_real_target(shard, topic, queue_id).await {
+    match shard.check_real_target(topic, queue_id).await {
         Ok(()) => Ok(()),
-        Err(crate::schedule::DeliverError::Store(reject)) => Err(reject),
-        Err(crate::schedule::DeliverError::Invalid(reason)) => {
+        Err(crate::services::delivery::DeliverError::Store(reject)) => Err(reject),
+        Err(crate::services::delivery::DeliverError::Invalid(reason)) => {
             shard.count_skipped_redelivery();
             tracing::warn!(%reason, "a half message cannot be committed to its real topic");
             Err(Reject::new(response_code::MESSAGE_ILLEGAL, reason))
@@ -171,7 +132,7 @@ async fn check_commit_target(shard: &Shard, topic: &str, queue_id: i32) -> Resul
 
 /// Commits (stores the real message) or rolls back, then writes the op
 /// record.
-pub(super) async fn settle(
+pub(crate) async fn settle(
     shard: &Shard,
     txn: &TxnService,
     offset: i64,
@@ -197,7 +158,7 @@ pub(super) async fn settle(
         let flag = sys_flag::with_transaction_type(held.sys_flag, sys_flag::TRANSACTION_COMMIT);
         // A committed message with a timer or a delay level is held until
         // due, as any sent one (Java's handleScheduleMessage on commits).
-        let timer = crate::routing::route_send(
+        let timer = crate::services::routing::route_send(
             shard.config(),
             &real_topic,
             real_queue,
@@ -208,7 +169,7 @@ pub(super) async fn settle(
         .unwrap_or(None);
         let delayed = match &timer {
             Some(_) => None,
-            None => crate::schedule::redirect_delayed(
+            None => crate::services::delivery::redirect_delayed(
                 &shard.schedule.levels,
                 &mut props,
                 &real_topic,

@@ -6,8 +6,8 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::records;
 
 use crate::error::Reject;
-use crate::pull::PullQuery;
 use crate::services::filter::TagFilter;
+use crate::services::pull::PullQuery;
 use crate::services::topics::OP_TOPIC;
 use crate::services::transaction::{op_body_offsets, TxnService, SYSTEM_GROUP};
 use crate::shard::Shard;

@@ -1,0 +1,16 @@
+//! A pull travels to its queue's owner shard as itself.
+
+use std::rc::Rc;
+
+use ferrocket_runtime::shard::ShardCall;
+
+use super::Shard;
+use crate::services::pull::{execute, PullAnswer, PullQuery};
+
+impl ShardCall<Shard> for PullQuery {
+    type Reply = PullAnswer;
+
+    async fn run(self, shard: Rc<Shard>) -> PullAnswer {
+        execute(&shard.offsets, &shard.polls, &shard.store, self).await
+    }
+}

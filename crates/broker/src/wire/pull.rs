@@ -1,0 +1,116 @@
+//! PULL_MESSAGE (11) (Java's `PullMessageProcessor`): the receiving shard
+//! checks the request and resolves the subscription, then forwards it to
+//! the queue's owner shard (`services::pull`), and answers what it found.
+
+use std::rc::Rc;
+
+use ferrocket_protocol::body::perm;
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::header::{
+    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
+};
+use ferrocket_protocol::RemotingCommand;
+
+use crate::error::Reject;
+use crate::services::filter::TagFilter;
+use crate::services::pull::{PullQuery, SUSPEND_TIMEOUT_MS_DEFAULT};
+use crate::shard::Shard;
+
+fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFilter, Reject> {
+    let parse = |expression: &str, kind: Option<&str>| {
+        crate::services::filter::sql::pull_filter(
+            expression,
+            kind,
+            shard.config().enable_property_filter,
+        )
+    };
+    if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 {
+        return parse(
+            header.subscription.as_deref().unwrap_or("*"),
+            header.expression_type.as_deref(),
+        );
+    }
+    let found = shard.clients.with(|clients| {
+        clients
+            .subscription(&header.consumer_group, &header.topic)
+            .map(|s| (s.sub_string.clone(), s.expression_type.clone()))
+    });
+    let (expression, kind) =
+        found.map_err(|remark| Reject::new(response_code::SUBSCRIPTION_NOT_EXIST, remark))?;
+    parse(&expression, kind.as_deref())
+}
+
+/// PULL_MESSAGE on the receiving shard.
+pub(crate) async fn pull_message(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = PullMessageRequestHeader::from_ext(&request.ext_fields)?;
+    let Some((perm, read_queue_nums)) =
+        shard.with_topic(&header.topic, |t| (t.perm, t.read_queue_nums))
+    else {
+        return Err(Reject::new(
+            response_code::TOPIC_NOT_EXIST,
+            format!("topic[{}] not exist, apply first please!", header.topic),
+        ));
+    };
+    if !perm::is_readable(perm) {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("the topic[{}] pulling message is forbidden", header.topic),
+        ));
+    }
+    if header.queue_id < 0 || header.queue_id >= read_queue_nums {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}]",
+                header.queue_id, header.topic, read_queue_nums
+            ),
+        ));
+    }
+    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    let filter = filter_for(shard, &header)?;
+    let config = shard.config();
+    let suspend_ms = if header.sys_flag & pull_sys_flag::SUSPEND != 0 && config.long_polling_enable
+    {
+        let asked = header
+            .suspend_timeout_millis
+            .unwrap_or(SUSPEND_TIMEOUT_MS_DEFAULT)
+            .max(0) as u64;
+        asked.min(config.suspend_timeout_ms_max)
+    } else {
+        0
+    };
+    let commit_offset = (header.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0
+        && header.commit_offset >= 0)
+        .then_some(header.commit_offset);
+    let max_bytes = match header.max_msg_bytes {
+        Some(asked) if asked > 0 => (asked as usize).min(config.pull_bytes_max),
+        _ => config.pull_bytes_max,
+    };
+    let query = PullQuery {
+        group: header.consumer_group,
+        topic: header.topic,
+        queue_id: header.queue_id,
+        queue_offset: header.queue_offset,
+        max_messages: (header.max_msg_nums.max(1) as usize).min(config.pull_messages_max),
+        max_bytes,
+        filter,
+        commit_offset,
+        suspend_ms,
+    };
+    let owner = shard.owner_of(&query.topic, query.queue_id);
+    let answer = shard.call(owner, query).await?;
+    shard.count_got(u64::from(answer.message_count));
+    let mut response = RemotingCommand::response_to(request, answer.code, answer.remark);
+    response.ext_fields = PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: answer.next_begin_offset,
+        min_offset: answer.min_offset,
+        max_offset: answer.max_offset,
+    }
+    .to_ext();
+    response.body = answer.body;
+    Ok(response)
+}

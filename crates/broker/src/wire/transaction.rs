@@ -1,0 +1,50 @@
+//! END_TRANSACTION (37) (`EndTransactionProcessor`): checks the producer's
+//! answer and forwards it to the transaction shard, which decides each half
+//! message once (`shard::transactions`).
+
+use crate::error::Reject;
+use crate::services::topics::txn_shard;
+use crate::shard::transactions::EndTxnRequest;
+use crate::shard::Shard;
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::record::sys_flag;
+use ferrocket_protocol::RemotingCommand;
+use std::rc::Rc;
+
+/// END_TRANSACTION on the receiving shard.
+pub(crate) async fn end_transaction(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let fields = &request.ext_fields;
+    let end = EndTxnRequest {
+        producer_group: fields.required("producerGroup")?.to_string(),
+        tran_state_table_offset: fields.required_i64("tranStateTableOffset")?,
+        commit_log_offset: fields.required_i64("commitLogOffset")?,
+        commit_or_rollback: fields.required_i32("commitOrRollback")?,
+        from_transaction_check: fields.get_bool("fromTransactionCheck").unwrap_or(false),
+        msg_id: fields.get("msgId").unwrap_or("").to_string(),
+    };
+    let kind = end.commit_or_rollback;
+    if kind != sys_flag::TRANSACTION_COMMIT && kind != sys_flag::TRANSACTION_ROLLBACK {
+        // Unknown (or anything else): the half message stays for check-back.
+        tracing::debug!(
+            msg_id = %end.msg_id,
+            kind,
+            from_check = end.from_transaction_check,
+            "transaction state unknown; left for check-back"
+        );
+        return Ok(RemotingCommand::response_to(
+            request,
+            response_code::SUCCESS,
+            None,
+        ));
+    }
+    let target = txn_shard(shard.count);
+    shard.call(target, end).await??;
+    Ok(RemotingCommand::response_to(
+        request,
+        response_code::SUCCESS,
+        None,
+    ))
+}
