@@ -112,22 +112,8 @@ async fn handle(
     addr: SocketAddr,
     state: &Mutex<State>,
 ) -> RemotingCommand {
-    let broker = BrokerData {
-        cluster: CLUSTER.into(),
-        broker_name: BROKER.into(),
-        broker_addrs: BTreeMap::from([(0, addr.to_string())]),
-    };
     match request.code {
-        request_code::GET_BROKER_CLUSTER_INFO => {
-            let info = ClusterInfo {
-                broker_addr_table: BTreeMap::from([(BROKER.to_string(), broker)]),
-                cluster_addr_table: BTreeMap::from([(
-                    CLUSTER.to_string(),
-                    BTreeSet::from([BROKER.to_string()]),
-                )]),
-            };
-            ok(request).with_body(encode_json(&info))
-        }
+        request_code::GET_BROKER_CLUSTER_INFO => cluster_info(request, addr),
         request_code::UPDATE_AND_CREATE_TOPIC => {
             let header = CreateTopicRequestHeader::from_ext(&request.ext_fields).unwrap();
             state
@@ -137,70 +123,8 @@ async fn handle(
                 .insert(header.topic, header.write_queue_nums);
             ok(request)
         }
-        request_code::GET_ROUTEINFO_BY_TOPIC => {
-            let header = TopicRequestHeader::from_ext(&request.ext_fields).unwrap();
-            let Some(&queues) = state.lock().unwrap().topics.get(&header.topic) else {
-                return RemotingCommand::response_to(request, response_code::TOPIC_NOT_EXIST, None);
-            };
-            let route = TopicRouteData {
-                queue_datas: vec![QueueData {
-                    broker_name: BROKER.into(),
-                    read_queue_nums: queues,
-                    write_queue_nums: queues,
-                    perm: 6,
-                    topic_sys_flag: 0,
-                }],
-                broker_datas: vec![broker],
-                ..TopicRouteData::default()
-            };
-            ok(request).with_body(encode_json(&route))
-        }
-        request_code::SEND_MESSAGE | request_code::SEND_BATCH_MESSAGE => {
-            let header = SendMessageRequestHeader::from_ext(&request.ext_fields).unwrap();
-            let bodies: Vec<Bytes> = if request.code == request_code::SEND_BATCH_MESSAGE {
-                decode_batch(&request.body)
-                    .unwrap()
-                    .into_iter()
-                    .map(|i| i.body)
-                    .collect()
-            } else {
-                vec![request.body.clone()]
-            };
-            let queue_id = header.queue_id.unwrap_or(0);
-            let mut state = state.lock().unwrap();
-            let mut physical = state.physical;
-            let records = state
-                .queues
-                .entry((header.topic.clone(), queue_id))
-                .or_default();
-            let first = records.len() as i64;
-            for body in bodies {
-                let mut out = BytesMut::new();
-                let record = NewRecord {
-                    topic: &header.topic,
-                    queue_id,
-                    flag: 0,
-                    sys_flag: 0,
-                    born_timestamp_ms: 0,
-                    born_host: addr,
-                    store_timestamp_ms: 0,
-                    store_host: addr,
-                    reconsume_times: 0,
-                    prepared_transaction_offset: 0,
-                    body: &body,
-                    properties: b"",
-                };
-                physical += record
-                    .encode(records.len() as i64, physical, &mut out)
-                    .unwrap() as i64;
-                records.push(out.freeze());
-            }
-            state.physical = physical;
-            ok(request)
-                .with_ext("msgId", "00")
-                .with_ext("queueId", queue_id)
-                .with_ext("queueOffset", first)
-        }
+        request_code::GET_ROUTEINFO_BY_TOPIC => route(request, addr, state),
+        request_code::SEND_MESSAGE | request_code::SEND_BATCH_MESSAGE => send(request, addr, state),
         request_code::GET_MAX_OFFSET => {
             let header = QueueRequestHeader::from_ext(&request.ext_fields).unwrap();
             let state = state.lock().unwrap();
@@ -213,6 +137,93 @@ async fn handle(
         request_code::PULL_MESSAGE => pull(request, state).await,
         _ => RemotingCommand::not_supported(request),
     }
+}
+
+/// The one broker, a master at `addr`.
+fn broker_data(addr: SocketAddr) -> BrokerData {
+    BrokerData {
+        cluster: CLUSTER.into(),
+        broker_name: BROKER.into(),
+        broker_addrs: BTreeMap::from([(0, addr.to_string())]),
+    }
+}
+
+fn cluster_info(request: &RemotingCommand, addr: SocketAddr) -> RemotingCommand {
+    let info = ClusterInfo {
+        broker_addr_table: BTreeMap::from([(BROKER.to_string(), broker_data(addr))]),
+        cluster_addr_table: BTreeMap::from([(
+            CLUSTER.to_string(),
+            BTreeSet::from([BROKER.to_string()]),
+        )]),
+    };
+    ok(request).with_body(encode_json(&info))
+}
+
+fn route(request: &RemotingCommand, addr: SocketAddr, state: &Mutex<State>) -> RemotingCommand {
+    let header = TopicRequestHeader::from_ext(&request.ext_fields).unwrap();
+    let Some(&queues) = state.lock().unwrap().topics.get(&header.topic) else {
+        return RemotingCommand::response_to(request, response_code::TOPIC_NOT_EXIST, None);
+    };
+    let route = TopicRouteData {
+        queue_datas: vec![QueueData {
+            broker_name: BROKER.into(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm: 6,
+            topic_sys_flag: 0,
+        }],
+        broker_datas: vec![broker_data(addr)],
+        ..TopicRouteData::default()
+    };
+    ok(request).with_body(encode_json(&route))
+}
+
+/// Stores the message (or each of a batch) as a record.
+fn send(request: &RemotingCommand, addr: SocketAddr, state: &Mutex<State>) -> RemotingCommand {
+    let header = SendMessageRequestHeader::from_ext(&request.ext_fields).unwrap();
+    let bodies: Vec<Bytes> = if request.code == request_code::SEND_BATCH_MESSAGE {
+        decode_batch(&request.body)
+            .unwrap()
+            .into_iter()
+            .map(|i| i.body)
+            .collect()
+    } else {
+        vec![request.body.clone()]
+    };
+    let queue_id = header.queue_id.unwrap_or(0);
+    let mut state = state.lock().unwrap();
+    let mut physical = state.physical;
+    let records = state
+        .queues
+        .entry((header.topic.clone(), queue_id))
+        .or_default();
+    let first = records.len() as i64;
+    for body in bodies {
+        let mut out = BytesMut::new();
+        let record = NewRecord {
+            topic: &header.topic,
+            queue_id,
+            flag: 0,
+            sys_flag: 0,
+            born_timestamp_ms: 0,
+            born_host: addr,
+            store_timestamp_ms: 0,
+            store_host: addr,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: &body,
+            properties: b"",
+        };
+        physical += record
+            .encode(records.len() as i64, physical, &mut out)
+            .unwrap() as i64;
+        records.push(out.freeze());
+    }
+    state.physical = physical;
+    ok(request)
+        .with_ext("msgId", "00")
+        .with_ext("queueId", queue_id)
+        .with_ext("queueOffset", first)
 }
 
 async fn pull(request: &RemotingCommand, state: &Mutex<State>) -> RemotingCommand {
