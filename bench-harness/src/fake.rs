@@ -265,7 +265,8 @@ async fn pull(request: &RemotingCommand, state: &Mutex<State>) -> RemotingComman
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{Cli, Mode, SendMode, WorkloadArgs};
+    use crate::args::{Cli, Mode, WorkloadArgs};
+    use crate::message::SendMode;
     use crate::target::TargetSpec;
     use crate::window::Session;
     use clap::Parser;

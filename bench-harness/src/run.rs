@@ -6,10 +6,11 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::args::{
-    CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SendMode, SingleArgs, WorkloadArgs,
+    CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SingleArgs, WorkloadArgs,
 };
 use crate::error::BenchError;
 use crate::host;
+use crate::message::SendMode;
 use crate::report::{
     comparison_table, target_table, Comparison, Headline, Report, RequestLatency, TargetReport,
 };

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use ferrocket_client::{Connection, MessageQueue};
 use tokio::task::JoinHandle;
 
-use crate::args::{Driver, SendMode, WorkloadArgs};
+use crate::args::{Driver, WorkloadArgs};
 use crate::control::Control;
 use crate::error::BenchError;
-use crate::message::SendFactory;
+use crate::message::{SendFactory, SendMode};
 use crate::meter::{Meter, Tally};
 use crate::pacing::{Pacer, Schedule};
 use crate::proc_stat::CpuTicks;

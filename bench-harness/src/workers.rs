@@ -18,9 +18,9 @@ use ferrocket_protocol::header::OffsetResponseHeader;
 use ferrocket_protocol::record::records;
 use tokio::task::JoinHandle;
 
-use crate::args::SendMode;
 use crate::control::Control;
 use crate::error::BenchError;
+use crate::message::SendMode;
 use crate::message::{max_offset_request, ns_since_anchor, pull_request, read_stamp, SendFactory};
 use crate::pacing::Pacer;
 use crate::recorder::{ErrorKind, Recorder, Shard};
