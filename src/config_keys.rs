@@ -39,7 +39,48 @@ pub fn apply_namesrv(
     Ok(true)
 }
 
+/// What one group of a server's keys answers: `Ok(false)` for a key the
+/// group does not know.
+type KeyGroup<C> = fn(&mut C, &str, &Setting) -> Result<bool, String>;
+
+/// The broker's keys, by group; a key belongs to one group only.
+const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 6] = [
+    broker_identity_keys,
+    broker_store_keys,
+    broker_retention_keys,
+    broker_shard_keys,
+    broker_limit_keys,
+    broker_consume_keys,
+];
+
 pub fn apply_broker(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    for group in BROKER_KEY_GROUPS {
+        if group(config, key, setting)? {
+            return Ok(true);
+        }
+    }
+    // RocketMQ settings with no effect here, accepted so a Java
+    // broker.conf loads without noise.
+    Ok(matches!(
+        key,
+        "brokerRole"
+            | "destroyMapedFileIntervalForcibly"
+            | "deleteCommitLogFilesInterval"
+            | "deleteConsumeQueueFilesInterval"
+            | "rocketmqHome"
+            | "storePathCommitLog"
+            | "storePathConsumeQueue"
+            | "haListenPort"
+            | "brokerIP2"
+    ))
+}
+
+/// Where the broker listens, who it is and how it registers.
+fn broker_identity_keys(
     config: &mut BrokerConfig,
     key: &str,
     setting: &Setting,
@@ -52,6 +93,25 @@ pub fn apply_broker(
         "brokerName" => config.broker_name = non_empty(key, setting)?,
         "brokerId" => config.broker_id = parse_value(key, setting)?,
         "brokerIP1" => config.broker_ip1 = setting.value.clone(),
+        "registerBrokerIntervalMs" | "registerNameServerPeriod" => {
+            config.register_broker_interval_ms = positive(key, setting)?
+        }
+        "registerBrokerTimeoutMills" => config.register_broker_timeout_ms = positive(key, setting)?,
+        "channelExpiredTimeout" => config.client_expiry_ms = positive(key, setting)?,
+        "regionId" => config.region_id = setting.value.clone(),
+        "traceOn" => config.trace_on = parse_bool(key, setting)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The store: where it lives, how it writes and flushes.
+fn broker_store_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    match key {
         "storePathRootDir" => config.store_path_root_dir = non_empty(key, setting)?.into(),
         "flushDiskType" => {
             config.flush_disk_type = FlushDiskType::parse(&setting.value)
@@ -63,59 +123,23 @@ pub fn apply_broker(
             config.write_mode = CommitLogWriteMode::parse(&setting.value)
                 .ok_or_else(|| invalid(key, setting, "expected buffered or direct"))?
         }
-        "autoCreateTopicEnable" => config.auto_create_topic_enable = parse_bool(key, setting)?,
-        "defaultTopicQueueNums" => config.default_topic_queue_nums = parse_value(key, setting)?,
         "mappedFileSizeCommitLog" => config.mapped_file_size_commit_log = positive(key, setting)?,
         "maxMessageSize" => config.max_message_size = parse_value(key, setting)?,
-        "registerBrokerIntervalMs" | "registerNameServerPeriod" => {
-            config.register_broker_interval_ms = positive(key, setting)?
-        }
-        "registerBrokerTimeoutMills" => config.register_broker_timeout_ms = positive(key, setting)?,
         "flushConsumerOffsetInterval" => {
             config.offset_persist_interval_ms = positive(key, setting)?
         }
-        "shardCount" => config.shard_count = parse_value(key, setting)?,
-        "topicCountMax" => config.topic_count_max = positive_count(key, setting)?,
-        "subscriptionGroupCountMax" => {
-            config.subscription_group_count_max = positive_count(key, setting)?
-        }
-        "clientsPerGroupMax" => config.clients_per_group_max = positive_count(key, setting)?,
-        key if apply_server_limits(&mut config.server_limits, key, setting)? => {}
-        "shardCores" => config.shard_cores = core_list(key, setting)?,
-        "pinShards" => config.pin_shards = parse_bool(key, setting)?,
-        "appenderInShard" => {
-            config.appender_in_shard = match setting.value.as_str() {
-                "" | "auto" => None,
-                _ => Some(parse_bool(key, setting)?),
-            }
-        }
-        "appenderCore" => {
-            config.appender_core = if setting.value.is_empty() {
-                None
-            } else {
-                Some(parse_value(key, setting)?)
-            }
-        }
-        "longPollingEnable" => config.long_polling_enable = parse_bool(key, setting)?,
-        "suspendTimeoutMsMax" => config.suspend_timeout_ms_max = positive(key, setting)?,
-        "maxTransferCountOnMessageInMemory" => {
-            config.pull_messages_max = parse_value(key, setting)?
-        }
-        "maxTransferBytesOnMessageInMemory" => config.pull_bytes_max = parse_value(key, setting)?,
-        "channelExpiredTimeout" => config.client_expiry_ms = positive(key, setting)?,
-        "regionId" => config.region_id = setting.value.clone(),
-        "traceOn" => config.trace_on = parse_bool(key, setting)?,
-        "messageDelayLevel" => config.message_delay_level = non_empty(key, setting)?,
-        "enablePropertyFilter" => config.enable_property_filter = parse_bool(key, setting)?,
-        "autoCreateSubscriptionGroup" => {
-            config.auto_create_subscription_group = parse_bool(key, setting)?
-        }
-        "timerMaxDelaySec" => config.timer_max_delay_sec = positive(key, setting)?,
-        "transactionTimeOut" => config.transaction_timeout_ms = parse_value(key, setting)?,
-        "transactionCheckInterval" => {
-            config.transaction_check_interval_ms = positive(key, setting)?
-        }
-        "transactionCheckMax" => config.transaction_check_max = parse_value(key, setting)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Disk retention: how long files are kept and when they are deleted.
+fn broker_retention_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    match key {
         "fileReservedTime" => {
             let hours = positive(key, setting)?;
             config.file_reserved_time_ms = hours
@@ -134,17 +158,82 @@ pub fn apply_broker(
         }
         "cleanFileForciblyEnable" => config.clean_file_forcibly_enable = parse_bool(key, setting)?,
         "cleanResourceInterval" => config.clean_resource_interval_ms = positive(key, setting)?,
-        // RocketMQ settings with no effect here, accepted so a Java
-        // broker.conf loads without noise.
-        "brokerRole"
-        | "destroyMapedFileIntervalForcibly"
-        | "deleteCommitLogFilesInterval"
-        | "deleteConsumeQueueFilesInterval"
-        | "rocketmqHome"
-        | "storePathCommitLog"
-        | "storePathConsumeQueue"
-        | "haListenPort"
-        | "brokerIP2" => {}
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Shards, their cores and where the appender runs.
+fn broker_shard_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    match key {
+        "shardCount" => config.shard_count = parse_value(key, setting)?,
+        "shardCores" => config.shard_cores = core_list(key, setting)?,
+        "pinShards" => config.pin_shards = parse_bool(key, setting)?,
+        "appenderInShard" => {
+            config.appender_in_shard = match setting.value.as_str() {
+                "" | "auto" => None,
+                _ => Some(parse_bool(key, setting)?),
+            }
+        }
+        "appenderCore" => {
+            config.appender_core = if setting.value.is_empty() {
+                None
+            } else {
+                Some(parse_value(key, setting)?)
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Topics, groups and clients: creation and counts; the server's limits.
+fn broker_limit_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    match key {
+        "autoCreateTopicEnable" => config.auto_create_topic_enable = parse_bool(key, setting)?,
+        "defaultTopicQueueNums" => config.default_topic_queue_nums = parse_value(key, setting)?,
+        "topicCountMax" => config.topic_count_max = positive_count(key, setting)?,
+        "subscriptionGroupCountMax" => {
+            config.subscription_group_count_max = positive_count(key, setting)?
+        }
+        "clientsPerGroupMax" => config.clients_per_group_max = positive_count(key, setting)?,
+        "autoCreateSubscriptionGroup" => {
+            config.auto_create_subscription_group = parse_bool(key, setting)?
+        }
+        key => return apply_server_limits(&mut config.server_limits, key, setting),
+    }
+    Ok(true)
+}
+
+/// Pulls, filters, delays, timers and transactions.
+fn broker_consume_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    match key {
+        "longPollingEnable" => config.long_polling_enable = parse_bool(key, setting)?,
+        "suspendTimeoutMsMax" => config.suspend_timeout_ms_max = positive(key, setting)?,
+        "maxTransferCountOnMessageInMemory" => {
+            config.pull_messages_max = parse_value(key, setting)?
+        }
+        "maxTransferBytesOnMessageInMemory" => config.pull_bytes_max = parse_value(key, setting)?,
+        "messageDelayLevel" => config.message_delay_level = non_empty(key, setting)?,
+        "enablePropertyFilter" => config.enable_property_filter = parse_bool(key, setting)?,
+        "timerMaxDelaySec" => config.timer_max_delay_sec = positive(key, setting)?,
+        "transactionTimeOut" => config.transaction_timeout_ms = parse_value(key, setting)?,
+        "transactionCheckInterval" => {
+            config.transaction_check_interval_ms = positive(key, setting)?
+        }
+        "transactionCheckMax" => config.transaction_check_max = parse_value(key, setting)?,
         _ => return Ok(false),
     }
     Ok(true)

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::error::BenchError;
+use crate::message::{SendMode, STAMP_BYTES};
 
 /// Throughput and latency harness for any RocketMQ Remoting name server
 /// (Ferrocket, Apache RocketMQ, rocketmq-rust).
@@ -27,19 +28,6 @@ pub enum Mode {
     E2e(SingleArgs),
     /// The same workload against two name servers, in alternating rounds.
     Compare(CompareArgs),
-}
-
-/// How messages are sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SendMode {
-    /// SEND_MESSAGE, waiting for each acknowledgement.
-    Sync,
-    /// SEND_MESSAGE marked oneway: no acknowledgement; latency is the time
-    /// to queue the frame, not a broker round trip.
-    Oneway,
-    /// SEND_BATCH_MESSAGE with --batch messages per request.
-    Batch,
 }
 
 /// How producers drive their connections.
@@ -255,10 +243,10 @@ impl WorkloadArgs {
                 self.size
             ));
         }
-        if needs_timestamp && self.size < crate::message::STAMP_BYTES {
+        if needs_timestamp && self.size < STAMP_BYTES {
             return fail(format!(
                 "--size must be at least {} bytes to carry the send timestamp",
-                crate::message::STAMP_BYTES
+                STAMP_BYTES
             ));
         }
         if self.size == 0 {

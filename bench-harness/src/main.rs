@@ -17,6 +17,7 @@ mod fake;
 mod hist;
 mod host;
 mod message;
+mod meter;
 mod pacing;
 mod proc_stat;
 mod progress;

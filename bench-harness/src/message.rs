@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use bytes::BytesMut;
+use clap::ValueEnum;
 use ferrocket_protocol::batch::encode_batch_item;
 use ferrocket_protocol::codes::request_code;
 use ferrocket_protocol::header::{
@@ -17,8 +18,20 @@ use ferrocket_protocol::header::{
 };
 use ferrocket_protocol::properties::{Properties, WAIT};
 use ferrocket_protocol::{ExtFields, ProtocolError, RemotingCommand};
+use serde::Serialize;
 
-use crate::args::SendMode;
+/// How messages are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SendMode {
+    /// SEND_MESSAGE, waiting for each acknowledgement.
+    Sync,
+    /// SEND_MESSAGE marked oneway: no acknowledgement; latency is the time
+    /// to queue the frame, not a broker round trip.
+    Oneway,
+    /// SEND_BATCH_MESSAGE with --batch messages per request.
+    Batch,
+}
 
 /// Marks a body written by this harness ("FRBC").
 pub const STAMP_MAGIC: u32 = 0x4652_4243;

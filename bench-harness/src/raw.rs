@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::limits::FRAME_BYTES_MAX;
-use ferrocket_protocol::{FrameDecoder, SerializeType};
+use ferrocket_protocol::{FrameDecoder, ProtocolError, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -165,8 +165,37 @@ pub async fn spawn_raw_producers(
     Ok(tasks)
 }
 
+/// How filling one batch of requests ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// More requests may follow.
+    Open,
+    /// No more requests will be sent (stopped, budget spent).
+    Finished,
+    /// A request could not be built: the writer gives up.
+    Failed,
+}
+
+/// The writer task of one connection.
+struct RawWriter {
+    writer: OwnedWriteHalf,
+    queue_ids: Arc<Vec<i32>>,
+    next_queue: usize,
+    sequence: u32,
+    plan: RawPlan,
+    slots: Arc<Slots>,
+    control: Arc<Control>,
+    shard: Arc<Shard>,
+    msgs: u64,
+    bytes: u64,
+    buf: BytesMut,
+    taken: Vec<u16>,
+    /// Oneway: intended times of the frames in `buf`, recorded once written.
+    pending_oneway: Vec<Instant>,
+}
+
 async fn write_loop(
-    mut writer: OwnedWriteHalf,
+    writer: OwnedWriteHalf,
     queue_ids: Arc<Vec<i32>>,
     first_queue: usize,
     plan: RawPlan,
@@ -174,116 +203,161 @@ async fn write_loop(
     control: Arc<Control>,
     shard: Arc<Shard>,
 ) {
-    let msgs = plan.factory.per_request() as u64;
-    let bytes = plan.factory.body_bytes_per_request();
-    let mut buf = BytesMut::with_capacity(WRITE_CHUNK_BYTES);
-    let mut taken: Vec<u16> = Vec::with_capacity(plan.inflight);
-    // Oneway: intended times of the frames in `buf`, recorded once written.
-    let mut pending_oneway: Vec<Instant> = Vec::new();
-    let mut next_queue = first_queue;
-    let mut sequence = 0u32;
-    'run: while !control.producers_stopped() && !slots.closed.load(Ordering::Relaxed) {
-        if !plan.oneway {
-            let freed = slots.freed.notified();
-            slots.take(plan.inflight, &mut taken);
-            if taken.is_empty() {
-                tokio::select! {
-                    _ = freed => {}
-                    _ = tokio::time::sleep(Duration::from_millis(READER_POLL_MS)) => {}
-                }
-                continue;
-            }
-        }
-        let batch = if plan.oneway {
-            plan.inflight.max(1)
-        } else {
-            taken.len()
-        };
-        let mut used = 0usize;
-        // Set when no more requests will be sent (stopped, budget spent).
-        let mut finished = false;
-        while used < batch {
-            let intended = match &plan.pacer {
-                // Wait for the first request only; take the rest if due.
-                Some(pacer) if used == 0 => match pacer.next().await {
-                    Some(at) => at,
-                    None => {
-                        finished = true;
-                        break;
-                    }
-                },
-                Some(pacer) => match pacer.try_next() {
-                    Some(at) => at,
-                    None => break,
-                },
-                None => Instant::now(),
-            };
-            if control.producers_stopped() || !control.claim(msgs) {
-                finished = true;
-                break;
-            }
-            let queue_id = queue_ids[next_queue % queue_ids.len()];
-            next_queue = next_queue.wrapping_add(1);
-            let mut request = match plan.factory.build(queue_id, intended) {
-                Ok(request) => request,
-                Err(_) => {
-                    shard.lock().send_failed(&ErrorKind::Protocol);
-                    break 'run;
-                }
-            };
-            request.serialize_type = plan.serialize_type;
-            if plan.oneway {
-                request.mark_oneway();
-                request.opaque = sequence as i32;
-                pending_oneway.push(intended);
-            } else {
-                let slot = taken[used];
-                slots.intended_ns[usize::from(slot)]
-                    .store(ns_since_anchor(intended), Ordering::Relaxed);
-                request.opaque = opaque_for(sequence, slot);
-            }
-            sequence = sequence.wrapping_add(1);
-            request.encode(&mut buf);
-            used += 1;
-            if buf.len() >= WRITE_CHUNK_BYTES {
-                break;
-            }
-        }
-        if !plan.oneway {
-            // Slots prepared but not used go back.
-            slots.give_back(&taken[used..]);
-            taken.clear();
-        }
-        if buf.is_empty() {
-            if finished {
-                break;
-            }
-            continue;
-        }
-        if writer.write_all(&buf).await.is_err() {
-            slots.closed.store(true, Ordering::Relaxed);
-            shard.lock().send_failed(&ErrorKind::Io);
-            break;
-        }
-        buf.clear();
-        if plan.oneway {
-            let now = Instant::now();
-            let mut counts = shard.lock();
-            for intended in pending_oneway.drain(..) {
-                let latency = now.saturating_duration_since(intended).as_nanos() as u64;
-                counts.sent(latency, msgs, bytes);
-            }
-        }
-        if finished {
-            break;
-        }
-    }
+    let mut raw = RawWriter {
+        writer,
+        queue_ids,
+        next_queue: first_queue,
+        sequence: 0,
+        msgs: plan.factory.per_request() as u64,
+        bytes: plan.factory.body_bytes_per_request(),
+        buf: BytesMut::with_capacity(WRITE_CHUNK_BYTES),
+        taken: Vec::with_capacity(plan.inflight),
+        pending_oneway: Vec::new(),
+        plan,
+        slots,
+        control,
+        shard,
+    };
+    raw.run().await;
+    let RawWriter { writer, slots, .. } = raw;
     *slots
         .parked_writer
         .lock()
         .unwrap_or_else(|p| p.into_inner()) = Some(writer);
     slots.writer_done.store(true, Ordering::Relaxed);
     slots.freed.notify_one();
+}
+
+impl RawWriter {
+    async fn run(&mut self) {
+        while !self.control.producers_stopped() && !self.slots.closed.load(Ordering::Relaxed) {
+            if !self.plan.oneway && !self.take_slots().await {
+                continue;
+            }
+            let fill = self.fill_batch().await;
+            if fill == Fill::Failed {
+                return;
+            }
+            if self.buf.is_empty() {
+                if fill == Fill::Finished {
+                    return;
+                }
+                continue;
+            }
+            if !self.flush().await || fill == Fill::Finished {
+                return;
+            }
+        }
+    }
+
+    /// Takes free slots; false (after waiting a little for one to be freed)
+    /// when there are none.
+    async fn take_slots(&mut self) -> bool {
+        let freed = self.slots.freed.notified();
+        self.slots.take(self.plan.inflight, &mut self.taken);
+        if !self.taken.is_empty() {
+            return true;
+        }
+        tokio::select! {
+            _ = freed => {}
+            _ = tokio::time::sleep(Duration::from_millis(READER_POLL_MS)) => {}
+        }
+        false
+    }
+
+    /// Encodes requests into the buffer, one per taken slot (oneway: up to
+    /// `--inflight`), while the pacer lets them go and the chunk has room.
+    async fn fill_batch(&mut self) -> Fill {
+        let batch = if self.plan.oneway {
+            self.plan.inflight.max(1)
+        } else {
+            self.taken.len()
+        };
+        let mut used = 0usize;
+        let fill = loop {
+            if used >= batch {
+                break Fill::Open;
+            }
+            let intended = match self.intended_time(used).await {
+                Ok(at) => at,
+                Err(fill) => break fill,
+            };
+            if self.control.producers_stopped() || !self.control.claim(self.msgs) {
+                break Fill::Finished;
+            }
+            if !self.encode(intended, used) {
+                return Fill::Failed;
+            }
+            used += 1;
+            if self.buf.len() >= WRITE_CHUNK_BYTES {
+                break Fill::Open;
+            }
+        };
+        if !self.plan.oneway {
+            // Slots prepared but not used go back.
+            self.slots.give_back(&self.taken[used..]);
+            self.taken.clear();
+        }
+        fill
+    }
+
+    /// When the next request is meant to go: paced, waiting for the first
+    /// request of a batch only and taking the rest if due.
+    async fn intended_time(&self, used: usize) -> Result<Instant, Fill> {
+        match &self.plan.pacer {
+            Some(pacer) if used == 0 => pacer.next().await.ok_or(Fill::Finished),
+            Some(pacer) => pacer.try_next().ok_or(Fill::Open),
+            None => Ok(Instant::now()),
+        }
+    }
+
+    /// Builds the next request into the buffer, in taken slot `used`
+    /// (oneway: none); false, counted as an error, when it cannot be built.
+    fn encode(&mut self, intended: Instant, used: usize) -> bool {
+        let queue_id = self.queue_ids[self.next_queue % self.queue_ids.len()];
+        self.next_queue = self.next_queue.wrapping_add(1);
+        let mut request = match self.plan.factory.build(queue_id, intended) {
+            Ok(request) => request,
+            Err(_) => {
+                self.shard.lock().send_failed(&ErrorKind::Protocol);
+                return false;
+            }
+        };
+        request.serialize_type = self.plan.serialize_type;
+        if self.plan.oneway {
+            request.mark_oneway();
+            request.opaque = self.sequence as i32;
+            self.pending_oneway.push(intended);
+        } else {
+            let slot = self.taken[used];
+            self.slots.intended_ns[usize::from(slot)]
+                .store(ns_since_anchor(intended), Ordering::Relaxed);
+            request.opaque = opaque_for(self.sequence, slot);
+        }
+        self.sequence = self.sequence.wrapping_add(1);
+        request.encode(&mut self.buf);
+        true
+    }
+
+    /// Writes the buffer; oneway requests count as sent once written. False
+    /// when the connection failed.
+    async fn flush(&mut self) -> bool {
+        if self.writer.write_all(&self.buf).await.is_err() {
+            self.slots.closed.store(true, Ordering::Relaxed);
+            self.shard.lock().send_failed(&ErrorKind::Io);
+            return false;
+        }
+        self.buf.clear();
+        if self.plan.oneway {
+            let now = Instant::now();
+            let mut counts = self.shard.lock();
+            for intended in self.pending_oneway.drain(..) {
+                let latency = now.saturating_duration_since(intended).as_nanos() as u64;
+                counts.sent(latency, self.msgs, self.bytes);
+            }
+        }
+        true
+    }
 }
 
 async fn read_loop(
@@ -294,55 +368,28 @@ async fn read_loop(
     control: Arc<Control>,
     shard: Arc<Shard>,
 ) {
-    let msgs = factory.per_request() as u64;
-    let bytes = factory.body_bytes_per_request();
+    let per_request = (
+        factory.per_request() as u64,
+        factory.body_bytes_per_request(),
+    );
     let decoder = FrameDecoder::new(FRAME_BYTES_MAX);
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
     let mut done_since: Option<Instant> = None;
     let mut freed = Vec::new();
     loop {
-        loop {
-            match decoder.next_frame(&mut buf) {
-                Ok(Some(response)) if response.is_response() => {
-                    let slot = slot_of(response.opaque);
-                    let Some(cell) = slots.intended_ns.get(slot) else {
-                        continue;
-                    };
-                    let now_ns = ns_since_anchor(Instant::now());
-                    let latency = now_ns.saturating_sub(cell.load(Ordering::Relaxed));
-                    let mut counts = shard.lock();
-                    if response.code == response_code::SUCCESS {
-                        counts.sent(latency, msgs, bytes);
-                    } else {
-                        counts.send_failed(&ErrorKind::Code(response.code));
-                    }
-                    drop(counts);
-                    freed.push(slot as u16);
-                }
-                Ok(Some(_)) => {} // a request from the server: not answered
-                Ok(None) => break,
-                Err(_) => {
-                    shard.lock().send_failed(&ErrorKind::Protocol);
-                    slots.closed.store(true, Ordering::Relaxed);
-                    return;
-                }
-            }
+        let decoded = record_responses(&decoder, &mut buf, &slots, &shard, per_request, &mut freed);
+        if decoded.is_err() {
+            shard.lock().send_failed(&ErrorKind::Protocol);
+            slots.closed.store(true, Ordering::Relaxed);
+            return;
         }
         slots.give_back(&freed);
         freed.clear();
-        if control.producers_stopped() && slots.writer_done.load(Ordering::Relaxed) {
-            let outstanding = slots.outstanding();
-            let since = *done_since.get_or_insert_with(Instant::now);
-            if outstanding == 0 {
-                return;
-            }
-            if since.elapsed() >= timeout {
-                let mut counts = shard.lock();
-                for _ in 0..outstanding {
-                    counts.send_failed(&ErrorKind::Timeout);
-                }
-                return;
-            }
+        if control.producers_stopped()
+            && slots.writer_done.load(Ordering::Relaxed)
+            && settled(&slots, &shard, timeout, &mut done_since)
+        {
+            return;
         }
         buf.reserve(READ_CHUNK_BYTES);
         let read = tokio::time::timeout(
@@ -353,15 +400,72 @@ async fn read_loop(
             Err(_) => {}
             Ok(Ok(0)) | Ok(Err(_)) => {
                 slots.closed.store(true, Ordering::Relaxed);
-                let outstanding = slots.outstanding();
-                let mut counts = shard.lock();
-                for _ in 0..outstanding {
-                    counts.send_failed(&ErrorKind::Closed);
-                }
+                fail_requests(&shard, slots.outstanding(), &ErrorKind::Closed);
                 return;
             }
             Ok(Ok(_)) => {}
         }
+    }
+}
+
+/// Records every whole response in `buf` against its slot, collecting the
+/// slots to free; `per_request` is messages and body bytes per request.
+fn record_responses(
+    decoder: &FrameDecoder,
+    buf: &mut BytesMut,
+    slots: &Slots,
+    shard: &Shard,
+    per_request: (u64, u64),
+    freed: &mut Vec<u16>,
+) -> Result<(), ProtocolError> {
+    let (msgs, bytes) = per_request;
+    while let Some(response) = decoder.next_frame(buf)? {
+        if !response.is_response() {
+            continue; // a request from the server: not answered
+        }
+        let slot = slot_of(response.opaque);
+        let Some(cell) = slots.intended_ns.get(slot) else {
+            continue;
+        };
+        let now_ns = ns_since_anchor(Instant::now());
+        let latency = now_ns.saturating_sub(cell.load(Ordering::Relaxed));
+        let mut counts = shard.lock();
+        if response.code == response_code::SUCCESS {
+            counts.sent(latency, msgs, bytes);
+        } else {
+            counts.send_failed(&ErrorKind::Code(response.code));
+        }
+        drop(counts);
+        freed.push(slot as u16);
+    }
+    Ok(())
+}
+
+/// After the writer is done: true once nothing is outstanding, or once the
+/// rest has timed out (counted as timeouts).
+fn settled(
+    slots: &Slots,
+    shard: &Shard,
+    timeout: Duration,
+    done_since: &mut Option<Instant>,
+) -> bool {
+    let outstanding = slots.outstanding();
+    let since = *done_since.get_or_insert_with(Instant::now);
+    if outstanding == 0 {
+        return true;
+    }
+    if since.elapsed() >= timeout {
+        fail_requests(shard, outstanding, &ErrorKind::Timeout);
+        return true;
+    }
+    false
+}
+
+/// Counts `count` requests as failed with `kind`.
+fn fail_requests(shard: &Shard, count: usize, kind: &ErrorKind) {
+    let mut counts = shard.lock();
+    for _ in 0..count {
+        counts.send_failed(kind);
     }
 }
 

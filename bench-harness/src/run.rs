@@ -6,10 +6,11 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::args::{
-    CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SendMode, SingleArgs, WorkloadArgs,
+    CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SingleArgs, WorkloadArgs,
 };
 use crate::error::BenchError;
 use crate::host;
+use crate::message::SendMode;
 use crate::report::{
     comparison_table, target_table, Comparison, Headline, Report, RequestLatency, TargetReport,
 };
@@ -168,54 +169,7 @@ pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
     let parameters = serde_json::to_value(&args)
         .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))?;
     let runtime = runtime(&args.workload_args)?;
-    let quiet = args.output.quiet;
-    let (a, b) = runtime.block_on(async {
-        let t0 = Instant::now();
-        crate::message::anchor();
-        let spec =
-            |label: &str, namesrv: &str, pids: &[u32], config: &Option<PathBuf>| TargetSpec {
-                label: label.to_string(),
-                namesrv: namesrv.to_string(),
-                broker_pids: pids.to_vec(),
-                broker_pid_children: args.broker_pid_children,
-                broker_config: config.clone(),
-            };
-        let spec_a = spec(
-            &args.label_a,
-            &args.namesrv_a,
-            &args.broker_pid_a,
-            &args.broker_config_a,
-        );
-        let spec_b = spec(
-            &args.label_b,
-            &args.namesrv_b,
-            &args.broker_pid_b,
-            &args.broker_config_b,
-        );
-        let w = &args.workload_args;
-        let mut a = Session::open(&spec_a, w, e2e, run_id(), quiet).await?;
-        let mut b = Session::open(&spec_b, w, e2e, run_id().wrapping_add(1), quiet).await?;
-        for round in 0..args.rounds {
-            let warmup = if round == 0 { w.warmup } else { 0 };
-            for session in [&mut a, &mut b] {
-                if e2e {
-                    session.e2e(warmup, args.round_secs, t0).await?;
-                } else {
-                    session.produce(warmup, args.round_secs, t0).await?;
-                }
-            }
-        }
-        let headline = if e2e {
-            Headline::Received
-        } else {
-            Headline::Sent
-        };
-        let kind = request_kind(SingleMode::Produce, w);
-        Ok::<_, BenchError>((
-            report_of(&a, headline, kind, e2e),
-            report_of(&b, headline, kind, e2e),
-        ))
-    })?;
+    let (a, b) = runtime.block_on(compare_rounds(&args))?;
     println!("{}", target_table("compare", &a));
     println!("{}", target_table("compare", &b));
     let comparison = Comparison::build(&a, &b, args.rounds, args.round_secs);
@@ -228,6 +182,63 @@ pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
         comparison: Some(comparison),
     };
     write_outputs("compare", &args.output, &report)
+}
+
+/// Opens both targets and runs the rounds, alternating; their reports.
+async fn compare_rounds(args: &CompareArgs) -> Result<(TargetReport, TargetReport), BenchError> {
+    let e2e = args.workload == CompareWorkload::E2e;
+    let quiet = args.output.quiet;
+    let t0 = Instant::now();
+    crate::message::anchor();
+    let (spec_a, spec_b) = compare_specs(args);
+    let w = &args.workload_args;
+    let mut a = Session::open(&spec_a, w, e2e, run_id(), quiet).await?;
+    let mut b = Session::open(&spec_b, w, e2e, run_id().wrapping_add(1), quiet).await?;
+    for round in 0..args.rounds {
+        let warmup = if round == 0 { w.warmup } else { 0 };
+        for session in [&mut a, &mut b] {
+            if e2e {
+                session.e2e(warmup, args.round_secs, t0).await?;
+            } else {
+                session.produce(warmup, args.round_secs, t0).await?;
+            }
+        }
+    }
+    let headline = if e2e {
+        Headline::Received
+    } else {
+        Headline::Sent
+    };
+    let kind = request_kind(SingleMode::Produce, w);
+    Ok((
+        report_of(&a, headline, kind, e2e),
+        report_of(&b, headline, kind, e2e),
+    ))
+}
+
+/// Targets A and B of a compare run.
+fn compare_specs(args: &CompareArgs) -> (TargetSpec, TargetSpec) {
+    let spec = |label: &str, namesrv: &str, pids: &[u32], config: &Option<PathBuf>| TargetSpec {
+        label: label.to_string(),
+        namesrv: namesrv.to_string(),
+        broker_pids: pids.to_vec(),
+        broker_pid_children: args.broker_pid_children,
+        broker_config: config.clone(),
+    };
+    (
+        spec(
+            &args.label_a,
+            &args.namesrv_a,
+            &args.broker_pid_a,
+            &args.broker_config_a,
+        ),
+        spec(
+            &args.label_b,
+            &args.namesrv_b,
+            &args.broker_pid_b,
+            &args.broker_config_b,
+        ),
+    )
 }
 
 fn parameters(args: &SingleArgs, preload: u64) -> Result<serde_json::Value, BenchError> {

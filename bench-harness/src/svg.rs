@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::hist::CurvePoint;
+use crate::recorder::Sample;
 use crate::report::{Headline, TargetReport};
 
 const WIDTH: f64 = 960.0;
@@ -138,28 +140,13 @@ fn legend(out: &mut String, entries: &[(String, &str, bool)], top: f64) {
     }
 }
 
+/// One latency curve: its legend label, colour, dashing and points.
+type Series<'a> = (String, &'a str, bool, &'a [CurvePoint]);
+
 fn latency_panel(out: &mut String, targets: &[&TargetReport]) {
     let (top, bottom) = PANELS[0];
     frame(out, "Latency by percentile", top, bottom);
-    let mut series = Vec::new();
-    for (i, report) in targets.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let kind = report.request_latency_kind;
-        series.push((
-            format!("{} — {kind}", report.label),
-            color,
-            false,
-            &report.request_latency.curve,
-        ));
-        if let Some(e2e) = &report.e2e_latency {
-            series.push((
-                format!("{} — send to receive", report.label),
-                color,
-                true,
-                &e2e.curve,
-            ));
-        }
-    }
+    let series = latency_series(targets);
     let finite_x = series
         .iter()
         .flat_map(|s| s.3.iter())
@@ -173,12 +160,7 @@ fn latency_panel(out: &mut String, targets: &[&TargetReport]) {
         from: LEFT,
         to: RIGHT,
     };
-    let values = series
-        .iter()
-        .flat_map(|s| s.3.iter())
-        .map(|p| p.latency_us.max(0.1));
-    let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    if hi <= 0.0 {
+    let Some(y_axis) = latency_axis(&series, top, bottom) else {
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle">no latency samples</text>"#,
@@ -186,13 +168,73 @@ fn latency_panel(out: &mut String, targets: &[&TargetReport]) {
             (top + bottom) / 2.0
         );
         return;
+    };
+    latency_grid(out, &x_axis, &y_axis, finite_x, (top, bottom));
+    for (_, color, dashed, curve) in &series {
+        let points: Vec<(f64, f64)> = curve
+            .iter()
+            .map(|p| {
+                let x = if p.percentile >= 100.0 {
+                    finite_x + MAX_POINT_EXTRA_DECADES
+                } else {
+                    tail_decades(p.percentile)
+                };
+                (x_axis.map(x), y_axis.map(p.latency_us.max(0.1).log10()))
+            })
+            .collect();
+        polyline(out, &points, color, *dashed, 1.0);
     }
-    let y_axis = Axis {
+    let entries: Vec<(String, &str, bool)> =
+        series.iter().map(|s| (s.0.clone(), s.1, s.2)).collect();
+    legend(out, &entries, top);
+}
+
+/// Each target's request latency curve (solid) and, where measured, its
+/// send-to-receive curve (dashed), in the target's colour.
+fn latency_series<'a>(targets: &[&'a TargetReport]) -> Vec<Series<'a>> {
+    let mut series = Vec::new();
+    for (i, report) in targets.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let kind = report.request_latency_kind;
+        series.push((
+            format!("{} — {kind}", report.label),
+            color,
+            false,
+            &report.request_latency.curve[..],
+        ));
+        if let Some(e2e) = &report.e2e_latency {
+            series.push((
+                format!("{} — send to receive", report.label),
+                color,
+                true,
+                &e2e.curve[..],
+            ));
+        }
+    }
+    series
+}
+
+/// The log-latency axis over whole decades; none without samples.
+fn latency_axis(series: &[Series], top: f64, bottom: f64) -> Option<Axis> {
+    let values = series
+        .iter()
+        .flat_map(|s| s.3.iter())
+        .map(|p| p.latency_us.max(0.1));
+    let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if hi <= 0.0 {
+        return None;
+    }
+    Some(Axis {
         lo: lo.log10().floor(),
         hi: hi.log10().ceil().max(lo.log10().floor() + 1.0),
         from: bottom,
         to: top,
-    };
+    })
+}
+
+/// Decade lines of both axes and their labels.
+fn latency_grid(out: &mut String, x_axis: &Axis, y_axis: &Axis, finite_x: f64, panel: (f64, f64)) {
+    let (top, bottom) = panel;
     for decade in (y_axis.lo as i32)..=(y_axis.hi as i32) {
         let y = y_axis.map(decade as f64);
         let _ = writeln!(
@@ -224,29 +266,42 @@ fn latency_panel(out: &mut String, targets: &[&TargetReport]) {
         (LEFT + RIGHT) / 2.0,
         bottom + 34.0
     );
-    for (_, color, dashed, curve) in &series {
-        let points: Vec<(f64, f64)> = curve
-            .iter()
-            .map(|p| {
-                let x = if p.percentile >= 100.0 {
-                    finite_x + MAX_POINT_EXTRA_DECADES
-                } else {
-                    tail_decades(p.percentile)
-                };
-                (x_axis.map(x), y_axis.map(p.latency_us.max(0.1).log10()))
-            })
-            .collect();
-        polyline(out, &points, color, *dashed, 1.0);
-    }
-    let entries: Vec<(String, &str, bool)> =
-        series.iter().map(|s| (s.0.clone(), s.1, s.2)).collect();
-    legend(out, &entries, top);
 }
 
 #[derive(Clone, Copy)]
 enum Direction {
     Sent,
     Received,
+}
+
+impl Direction {
+    fn rate(self, sample: &Sample) -> f64 {
+        match self {
+            Direction::Sent => sample.sent_per_s,
+            Direction::Received => sample.received_per_s,
+        }
+    }
+
+    fn has_data(self, report: &TargetReport) -> bool {
+        match self {
+            Direction::Sent => report.sent_msgs > 0,
+            Direction::Received => report.received_msgs > 0,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Direction::Sent => "sent",
+            Direction::Received => "received",
+        }
+    }
+}
+
+/// A line's colour and dashing.
+#[derive(Clone, Copy)]
+struct Stroke<'a> {
+    color: &'a str,
+    dashed: bool,
 }
 
 fn throughput_panel(out: &mut String, targets: &[&TargetReport]) {
@@ -257,6 +312,31 @@ fn throughput_panel(out: &mut String, targets: &[&TargetReport]) {
         top,
         bottom,
     );
+    let (x_axis, x_step, y_axis, y_step) = throughput_axes(targets, top, bottom);
+    throughput_grid(out, (&x_axis, x_step), (&y_axis, y_step), bottom);
+    let mut entries = Vec::new();
+    for (i, report) in targets.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        // The headline direction solid; the other one dashed when it has data.
+        let (headline, other) = match report.headline {
+            Headline::Sent => (Direction::Sent, Direction::Received),
+            Headline::Received => (Direction::Received, Direction::Sent),
+        };
+        for (direction, dashed) in [(headline, false), (other, true)] {
+            if dashed && !other.has_data(report) {
+                continue;
+            }
+            let stroke = Stroke { color, dashed };
+            timeline_line(out, &report.timeline, direction, stroke, (&x_axis, &y_axis));
+            let what = direction.name();
+            entries.push((format!("{} — {what}", report.label), color, dashed));
+        }
+    }
+    legend(out, &entries, top);
+}
+
+/// Time and rate axes over all targets' timelines, with their tick steps.
+fn throughput_axes(targets: &[&TargetReport], top: f64, bottom: f64) -> (Axis, f64, Axis, f64) {
     let t_max = targets
         .iter()
         .flat_map(|r| r.timeline.iter())
@@ -284,6 +364,12 @@ fn throughput_panel(out: &mut String, targets: &[&TargetReport]) {
         from: LEFT,
         to: RIGHT,
     };
+    (x_axis, x_step, y_axis, y_step)
+}
+
+/// Rate lines, time ticks and the axis caption.
+fn throughput_grid(out: &mut String, x: (&Axis, f64), y: (&Axis, f64), bottom: f64) {
+    let ((x_axis, x_step), (y_axis, y_step)) = (x, y);
     let mut value = 0.0;
     while value <= y_axis.hi + 1e-9 {
         let y = y_axis.map(value);
@@ -312,62 +398,47 @@ fn throughput_panel(out: &mut String, targets: &[&TargetReport]) {
         (LEFT + RIGHT) / 2.0,
         bottom + 34.0
     );
-    let mut entries = Vec::new();
-    for (i, report) in targets.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        // The headline direction solid; the other one dashed when it has data.
-        let (headline, other) = match report.headline {
-            Headline::Sent => (Direction::Sent, Direction::Received),
-            Headline::Received => (Direction::Received, Direction::Sent),
-        };
-        let other_has_data = match other {
-            Direction::Sent => report.sent_msgs > 0,
-            Direction::Received => report.received_msgs > 0,
-        };
-        for (direction, dashed) in [(headline, false), (other, true)] {
-            if dashed && !other_has_data {
-                continue;
-            }
-            let mut segment: Vec<(f64, f64)> = Vec::new();
-            let mut last_t = f64::NEG_INFINITY;
-            let mut last_warm = None;
-            for sample in &report.timeline {
-                let rate = match direction {
-                    Direction::Sent => sample.sent_per_s,
-                    Direction::Received => sample.received_per_s,
-                };
-                let point = (x_axis.map(sample.t_s), y_axis.map(rate));
-                if sample.t_s - last_t > TIMELINE_GAP_S || last_warm != Some(sample.warmup) {
-                    let opacity = if last_warm == Some(true) { 0.35 } else { 1.0 };
-                    polyline(out, &segment, color, dashed, opacity);
-                    segment.clear();
-                }
-                segment.push(point);
-                let _ = writeln!(
-                    out,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="2" fill="{color}" fill-opacity="{}"/>"#,
-                    point.0,
-                    point.1,
-                    if sample.warmup { 0.35 } else { 1.0 }
-                );
-                last_t = sample.t_s;
-                last_warm = Some(sample.warmup);
-            }
-            polyline(
-                out,
-                &segment,
-                color,
-                dashed,
-                if last_warm == Some(true) { 0.35 } else { 1.0 },
-            );
-            let what = match direction {
-                Direction::Sent => "sent",
-                Direction::Received => "received",
-            };
-            entries.push((format!("{} — {what}", report.label), color, dashed));
+}
+
+/// One direction of a timeline: a dot per sample and a line broken at gaps
+/// and at the end of warm-up (faded).
+fn timeline_line(
+    out: &mut String,
+    timeline: &[Sample],
+    direction: Direction,
+    stroke: Stroke,
+    axes: (&Axis, &Axis),
+) {
+    let (x_axis, y_axis) = axes;
+    let Stroke { color, dashed } = stroke;
+    let mut segment: Vec<(f64, f64)> = Vec::new();
+    let mut last_t = f64::NEG_INFINITY;
+    let mut last_warm = None;
+    for sample in timeline {
+        let point = (x_axis.map(sample.t_s), y_axis.map(direction.rate(sample)));
+        if sample.t_s - last_t > TIMELINE_GAP_S || last_warm != Some(sample.warmup) {
+            let opacity = if last_warm == Some(true) { 0.35 } else { 1.0 };
+            polyline(out, &segment, color, dashed, opacity);
+            segment.clear();
         }
+        segment.push(point);
+        let _ = writeln!(
+            out,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="2" fill="{color}" fill-opacity="{}"/>"#,
+            point.0,
+            point.1,
+            if sample.warmup { 0.35 } else { 1.0 }
+        );
+        last_t = sample.t_s;
+        last_warm = Some(sample.warmup);
     }
-    legend(out, &entries, top);
+    polyline(
+        out,
+        &segment,
+        color,
+        dashed,
+        if last_warm == Some(true) { 0.35 } else { 1.0 },
+    );
 }
 
 /// The whole SVG document.

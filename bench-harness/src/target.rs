@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ferrocket_client::route::{write_queues, write_queues_limited};
-use ferrocket_client::{Admin, Connection, ConnectionConfig, CreateTopicOptions, MessageQueue};
+use ferrocket_client::{
+    Admin, BrokerEntry, Connection, ConnectionConfig, CreateTopicOptions, MessageQueue,
+};
 use ferrocket_protocol::body::TopicRouteData;
 use ferrocket_protocol::SerializeType;
 
@@ -66,14 +68,7 @@ impl Target {
 /// Connects to the name server, creates the topic (unless told not to),
 /// waits until its route lists the queues, and checks the broker pids.
 pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Target, BenchError> {
-    let connection_config = ConnectionConfig {
-        request_timeout_ms: workload.timeout_ms,
-        serialize_type: match workload.header_encoding {
-            HeaderEncoding::Json => SerializeType::Json,
-            HeaderEncoding::Rocketmq => SerializeType::RocketMq,
-        },
-        ..ConnectionConfig::default()
-    };
+    let connection_config = connection_config(workload);
     let admin = Admin::with_config(&spec.namesrv, connection_config.clone())?;
     let masters: Vec<_> = admin
         .cluster_brokers()
@@ -88,28 +83,74 @@ pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Targe
         )));
     }
     if !workload.no_create_topic {
-        let options = CreateTopicOptions {
-            read_queue_nums: workload.queues,
-            write_queue_nums: workload.queues,
-            ..CreateTopicOptions::default()
-        };
-        for master in &masters {
-            if let Err(error) = admin
-                .create_topic(&master.addr, &workload.topic, &options)
-                .await
-            {
-                eprintln!(
-                    "warning: {}: creating topic {} on {} failed: {error}",
-                    spec.label, workload.topic, master.addr
-                );
-            }
+        create_topic(&admin, &masters, spec, workload).await;
+    }
+    let (route, queues) = route_and_queues(&admin, spec, workload).await?;
+    if queues.is_empty() {
+        return Err(BenchError::Setup(format!(
+            "{}: topic {} has no writable queue on a master broker",
+            spec.label, workload.topic
+        )));
+    }
+    Ok(Target {
+        label: spec.label.clone(),
+        namesrv: spec.namesrv.clone(),
+        topic: workload.topic.clone(),
+        queues,
+        brokers: master_addrs(&route),
+        connection_config,
+        broker_cpu: broker_probe(spec)?,
+        broker_config: broker_config(spec)?,
+    })
+}
+
+fn connection_config(workload: &WorkloadArgs) -> ConnectionConfig {
+    ConnectionConfig {
+        request_timeout_ms: workload.timeout_ms,
+        serialize_type: match workload.header_encoding {
+            HeaderEncoding::Json => SerializeType::Json,
+            HeaderEncoding::Rocketmq => SerializeType::RocketMq,
+        },
+        ..ConnectionConfig::default()
+    }
+}
+
+/// Creates the bench topic on every master; a failure is only a warning.
+async fn create_topic(
+    admin: &Admin,
+    masters: &[BrokerEntry],
+    spec: &TargetSpec,
+    workload: &WorkloadArgs,
+) {
+    let options = CreateTopicOptions {
+        read_queue_nums: workload.queues,
+        write_queue_nums: workload.queues,
+        ..CreateTopicOptions::default()
+    };
+    for master in masters {
+        if let Err(error) = admin
+            .create_topic(&master.addr, &workload.topic, &options)
+            .await
+        {
+            eprintln!(
+                "warning: {}: creating topic {} on {} failed: {error}",
+                spec.label, workload.topic, master.addr
+            );
         }
     }
-    let route = wait_for_route(&admin, &workload.topic, workload.queues).await;
-    let (route, queues) = match route {
+}
+
+/// The topic's route and writable queues; without topic creation and
+/// without a route, those that auto-creation from the template would make.
+async fn route_and_queues(
+    admin: &Admin,
+    spec: &TargetSpec,
+    workload: &WorkloadArgs,
+) -> Result<(TopicRouteData, Vec<MessageQueue>), BenchError> {
+    match wait_for_route(admin, &workload.topic, workload.queues).await {
         Ok(route) => {
             let queues = write_queues(&workload.topic, &route);
-            (route, queues)
+            Ok((route, queues))
         }
         Err(error) if workload.no_create_topic => {
             // Auto-creation: the template topic says which brokers accept it.
@@ -120,41 +161,30 @@ pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Targe
             let route = admin.topic_route(DEFAULT_TOPIC).await?;
             let per_broker = usize::try_from(workload.queues).unwrap_or(1);
             let queues = write_queues_limited(&workload.topic, &route, per_broker);
-            (route, queues)
+            Ok((route, queues))
         }
-        Err(error) => return Err(error),
-    };
-    if queues.is_empty() {
-        return Err(BenchError::Setup(format!(
-            "{}: topic {} has no writable queue on a master broker",
-            spec.label, workload.topic
-        )));
+        Err(error) => Err(error),
     }
-    let brokers = master_addrs(&route);
-    let broker_cpu = if spec.broker_pids.is_empty() {
-        None
-    } else {
-        let probe = CpuProbe::new(spec.broker_pids.clone(), spec.broker_pid_children);
-        probe.check()?;
-        Some(probe)
+}
+
+/// A CPU probe of the broker pids, checked, where any are given.
+fn broker_probe(spec: &TargetSpec) -> Result<Option<CpuProbe>, BenchError> {
+    if spec.broker_pids.is_empty() {
+        return Ok(None);
+    }
+    let probe = CpuProbe::new(spec.broker_pids.clone(), spec.broker_pid_children);
+    probe.check()?;
+    Ok(Some(probe))
+}
+
+/// The broker's configuration file, where one is given.
+fn broker_config(spec: &TargetSpec) -> Result<Option<BTreeMap<String, String>>, BenchError> {
+    let Some(path) = &spec.broker_config else {
+        return Ok(None);
     };
-    let broker_config = match &spec.broker_config {
-        Some(path) => Some(
-            crate::host::read_properties(path)
-                .map_err(|e| BenchError::io(path.display().to_string(), e))?,
-        ),
-        None => None,
-    };
-    Ok(Target {
-        label: spec.label.clone(),
-        namesrv: spec.namesrv.clone(),
-        topic: workload.topic.clone(),
-        queues,
-        brokers,
-        connection_config,
-        broker_cpu,
-        broker_config,
-    })
+    crate::host::read_properties(path)
+        .map(Some)
+        .map_err(|e| BenchError::io(path.display().to_string(), e))
 }
 
 /// Polls the route until every broker lists `queues` write queues (or the

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use ferrocket_client::{Connection, MessageQueue};
 use tokio::task::JoinHandle;
 
-use crate::args::{Driver, SendMode, WorkloadArgs};
+use crate::args::{Driver, WorkloadArgs};
 use crate::control::Control;
 use crate::error::BenchError;
-use crate::message::SendFactory;
+use crate::message::{SendFactory, SendMode};
+use crate::meter::{Meter, Tally};
 use crate::pacing::{Pacer, Schedule};
-use crate::proc_stat::{CpuProbe, CpuTicks};
+use crate::proc_stat::CpuTicks;
 use crate::progress::print_progress;
 use crate::raw::{spawn_raw_producers, RawPlan};
 use crate::recorder::{Counts, Recorder, Sample};
@@ -23,8 +24,6 @@ use crate::workers::{max_offsets, spawn_consumers, spawn_producers, ConsumerPlan
 
 /// How often the window samples its workers.
 pub const SAMPLE_INTERVAL_MS: u64 = 1_000;
-/// A tick this close to a phase boundary counts as reaching it.
-const BOUNDARY_SLACK_MS: u64 = 20;
 /// Extra time producers get to finish in-flight requests after a stop.
 const STOP_GRACE_MS: u64 = 1_000;
 /// Longest preload of consume mode, seconds.
@@ -140,143 +139,25 @@ impl Session {
         let recorder = Recorder::new();
         let control = Arc::new(Control::new(spec.budget));
         // Without warm-up, the budget counts from the first message.
-        let mut measuring = spec.warmup_s == 0;
-        if measuring {
+        if spec.measures_from_start() {
             control.start_measuring();
         }
         let timeout = Duration::from_millis(self.workload.timeout_ms);
-        let mut consumer_tasks = Vec::new();
-        if let Some(ranges) = &spec.consume {
-            let plan = ConsumerPlan {
-                group: self.workload.consumer_group.clone(),
-                topic: self.target.topic.clone(),
-                pull_batch: self.workload.pull_batch,
-                suspend_ms: self.workload.suspend_ms,
-                timeout: timeout + Duration::from_millis(self.workload.suspend_ms),
-                e2e_run_id: spec.e2e.then_some(self.run_id),
-            };
-            consumer_tasks = spawn_consumers(&self.consumers, ranges, &plan, &control, &recorder);
-        }
-        let mut pacer = None;
-        let mut producer_tasks = Vec::new();
-        if spec.produce {
-            let per_request = self.workload.messages_per_request() as f64;
-            if let Some(rate) = self.workload.rate {
-                let schedule = Schedule::from_rate(rate / per_request)
-                    .ok_or_else(|| BenchError::Options(format!("--rate {rate}")))?;
-                pacer =
-                    Some(Pacer::start(schedule).map_err(|e| BenchError::io("pacer thread", e))?);
-            }
-            producer_tasks = match self.workload.driver {
-                Driver::Client => {
-                    let plan = ProducerPlan {
-                        factory: self.factory.clone(),
-                        mode: self.workload.send_mode,
-                        inflight: self.workload.inflight,
-                        timeout,
-                        pacer: pacer.clone(),
-                    };
-                    spawn_producers(&self.producers, &self.queue_ids, &plan, &control, &recorder)
-                }
-                Driver::Raw => {
-                    let plan = RawPlan {
-                        factory: self.factory.clone(),
-                        inflight: self.workload.inflight,
-                        oneway: self.workload.send_mode == SendMode::Oneway,
-                        serialize_type: self.target.connection_config.serialize_type,
-                        timeout,
-                        pacer: pacer.clone(),
-                    };
-                    let brokers = &self.target.brokers;
-                    let per_broker = self.workload.connections;
-                    spawn_raw_producers(
-                        brokers,
-                        &self.queue_ids,
-                        per_broker,
-                        &plan,
-                        &control,
-                        &recorder,
-                    )
-                    .await?
-                }
-            };
-        }
+        let consumer_tasks = self.start_consumers(spec, timeout, &control, &recorder);
+        let (pacer, producer_tasks) = if spec.produce {
+            self.start_producers(timeout, &control, &recorder).await?
+        } else {
+            (None, Vec::new())
+        };
 
-        let broker_probe = self.target.broker_cpu.clone();
-        let client_probe = CpuProbe::this_process();
-        let window_start = Instant::now();
-        let slack = Duration::from_millis(BOUNDARY_SLACK_MS);
-        let warmup = Duration::from_secs(spec.warmup_s);
-        let measure = Duration::from_secs(spec.measure_s);
-        let mut measure_start = window_start;
-        let mut cpu_start = (
-            broker_probe.as_ref().map(CpuProbe::sample),
-            client_probe.sample(),
+        let mut meter = Meter::start(
+            self.target.broker_cpu.clone(),
+            Duration::from_secs(spec.warmup_s),
+            Duration::from_secs(spec.measure_s),
         );
-        let mut last_tick = window_start;
-        let mut last_broker = cpu_start.0;
-        let mut totals = Counts::default();
-        let mut ticker = tokio::time::interval_at(
-            tokio::time::Instant::from_std(
-                window_start + Duration::from_millis(SAMPLE_INTERVAL_MS),
-            ),
-            Duration::from_millis(SAMPLE_INTERVAL_MS),
-        );
-        let mut all_sent = 0u64;
-        let mut all_received = 0u64;
-        loop {
-            tokio::select! {
-                _ = ticker.tick() => {}
-                _ = control.wake.notified() => {}
-            }
-            let now = Instant::now();
-            let interval = recorder.drain();
-            all_sent += interval.sent_msgs;
-            all_received += interval.received_msgs;
-            let broker_now = broker_probe.as_ref().map(CpuProbe::sample);
-            let broker_pct = match (&broker_probe, last_broker, broker_now) {
-                (Some(probe), Some(before), Some(after)) => {
-                    let dt = now
-                        .saturating_duration_since(last_tick)
-                        .as_secs_f64()
-                        .max(1e-9);
-                    Some(100.0 * probe.seconds(after.saturating_sub(&before).total()) / dt)
-                }
-                _ => None,
-            };
-            let sample = make_sample(
-                &self.target.label,
-                t0,
-                now,
-                last_tick,
-                !measuring,
-                &interval,
-                broker_pct,
-            );
-            if !self.quiet {
-                print_progress(spec.phase, &sample, spec.e2e);
-            }
-            if spec.record {
-                self.result.samples.push(sample);
-            }
-            last_tick = now;
-            last_broker = broker_now;
-            if measuring {
-                totals.merge(&interval);
-            } else if now + slack >= window_start + warmup {
-                measuring = true;
-                measure_start = now;
-                cpu_start = (broker_now, client_probe.sample());
-                control.start_measuring();
-            }
-            let consumers_done = spec.consume.is_some() && control.consumers_active() == 0;
-            let producers_done = spec.produce && control.budget_spent();
-            if measuring
-                && (now + slack >= measure_start + measure || consumers_done || producers_done)
-            {
-                break;
-            }
-        }
+        let mut tally = Tally::default();
+        self.sample_until_done(spec, t0, &control, &recorder, &mut meter, &mut tally)
+            .await;
         let measure_end = Instant::now();
         control.stop_producers();
         if let Some(pacer) = &pacer {
@@ -287,40 +168,164 @@ impl Session {
             timeout + Duration::from_millis(STOP_GRACE_MS),
         )
         .await;
-        let late = recorder.drain();
-        all_sent += late.sent_msgs;
-        all_received += late.received_msgs;
-        totals.merge(&late);
+        tally.absorb(&recorder.drain());
         if spec.e2e && !consumer_tasks.is_empty() {
-            let deadline =
-                Instant::now() + Duration::from_millis(self.workload.suspend_ms + CATCH_UP_MS);
-            while all_received < all_sent && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let more = recorder.drain();
-                all_sent += more.sent_msgs;
-                all_received += more.received_msgs;
-                totals.merge(&more);
-            }
+            self.catch_up(&recorder, &mut tally).await;
         }
         control.stop_consumers();
         join_or_abort(consumer_tasks, Duration::from_millis(200)).await;
-        totals.merge(&recorder.drain());
+        tally.totals.merge(&recorder.drain());
 
         if spec.record {
-            let result = &mut self.result;
-            result.totals.merge(&totals);
-            result.measured_s += measure_end
-                .saturating_duration_since(measure_start)
-                .as_secs_f64();
-            result.windows += 1;
-            if let (Some(probe), Some(before)) = (&broker_probe, cpu_start.0) {
-                let used = probe.sample().saturating_sub(&before);
-                result.broker_cpu = Some(result.broker_cpu.unwrap_or_default().add(&used));
-            }
-            let used = client_probe.sample().saturating_sub(&cpu_start.1);
-            result.client_cpu = result.client_cpu.add(&used);
+            self.result.add_window(&tally.totals, &meter, measure_end);
         }
         Ok(())
+    }
+
+    /// Spawns the consumers of a window that consumes (none otherwise).
+    fn start_consumers(
+        &self,
+        spec: &WindowSpec,
+        timeout: Duration,
+        control: &Arc<Control>,
+        recorder: &Recorder,
+    ) -> Vec<JoinHandle<()>> {
+        let Some(ranges) = &spec.consume else {
+            return Vec::new();
+        };
+        let plan = ConsumerPlan {
+            group: self.workload.consumer_group.clone(),
+            topic: self.target.topic.clone(),
+            pull_batch: self.workload.pull_batch,
+            suspend_ms: self.workload.suspend_ms,
+            timeout: timeout + Duration::from_millis(self.workload.suspend_ms),
+            e2e_run_id: spec.e2e.then_some(self.run_id),
+        };
+        spawn_consumers(&self.consumers, ranges, &plan, control, recorder)
+    }
+
+    /// Starts the pacer (with `--rate`) and the producers of the workload's
+    /// driver.
+    async fn start_producers(
+        &self,
+        timeout: Duration,
+        control: &Arc<Control>,
+        recorder: &Recorder,
+    ) -> Result<(Option<Arc<Pacer>>, Vec<JoinHandle<()>>), BenchError> {
+        let pacer = self.start_pacer()?;
+        let tasks = match self.workload.driver {
+            Driver::Client => {
+                let plan = ProducerPlan {
+                    factory: self.factory.clone(),
+                    mode: self.workload.send_mode,
+                    inflight: self.workload.inflight,
+                    timeout,
+                    pacer: pacer.clone(),
+                };
+                spawn_producers(&self.producers, &self.queue_ids, &plan, control, recorder)
+            }
+            Driver::Raw => {
+                let plan = RawPlan {
+                    factory: self.factory.clone(),
+                    inflight: self.workload.inflight,
+                    oneway: self.workload.send_mode == SendMode::Oneway,
+                    serialize_type: self.target.connection_config.serialize_type,
+                    timeout,
+                    pacer: pacer.clone(),
+                };
+                let brokers = &self.target.brokers;
+                let per_broker = self.workload.connections;
+                spawn_raw_producers(
+                    brokers,
+                    &self.queue_ids,
+                    per_broker,
+                    &plan,
+                    control,
+                    recorder,
+                )
+                .await?
+            }
+        };
+        Ok((pacer, tasks))
+    }
+
+    /// The pacing thread of `--rate`, counted in requests.
+    fn start_pacer(&self) -> Result<Option<Arc<Pacer>>, BenchError> {
+        let Some(rate) = self.workload.rate else {
+            return Ok(None);
+        };
+        let per_request = self.workload.messages_per_request() as f64;
+        let schedule = Schedule::from_rate(rate / per_request)
+            .ok_or_else(|| BenchError::Options(format!("--rate {rate}")))?;
+        Pacer::start(schedule)
+            .map(Some)
+            .map_err(|e| BenchError::io("pacer thread", e))
+    }
+
+    /// Samples the workers every second (or when a worker wakes the window)
+    /// until the measured part has run its time, the budget is spent or the
+    /// consumers are done.
+    async fn sample_until_done(
+        &mut self,
+        spec: &WindowSpec,
+        t0: Instant,
+        control: &Control,
+        recorder: &Recorder,
+        meter: &mut Meter,
+        tally: &mut Tally,
+    ) {
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::from_std(
+                meter.window_start + Duration::from_millis(SAMPLE_INTERVAL_MS),
+            ),
+            Duration::from_millis(SAMPLE_INTERVAL_MS),
+        );
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = control.wake.notified() => {}
+            }
+            let now = Instant::now();
+            let interval = recorder.drain();
+            tally.count(&interval);
+            let broker_now = meter.broker_sample();
+            let sample = make_sample(
+                &self.target.label,
+                t0,
+                now,
+                meter.last_tick,
+                !meter.measuring,
+                &interval,
+                meter.broker_pct(now, broker_now),
+            );
+            if !self.quiet {
+                print_progress(spec.phase, &sample, spec.e2e);
+            }
+            if spec.record {
+                self.result.samples.push(sample);
+            }
+            meter.last_tick = now;
+            meter.last_broker = broker_now;
+            if meter.measuring {
+                tally.totals.merge(&interval);
+            } else if meter.warmup_over(now) {
+                meter.begin_measuring(now, broker_now);
+                control.start_measuring();
+            }
+            if meter.measuring && (meter.measure_over(now) || spec.work_done(control)) {
+                break;
+            }
+        }
+    }
+
+    /// E2e: gives consumers time to receive what was sent, up to a deadline.
+    async fn catch_up(&self, recorder: &Recorder, tally: &mut Tally) {
+        let deadline =
+            Instant::now() + Duration::from_millis(self.workload.suspend_ms + CATCH_UP_MS);
+        while tally.received < tally.sent && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tally.absorb(&recorder.drain());
+        }
     }
 
     /// Produce mode (one window, or one compare round).
@@ -420,6 +425,35 @@ impl Session {
             record: true,
         };
         self.run_window(&spec, t0).await
+    }
+}
+
+impl WindowSpec {
+    /// Without warm-up, the window measures from its first message.
+    fn measures_from_start(&self) -> bool {
+        self.warmup_s == 0
+    }
+
+    /// The consumers have drained their ranges, or the producers their
+    /// budget.
+    fn work_done(&self, control: &Control) -> bool {
+        let consumers_done = self.consume.is_some() && control.consumers_active() == 0;
+        let producers_done = self.produce && control.budget_spent();
+        consumers_done || producers_done
+    }
+}
+
+impl TargetResult {
+    /// Adds one window's measured part.
+    fn add_window(&mut self, totals: &Counts, meter: &Meter, measure_end: Instant) {
+        self.totals.merge(totals);
+        self.measured_s += meter.measured_s(measure_end);
+        self.windows += 1;
+        let (broker_used, client_used) = meter.cpu_used();
+        if let Some(used) = broker_used {
+            self.broker_cpu = Some(self.broker_cpu.unwrap_or_default().add(&used));
+        }
+        self.client_cpu = self.client_cpu.add(&client_used);
     }
 }
 

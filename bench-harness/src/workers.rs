@@ -16,12 +16,14 @@ use ferrocket_client::{ClientError, Connection, MessageQueue};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::OffsetResponseHeader;
 use ferrocket_protocol::record::records;
+use ferrocket_protocol::RemotingCommand;
 use tokio::task::JoinHandle;
 
-use crate::args::SendMode;
 use crate::control::Control;
 use crate::error::BenchError;
-use crate::message::{max_offset_request, ns_since_anchor, pull_request, read_stamp, SendFactory};
+use crate::message::{
+    max_offset_request, ns_since_anchor, pull_request, read_stamp, SendFactory, SendMode,
+};
 use crate::pacing::Pacer;
 use crate::recorder::{ErrorKind, Recorder, Shard};
 
@@ -215,47 +217,86 @@ async fn consume(
             }
         };
         let arrived = Instant::now();
-        let latency = arrived.saturating_duration_since(sent).as_nanos() as u64;
-        let next = response
-            .ext_fields
-            .get_i64("nextBeginOffset")
-            .ok()
-            .flatten();
-        match response.code {
-            response_code::SUCCESS => {
-                let (msgs, bytes, bad) =
-                    scan_records(&response.body, plan.e2e_run_id, arrived, &mut e2e);
-                let mut counts = shard.lock();
-                counts.pulled(latency, msgs, bytes);
-                for value in e2e.drain(..) {
-                    counts.e2e_latency.record_ns(value);
-                }
-                if bad {
-                    counts.note_error(&ErrorKind::BadRecords);
-                }
-                drop(counts);
-                offset = next.unwrap_or(offset + msgs as i64).max(offset);
-            }
-            // Empty long poll: nothing to count.
-            response_code::PULL_NOT_FOUND | response_code::PULL_RETRY_IMMEDIATELY => {
-                if let Some(next) = next {
-                    offset = next.max(offset);
-                }
-            }
-            response_code::PULL_OFFSET_MOVED => {
-                shard.lock().pull_failed(&ErrorKind::Code(response.code));
-                match next {
-                    Some(next) => offset = next,
-                    None => break,
-                }
-            }
-            code => {
-                shard.lock().pull_failed(&ErrorKind::Code(code));
-                tokio::time::sleep(Duration::from_millis(PULL_ERROR_BACKOFF_MS)).await;
-            }
+        let pulled = Pulled {
+            latency_ns: arrived.saturating_duration_since(sent).as_nanos() as u64,
+            arrived,
+        };
+        match after_pull(&response, offset, &pulled, &plan, &shard, &mut e2e) {
+            Next::Offset(next) => offset = next,
+            Next::Stop => break,
+            Next::Backoff => tokio::time::sleep(Duration::from_millis(PULL_ERROR_BACKOFF_MS)).await,
         }
     }
     control.consumer_finished();
+}
+
+/// When a pull's response arrived and how long it took.
+struct Pulled {
+    latency_ns: u64,
+    arrived: Instant,
+}
+
+/// Where a consumer goes after one pull.
+enum Next {
+    Offset(i64),
+    Stop,
+    /// Pull the same offset again after a pause.
+    Backoff,
+}
+
+/// Counts one pull's response and says where to pull next.
+fn after_pull(
+    response: &RemotingCommand,
+    offset: i64,
+    pulled: &Pulled,
+    plan: &ConsumerPlan,
+    shard: &Shard,
+    e2e: &mut Vec<u64>,
+) -> Next {
+    let next = response
+        .ext_fields
+        .get_i64("nextBeginOffset")
+        .ok()
+        .flatten();
+    match response.code {
+        response_code::SUCCESS => {
+            let msgs = count_pulled(&response.body, pulled, plan, shard, e2e);
+            Next::Offset(next.unwrap_or(offset + msgs as i64).max(offset))
+        }
+        // Empty long poll: nothing to count.
+        response_code::PULL_NOT_FOUND | response_code::PULL_RETRY_IMMEDIATELY => {
+            Next::Offset(next.map_or(offset, |next| next.max(offset)))
+        }
+        response_code::PULL_OFFSET_MOVED => {
+            shard.lock().pull_failed(&ErrorKind::Code(response.code));
+            next.map_or(Next::Stop, Next::Offset)
+        }
+        code => {
+            shard.lock().pull_failed(&ErrorKind::Code(code));
+            Next::Backoff
+        }
+    }
+}
+
+/// Records a pull body's messages, bytes and e2e latencies; the message
+/// count.
+fn count_pulled(
+    body: &[u8],
+    pulled: &Pulled,
+    plan: &ConsumerPlan,
+    shard: &Shard,
+    e2e: &mut Vec<u64>,
+) -> u64 {
+    let (msgs, bytes, bad) = scan_records(body, plan.e2e_run_id, pulled.arrived, e2e);
+    let mut counts = shard.lock();
+    counts.pulled(pulled.latency_ns, msgs, bytes);
+    for value in e2e.drain(..) {
+        counts.e2e_latency.record_ns(value);
+    }
+    if bad {
+        counts.note_error(&ErrorKind::BadRecords);
+    }
+    msgs
 }
 
 /// Counts the records of a pull body (messages, body bytes) and collects

@@ -10,6 +10,7 @@
 
 use clap::{Args, Subcommand};
 use ferrocket_client::{Admin, ClientError, ConsumerConnection, SubscriptionGroup};
+use ferrocket_protocol::body::QueueData;
 
 use super::print_table;
 
@@ -240,6 +241,14 @@ async fn connection(
     Ok(())
 }
 
+/// One reset-by-time request.
+struct Reset<'a> {
+    group: &'a str,
+    topic: &'a str,
+    timestamp: i64,
+    force: bool,
+}
+
 pub async fn run_offset(admin: &Admin, command: OffsetCommand) -> Result<(), ClientError> {
     let OffsetCommand::ResetByTime {
         group,
@@ -247,6 +256,12 @@ pub async fn run_offset(admin: &Admin, command: OffsetCommand) -> Result<(), Cli
         timestamp,
         force,
     } = command;
+    let reset = Reset {
+        group: &group,
+        topic: &topic,
+        timestamp,
+        force,
+    };
     let route = admin.topic_route(&topic).await?;
     let mut rows =
         vec![["Topic", "Broker", "QID", "Old Offset", "New Offset", "Mode"].map(String::from)];
@@ -267,12 +282,6 @@ pub async fn run_offset(admin: &Admin, command: OffsetCommand) -> Result<(), Cli
                     .await?,
             );
         }
-        let old_text = |queue_id: i32| {
-            usize::try_from(queue_id)
-                .ok()
-                .and_then(|i| old.get(i).copied().flatten())
-                .map_or_else(|| "-".to_string(), |o| o.to_string())
-        };
         match admin
             .reset_offset_online(&addr, &group, &topic, timestamp, force)
             .await?
@@ -283,43 +292,96 @@ pub async fn run_offset(admin: &Admin, command: OffsetCommand) -> Result<(), Cli
                         queue.topic.clone(),
                         queue.broker_name.clone(),
                         queue.queue_id.to_string(),
-                        old_text(queue.queue_id),
+                        offset_text(old_offset(&old, queue.queue_id)),
                         new.to_string(),
                         "online".into(),
                     ]);
                 }
             }
-            None => {
-                for queue_id in 0..queues.read_queue_nums {
-                    let target = admin
-                        .search_offset(&addr, &topic, queue_id, timestamp)
-                        .await?;
-                    let previous = usize::try_from(queue_id)
-                        .ok()
-                        .and_then(|i| old.get(i).copied().flatten());
-                    let new = match previous {
-                        Some(current) if !force && target >= current => current,
-                        _ => target,
-                    };
-                    if previous != Some(new) {
-                        admin
-                            .commit_offset(&addr, &group, &topic, queue_id, new)
-                            .await?;
-                    }
-                    rows.push([
-                        topic.clone(),
-                        queues.broker_name.clone(),
-                        queue_id.to_string(),
-                        old_text(queue_id),
-                        new.to_string(),
-                        "offline".into(),
-                    ]);
-                }
-            }
+            None => rows.extend(reset_offline(admin, &addr, &reset, queues, &old).await?),
         }
     }
     print_table(&rows);
     Ok(())
+}
+
+/// mqadmin's fallback where no consumer of the group is online: rewrites the
+/// committed offset of each queue; one table row per queue.
+async fn reset_offline(
+    admin: &Admin,
+    addr: &str,
+    reset: &Reset<'_>,
+    queues: &QueueData,
+    old: &[Option<i64>],
+) -> Result<Vec<[String; 6]>, ClientError> {
+    let mut rows = Vec::new();
+    for queue_id in 0..queues.read_queue_nums {
+        let target = admin
+            .search_offset(addr, reset.topic, queue_id, reset.timestamp)
+            .await?;
+        let previous = old_offset(old, queue_id);
+        let new = match previous {
+            Some(current) if !reset.force && target >= current => current,
+            _ => target,
+        };
+        if previous != Some(new) {
+            admin
+                .commit_offset(addr, reset.group, reset.topic, queue_id, new)
+                .await?;
+        }
+        rows.push([
+            reset.topic.to_string(),
+            queues.broker_name.clone(),
+            queue_id.to_string(),
+            offset_text(previous),
+            new.to_string(),
+            "offline".into(),
+        ]);
+    }
+    Ok(rows)
+}
+
+/// The committed offset of `queue_id` before the reset, where it had one.
+fn old_offset(old: &[Option<i64>], queue_id: i32) -> Option<i64> {
+    usize::try_from(queue_id)
+        .ok()
+        .and_then(|i| old.get(i).copied().flatten())
+}
+
+fn offset_text(offset: Option<i64>) -> String {
+    offset.map_or_else(|| "-".to_string(), |o| o.to_string())
+}
+
+impl GroupTarget {
+    /// The masters the command applies to.
+    async fn masters(&self, admin: &Admin) -> Result<Vec<String>, ClientError> {
+        masters(admin, self.broker_addr.as_deref(), self.cluster.as_deref()).await
+    }
+}
+
+/// The settings `group update` was given; the others stay as they are.
+struct GroupChanges {
+    retry_max_times: Option<i32>,
+    retry_queue_nums: Option<i32>,
+    consume_enable: Option<bool>,
+    consume_broadcast_enable: Option<bool>,
+}
+
+impl GroupChanges {
+    fn apply(&self, group: &mut SubscriptionGroup) {
+        if let Some(times) = self.retry_max_times {
+            group.retry_max_times = times;
+        }
+        if let Some(queues) = self.retry_queue_nums {
+            group.retry_queue_nums = queues;
+        }
+        if let Some(enable) = self.consume_enable {
+            group.consume_enable = enable;
+        }
+        if let Some(enable) = self.consume_broadcast_enable {
+            group.consume_broadcast_enable = enable;
+        }
+    }
 }
 
 pub async fn run_group(admin: &Admin, command: GroupCommand) -> Result<(), ClientError> {
@@ -331,85 +393,74 @@ pub async fn run_group(admin: &Admin, command: GroupCommand) -> Result<(), Clien
             consume_enable,
             consume_broadcast_enable,
         } => {
-            for addr in masters(
-                admin,
-                target.broker_addr.as_deref(),
-                target.cluster.as_deref(),
-            )
-            .await?
-            {
-                let table = admin.subscription_groups(&addr).await?;
-                let mut group = table
-                    .subscription_group_table
-                    .get(&target.group)
-                    .cloned()
-                    .unwrap_or_else(|| SubscriptionGroup::new(&target.group));
-                if let Some(times) = retry_max_times {
-                    group.retry_max_times = times;
-                }
-                if let Some(queues) = retry_queue_nums {
-                    group.retry_queue_nums = queues;
-                }
-                if let Some(enable) = consume_enable {
-                    group.consume_enable = enable;
-                }
-                if let Some(enable) = consume_broadcast_enable {
-                    group.consume_broadcast_enable = enable;
-                }
-                admin.update_subscription_group(&addr, &group).await?;
-                println!(
-                    "updated subscription group {} on {addr} (retryMaxTimes {}, retryQueueNums {}, consumeEnable {})",
-                    group.group_name, group.retry_max_times, group.retry_queue_nums, group.consume_enable
-                );
-            }
-            Ok(())
+            let changes = GroupChanges {
+                retry_max_times,
+                retry_queue_nums,
+                consume_enable,
+                consume_broadcast_enable,
+            };
+            update_group(admin, &target, &changes).await
         }
         GroupCommand::Delete {
             target,
             clean_offset,
         } => {
-            for addr in masters(
-                admin,
-                target.broker_addr.as_deref(),
-                target.cluster.as_deref(),
-            )
-            .await?
-            {
+            let with_offsets = if clean_offset {
+                " with its offsets"
+            } else {
+                ""
+            };
+            for addr in target.masters(admin).await? {
                 admin
                     .delete_subscription_group(&addr, &target.group, clean_offset)
                     .await?;
                 println!(
-                    "deleted subscription group {} on {addr}{}",
-                    target.group,
-                    if clean_offset {
-                        " with its offsets"
-                    } else {
-                        ""
-                    }
+                    "deleted subscription group {} on {addr}{with_offsets}",
+                    target.group
                 );
             }
             Ok(())
         }
-        GroupCommand::Get { target } => {
-            for addr in masters(
-                admin,
-                target.broker_addr.as_deref(),
-                target.cluster.as_deref(),
-            )
-            .await?
-            {
-                let table = admin.subscription_groups(&addr).await?;
-                match table.subscription_group_table.get(&target.group) {
-                    Some(group) => {
-                        let json = serde_json::to_string_pretty(group).map_err(|e| {
-                            ClientError::InvalidArgument(format!("cannot print the group: {e}"))
-                        })?;
-                        println!("{addr}: {json}");
-                    }
-                    None => println!("{addr}: no subscription group {}", target.group),
-                }
+        GroupCommand::Get { target } => print_group(admin, &target).await,
+    }
+}
+
+/// Creates or changes the group on each master.
+async fn update_group(
+    admin: &Admin,
+    target: &GroupTarget,
+    changes: &GroupChanges,
+) -> Result<(), ClientError> {
+    for addr in target.masters(admin).await? {
+        let table = admin.subscription_groups(&addr).await?;
+        let mut group = table
+            .subscription_group_table
+            .get(&target.group)
+            .cloned()
+            .unwrap_or_else(|| SubscriptionGroup::new(&target.group));
+        changes.apply(&mut group);
+        admin.update_subscription_group(&addr, &group).await?;
+        println!(
+            "updated subscription group {} on {addr} (retryMaxTimes {}, retryQueueNums {}, consumeEnable {})",
+            group.group_name, group.retry_max_times, group.retry_queue_nums, group.consume_enable
+        );
+    }
+    Ok(())
+}
+
+/// Prints the group's settings on each master as JSON.
+async fn print_group(admin: &Admin, target: &GroupTarget) -> Result<(), ClientError> {
+    for addr in target.masters(admin).await? {
+        let table = admin.subscription_groups(&addr).await?;
+        match table.subscription_group_table.get(&target.group) {
+            Some(group) => {
+                let json = serde_json::to_string_pretty(group).map_err(|e| {
+                    ClientError::InvalidArgument(format!("cannot print the group: {e}"))
+                })?;
+                println!("{addr}: {json}");
             }
-            Ok(())
+            None => println!("{addr}: no subscription group {}", target.group),
         }
     }
+    Ok(())
 }

@@ -58,7 +58,6 @@ fn block_queue(major: u64, minor: u64) -> Option<PathBuf> {
 }
 
 pub(super) fn check_disk(dir: &Path, data_dir: &Path) -> Finding {
-    use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(dir) else {
         return finding(
             "disk",
@@ -67,17 +66,7 @@ pub(super) fn check_disk(dir: &Path, data_dir: &Path) -> Finding {
             "",
         );
     };
-    let (mut major, mut minor) = dev_major_minor(meta.dev());
-    if major == 0 {
-        // Anonymous device (btrfs, overlay, tmpfs): try the mount source.
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        if let Some((source, _)) = mount_of(&mountinfo, dir).filter(|(s, _)| s.starts_with("/dev/"))
-        {
-            if let Ok(src) = std::fs::metadata(&source) {
-                (major, minor) = dev_major_minor(src.rdev());
-            }
-        }
-    }
+    let (major, minor) = device_numbers(dir, &meta);
     let Some(queue) = block_queue(major, minor) else {
         return finding(
             "disk",
@@ -89,6 +78,29 @@ pub(super) fn check_disk(dir: &Path, data_dir: &Path) -> Finding {
             "put storePathRootDir on a local SSD/NVMe volume for real numbers",
         );
     };
+    queue_finding(&queue)
+}
+
+/// The block device (major, minor) holding `dir`, whose metadata is `meta`.
+fn device_numbers(dir: &Path, meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let (mut major, mut minor) = dev_major_minor(meta.dev());
+    if major == 0 {
+        // Anonymous device (btrfs, overlay, tmpfs): try the mount source.
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        if let Some((source, _)) = mount_of(&mountinfo, dir).filter(|(s, _)| s.starts_with("/dev/"))
+        {
+            if let Ok(src) = std::fs::metadata(&source) {
+                (major, minor) = dev_major_minor(src.rdev());
+            }
+        }
+    }
+    (major, minor)
+}
+
+/// What the device's queue settings (scheduler, rotational) mean for the
+/// store.
+fn queue_finding(queue: &Path) -> Finding {
     let device = queue
         .parent()
         .and_then(|p| p.file_name())

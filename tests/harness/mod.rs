@@ -80,7 +80,7 @@ impl Namesrv {
     }
 
     pub fn connect(&self) -> RemotingConn {
-        RemotingConn::connect(&self.addr()).unwrap()
+        RemotingConn::connect(self.addr()).unwrap()
     }
 }
 
@@ -197,7 +197,7 @@ impl Broker {
     }
 
     pub fn connect(&self) -> RemotingConn {
-        RemotingConn::connect(&self.addr()).unwrap()
+        RemotingConn::connect(self.addr()).unwrap()
     }
 
     /// Stops the broker (SIGTERM) and starts it again on the same store

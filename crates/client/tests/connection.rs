@@ -1,14 +1,12 @@
 //! Connection behaviour against a scripted fake server.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use ferrocket_client::{expect_success, ClientError, Connection, ConnectionConfig, RequestHandler};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::{LanguageCode, RemotingCommand, SerializeType};
-use support::FakeListener;
+use ferrocket_testkit::server::{self as support, FakeListener};
 
 fn numbered(n: usize) -> RemotingCommand {
     RemotingCommand::request(request_code::GET_MAX_OFFSET).with_ext("n", n)

@@ -1,7 +1,5 @@
 //! Name server client, route cache and admin calls against fake servers.
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +8,7 @@ use ferrocket_client::{Admin, ConnectionConfig, ConnectionPool, MessageQueue, Na
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::CreateTopicRequestHeader;
 use ferrocket_protocol::RemotingCommand;
-use support::{ok_with_body, serve};
+use ferrocket_testkit::server::{self as support, ok_with_body, serve};
 
 fn route_json(broker_addr: &str) -> String {
     format!(

@@ -1,7 +1,5 @@
 //! Producer and pull consumer against the in-memory fake broker.
 
-mod support;
-
 use std::net::{IpAddr, Ipv4Addr};
 
 use bytes::Bytes;
@@ -12,7 +10,7 @@ use ferrocket_client::{
 use ferrocket_protocol::body::ConsumeType;
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::message_id::decode_unique_key;
-use support::broker;
+use ferrocket_testkit::broker;
 
 fn producer_config(namesrv: &str) -> ProducerConfig {
     ProducerConfig {

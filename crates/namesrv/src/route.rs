@@ -67,6 +67,29 @@ pub enum RegisterError {
     },
 }
 
+/// How a registration's broker id was taken.
+enum Claim {
+    /// Taken; `first` when the broker (or this id of it) is new.
+    Taken { first: bool },
+    /// A newer broker process holds the id at another address.
+    Conflict,
+}
+
+/// Whether the process registered at `old_addr` has a newer state version
+/// than the registration.
+fn newer_broker_at(
+    live: &HashMap<BrokerAddrKey, BrokerLive>,
+    reg: &Registration,
+    old_addr: &str,
+) -> bool {
+    let old_key = BrokerAddrKey {
+        cluster: reg.cluster.clone(),
+        addr: old_addr.to_string(),
+    };
+    let old_state = live.get(&old_key).map(|l| l.data_version.state_version);
+    old_state.is_some_and(|old| old > reg.topics.data_version.state_version)
+}
+
 /// The name server's routing state.
 #[derive(Debug, Default)]
 pub struct RouteTable {
@@ -108,6 +131,24 @@ impl RouteTable {
             .entry(reg.cluster.clone())
             .or_default()
             .insert(reg.broker_name.clone());
+        let first = match self.claim_broker_id(&reg, &key)? {
+            Claim::Taken { first } => first,
+            Claim::Conflict => return Ok(RegisterOutcome::default()),
+        };
+        if reg.broker_id == MASTER_ID {
+            self.apply_topics(&reg, &key, first);
+        }
+        self.refresh_live(&reg, key, now);
+        Ok(self.slave_outcome(&reg))
+    }
+
+    /// Records the registration's address under its broker id in the
+    /// broker's entry (made if new).
+    fn claim_broker_id(
+        &mut self,
+        reg: &Registration,
+        key: &BrokerAddrKey,
+    ) -> Result<Claim, RegisterError> {
         let mut first = false;
         let broker = self
             .brokers
@@ -127,43 +168,34 @@ impl RouteTable {
             .retain(|id, addr| *addr != reg.broker_addr || *id == reg.broker_id);
 
         if let Some(old_addr) = broker.broker_addrs.get(&reg.broker_id) {
-            if *old_addr != reg.broker_addr {
-                let old_key = BrokerAddrKey {
-                    cluster: reg.cluster.clone(),
-                    addr: old_addr.clone(),
-                };
-                let old_state = self
-                    .live
-                    .get(&old_key)
-                    .map(|l| l.data_version.state_version);
-                if old_state.is_some_and(|old| old > reg.topics.data_version.state_version) {
-                    tracing::warn!(
-                        broker = %reg.broker_name, id = reg.broker_id, old = %old_addr,
-                        new = %reg.broker_addr, "registration conflicts with a newer broker; ignored"
-                    );
-                    self.live.remove(&key);
-                    return Ok(RegisterOutcome::default());
-                }
+            if *old_addr != reg.broker_addr && newer_broker_at(&self.live, reg, old_addr) {
+                tracing::warn!(
+                    broker = %reg.broker_name, id = reg.broker_id, old = %old_addr,
+                    new = %reg.broker_addr, "registration conflicts with a newer broker; ignored"
+                );
+                self.live.remove(key);
+                return Ok(Claim::Conflict);
             }
         }
         if !broker.broker_addrs.contains_key(&reg.broker_id)
             && reg.topics.topic_config_table.len() == 1
         {
             return Err(RegisterError::NotRegisteredYet {
-                broker_name: reg.broker_name,
+                broker_name: reg.broker_name.clone(),
                 broker_id: reg.broker_id,
-                broker_addr: reg.broker_addr,
+                broker_addr: reg.broker_addr.clone(),
             });
         }
         let old = broker
             .broker_addrs
             .insert(reg.broker_id, reg.broker_addr.clone());
-        first = first || old.as_deref().is_none_or(str::is_empty);
+        Ok(Claim::Taken {
+            first: first || old.as_deref().is_none_or(str::is_empty),
+        })
+    }
 
-        if reg.broker_id == MASTER_ID {
-            self.apply_topics(&reg, &key, first);
-        }
-
+    /// Marks the broker process live now, with its filter servers.
+    fn refresh_live(&mut self, reg: &Registration, key: BrokerAddrKey, now: Instant) {
         let timeout = reg.timeout.unwrap_or(self.default_timeout);
         let previous = self.live.insert(
             key.clone(),
@@ -183,26 +215,30 @@ impl RouteTable {
         } else {
             self.filter_servers.insert(key, reg.filter_servers.clone());
         }
+    }
 
+    /// For a slave: its live master's address and HA address.
+    fn slave_outcome(&self, reg: &Registration) -> RegisterOutcome {
         let mut outcome = RegisterOutcome::default();
-        if reg.broker_id != MASTER_ID {
-            let master = self
-                .brokers
-                .get(&reg.broker_name)
-                .and_then(|b| b.master_addr())
-                .map(str::to_string);
-            if let Some(master_addr) = master {
-                let master_key = BrokerAddrKey {
-                    cluster: reg.cluster.clone(),
-                    addr: master_addr.clone(),
-                };
-                if let Some(master_live) = self.live.get(&master_key) {
-                    outcome.ha_server_addr = master_live.ha_server_addr.clone();
-                    outcome.master_addr = Some(master_addr);
-                }
+        if reg.broker_id == MASTER_ID {
+            return outcome;
+        }
+        let master = self
+            .brokers
+            .get(&reg.broker_name)
+            .and_then(|b| b.master_addr())
+            .map(str::to_string);
+        if let Some(master_addr) = master {
+            let master_key = BrokerAddrKey {
+                cluster: reg.cluster.clone(),
+                addr: master_addr.clone(),
+            };
+            if let Some(master_live) = self.live.get(&master_key) {
+                outcome.ha_server_addr = master_live.ha_server_addr.clone();
+                outcome.master_addr = Some(master_addr);
             }
         }
-        Ok(outcome)
+        outcome
     }
 
     fn apply_topics(&mut self, reg: &Registration, key: &BrokerAddrKey, first: bool) {

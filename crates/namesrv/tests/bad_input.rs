@@ -20,7 +20,7 @@ fn frame(header: &[u8], declared_header_len: u32, serialize_type: u8) -> Vec<u8>
 #[test]
 fn malformed_frames_close_only_their_connection() {
     let namesrv = start_namesrv();
-    let mut bystander = Client::connect(namesrv.addr());
+    let mut bystander = RemotingConn::connect(namesrv.addr()).unwrap();
     let json = br#"{"code":105,"opaque":1,"extFields":{"topic":"T"}}"#;
     let cases: Vec<(&str, Vec<u8>)> = vec![
         (
@@ -39,22 +39,22 @@ fn malformed_frames_close_only_their_connection() {
         ("truncated binary header", frame(&[0, 105, 0], 3, 1)),
     ];
     for (name, bytes) in cases {
-        let mut client = Client::connect(namesrv.addr());
-        client.send_raw(&bytes);
+        let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
+        client.send_raw(&bytes).unwrap();
         assert!(
             client.recv().is_none(),
             "{name}: the connection should be closed"
         );
-        let response = bystander.call(route_request("Missing"));
+        let response = bystander.request(route_request("Missing"));
         assert_eq!(
             response.code,
             response_code::TOPIC_NOT_EXIST,
             "after {name}"
         );
     }
-    let mut fresh = Client::connect(namesrv.addr());
+    let mut fresh = RemotingConn::connect(namesrv.addr()).unwrap();
     assert_eq!(
-        fresh.call(route_request("Missing")).code,
+        fresh.request(route_request("Missing")).code,
         response_code::TOPIC_NOT_EXIST
     );
 }
@@ -62,15 +62,15 @@ fn malformed_frames_close_only_their_connection() {
 #[test]
 fn unknown_code_is_not_supported() {
     let namesrv = start_namesrv();
-    let mut client = Client::connect(namesrv.addr());
-    let response = client.call(RemotingCommand::request(9999));
+    let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
+    let response = client.request(RemotingCommand::request(9999));
     assert_eq!(response.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
     assert_eq!(
         response.remark.as_deref(),
         Some(" request type 9999 not supported")
     );
     assert_eq!(
-        client.call(route_request("T")).code,
+        client.request(route_request("T")).code,
         response_code::TOPIC_NOT_EXIST
     );
 }
@@ -78,9 +78,9 @@ fn unknown_code_is_not_supported() {
 #[test]
 fn bad_headers_and_bodies_get_error_responses_on_a_live_connection() {
     let namesrv = start_namesrv();
-    let mut client = Client::connect(namesrv.addr());
+    let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
 
-    let no_topic = client.call(RemotingCommand::request(
+    let no_topic = client.request(RemotingCommand::request(
         request_code::GET_ROUTEINFO_BY_TOPIC,
     ));
     assert_eq!(no_topic.code, response_code::INVALID_PARAMETER);
@@ -88,19 +88,19 @@ fn bad_headers_and_bodies_get_error_responses_on_a_live_connection() {
 
     let mut bad_id = register_request("c1", "broker-a", "127.0.0.1:10911", &[]);
     bad_id.ext_fields.insert("brokerId", "zero");
-    let response = client.call(bad_id);
+    let response = client.request(bad_id);
     assert_eq!(response.code, response_code::INVALID_PARAMETER);
     assert!(response.remark.unwrap_or_default().contains("brokerId"));
 
     let bad_body = register_request("c1", "broker-a", "127.0.0.1:10911", &[]).with_body("{oops");
-    let response = client.call(bad_body);
+    let response = client.request(bad_body);
     assert_eq!(response.code, response_code::SYSTEM_ERROR);
     assert!(response.remark.unwrap_or_default().contains("invalid body"));
 
     // A compressed registration whose body is not a zlib stream.
     let mut compressed = register_request("c1", "broker-a", "127.0.0.1:10911", &[]);
     compressed.ext_fields.insert("compressed", "true");
-    let response = client.call(compressed);
+    let response = client.request(compressed);
     assert_eq!(response.code, response_code::SYSTEM_ERROR);
     let remark = response.remark.unwrap_or_default();
     assert!(
@@ -110,18 +110,24 @@ fn bad_headers_and_bodies_get_error_responses_on_a_live_connection() {
 
     let mut bad_crc = register_request("c1", "broker-a", "127.0.0.1:10911", &[]);
     bad_crc.ext_fields.insert("bodyCrc32", "12345");
-    let response = client.call(bad_crc);
+    let response = client.request(bad_crc);
     assert_eq!(response.code, response_code::SYSTEM_ERROR);
     assert_eq!(response.remark.as_deref(), Some("crc32 not match"));
 
     let no_value = kv_request(request_code::PUT_KV_CONFIG, "ns", "k");
-    assert_eq!(client.call(no_value).code, response_code::INVALID_PARAMETER);
+    assert_eq!(
+        client.request(no_value).code,
+        response_code::INVALID_PARAMETER
+    );
 
     let bad_version = RemotingCommand::request(request_code::QUERY_DATA_VERSION)
         .with_ext("clusterName", "c1")
         .with_ext("brokerAddr", "x")
         .with_body("nope");
-    assert_eq!(client.call(bad_version).code, response_code::SYSTEM_ERROR);
+    assert_eq!(
+        client.request(bad_version).code,
+        response_code::SYSTEM_ERROR
+    );
 
     // The connection still works, and a correct registration succeeds.
     let rw = perm::READ_WRITE;
@@ -133,8 +139,11 @@ fn bad_headers_and_bodies_get_error_responses_on_a_live_connection() {
     );
     let crc = crc32_java(&good.body);
     good.ext_fields.insert("bodyCrc32", crc.to_string());
-    assert_eq!(client.call(good).code, response_code::SUCCESS);
-    assert_eq!(client.call(route_request("T")).code, response_code::SUCCESS);
+    assert_eq!(client.request(good).code, response_code::SUCCESS);
+    assert_eq!(
+        client.request(route_request("T")).code,
+        response_code::SUCCESS
+    );
 }
 
 /// RocketMQ's `UtilAll.crc32`: CRC32 with the sign bit cleared.

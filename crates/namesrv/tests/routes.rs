@@ -17,8 +17,8 @@ const BROKER_B: &str = "127.0.0.1:10921";
 #[test]
 fn registered_topics_have_routes() {
     let namesrv = start_namesrv();
-    let mut broker = Client::connect(namesrv.addr());
-    let response = broker.call(register_request(
+    let mut broker = RemotingConn::connect(namesrv.addr()).unwrap();
+    let response = broker.request(register_request(
         "DefaultCluster",
         "broker-a",
         BROKER_A,
@@ -36,8 +36,8 @@ fn registered_topics_have_routes() {
     let kv: KvTable = decode_json(&response.body).unwrap();
     assert!(kv.table.is_empty());
 
-    let mut client = Client::connect(namesrv.addr());
-    let response = client.call(route_request("TopicTest"));
+    let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
+    let response = client.request(route_request("TopicTest"));
     assert_eq!(response.code, response_code::SUCCESS);
     let json = String::from_utf8(response.body.to_vec()).unwrap();
     assert!(
@@ -55,7 +55,7 @@ fn registered_topics_have_routes() {
     assert_eq!(route.broker_datas[0].broker_addrs, addrs(&[(0, BROKER_A)]));
     assert_eq!(route.order_topic_conf, None);
 
-    let route: TopicRouteData = decode_json(&client.call(route_request("Orders")).body).unwrap();
+    let route: TopicRouteData = decode_json(&client.request(route_request("Orders")).body).unwrap();
     assert_eq!(route.queue_datas[0].read_queue_nums, 8);
     assert_eq!(route.queue_datas[0].perm, perm::READ);
 }
@@ -63,8 +63,8 @@ fn registered_topics_have_routes() {
 #[test]
 fn unknown_topic_is_topic_not_exist() {
     let namesrv = start_namesrv();
-    let mut client = Client::connect(namesrv.addr());
-    let response = client.call(route_request("Nope"));
+    let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
+    let response = client.request(route_request("Nope"));
     assert_eq!(response.code, response_code::TOPIC_NOT_EXIST);
     assert_eq!(
         response.remark.as_deref(),
@@ -76,22 +76,22 @@ fn unknown_topic_is_topic_not_exist() {
 #[test]
 fn cluster_info_and_topic_lists() {
     let namesrv = start_namesrv();
-    let mut broker = Client::connect(namesrv.addr());
+    let mut broker = RemotingConn::connect(namesrv.addr()).unwrap();
     let rw = perm::READ_WRITE;
-    broker.call(register_request(
+    broker.request(register_request(
         "c1",
         "broker-a",
         BROKER_A,
         &[("T1", 4, rw), ("T2", 4, rw)],
     ));
-    broker.call(register_request(
+    broker.request(register_request(
         "c2",
         "broker-b",
         BROKER_B,
         &[("T2", 2, rw), ("T3", 2, rw)],
     ));
 
-    let response = broker.call(RemotingCommand::request(
+    let response = broker.request(RemotingCommand::request(
         request_code::GET_BROKER_CLUSTER_INFO,
     ));
     let info: ClusterInfo = decode_json(&response.body).unwrap();
@@ -103,7 +103,7 @@ fn cluster_info_and_topic_lists() {
     assert!(info.cluster_addr_table["c1"].contains("broker-a"));
     assert!(info.cluster_addr_table["c2"].contains("broker-b"));
 
-    let all = broker.call(RemotingCommand::request(
+    let all = broker.request(RemotingCommand::request(
         request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
     ));
     let all: TopicList = decode_json(&all.body).unwrap();
@@ -112,10 +112,10 @@ fn cluster_info_and_topic_lists() {
         ["T1", "T2", "T3"]
     );
 
-    let by_cluster = |client: &mut Client, cluster: &str| -> Vec<String> {
+    let by_cluster = |client: &mut RemotingConn, cluster: &str| -> Vec<String> {
         let request = RemotingCommand::request(request_code::GET_TOPICS_BY_CLUSTER)
             .with_ext("cluster", cluster);
-        let response = client.call(request);
+        let response = client.request(request);
         assert_eq!(response.code, response_code::SUCCESS);
         let list: TopicList = decode_json(&response.body).unwrap();
         list.topic_list.into_iter().collect()
@@ -128,15 +128,15 @@ fn cluster_info_and_topic_lists() {
     let delete = RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV)
         .with_ext("topic", "T2")
         .with_ext("clusterName", "c1");
-    assert_eq!(broker.call(delete).code, response_code::SUCCESS);
-    let route: TopicRouteData = decode_json(&broker.call(route_request("T2")).body).unwrap();
+    assert_eq!(broker.request(delete).code, response_code::SUCCESS);
+    let route: TopicRouteData = decode_json(&broker.request(route_request("T2")).body).unwrap();
     assert_eq!(route.queue_datas.len(), 1);
     assert_eq!(route.queue_datas[0].broker_name, "broker-b");
     let delete =
         RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV).with_ext("topic", "T2");
-    assert_eq!(broker.call(delete).code, response_code::SUCCESS);
+    assert_eq!(broker.request(delete).code, response_code::SUCCESS);
     assert_eq!(
-        broker.call(route_request("T2")).code,
+        broker.request(route_request("T2")).code,
         response_code::TOPIC_NOT_EXIST
     );
 }
@@ -144,16 +144,16 @@ fn cluster_info_and_topic_lists() {
 #[test]
 fn unregister_removes_routes() {
     let namesrv = start_namesrv();
-    let mut broker = Client::connect(namesrv.addr());
+    let mut broker = RemotingConn::connect(namesrv.addr()).unwrap();
     let rw = perm::READ_WRITE;
-    broker.call(register_request(
+    broker.request(register_request(
         "c1",
         "broker-a",
         BROKER_A,
         &[("T1", 4, rw), ("T2", 4, rw)],
     ));
     assert_eq!(
-        broker.call(route_request("T1")).code,
+        broker.request(route_request("T1")).code,
         response_code::SUCCESS
     );
     let unregister = RemotingCommand::request(request_code::UNREGISTER_BROKER)
@@ -161,12 +161,12 @@ fn unregister_removes_routes() {
         .with_ext("brokerAddr", BROKER_A)
         .with_ext("clusterName", "c1")
         .with_ext("brokerId", 0);
-    assert_eq!(broker.call(unregister).code, response_code::SUCCESS);
+    assert_eq!(broker.request(unregister).code, response_code::SUCCESS);
     assert_eq!(
-        broker.call(route_request("T1")).code,
+        broker.request(route_request("T1")).code,
         response_code::TOPIC_NOT_EXIST
     );
-    let info = broker.call(RemotingCommand::request(
+    let info = broker.request(RemotingCommand::request(
         request_code::GET_BROKER_CLUSTER_INFO,
     ));
     let info: ClusterInfo = decode_json(&info.body).unwrap();
@@ -181,19 +181,19 @@ fn silent_broker_expires() {
         scan_interval_ms: 50,
         ..NamesrvConfig::default()
     });
-    let mut broker = Client::connect(namesrv.addr());
+    let mut broker = RemotingConn::connect(namesrv.addr()).unwrap();
     let rw = perm::READ_WRITE;
-    broker.call(register_request(
+    broker.request(register_request(
         "c1",
         "broker-a",
         BROKER_A,
         &[("T1", 4, rw), ("T2", 4, rw)],
     ));
-    let mut client = Client::connect(namesrv.addr());
+    let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
     eventually("the silent broker's routes to go", || {
-        client.call(route_request("T1")).code == response_code::TOPIC_NOT_EXIST
+        client.request(route_request("T1")).code == response_code::TOPIC_NOT_EXIST
     });
-    let info = client.call(RemotingCommand::request(
+    let info = client.request(RemotingCommand::request(
         request_code::GET_BROKER_CLUSTER_INFO,
     ));
     let info: ClusterInfo = decode_json(&info.body).unwrap();
@@ -205,26 +205,26 @@ fn closing_the_registration_connection_unregisters() {
     let namesrv = start_namesrv();
     let rw = perm::READ_WRITE;
     {
-        let mut broker = Client::connect(namesrv.addr());
-        broker.call(register_request(
+        let mut broker = RemotingConn::connect(namesrv.addr()).unwrap();
+        broker.request(register_request(
             "c1",
             "broker-a",
             BROKER_A,
             &[("T1", 4, rw), ("T2", 4, rw)],
         ));
     }
-    let mut client = Client::connect(namesrv.addr());
+    let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
     eventually("routes of the disconnected broker to go", || {
-        client.call(route_request("T1")).code == response_code::TOPIC_NOT_EXIST
+        client.request(route_request("T1")).code == response_code::TOPIC_NOT_EXIST
     });
 }
 
 #[test]
 fn kv_config_put_get_delete_and_order_topic_conf() {
     let namesrv = start_namesrv();
-    let mut client = Client::connect(namesrv.addr());
-    let get = |client: &mut Client, ns: &str, key: &str| {
-        client.call(kv_request(request_code::GET_KV_CONFIG, ns, key))
+    let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
+    let get = |client: &mut RemotingConn, ns: &str, key: &str| {
+        client.request(kv_request(request_code::GET_KV_CONFIG, ns, key))
     };
     let missing = get(&mut client, "ns", "k");
     assert_eq!(missing.code, response_code::QUERY_NOT_FOUND);
@@ -234,30 +234,30 @@ fn kv_config_put_get_delete_and_order_topic_conf() {
     );
 
     let put = kv_request(request_code::PUT_KV_CONFIG, "ns", "k").with_ext("value", "v1");
-    assert_eq!(client.call(put).code, response_code::SUCCESS);
+    assert_eq!(client.request(put).code, response_code::SUCCESS);
     let found = get(&mut client, "ns", "k");
     assert_eq!(found.code, response_code::SUCCESS);
     assert_eq!(found.ext_fields.get("value"), Some("v1"));
 
     let list =
         RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE).with_ext("namespace", "ns");
-    let table: KvTable = decode_json(&client.call(list.clone()).body).unwrap();
+    let table: KvTable = decode_json(&client.request(list.clone()).body).unwrap();
     assert_eq!(table.table.get("k").map(String::as_str), Some("v1"));
 
     let delete = kv_request(request_code::DELETE_KV_CONFIG, "ns", "k");
-    assert_eq!(client.call(delete).code, response_code::SUCCESS);
+    assert_eq!(client.request(delete).code, response_code::SUCCESS);
     assert_eq!(
         get(&mut client, "ns", "k").code,
         response_code::QUERY_NOT_FOUND
     );
-    assert_eq!(client.call(list).code, response_code::QUERY_NOT_FOUND);
+    assert_eq!(client.request(list).code, response_code::QUERY_NOT_FOUND);
 
     // Order topic configs ride along with routes and registrations.
     let put = kv_request(request_code::PUT_KV_CONFIG, "ORDER_TOPIC_CONFIG", "T1")
         .with_ext("value", "broker-a:4");
-    client.call(put);
+    client.request(put);
     let rw = perm::READ_WRITE;
-    let registered = client.call(register_request(
+    let registered = client.request(register_request(
         "c1",
         "broker-a",
         BROKER_A,
@@ -268,16 +268,16 @@ fn kv_config_put_get_delete_and_order_topic_conf() {
         table.table.get("T1").map(String::as_str),
         Some("broker-a:4")
     );
-    let route: TopicRouteData = decode_json(&client.call(route_request("T1")).body).unwrap();
+    let route: TopicRouteData = decode_json(&client.request(route_request("T1")).body).unwrap();
     assert_eq!(route.order_topic_conf.as_deref(), Some("broker-a:4"));
 }
 
 #[test]
 fn data_version_heartbeat_and_write_perm() {
     let namesrv = start_namesrv();
-    let mut broker = Client::connect(namesrv.addr());
+    let mut broker = RemotingConn::connect(namesrv.addr()).unwrap();
     let rw = perm::READ_WRITE;
-    broker.call(register_request(
+    broker.request(register_request(
         "c1",
         "broker-a",
         BROKER_A,
@@ -286,14 +286,14 @@ fn data_version_heartbeat_and_write_perm() {
     let registered = register_body(&[])
         .topic_config_serialize_wrapper
         .data_version;
-    let query = |broker: &mut Client, version: &DataVersion| {
+    let query = |broker: &mut RemotingConn, version: &DataVersion| {
         let request = RemotingCommand::request(request_code::QUERY_DATA_VERSION)
             .with_ext("brokerName", "broker-a")
             .with_ext("brokerAddr", BROKER_A)
             .with_ext("clusterName", "c1")
             .with_ext("brokerId", 0)
             .with_body(encode_json(version));
-        broker.call(request)
+        broker.request(request)
     };
     let same = query(&mut broker, &registered);
     assert_eq!(same.ext_fields.get("changed"), Some("false"));
@@ -311,20 +311,23 @@ fn data_version_heartbeat_and_write_perm() {
         .with_ext("clusterName", "c1")
         .with_ext("brokerAddr", BROKER_A)
         .with_ext("brokerName", "broker-a");
-    assert_eq!(broker.call(heartbeat).code, response_code::SUCCESS);
+    assert_eq!(broker.request(heartbeat).code, response_code::SUCCESS);
 
     let wipe = RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER)
         .with_ext("brokerName", "broker-a");
     assert_eq!(
-        broker.call(wipe).ext_fields.get("wipeTopicCount"),
+        broker.request(wipe).ext_fields.get("wipeTopicCount"),
         Some("2")
     );
-    let route: TopicRouteData = decode_json(&broker.call(route_request("T1")).body).unwrap();
+    let route: TopicRouteData = decode_json(&broker.request(route_request("T1")).body).unwrap();
     assert_eq!(route.queue_datas[0].perm, perm::READ);
     let add = RemotingCommand::request(request_code::ADD_WRITE_PERM_OF_BROKER)
         .with_ext("brokerName", "broker-a");
-    assert_eq!(broker.call(add).ext_fields.get("addTopicCount"), Some("2"));
-    let route: TopicRouteData = decode_json(&broker.call(route_request("T1")).body).unwrap();
+    assert_eq!(
+        broker.request(add).ext_fields.get("addTopicCount"),
+        Some("2")
+    );
+    let route: TopicRouteData = decode_json(&broker.request(route_request("T1")).body).unwrap();
     assert_eq!(route.queue_datas[0].perm, perm::READ_WRITE);
 }
 
@@ -334,12 +337,12 @@ fn two_name_servers_side_by_side() {
     let second = start_namesrv();
     assert_ne!(first.addr(), second.addr());
     let rw = perm::READ_WRITE;
-    let mut brokers: Vec<Client> = [&first, &second]
+    let mut brokers: Vec<RemotingConn> = [&first, &second]
         .iter()
-        .map(|n| Client::connect(n.addr()))
+        .map(|n| RemotingConn::connect(n.addr()).unwrap())
         .collect();
     for broker in &mut brokers {
-        let response = broker.call(register_request(
+        let response = broker.request(register_request(
             "c1",
             "broker-a",
             BROKER_A,
@@ -348,15 +351,15 @@ fn two_name_servers_side_by_side() {
         assert_eq!(response.code, response_code::SUCCESS);
     }
     for namesrv in [&first, &second] {
-        let mut client = Client::connect(namesrv.addr());
-        let route: TopicRouteData = decode_json(&client.call(route_request("T1")).body).unwrap();
+        let mut client = RemotingConn::connect(namesrv.addr()).unwrap();
+        let route: TopicRouteData = decode_json(&client.request(route_request("T1")).body).unwrap();
         assert_eq!(route.broker_datas[0].broker_addrs, addrs(&[(0, BROKER_A)]));
     }
     // Stopping one leaves the other serving.
     first.stop().unwrap();
-    let mut client = Client::connect(second.addr());
+    let mut client = RemotingConn::connect(second.addr()).unwrap();
     assert_eq!(
-        client.call(route_request("T2")).code,
+        client.request(route_request("T2")).code,
         response_code::SUCCESS
     );
 }

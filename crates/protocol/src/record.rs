@@ -441,6 +441,20 @@ pub fn peek_record(buf: &[u8]) -> Result<RecordPeek, ProtocolError> {
 /// Decodes the message record at the front of `buf`, checking the body CRC
 /// when `verify_crc`. `buf` may continue past the record.
 pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, ProtocolError> {
+    let (record, magic) = message_record(buf)?;
+    let view = record_fields(record, magic)?;
+    if verify_crc && !view.body_crc_matches() {
+        return Err(record_error(format!(
+            "body CRC {} does not match the stored {}",
+            body_crc(view.body),
+            view.body_crc
+        )));
+    }
+    Ok(view)
+}
+
+/// The whole message record at the front of `buf`, and its magic.
+fn message_record(buf: &[u8]) -> Result<(&[u8], u32), ProtocolError> {
     let (total_size, magic) = match peek_record(buf)? {
         RecordPeek::Message { total_size, magic } => (total_size, magic),
         RecordPeek::Blank { .. } => return Err(record_error("blank (end of segment) record")),
@@ -453,6 +467,12 @@ pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, Pro
             have_bytes: buf.len(),
         });
     };
+    Ok((record, magic))
+}
+
+/// The fields of one whole `record` (TOTALSIZE and MAGICCODE already read).
+fn record_fields(record: &[u8], magic: u32) -> Result<RecordView<'_>, ProtocolError> {
+    let total_size = record.len();
     let mut c = Cursor {
         buf: record,
         pos: BODY_CRC_POS,
@@ -487,7 +507,7 @@ pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, Pro
             c.pos
         )));
     }
-    let view = RecordView {
+    Ok(RecordView {
         record,
         total_size,
         magic,
@@ -506,14 +526,7 @@ pub fn decode_record(buf: &[u8], verify_crc: bool) -> Result<RecordView<'_>, Pro
         body,
         topic,
         properties,
-    };
-    if verify_crc && !view.body_crc_matches() {
-        return Err(record_error(format!(
-            "body CRC {} does not match the stored {stored_crc}",
-            body_crc(body)
-        )));
-    }
-    Ok(view)
+    })
 }
 
 /// Iterates over records laid back to back (a pull body, a CommitLog range).

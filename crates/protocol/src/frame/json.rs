@@ -287,46 +287,9 @@ pub(super) fn decode_header(header: &[u8]) -> Option<RemotingCommand> {
             "version" => command.version = int_i32(reader.scalar()?)?,
             "opaque" => command.opaque = int_i32(reader.scalar()?)?,
             "flag" => command.flag = int_i32(reader.scalar()?)?,
-            "language" => {
-                command.language = match reader.scalar()? {
-                    Scalar::Str(name) => LanguageCode::from_name(name),
-                    Scalar::Owned => LanguageCode::from_name(&reader.scratch),
-                    Scalar::Int(ordinal) => LanguageCode::from_ordinal(ordinal),
-                    Scalar::Null | Scalar::Bool(_) => LanguageCode::Java,
-                }
-            }
-            "remark" => {
-                command.remark = match reader.scalar()? {
-                    Scalar::Null => None,
-                    Scalar::Str(text) => Some(text.to_owned()),
-                    Scalar::Owned => Some(reader.scratch.clone()),
-                    _ => return None,
-                }
-            }
-            "extFields" => {
-                if reader.peek()? == b'n' {
-                    reader.literal(b"null")?;
-                    ext_fields = ExtFields::new();
-                    return Some(());
-                }
-                ext_fields = ExtFields::with_text_capacity(16, header.len());
-                reader.object(|reader, name| {
-                    match reader.scalar()? {
-                        Scalar::Null => ext_fields.remove(name).map_or((), drop),
-                        Scalar::Str(text) => ext_fields.insert_decoded(name, text),
-                        Scalar::Owned => {
-                            let text = std::mem::take(&mut reader.scratch);
-                            ext_fields.insert_decoded(name, &text);
-                            reader.scratch = text;
-                        }
-                        Scalar::Bool(flag) => {
-                            ext_fields.insert_decoded(name, if flag { "true" } else { "false" })
-                        }
-                        Scalar::Int(value) => ext_fields.insert_decoded(name, &value.to_string()),
-                    }
-                    (ext_fields.len() <= EXT_FIELDS_COUNT_MAX).then_some(())
-                })?;
-            }
+            "language" => command.language = language(reader)?,
+            "remark" => command.remark = remark(reader)?,
+            "extFields" => ext_fields = ext_fields_of(reader, header.len())?,
             // Anything else (serializeTypeCurrentRPC, ...) is ignored, as
             // long as it is a scalar.
             _ => {
@@ -340,6 +303,51 @@ pub(super) fn decode_header(header: &[u8]) -> Option<RemotingCommand> {
     }
     command.ext_fields = ext_fields;
     Some(command)
+}
+
+fn language(reader: &mut Reader<'_>) -> Option<LanguageCode> {
+    Some(match reader.scalar()? {
+        Scalar::Str(name) => LanguageCode::from_name(name),
+        Scalar::Owned => LanguageCode::from_name(&reader.scratch),
+        Scalar::Int(ordinal) => LanguageCode::from_ordinal(ordinal),
+        Scalar::Null | Scalar::Bool(_) => LanguageCode::Java,
+    })
+}
+
+/// The remark: `Some(None)` for null, `None` for a value of another kind.
+fn remark(reader: &mut Reader<'_>) -> Option<Option<String>> {
+    Some(match reader.scalar()? {
+        Scalar::Null => None,
+        Scalar::Str(text) => Some(text.to_owned()),
+        Scalar::Owned => Some(reader.scratch.clone()),
+        _ => return None,
+    })
+}
+
+/// The extFields object (null: none), its text sized by the header's.
+fn ext_fields_of(reader: &mut Reader<'_>, header_len: usize) -> Option<ExtFields> {
+    if reader.peek()? == b'n' {
+        reader.literal(b"null")?;
+        return Some(ExtFields::new());
+    }
+    let mut ext_fields = ExtFields::with_text_capacity(16, header_len);
+    reader.object(|reader, name| {
+        match reader.scalar()? {
+            Scalar::Null => ext_fields.remove(name).map_or((), drop),
+            Scalar::Str(text) => ext_fields.insert_decoded(name, text),
+            Scalar::Owned => {
+                let text = std::mem::take(&mut reader.scratch);
+                ext_fields.insert_decoded(name, &text);
+                reader.scratch = text;
+            }
+            Scalar::Bool(flag) => {
+                ext_fields.insert_decoded(name, if flag { "true" } else { "false" })
+            }
+            Scalar::Int(value) => ext_fields.insert_decoded(name, &value.to_string()),
+        }
+        (ext_fields.len() <= EXT_FIELDS_COUNT_MAX).then_some(())
+    })?;
+    Some(ext_fields)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::task::Poll;
 
 use bytes::BytesMut;
-use ferrocket_protocol::FrameDecoder;
+use ferrocket_protocol::{FrameDecoder, ProtocolError};
 
 use super::read_buf::ReadBuf;
 use futures_lite::{AsyncRead, AsyncWrite};
@@ -82,58 +82,16 @@ async fn read_loop<H: RequestHandler>(
     let mut buf = ReadBuf::new(READ_CHUNK_BYTES);
     let mut chunk = READ_CHUNK_BYTES;
     loop {
-        let mut burst = 0;
-        loop {
-            let command = match buf.next_frame(&decoder) {
-                Ok(Some(command)) => command,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(peer = %conn.peer_addr(), "closing connection on bad frame: {e}");
-                    return ReadEnd::Failed;
-                }
-            };
-            // A frame came out whole: any partial frame now is a new one.
-            conn.watch.partial_frame(false);
-            if command.is_response() {
-                conn.deliver_response(command);
-                continue;
-            }
-            if !poll_fn(|cx| conn.poll_dispatch_room(cx)).await {
-                return ReadEnd::Stopped;
-            }
-            dispatch(conn, handler, command);
-            burst += 1;
-            if burst >= DISPATCH_BURST_MAX {
-                burst = 0;
-                glommio::yield_if_needed().await;
-            }
+        if let Err(end) = dispatch_buffered(conn, handler, &decoder, &mut buf).await {
+            return end;
         }
         conn.watch.partial_frame(!buf.pending().is_empty());
         let missing = match decoder.missing_bytes(buf.pending()) {
             Ok(missing) => missing,
-            Err(e) => {
-                tracing::warn!(peer = %conn.peer_addr(), "closing connection on bad frame: {e}");
-                return ReadEnd::Failed;
-            }
+            Err(e) => return bad_frame(conn, &e),
         };
         let want = missing.clamp(chunk, READ_BYTES_MAX);
-        let read = poll_fn(|cx| {
-            if conn.phase() != Phase::Open {
-                return Poll::Ready(None);
-            }
-            conn.set_reader_waker(cx);
-            let mut socket = stream.borrow_mut();
-            let spare = buf.spare(want);
-            let spare_len = spare.len();
-            let polled = Pin::new(&mut *socket).poll_read(cx, spare);
-            if polled.is_pending() {
-                // Waiting for the peer: an empty buffer goes back to the pool.
-                buf.release_if_empty();
-            }
-            polled.map(|read| Some(read.map(|count| (count, spare_len))))
-        })
-        .await;
-        match read {
+        match read_some(conn, stream, &mut buf, want).await {
             None => return ReadEnd::Stopped,
             Some(Ok((0, _))) => {
                 tracing::debug!(peer = %conn.peer_addr(), "peer closed the connection");
@@ -142,19 +100,89 @@ async fn read_loop<H: RequestHandler>(
             Some(Ok((count, spare_len))) => {
                 conn.watch.moved();
                 buf.filled(count);
-                chunk = if count == spare_len {
-                    (chunk * 2).min(READ_CHUNK_BYTES_BUSY_MAX)
-                } else if count < chunk / 4 {
-                    (chunk / 2).max(READ_CHUNK_BYTES)
-                } else {
-                    chunk
-                };
+                chunk = next_chunk(chunk, count, spare_len);
             }
             Some(Err(e)) => {
                 tracing::debug!(peer = %conn.peer_addr(), "read failed: {e}");
                 return ReadEnd::Failed;
             }
         }
+    }
+}
+
+/// Delivers every whole frame in `buf`: responses to their waiters,
+/// requests to the handler (yielding after each burst).
+async fn dispatch_buffered<H: RequestHandler>(
+    conn: &Rc<Connection>,
+    handler: &Rc<H>,
+    decoder: &FrameDecoder,
+    buf: &mut ReadBuf,
+) -> Result<(), ReadEnd> {
+    let mut burst = 0;
+    loop {
+        let command = match buf.next_frame(decoder) {
+            Ok(Some(command)) => command,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(bad_frame(conn, &e)),
+        };
+        // A frame came out whole: any partial frame now is a new one.
+        conn.watch.partial_frame(false);
+        if command.is_response() {
+            conn.deliver_response(command);
+            continue;
+        }
+        if !poll_fn(|cx| conn.poll_dispatch_room(cx)).await {
+            return Err(ReadEnd::Stopped);
+        }
+        dispatch(conn, handler, command);
+        burst += 1;
+        if burst >= DISPATCH_BURST_MAX {
+            burst = 0;
+            glommio::yield_if_needed().await;
+        }
+    }
+}
+
+fn bad_frame(conn: &Connection, error: &ProtocolError) -> ReadEnd {
+    tracing::warn!(peer = %conn.peer_addr(), "closing connection on bad frame: {error}");
+    ReadEnd::Failed
+}
+
+/// Reads up to `want` bytes into `buf`: the count read and the room there
+/// was, or `None` once the connection no longer reads.
+async fn read_some(
+    conn: &Connection,
+    stream: &Stream,
+    buf: &mut ReadBuf,
+    want: usize,
+) -> Option<io::Result<(usize, usize)>> {
+    poll_fn(|cx| {
+        if conn.phase() != Phase::Open {
+            return Poll::Ready(None);
+        }
+        conn.set_reader_waker(cx);
+        let mut socket = stream.borrow_mut();
+        let spare = buf.spare(want);
+        let spare_len = spare.len();
+        let polled = Pin::new(&mut *socket).poll_read(cx, spare);
+        if polled.is_pending() {
+            // Waiting for the peer: an empty buffer goes back to the pool.
+            buf.release_if_empty();
+        }
+        polled.map(|read| Some(read.map(|count| (count, spare_len))))
+    })
+    .await
+}
+
+/// The next read's size: doubled after a read that filled its room, halved
+/// after one that used under a quarter of it.
+fn next_chunk(chunk: usize, count: usize, spare_len: usize) -> usize {
+    if count == spare_len {
+        (chunk * 2).min(READ_CHUNK_BYTES_BUSY_MAX)
+    } else if count < chunk / 4 {
+        (chunk / 2).max(READ_CHUNK_BYTES)
+    } else {
+        chunk
     }
 }
 
