@@ -37,11 +37,8 @@ use crate::io::{IoBuffer, SegmentFile, StorageIo};
 use crate::messages::{
     read_i32, store_timestamp_of, AppendResult, AppendStatus, DispatchEntry, Envelope, ShardBatch,
 };
-use crate::recovery::QueueKey;
 use crate::stop::Stop;
-
-/// Which shard owns a queue: `owner(topic, queue_id) < shard_count`.
-pub type QueueOwnerFn = Arc<dyn Fn(&str, i32) -> usize + Send + Sync>;
+use crate::types::{QueueKey, QueueOwnerFn};
 
 /// Everything the appender thread starts from.
 pub(crate) struct AppenderSetup {

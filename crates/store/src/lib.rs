@@ -102,8 +102,8 @@ mod stop;
 mod store;
 pub mod timer;
 mod topic_reset;
+mod types;
 
-pub use appender::QueueOwnerFn;
 pub use checkpoint::StoreCheckpoint;
 pub use commitlog::CommitLogReader;
 pub use config::*;
@@ -122,6 +122,7 @@ pub use retention::{parse_delete_when, RetentionConfig};
 pub use shard::{ShardPort, ShardStore};
 pub use store::{AppenderHandle, AppenderParts, MessageStore, StoreHandle, APPENDER_THREAD_NAME};
 pub use timer::{AddOutcome, TimerConfig, TimerEntry, TimerError, TimerRecovery, TimerStore};
+pub use types::QueueOwnerFn;
 
 /// glommio's placement, re-exported for `start_appender`.
 pub use glommio::Placement;

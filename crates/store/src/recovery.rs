@@ -30,9 +30,7 @@ use crate::error::StoreError;
 use crate::files::{list_offset_files, zero_range};
 use crate::json_file::ConfigDir;
 use crate::queue_floors::QueueFloors;
-
-/// Queue key used by the appender's offset table.
-pub(crate) type QueueKey = (Arc<str>, i32);
+use crate::types::QueueKey;
 
 /// What recovery hands to the running store.
 pub(crate) struct Recovered {

@@ -17,7 +17,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
 
-use crate::appender::QueueOwnerFn;
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
 use crate::config::StoreConfig;
@@ -26,6 +25,7 @@ use crate::error::StoreError;
 use crate::messages::{AppendRequest, AppendResult, DispatchEntry, Envelope, ShardBatch};
 use crate::names::queue_dir;
 use crate::stop::Stop;
+use crate::types::QueueOwnerFn;
 
 mod retention;
 

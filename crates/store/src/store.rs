@@ -6,7 +6,7 @@ use std::sync::Arc;
 use glommio::channels::shared_channel;
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 
-use crate::appender::{self, AppenderSetup, QueueOwnerFn};
+use crate::appender::{self, AppenderSetup};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared};
 use crate::config::{StoreConfig, WriteMode};
@@ -15,6 +15,7 @@ use crate::io::{GlommioIo, StorageIo};
 use crate::json_file::ConfigDir;
 use crate::recovery::{recover, Recovered};
 use crate::shard::{ShardPort, StoreContext};
+use crate::types::QueueOwnerFn;
 
 /// Name of the appender's executor thread.
 pub const APPENDER_THREAD_NAME: &str = "ferrocket-appender";

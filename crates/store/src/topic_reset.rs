@@ -14,11 +14,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::appender::QueueOwnerFn;
 use crate::commitlog::CommitLogShared;
 use crate::json_file::ConfigDir;
 use crate::queue_floors::QueueFloors;
-use crate::recovery::QueueKey;
+use crate::types::{QueueKey, QueueOwnerFn};
 
 /// A topic's queues owned by one shard.
 pub(crate) type ResetKey = (Arc<str>, usize);
