@@ -30,7 +30,7 @@ use crate::appender_tasks::{checkpoint_task, flush_task, Common, OpenSegment};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogShared, SegmentMap};
 use crate::config::{FlushMode, StoreConfig, WriteMode};
-use crate::error::StoreError;
+use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::offset_file_name;
 use crate::intake::Intake;
 use crate::io::{IoBuffer, SegmentFile, StorageIo};
@@ -114,7 +114,7 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         .io
         .open_segment(&path, seg_bytes as u64, setup.config.write_mode)
         .await
-        .map_err(|e| StoreError::io("open segment", &path, e))?;
+        .io_context("open segment", &path)?;
     check_alignment(&*file, seg_bytes)?;
     if !exists {
         crate::json_file::sync_dir(&setup.config.commitlog_dir())?;
@@ -528,7 +528,7 @@ impl Appender {
             .io
             .open_segment(&path, self.seg_bytes as u64, self.config.write_mode)
             .await
-            .map_err(|e| StoreError::io("create segment", &path, e))?;
+            .io_context("create segment", &path)?;
         check_alignment(&*file, self.seg_bytes)?;
         crate::json_file::sync_dir(&self.config.commitlog_dir())?;
         let map = SegmentMap::open(&path, start, self.seg_bytes as u64)?;
@@ -547,7 +547,8 @@ impl Appender {
             file_pos + job.len() as u64 <= self.seg_bytes as u64,
             "a write must stay within its segment"
         );
-        let io_error = |e| StoreError::io("write segment", format!("segment {}", segment.start), e);
+        // Named lazily: the write path formats nothing unless a write fails.
+        let io_error = |e| IoFailure::new("write segment", format!("segment {}", segment.start), e);
         match self.config.write_mode {
             WriteMode::Buffered => {
                 // Zero-copy: the batch buffer becomes the write buffer.

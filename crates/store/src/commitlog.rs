@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 
 use crate::damage::DamagedRange;
-use crate::error::StoreError;
+use crate::error::{IoContext, StoreError};
 
 /// One CommitLog segment mapped read-only.
 pub(crate) struct SegmentMap {
@@ -29,11 +29,8 @@ pub(crate) struct SegmentMap {
 impl SegmentMap {
     /// Maps the whole (preallocated) segment file.
     pub(crate) fn open(path: &Path, start: i64, segment_bytes: u64) -> Result<Self, StoreError> {
-        let file = fs::File::open(path).map_err(|e| StoreError::io("open segment", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat segment", path, e))?
-            .len();
+        let file = fs::File::open(path).io_context("open segment", path)?;
+        let len = file.metadata().io_context("stat segment", path)?.len();
         if len != segment_bytes {
             return Err(StoreError::Corrupt(format!(
                 "segment {} has {len} bytes, expected {segment_bytes}",
@@ -43,8 +40,7 @@ impl SegmentMap {
         // SAFETY: segment files are never truncated while the store is open
         // (recovery finishes before any map is made); bytes past the written
         // position are never handed out.
-        let map = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| StoreError::io("mmap segment", path, e))?;
+        let map = unsafe { memmap2::Mmap::map(&file) }.io_context("mmap segment", path)?;
         Ok(Self { start, map })
     }
 

@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::StoreError;
+use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::{list_offset_files, offset_file_name};
 
 /// Bytes of one entry (`CQ_STORE_UNIT_SIZE`).
@@ -281,8 +281,7 @@ impl ConsumeQueue {
         };
         if needs_file {
             let start = queue_offset - queue_offset.rem_euclid(per_file);
-            fs::create_dir_all(&self.dir)
-                .map_err(|e| StoreError::io("create ConsumeQueue dir", &self.dir, e))?;
+            fs::create_dir_all(&self.dir).io_context("create ConsumeQueue dir", &self.dir)?;
             let path = self
                 .dir
                 .join(offset_file_name(start * CQ_ENTRY_BYTES as i64));
@@ -322,8 +321,7 @@ impl ConsumeQueue {
             }
             let file = files.remove(0);
             drop(files);
-            fs::remove_file(&file.path)
-                .map_err(|e| StoreError::io("remove ConsumeQueue file", &file.path, e))?;
+            fs::remove_file(&file.path).io_context("remove ConsumeQueue file", &file.path)?;
             deleted += 1;
         }
         self.correct_min(commitlog_min);
@@ -405,7 +403,9 @@ impl ConsumeQueue {
             match fs::remove_file(&file.path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io("remove ConsumeQueue file", &file.path, e)),
+                Err(e) => {
+                    return Err(IoFailure::new("remove ConsumeQueue file", &file.path, e).into())
+                }
             }
         }
         self.min_offset.set(0);
@@ -413,7 +413,7 @@ impl ConsumeQueue {
         match fs::remove_dir_all(&self.dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::io("remove ConsumeQueue dir", &self.dir, e)),
+            Err(e) => Err(IoFailure::new("remove ConsumeQueue dir", &self.dir, e).into()),
         }
     }
 
@@ -428,7 +428,7 @@ impl ConsumeQueue {
             if last.start >= queue_offset && last.start > 0 && files.len() > 1 {
                 if let Some(file) = files.pop() {
                     fs::remove_file(&file.path)
-                        .map_err(|e| StoreError::io("remove ConsumeQueue file", &file.path, e))?;
+                        .io_context("remove ConsumeQueue file", &file.path)?;
                 }
                 continue;
             }
@@ -466,7 +466,7 @@ impl ConsumeQueue {
             out.push(
                 file.file
                     .try_clone()
-                    .map_err(|e| StoreError::io("dup ConsumeQueue file", &file.path, e))?,
+                    .io_context("dup ConsumeQueue file", &file.path)?,
             );
             file.dirty = false;
         }
@@ -477,7 +477,7 @@ impl ConsumeQueue {
     pub(crate) fn flush_blocking(&self) -> Result<(), StoreError> {
         for file in self.take_dirty_files()? {
             file.sync_data()
-                .map_err(|e| StoreError::io("fdatasync ConsumeQueue", &self.dir, e))?;
+                .io_context("fdatasync ConsumeQueue", &self.dir)?;
         }
         Ok(())
     }
@@ -487,7 +487,7 @@ impl ConsumeQueue {
 /// entries read as never written); says whether it was short.
 fn extend_if_short(path: &Path, file_bytes: u64) -> Result<bool, StoreError> {
     let len = fs::metadata(path)
-        .map_err(|e| StoreError::io("stat ConsumeQueue file", path, e))?
+        .io_context("stat ConsumeQueue file", path)?
         .len();
     if len >= file_bytes {
         return Ok(false);
@@ -498,7 +498,7 @@ fn extend_if_short(path: &Path, file_bytes: u64) -> Result<bool, StoreError> {
         .write(true)
         .open(path)
         .and_then(|file| file.set_len(file_bytes))
-        .map_err(|e| StoreError::io("extend ConsumeQueue file", path, e))?;
+        .io_context("extend ConsumeQueue file", path)?;
     Ok(true)
 }
 
@@ -509,14 +509,14 @@ fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<Cq
         .create(create)
         .truncate(false)
         .open(path)
-        .map_err(|e| StoreError::io("open ConsumeQueue file", path, e))?;
+        .io_context("open ConsumeQueue file", path)?;
     let len = file
         .metadata()
-        .map_err(|e| StoreError::io("stat ConsumeQueue file", path, e))?
+        .io_context("stat ConsumeQueue file", path)?
         .len();
     if create && len == 0 {
         file.set_len(file_bytes)
-            .map_err(|e| StoreError::io("size ConsumeQueue file", path, e))?;
+            .io_context("size ConsumeQueue file", path)?;
     } else if len != file_bytes {
         return Err(StoreError::Corrupt(format!(
             "ConsumeQueue file {} has {len} bytes, expected {file_bytes}",
@@ -525,8 +525,8 @@ fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<Cq
     }
     // SAFETY: the file is owned by this queue (one thread) and never
     // truncated while mapped.
-    let map = unsafe { memmap2::MmapMut::map_mut(&file) }
-        .map_err(|e| StoreError::io("mmap ConsumeQueue file", path, e))?;
+    let map =
+        unsafe { memmap2::MmapMut::map_mut(&file) }.io_context("mmap ConsumeQueue file", path)?;
     Ok(CqFile {
         start,
         path: path.to_path_buf(),

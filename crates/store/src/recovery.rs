@@ -26,7 +26,7 @@ use crate::commitlog::SegmentMap;
 use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::damage::{DamagedRange, SegmentView};
-use crate::error::StoreError;
+use crate::error::{IoContext, StoreError};
 use crate::files::{list_offset_files, zero_range};
 use crate::json_file::ConfigDir;
 use crate::queue_floors::QueueFloors;
@@ -56,7 +56,7 @@ enum ScanStop {
 pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
     let clog_dir = config.commitlog_dir();
     for dir in [&clog_dir, &config.consumequeue_dir(), &config.config_dir()] {
-        fs::create_dir_all(dir).map_err(|e| StoreError::io("create dir", dir, e))?;
+        fs::create_dir_all(dir).io_context("create dir", dir)?;
     }
     let seg_bytes = config.segment_bytes;
     let files = list_offset_files(&clog_dir)?;
@@ -215,14 +215,10 @@ fn extend_if_short(
     let file = fs::OpenOptions::new()
         .write(true)
         .open(path)
-        .map_err(|e| StoreError::io("open segment", path, e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| StoreError::io("stat segment", path, e))?
-        .len();
+        .io_context("open segment", path)?;
+    let len = file.metadata().io_context("stat segment", path)?.len();
     if len < seg_bytes && is_last {
-        file.set_len(seg_bytes)
-            .map_err(|e| StoreError::io("extend segment", path, e))?;
+        file.set_len(seg_bytes).io_context("extend segment", path)?;
     }
     Ok(())
 }
@@ -231,9 +227,9 @@ fn extend_if_short(
 fn open_queues(config: &StoreConfig) -> Result<HashMap<QueueKey, ConsumeQueue>, StoreError> {
     let root = config.consumequeue_dir();
     let mut queues = HashMap::new();
-    let topics = fs::read_dir(&root).map_err(|e| StoreError::io("list dir", &root, e))?;
+    let topics = fs::read_dir(&root).io_context("list dir", &root)?;
     for topic in topics {
-        let topic = topic.map_err(|e| StoreError::io("list dir", &root, e))?;
+        let topic = topic.io_context("list dir", &root)?;
         let Some(topic_name) = topic.file_name().to_str().map(str::to_owned) else {
             continue;
         };
@@ -245,10 +241,9 @@ fn open_queues(config: &StoreConfig) -> Result<HashMap<QueueKey, ConsumeQueue>, 
         if !topic_path.is_dir() {
             continue;
         }
-        let ids =
-            fs::read_dir(&topic_path).map_err(|e| StoreError::io("list dir", &topic_path, e))?;
+        let ids = fs::read_dir(&topic_path).io_context("list dir", &topic_path)?;
         for id in ids {
-            let id = id.map_err(|e| StoreError::io("list dir", &topic_path, e))?;
+            let id = id.io_context("list dir", &topic_path)?;
             let Some(queue_id) = id.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
                 continue;
             };
@@ -495,7 +490,7 @@ fn cut_tail(
                 tracing::error!(path = %path.display(), kept = %kept.display(),
                     "segment past the CommitLog's end holds bytes but no record; moved to quarantine");
             } else {
-                fs::remove_file(&path).map_err(|e| StoreError::io("remove segment", &path, e))?;
+                fs::remove_file(&path).io_context("remove segment", &path)?;
                 tracing::warn!(path = %path.display(), "removed unwritten segment past the CommitLog's end");
             }
             continue;
@@ -508,13 +503,12 @@ fn cut_tail(
         let file = fs::OpenOptions::new()
             .write(true)
             .open(&path)
-            .map_err(|e| StoreError::io("open segment", &path, e))?;
+            .io_context("open segment", &path)?;
         // Whatever lies past the end (a torn batch, never-acknowledged
         // writes) must not be mistaken for records later: zero it. Punching
         // a hole is cheap, so do it without looking.
         zero_range(&file, &path, from, seg_bytes as u64)?;
-        file.sync_data()
-            .map_err(|e| StoreError::io("fdatasync segment", &path, e))?;
+        file.sync_data().io_context("fdatasync segment", &path)?;
     }
     crate::json_file::sync_dir(&clog_dir)?;
     Ok(segments)

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ShardInner;
-use crate::error::StoreError;
+use crate::error::{IoContext, IoFailure, StoreError};
 use crate::messages::DispatchEntry;
 
 /// Per-shard retention state.
@@ -87,10 +87,10 @@ impl ShardInner {
         let topics = match fs::read_dir(&root) {
             Ok(topics) => topics,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(StoreError::io("list dir", &root, e)),
+            Err(e) => return Err(IoFailure::new("list dir", &root, e).into()),
         };
         for topic in topics {
-            let topic = topic.map_err(|e| StoreError::io("list dir", &root, e))?;
+            let topic = topic.io_context("list dir", &root)?;
             let Some(name) = topic.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
@@ -137,7 +137,9 @@ impl ShardInner {
                     match fs::remove_dir_all(&dir) {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(StoreError::io("remove ConsumeQueue dir", &dir, e)),
+                        Err(e) => {
+                            return Err(IoFailure::new("remove ConsumeQueue dir", &dir, e).into())
+                        }
                     }
                 }
             }

@@ -19,6 +19,7 @@ use super::wheel::Wheel;
 use super::{
     TimerConfig, TimerError, TimerRecovery, TimerStore, CHECKPOINT_FILE, LOG_DIR, WHEEL_FILE,
 };
+use crate::error::IoContext;
 
 /// State rebuilt from the checkpoint plus the replayed records.
 struct Replayed {
@@ -152,7 +153,7 @@ impl TimerStore {
     ) -> Result<(Self, TimerRecovery), TimerError> {
         config.validate()?;
         let dir = dir.into();
-        fs::create_dir_all(&dir).map_err(|e| TimerError::io("create timer dir", &dir, e))?;
+        fs::create_dir_all(&dir).io_context("create timer dir", &dir)?;
         let checkpoint = TimerCheckpoint::load(&dir.join(CHECKPOINT_FILE))?;
         let mut log = TimerLog::open(&dir.join(LOG_DIR), config.log_segment_bytes)?;
         if let Some(cp) = checkpoint.as_ref() {
