@@ -35,7 +35,8 @@ use crate::files::offset_file_name;
 use crate::intake::Intake;
 use crate::io::{IoBuffer, SegmentFile, StorageIo};
 use crate::messages::{
-    read_i32, store_timestamp_of, AppendResult, AppendStatus, DispatchEntry, Envelope, ShardBatch,
+    read_i32, store_timestamp_of, AppendRequest, AppendResult, AppendStatus, DispatchEntry,
+    Envelope, ResetDone, ShardBatch,
 };
 use crate::stop::Stop;
 use crate::types::{QueueKey, QueueOwnerFn};
@@ -69,7 +70,10 @@ struct Appender {
     topics: HashSet<Arc<str>>,
     /// Per shard: requests copied into the current batch, returned with
     /// the shard's answer (see [`ShardBatch::spent`]).
-    spent: Vec<Vec<crate::messages::AppendRequest>>,
+    spent: Vec<Vec<AppendRequest>>,
+    /// Per shard: topic resets applied for this batch, sent with the
+    /// shard's first answer (see [`ShardBatch::resets`]).
+    resets: Vec<Vec<ResetDone>>,
     /// Next physical offset.
     pos: i64,
     /// Direct mode: bytes of the current segment from the last aligned
@@ -150,6 +154,7 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         floors: setup.floors,
         topics,
         spent: (0..shard_count).map(|_| Vec::new()).collect(),
+        resets: (0..shard_count).map(|_| Vec::new()).collect(),
         pos: end,
         tail,
     };
@@ -203,15 +208,7 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
     for shard in 0..shard_count {
         let watermark = common.dispatched_upto.get();
         common
-            .send(
-                shard,
-                ShardBatch {
-                    results: Vec::new(),
-                    dispatches: Vec::new(),
-                    watermark,
-                    spent: Vec::new(),
-                },
-            )
+            .send(shard, ShardBatch::watermark_only(watermark))
             .await;
     }
     for tx in &common.senders {
@@ -255,6 +252,13 @@ fn tail_block(
         .unwrap_or_else(|| vec![0u8; (in_seg - from) as usize])
 }
 
+/// One append of a batch: the shard that sent it and its sequence number.
+struct Append {
+    shard: usize,
+    seq: u64,
+    request: AppendRequest,
+}
+
 /// What one accepted request will be answered with.
 struct Accepted {
     shard: usize,
@@ -277,45 +281,77 @@ impl Appender {
         Rc::clone(&self.common.current.borrow())
     }
 
-    /// Forgets the queue offsets of deleted topics (see `topic_reset`)
-    /// before any append of the coming batch is numbered.
-    fn apply_resets(&mut self) {
-        crate::topic_reset::apply_pending(
-            &self.common.shared,
-            &mut self.table,
-            &mut self.floors,
-            &self.owner,
-            self.pos,
-            &self.config.config_dir(),
-        );
+    /// Applies the batch's topic resets (see `topic_reset`) before any
+    /// append of it is numbered, and returns its appends.
+    fn apply_resets(&mut self, batch: Vec<(usize, Envelope)>) -> Vec<Append> {
+        let mut appends = Vec::with_capacity(batch.len());
+        let mut reset = false;
+        for (shard, envelope) in batch {
+            match envelope {
+                Envelope::Append { seq, request } => appends.push(Append {
+                    shard,
+                    seq,
+                    request,
+                }),
+                Envelope::ResetTopic { topic } => {
+                    crate::topic_reset::apply(
+                        &mut self.table,
+                        &mut self.floors,
+                        &self.owner,
+                        &topic,
+                        shard,
+                        self.pos,
+                    );
+                    self.resets[shard].push(ResetDone {
+                        topic,
+                        position: self.pos,
+                    });
+                    reset = true;
+                }
+            }
+        }
+        if reset {
+            let commitlog_min = self.common.shared.min_offset();
+            crate::topic_reset::persist(&mut self.floors, commitlog_min, &self.config.config_dir());
+        }
+        appends
     }
 
     async fn process(&mut self, batch: Vec<(usize, Envelope)>) {
-        self.apply_resets();
+        let batch = self.apply_resets(batch);
         let shard_count = self.common.senders.len();
         let mut results: Vec<Vec<(u64, Result<AppendResult, StoreError>)>> =
             (0..shard_count).map(|_| Vec::new()).collect();
         let mut dispatches: Vec<Vec<DispatchEntry>> =
             (0..shard_count).map(|_| Vec::new()).collect();
+        if batch.is_empty() {
+            // Only resets: answer them, with nothing to write or flush.
+            self.answer(results, Vec::new(), None).await;
+            return;
+        }
         if let Some(error) = self.common.failure() {
-            for (shard, envelope) in batch {
-                results[shard].push((envelope.seq, Err(error.clone())));
+            for append in batch {
+                results[append.shard].push((append.seq, Err(error.clone())));
             }
             self.answer(results, Vec::new(), None).await;
             return;
         }
 
-        let total: usize = batch.iter().map(|(_, e)| e.request.len_bytes()).sum();
+        let total: usize = batch.iter().map(|a| a.request.len_bytes()).sum();
         let mut job = BytesMut::with_capacity(total + BLANK_BYTES_MIN);
         let mut job_start = self.pos;
         let mut accepted = Vec::with_capacity(batch.len());
         let mut error: Option<StoreError> = None;
-        for (shard, envelope) in batch {
+        for Append {
+            shard,
+            seq,
+            request,
+        } in batch
+        {
             if let Some(error) = &error {
-                results[shard].push((envelope.seq, Err(error.clone())));
+                results[shard].push((seq, Err(error.clone())));
                 continue;
             }
-            let request = envelope.request;
             let size = request.records.len() as i64;
             let in_seg = self.pos - self.current().start;
             assert!(
@@ -329,7 +365,7 @@ impl Appender {
                 let finished = std::mem::take(&mut job).freeze();
                 if let Err(e) = self.finish_segment(job_start, finished).await {
                     self.common.fail(e.to_string());
-                    results[shard].push((envelope.seq, Err(e.clone())));
+                    results[shard].push((seq, Err(e.clone())));
                     error = Some(e);
                     continue;
                 }
@@ -369,7 +405,7 @@ impl Appender {
             self.spent[shard].push(request);
             accepted.push(Accepted {
                 shard,
-                seq: envelope.seq,
+                seq,
                 result: AppendResult {
                     physical_offset,
                     queue_offset: first_queue_offset,
@@ -489,7 +525,13 @@ impl Appender {
                 .get_mut(shard)
                 .map(std::mem::take)
                 .unwrap_or_default();
-            if results.is_empty() && dispatches.is_empty() && spent.is_empty() {
+            let resets = self
+                .resets
+                .get_mut(shard)
+                .map(std::mem::take)
+                .unwrap_or_default();
+            if results.is_empty() && dispatches.is_empty() && spent.is_empty() && resets.is_empty()
+            {
                 continue;
             }
             self.common
@@ -500,6 +542,7 @@ impl Appender {
                         dispatches,
                         watermark,
                         spent,
+                        resets,
                     },
                 )
                 .await;

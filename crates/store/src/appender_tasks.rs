@@ -91,12 +91,7 @@ pub(crate) async fn checkpoint_task(
         let watermark = common.dispatched_upto.get();
         for tx in &common.senders {
             // Only a hint: a full ring already carries newer watermarks.
-            let _ = tx.try_send(ShardBatch {
-                results: Vec::new(),
-                dispatches: Vec::new(),
-                watermark,
-                spent: Vec::new(),
-            });
+            let _ = tx.try_send(ShardBatch::watermark_only(watermark));
         }
         let durable = common.shared.durable();
         let writer = Arc::clone(&writer);

@@ -85,8 +85,6 @@ pub(crate) struct CommitLogShared {
     /// Everything below is on disk (fdatasync'ed).
     durable: AtomicI64,
     hot: Option<Mutex<HotTail>>,
-    /// Deleted topics' queue-offset resets (shards -> appender).
-    pub(crate) resets: crate::topic_reset::ResetBoard,
 }
 
 impl CommitLogShared {
@@ -111,7 +109,6 @@ impl CommitLogShared {
                     bytes_max,
                 })
             }),
-            resets: crate::topic_reset::ResetBoard::default(),
         }
     }
 

@@ -15,7 +15,7 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
+use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
@@ -27,7 +27,10 @@ use crate::names::queue_dir;
 use crate::stop::Stop;
 use crate::types::QueueOwnerFn;
 
+mod outbox;
 mod retention;
+
+use outbox::Outbox;
 
 /// What every shard shares about the store.
 pub(crate) struct StoreContext {
@@ -85,7 +88,8 @@ type Listener = Rc<dyn Fn(&DispatchEntry)>;
 struct ShardInner {
     shard_id: usize,
     ctx: Arc<StoreContext>,
-    sender: RefCell<Option<Rc<ConnectedSender<Envelope>>>>,
+    /// The request ring to the appender.
+    outbox: Rc<Outbox>,
     next_seq: Cell<u64>,
     pending: RefCell<HashMap<u64, Rc<Slot>>>,
     queues: RefCell<Queues>,
@@ -148,7 +152,7 @@ impl ShardStore {
             shard_id,
             reader: LocalReader::new(Arc::clone(&ctx.shared)),
             ctx,
-            sender: RefCell::new(Some(Rc::new(sender))),
+            outbox: Outbox::new(sender),
             next_seq: Cell::new(0),
             pending: RefCell::new(HashMap::new()),
             queues: RefCell::new(HashMap::new()),
@@ -200,9 +204,9 @@ impl ShardStore {
     /// full ring makes this wait; it never drops the request.
     pub async fn append(&self, request: AppendRequest) -> Result<AppendResult, StoreError> {
         request.validate(self.inner.ctx.config.append_bytes_max())?;
-        let Some(sender) = self.inner.sender.borrow().clone() else {
+        if self.inner.outbox.is_closed() {
             return Err(StoreError::Unavailable("the store is shutting down".into()));
-        };
+        }
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
         let slot = Rc::new(Slot::default());
@@ -214,7 +218,12 @@ impl ShardStore {
             inner: &self.inner,
             seq,
         };
-        if sender.send(Envelope { seq, request }).await.is_err() {
+        if !self
+            .inner
+            .outbox
+            .send(Envelope::Append { seq, request })
+            .await
+        {
             return Err(StoreError::Unavailable(
                 "the CommitLog appender is gone".into(),
             ));
@@ -295,9 +304,7 @@ impl ShardStore {
     /// `shutdown`), then flushes this shard's ConsumeQueues. Call it on
     /// every shard, then `AppenderHandle::join`.
     pub async fn shutdown(&self) {
-        if let Some(sender) = self.inner.sender.borrow_mut().take() {
-            sender.close();
-        }
+        self.inner.outbox.close();
         poll_fn(|cx| {
             if self.inner.done.get() {
                 Poll::Ready(())
@@ -331,9 +338,7 @@ impl ShardStore {
 impl Drop for ShardStore {
     fn drop(&mut self) {
         // Without this the appender would wait for this ring forever.
-        if let Some(sender) = self.inner.sender.borrow_mut().take() {
-            sender.close();
-        }
+        self.inner.outbox.close();
     }
 }
 
@@ -363,6 +368,10 @@ impl ShardInner {
     }
 
     fn apply(&self, batch: ShardBatch) {
+        // Before the dispatches: they may be numbered after these resets.
+        for done in &batch.resets {
+            self.reset_done(done);
+        }
         for (seq, result) in batch.results {
             let slot = self.pending.borrow_mut().remove(&seq);
             if let Some(slot) = slot {
@@ -405,6 +414,7 @@ impl ShardInner {
         }
         // Freed here, on the thread that allocated them.
         drop(batch.spent);
+        drop(batch.resets);
     }
 
     /// The appender closed the result ring: nothing more will come.
