@@ -77,11 +77,9 @@
 //! ```
 
 mod appender;
-mod appender_tasks;
 mod checkpoint;
 mod checkpoint_writer;
 mod commitlog;
-mod commitlog_retention;
 mod config;
 mod consume_queue;
 mod damage;
@@ -89,7 +87,6 @@ mod error;
 mod fault;
 mod files;
 pub mod index;
-mod intake;
 mod io;
 mod json_file;
 mod messages;
@@ -101,7 +98,6 @@ mod shard;
 mod stop;
 mod store;
 pub mod timer;
-mod topic_reset;
 mod types;
 
 pub use checkpoint::StoreCheckpoint;

@@ -26,13 +26,11 @@ use ferrocket_protocol::record::{self, BLANK_BYTES_MIN};
 use futures_lite::future;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
-use crate::appender_tasks::{checkpoint_task, flush_task, Common, OpenSegment};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogShared, SegmentMap};
 use crate::config::{FlushMode, StoreConfig, WriteMode};
 use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::offset_file_name;
-use crate::intake::Intake;
 use crate::io::{IoBuffer, SegmentFile, StorageIo};
 use crate::messages::{
     read_i32, store_timestamp_of, AppendRequest, AppendResult, AppendStatus, DispatchEntry,
@@ -40,6 +38,14 @@ use crate::messages::{
 };
 use crate::stop::Stop;
 use crate::types::{QueueKey, QueueOwnerFn};
+
+mod intake;
+mod retention;
+mod tasks;
+mod topic_reset;
+
+use intake::Intake;
+use tasks::{checkpoint_task, flush_task, Common, OpenSegment};
 
 /// Everything the appender thread starts from.
 pub(crate) struct AppenderSetup {
@@ -171,7 +177,7 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         setup.config.checkpoint_interval_ms,
     ));
 
-    let retention = glommio::spawn_local(crate::commitlog_retention::retention_task(
+    let retention = glommio::spawn_local(retention::retention_task(
         Rc::clone(&common),
         setup.config.clone(),
     ));
@@ -294,7 +300,7 @@ impl Appender {
                     request,
                 }),
                 Envelope::ResetTopic { topic } => {
-                    crate::topic_reset::apply(
+                    topic_reset::apply(
                         &mut self.table,
                         &mut self.floors,
                         &self.owner,
@@ -312,7 +318,7 @@ impl Appender {
         }
         if reset {
             let commitlog_min = self.common.shared.min_offset();
-            crate::topic_reset::persist(&mut self.floors, commitlog_min, &self.config.config_dir());
+            topic_reset::persist(&mut self.floors, commitlog_min, &self.config.config_dir());
         }
         appends
     }
