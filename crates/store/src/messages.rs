@@ -36,7 +36,7 @@ impl TagsCodes {
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             TagsCodes::One(_) => 1,
             TagsCodes::Many(codes) => codes.len(),
