@@ -13,6 +13,7 @@
 //! rest of its segment is zeroed, later segments that were never written
 //! are deleted, and any that hold bytes are moved to quarantine.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fs;
 use std::path::PathBuf;
@@ -53,13 +54,51 @@ enum ScanStop {
     Gap,
 }
 
+/// Recovers the store in `config`'s directories (see the module doc).
 pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
-    let clog_dir = config.commitlog_dir();
-    for dir in [&clog_dir, &config.consumequeue_dir(), &config.config_dir()] {
-        fs::create_dir_all(dir).io_context("create dir", dir)?;
+    for dir in [
+        config.commitlog_dir(),
+        config.consumequeue_dir(),
+        config.config_dir(),
+    ] {
+        fs::create_dir_all(&dir).io_context("create dir", &dir)?;
     }
+    let segments = open_segments(config)?;
+    let mut queues = open_queues(config)?;
+    let first_start = segments.first().map(|s| s.start).unwrap_or(0);
+    let floors = load_floors(config, first_start)?;
+    let start = scan_start(config, &segments, &queues)?;
+    let mut damaged = Vec::new();
+    let end = match segments.is_empty() {
+        true => 0,
+        false => {
+            let mut scanner = Scanner {
+                config,
+                segments: &segments,
+                queues: &mut queues,
+                floors: &floors,
+                damaged: &mut damaged,
+            };
+            scanner.find_end(start)?
+        }
+    };
+    quarantine_damage(config, &segments, &queues, &damaged)?;
+    tracing::info!(start, end, segments = segments.len(), "CommitLog recovered");
+    let segments = settle(config, segments, &queues, end)?;
+    Ok(Recovered {
+        segments,
+        end,
+        queue_offsets: next_queue_offsets(queues),
+        floors,
+        damaged: all_damaged(config, damaged),
+    })
+}
+
+/// Maps every CommitLog segment, checking that they are aligned and
+/// contiguous; a short last one gets its full size.
+fn open_segments(config: &StoreConfig) -> Result<Vec<Arc<SegmentMap>>, StoreError> {
     let seg_bytes = config.segment_bytes;
-    let files = list_offset_files(&clog_dir)?;
+    let files = list_offset_files(&config.commitlog_dir())?;
     let mut segments = Vec::with_capacity(files.len());
     for (index, (start, path)) in files.iter().enumerate() {
         if *start as u64 % seg_bytes != 0 {
@@ -79,19 +118,36 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         extend_if_short(path, seg_bytes, index + 1 == files.len())?;
         segments.push(Arc::new(SegmentMap::open(path, *start, seg_bytes)?));
     }
-    let mut queues = open_queues(config)?;
-    let rebuild = queues.values().any(ConsumeQueue::was_repaired);
-    let first_start = segments.first().map(|s| s.start).unwrap_or(0);
-    let last_end = segments
-        .last()
-        .map(|s| s.start + seg_bytes as i64)
-        .unwrap_or(0);
+    Ok(segments)
+}
+
+/// The deleted topics' floors, without those below the CommitLog's start
+/// (`first_start`): their records are gone.
+fn load_floors(config: &StoreConfig, first_start: i64) -> Result<QueueFloors, StoreError> {
     let config_dir = ConfigDir::open(config.config_dir())?;
     let mut floors = QueueFloors::load(&config_dir)?;
     if floors.prune(first_start) {
         floors.store(&config_dir)?;
     }
+    Ok(floors)
+}
+
+/// Where the scan starts: the first record of the segment holding the
+/// checkpoint's position, or the first segment when there is no usable
+/// checkpoint or a ConsumeQueue must be rebuilt.
+fn scan_start(
+    config: &StoreConfig,
+    segments: &[Arc<SegmentMap>],
+    queues: &HashMap<QueueKey, ConsumeQueue>,
+) -> Result<i64, StoreError> {
+    let seg = config.segment_bytes as i64;
+    let first_start = segments.first().map(|s| s.start).unwrap_or(0);
+    let last_end = segments.last().map(|s| s.start + seg).unwrap_or(0);
     let checkpoint = StoreCheckpoint::load(&config.checkpoint_path())?;
+    if queues.values().any(ConsumeQueue::was_repaired) {
+        tracing::warn!("a ConsumeQueue file was short; rescanning the whole CommitLog");
+        return Ok(first_start);
+    }
     // Scan the whole segment holding the checkpoint's position: records
     // before it there are re-checked cheaply (their ConsumeQueue entries
     // exist), and a checkpoint that claims too much is caught.
@@ -99,44 +155,19 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         .map(|c| c.commitlog_flushed.min(c.consumequeue_flushed))
         .unwrap_or(first_start)
         .clamp(first_start, last_end);
-    let seg = seg_bytes as i64;
-    let mut start = (checkpointed - checkpointed.rem_euclid(seg))
+    Ok((checkpointed - checkpointed.rem_euclid(seg))
         .min(last_end - seg)
-        .max(first_start);
-    if rebuild {
-        tracing::warn!("a ConsumeQueue file was short; rescanning the whole CommitLog");
-        start = first_start;
-    }
+        .max(first_start))
+}
 
-    let mut damaged = Vec::new();
-    let end = if segments.is_empty() {
-        0
-    } else {
-        let mut scanner = Scanner {
-            config,
-            segments: &segments,
-            queues: &mut queues,
-            floors: &floors,
-            damaged: &mut damaged,
-        };
-        match scanner.scan(start)? {
-            ScanStop::End(end) => end,
-            ScanStop::Gap => {
-                tracing::warn!(
-                    start,
-                    "ConsumeQueues behind the checkpoint; rescanning the whole CommitLog"
-                );
-                scanner.damaged.clear();
-                match scanner.scan(first_start)? {
-                    ScanStop::End(end) => end,
-                    ScanStop::Gap => unreachable!("a full scan skips gaps"),
-                }
-            }
-        }
-    };
-    quarantine_damage(config, &segments, &queues, &damaged)?;
-    tracing::info!(start, end, segments = segments.len(), "CommitLog recovered");
-
+/// Makes the recovered state the state on disk: queues end with the log,
+/// the torn tail is cut, and the checkpoint names the end.
+fn settle(
+    config: &StoreConfig,
+    segments: Vec<Arc<SegmentMap>>,
+    queues: &HashMap<QueueKey, ConsumeQueue>,
+    end: i64,
+) -> Result<Vec<Arc<SegmentMap>>, StoreError> {
     for queue in queues.values() {
         queue.truncate_beyond(end)?;
         queue.flush_blocking()?;
@@ -150,20 +181,17 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         consumequeue_timestamp_ms: now,
     }
     .store(&config.checkpoint_path())?;
+    Ok(segments)
+}
 
-    let queue_offsets = queues
+/// The appender's queue-offset table: the next offset of every queue with
+/// entries.
+fn next_queue_offsets(queues: HashMap<QueueKey, ConsumeQueue>) -> HashMap<QueueKey, i64> {
+    queues
         .into_iter()
         .filter(|(_, queue)| queue.max_offset() > 0)
         .map(|(key, queue)| (key, queue.max_offset()))
-        .collect();
-    let damaged = all_damaged(config, damaged);
-    Ok(Recovered {
-        segments,
-        end,
-        queue_offsets,
-        floors,
-        damaged,
-    })
+        .collect()
 }
 
 /// Marks the queue entries of each damaged range lost, copies its bytes to
@@ -304,6 +332,24 @@ fn found_at(segments: &[Arc<SegmentMap>], seg_bytes: i64, pos: i64) -> Option<Fo
 }
 
 impl Scanner<'_> {
+    /// The valid end of the log, scanning from `start`; from the first
+    /// segment again when the ConsumeQueues turn out to be behind `start`.
+    fn find_end(&mut self, start: i64) -> Result<i64, StoreError> {
+        let first_start = self.segments[0].start;
+        if let ScanStop::End(end) = self.scan(start)? {
+            return Ok(end);
+        }
+        tracing::warn!(
+            start,
+            "ConsumeQueues behind the checkpoint; rescanning the whole CommitLog"
+        );
+        self.damaged.clear();
+        match self.scan(first_start)? {
+            ScanStop::End(end) => Ok(end),
+            ScanStop::Gap => unreachable!("a full scan skips gaps"),
+        }
+    }
+
     fn scan(&mut self, start: i64) -> Result<ScanStop, StoreError> {
         let seg_bytes = self.config.segment_bytes as i64;
         let full_scan = start == self.segments[0].start;
@@ -389,69 +435,107 @@ impl Scanner<'_> {
             // A deleted topic's record: its queue restarted after it.
             return Ok(true);
         }
-        let key: QueueKey = (Arc::from(topic), queue_id);
-        let queue = match self.queues.get(&key) {
-            Some(queue) => queue,
-            None => {
-                let dir = match crate::names::queue_dir(
-                    &self.config.consumequeue_dir(),
-                    topic,
-                    queue_id,
-                ) {
-                    Ok(dir) => dir,
-                    Err(err) => {
-                        // Written before names were checked on append:
-                        // kept in the log, never given queue files.
-                        tracing::warn!(pos, %err, "record with an illegal topic or queue id not indexed");
-                        return Ok(true);
-                    }
-                };
-                let queue = ConsumeQueue::open(dir, self.config.cq_entries_per_file)?;
-                self.queues.entry(key).or_insert(queue)
-            }
+        let Some(queue) = queue_for(self.queues, self.config, topic, queue_id, pos)? else {
+            return Ok(true);
         };
         let max = queue.max_offset();
-        if queue_offset < max {
-            match queue.entry(queue_offset) {
-                Some(found) if found.physical_offset == pos => {}
-                _ => {
-                    tracing::warn!(
-                        topic,
-                        queue_id,
-                        queue_offset,
-                        "ConsumeQueue disagrees with CommitLog; rebuilding its tail"
-                    );
-                    queue.truncate(queue_offset)?;
-                    queue.append(queue_offset, entry)?;
-                }
+        match queue_offset.cmp(&max) {
+            Ordering::Less => keep_or_rebuild(queue, topic, queue_id, queue_offset, entry)?,
+            Ordering::Equal => queue.append(queue_offset, entry)?,
+            Ordering::Greater if !full_scan => return Ok(false),
+            Ordering::Greater => {
+                append_after_loss(queue, self.damaged, topic, queue_id, queue_offset, entry)?
             }
-        } else if queue_offset == max {
-            queue.append(queue_offset, entry)?;
-        } else if !full_scan {
-            return Ok(false);
-        } else if let Some(range) = lost_in(self.damaged, queue.last_entry(), queue_offset - max) {
-            tracing::warn!(
-                topic,
-                queue_id,
-                from = max,
-                to = queue_offset,
-                "queue offsets lost in a damaged range; marked lost"
-            );
-            for lost in max..queue_offset {
-                queue.append(lost, CqEntry::lost(range.start))?;
-            }
-            queue.append(queue_offset, entry)?;
-        } else {
-            tracing::error!(
-                topic,
-                queue_id,
-                queue_offset,
-                max,
-                "record past its ConsumeQueue's end; not indexed"
-            );
         }
         Ok(true)
     }
+}
+
+/// The ConsumeQueue of `(topic, queue_id)`, opened (or created) on first
+/// sight; `None` for a record whose names make no queue directory.
+fn queue_for<'q>(
+    queues: &'q mut HashMap<QueueKey, ConsumeQueue>,
+    config: &StoreConfig,
+    topic: &str,
+    queue_id: i32,
+    pos: i64,
+) -> Result<Option<&'q ConsumeQueue>, StoreError> {
+    let key: QueueKey = (Arc::from(topic), queue_id);
+    if queues.contains_key(&key) {
+        return Ok(queues.get(&key));
+    }
+    let dir = match crate::names::queue_dir(&config.consumequeue_dir(), topic, queue_id) {
+        Ok(dir) => dir,
+        Err(err) => {
+            // Written before names were checked on append: kept in the
+            // log, never given queue files.
+            tracing::warn!(pos, %err, "record with an illegal topic or queue id not indexed");
+            return Ok(None);
+        }
+    };
+    let queue = ConsumeQueue::open(dir, config.cq_entries_per_file)?;
+    Ok(Some(queues.entry(key).or_insert(queue)))
+}
+
+/// The queue already holds `queue_offset`: keep the entry when it points at
+/// this record, else rebuild the queue's tail from here.
+fn keep_or_rebuild(
+    queue: &ConsumeQueue,
+    topic: &str,
+    queue_id: i32,
+    queue_offset: i64,
+    entry: CqEntry,
+) -> Result<(), StoreError> {
+    if queue
+        .entry(queue_offset)
+        .is_some_and(|found| found.physical_offset == entry.physical_offset)
+    {
+        return Ok(());
+    }
+    tracing::warn!(
+        topic,
+        queue_id,
+        queue_offset,
+        "ConsumeQueue disagrees with CommitLog; rebuilding its tail"
+    );
+    queue.truncate(queue_offset)?;
+    queue.append(queue_offset, entry)
+}
+
+/// A full scan found the record at `queue_offset` past the queue's end:
+/// the offsets between were lost in a damaged range (they get lost entries,
+/// keeping the queue dense), or, when no damaged range can hold them, the
+/// record is reported and not indexed.
+fn append_after_loss(
+    queue: &ConsumeQueue,
+    damaged: &[DamagedRange],
+    topic: &str,
+    queue_id: i32,
+    queue_offset: i64,
+    entry: CqEntry,
+) -> Result<(), StoreError> {
+    let max = queue.max_offset();
+    let Some(range) = lost_in(damaged, queue.last_entry(), queue_offset - max) else {
+        tracing::error!(
+            topic,
+            queue_id,
+            queue_offset,
+            max,
+            "record past its ConsumeQueue's end; not indexed"
+        );
+        return Ok(());
+    };
+    tracing::warn!(
+        topic,
+        queue_id,
+        from = max,
+        to = queue_offset,
+        "queue offsets lost in a damaged range; marked lost"
+    );
+    for lost in max..queue_offset {
+        queue.append(lost, CqEntry::lost(range.start))?;
+    }
+    queue.append(queue_offset, entry)
 }
 
 /// The damaged range that can hold the `missing` records a queue skipped
