@@ -196,6 +196,12 @@ impl CommitLogShared {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
+        if let Some((last_start, last)) = hot.chunks.back() {
+            assert!(
+                last_start + last.len() as i64 <= start,
+                "hot tail chunks must follow one another"
+            );
+        }
         hot.bytes += bytes.len();
         hot.chunks.push_back((start, bytes));
         while hot.bytes > hot.bytes_max && hot.chunks.len() > 1 {

@@ -73,9 +73,10 @@ impl CqEntry {
         self.physical_offset >= 0 && (self.size > 0 || self.is_lost())
     }
 
-    /// CommitLog position just past the record.
+    /// CommitLog position just past the record. Saturating: an entry read
+    /// from a damaged file may hold any offset, and must not overflow.
     pub fn end(&self) -> i64 {
-        self.physical_offset + i64::from(self.size)
+        self.physical_offset.saturating_add(i64::from(self.size))
     }
 }
 
@@ -294,9 +295,16 @@ impl ConsumeQueue {
         let Some(file) = files.last_mut() else {
             return Err(StoreError::Corrupt("no ConsumeQueue file".into()));
         };
-        let at = (queue_offset - file.start) as usize * CQ_ENTRY_BYTES;
+        let index = queue_offset - file.start;
+        assert!(
+            (0..per_file).contains(&index),
+            "queue offset {queue_offset} outside its file at {}",
+            file.start
+        );
+        let at = index as usize * CQ_ENTRY_BYTES;
         entry.encode(&mut file.map[at..at + CQ_ENTRY_BYTES]);
         file.dirty = true;
+        // Dense: the checks above allow only the next offset.
         self.max_offset.set(queue_offset + 1);
         Ok(())
     }

@@ -368,6 +368,13 @@ impl ShardInner {
     }
 
     fn apply(&self, batch: ShardBatch) {
+        // The appender published the written end before sending the batch.
+        let written = self.ctx.shared.written();
+        assert!(
+            batch.watermark <= written,
+            "dispatch watermark {} beyond the written end {written}",
+            batch.watermark
+        );
         // Before the dispatches: they may be numbered after these resets.
         for done in &batch.resets {
             self.reset_done(done);
@@ -380,24 +387,11 @@ impl ShardInner {
         }
         let listener = self.listener.borrow().clone();
         for entry in &batch.dispatches {
-            debug_assert_eq!(
-                (self.ctx.owner)(&entry.topic, entry.queue_id),
-                self.shard_id
-            );
+            self.check_dispatch(entry, written);
             if self.is_stale_dispatch(entry) {
                 continue;
             }
-            let applied = self.queue(&entry.topic, entry.queue_id).and_then(|queue| {
-                queue.append(
-                    entry.queue_offset,
-                    CqEntry {
-                        physical_offset: entry.physical_offset,
-                        size: entry.size,
-                        tags_code: entry.tags_code,
-                    },
-                )
-            });
-            match applied {
+            match self.dispatch(entry) {
                 Ok(()) => {
                     if let Some(listener) = &listener {
                         listener(entry);
@@ -415,6 +409,57 @@ impl ShardInner {
         // Freed here, on the thread that allocated them.
         drop(batch.spent);
         drop(batch.resets);
+    }
+
+    /// What holds for every dispatch by construction: it is for a queue of
+    /// this shard, and it points at one whole record below the written end
+    /// (`written`, published before the dispatch was sent), within one
+    /// segment (records never span segments).
+    fn check_dispatch(&self, entry: &DispatchEntry, written: i64) {
+        debug_assert_eq!(
+            (self.ctx.owner)(&entry.topic, entry.queue_id),
+            self.shard_id
+        );
+        let end = entry.physical_offset + i64::from(entry.size);
+        assert!(
+            entry.physical_offset >= 0 && entry.size > 0,
+            "dispatch of no record: {entry:?}"
+        );
+        assert!(
+            end <= written,
+            "dispatch beyond the written end {written}: {entry:?}"
+        );
+        let segment_bytes = self.ctx.shared.segment_bytes as i64;
+        assert_eq!(
+            entry.physical_offset / segment_bytes,
+            (end - 1) / segment_bytes,
+            "dispatch of a record across segments: {entry:?}"
+        );
+    }
+
+    /// Adds a dispatched entry to its ConsumeQueue.
+    fn dispatch(&self, entry: &DispatchEntry) -> Result<(), StoreError> {
+        let queue = self.queue(&entry.topic, entry.queue_id)?;
+        // Dense: the appender numbers a queue's records one after another
+        // from where recovery (or a reset) left the queue, and a deleted
+        // queue's stale dispatches never get here. Only an earlier failed
+        // ConsumeQueue write can have left this queue behind.
+        assert!(
+            self.cq_broken.get() || entry.queue_offset == queue.max_offset(),
+            "dispatch of queue offset {} to {}/{} whose next offset is {}",
+            entry.queue_offset,
+            entry.topic,
+            entry.queue_id,
+            queue.max_offset()
+        );
+        queue.append(
+            entry.queue_offset,
+            CqEntry {
+                physical_offset: entry.physical_offset,
+                size: entry.size,
+                tags_code: entry.tags_code,
+            },
+        )
     }
 
     /// The appender closed the result ring: nothing more will come.

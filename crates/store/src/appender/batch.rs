@@ -373,6 +373,11 @@ impl Appender {
         );
         let physical_offset = self.pos;
         let size = request.records.len();
+        let segment_end = self.writer.current().start + self.seg_bytes;
+        assert!(
+            physical_offset + (size + BLANK_BYTES_MIN) as i64 <= segment_end,
+            "an append must fit in its segment with room for the blank record"
+        );
         let next = self
             .table
             .entry((Arc::clone(&topic), request.queue_id))
