@@ -557,6 +557,17 @@ mod tests {
     }
 
     #[test]
+    fn a_damaged_entry_end_does_not_overflow() {
+        let damaged = CqEntry {
+            physical_offset: i64::MAX - 1,
+            size: 100,
+            tags_code: 0,
+        };
+        assert_eq!(damaged.end(), i64::MAX);
+        assert_eq!(entry(3).end(), 400);
+    }
+
+    #[test]
     fn appends_across_files_and_reopens() {
         let dir = tempfile::tempdir().unwrap();
         let qdir = crate::names::queue_dir(dir.path(), "T", 3).unwrap();
