@@ -17,6 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
+use crate::appender::InShardAppender;
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
 use crate::config::StoreConfig;
@@ -49,7 +50,7 @@ pub struct ShardPort {
     pub(crate) results: SharedReceiver<ShardBatch>,
     pub(crate) ctx: Arc<StoreContext>,
     /// Set when this shard runs the appender itself.
-    pub(crate) in_shard: Option<crate::store::InShardAppender>,
+    pub(crate) in_shard: Option<InShardAppender>,
 }
 
 impl ShardPort {
@@ -138,13 +139,7 @@ impl ShardStore {
             ctx,
             in_shard,
         } = port;
-        let appender_task = in_shard.map(|appender| {
-            glommio::spawn_local(async move {
-                let outcome = crate::appender::run(appender.setup).await;
-                // Nobody waits when the broker is already gone.
-                let _ = appender.result.send(outcome);
-            })
-        });
+        let appender_task = in_shard.map(InShardAppender::spawn);
         let (sender, receiver) =
             futures_lite::future::zip(requests.connect(), results.connect()).await;
         let start = ctx.shared.written();

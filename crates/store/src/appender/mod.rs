@@ -64,6 +64,25 @@ pub(crate) struct AppenderSetup {
     pub(crate) checkpoint: Arc<CheckpointWriter>,
 }
 
+/// The appender's setup travelling to the one shard that runs it, and where
+/// its outcome goes.
+pub(crate) struct InShardAppender {
+    pub(crate) setup: AppenderSetup,
+    pub(crate) result: std::sync::mpsc::Sender<Result<i64, StoreError>>,
+}
+
+impl InShardAppender {
+    /// Runs the appender as a task of the current (the shard's) executor;
+    /// its outcome goes to `AppenderHandle::join`.
+    pub(crate) fn spawn(self) -> Task<()> {
+        glommio::spawn_local(async move {
+            let outcome = run(self.setup).await;
+            // Nobody waits when the broker is already gone.
+            let _ = self.result.send(outcome);
+        })
+    }
+}
+
 /// Runs the appender until every shard ring is closed and drained; returns
 /// the CommitLog's end.
 pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
