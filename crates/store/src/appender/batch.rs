@@ -339,14 +339,14 @@ impl Appender {
             size + (BLANK_BYTES_MIN as i64) <= self.seg_bytes,
             "oversized append passed validation"
         );
-        let in_seg = self.pos - self.writer.current().start;
+        let in_seg = self.pos - self.writer.segment_start();
         in_seg + size + BLANK_BYTES_MIN as i64 <= self.seg_bytes
     }
 
     /// Ends the segment with a blank record, writes and syncs `job`, and
     /// starts the job again at the next segment.
     async fn roll(&mut self, job: &mut Job) -> Result<(), StoreError> {
-        let in_seg = self.pos - self.writer.current().start;
+        let in_seg = self.pos - self.writer.segment_start();
         let blank = (self.seg_bytes - in_seg) as usize;
         record::encode_blank(blank, &mut job.bytes);
         self.pos += blank as i64;
@@ -373,7 +373,7 @@ impl Appender {
         );
         let physical_offset = self.pos;
         let size = request.records.len();
-        let segment_end = self.writer.current().start + self.seg_bytes;
+        let segment_end = self.writer.segment_start() + self.seg_bytes;
         assert!(
             physical_offset + (size + BLANK_BYTES_MIN) as i64 <= segment_end,
             "an append must fit in its segment with room for the blank record"

@@ -140,6 +140,11 @@ impl SegmentWriter {
         Rc::clone(&self.common.current.borrow())
     }
 
+    /// Start of the current segment.
+    pub(super) fn segment_start(&self) -> i64 {
+        self.common.current.borrow().start
+    }
+
     /// Writes `job`: the bytes for `[job_start, job_start + len)`, all in
     /// the current segment.
     pub(super) async fn write(&mut self, job_start: i64, job: Bytes) -> Result<(), StoreError> {
