@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::error::StoreError;
+use crate::error::{IoFailure, StoreError};
 use crate::json_file::write_atomic;
 
 const MAGIC: u32 = 0x4652_434B; // "FRCK"
@@ -81,7 +81,7 @@ impl StoreCheckpoint {
                 Ok(checkpoint)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StoreError::io("read checkpoint", path, e)),
+            Err(e) => Err(IoFailure::new("read checkpoint", path, e).into()),
         }
     }
 

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 
 use crate::damage::DamagedRange;
-use crate::error::StoreError;
+use crate::error::{IoContext, StoreError};
 
 /// One CommitLog segment mapped read-only.
 pub(crate) struct SegmentMap {
@@ -29,11 +29,8 @@ pub(crate) struct SegmentMap {
 impl SegmentMap {
     /// Maps the whole (preallocated) segment file.
     pub(crate) fn open(path: &Path, start: i64, segment_bytes: u64) -> Result<Self, StoreError> {
-        let file = fs::File::open(path).map_err(|e| StoreError::io("open segment", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat segment", path, e))?
-            .len();
+        let file = fs::File::open(path).io_context("open segment", path)?;
+        let len = file.metadata().io_context("stat segment", path)?.len();
         if len != segment_bytes {
             return Err(StoreError::Corrupt(format!(
                 "segment {} has {len} bytes, expected {segment_bytes}",
@@ -43,8 +40,7 @@ impl SegmentMap {
         // SAFETY: segment files are never truncated while the store is open
         // (recovery finishes before any map is made); bytes past the written
         // position are never handed out.
-        let map = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| StoreError::io("mmap segment", path, e))?;
+        let map = unsafe { memmap2::Mmap::map(&file) }.io_context("mmap segment", path)?;
         Ok(Self { start, map })
     }
 
@@ -89,8 +85,6 @@ pub(crate) struct CommitLogShared {
     /// Everything below is on disk (fdatasync'ed).
     durable: AtomicI64,
     hot: Option<Mutex<HotTail>>,
-    /// Deleted topics' queue-offset resets (shards -> appender).
-    pub(crate) resets: crate::topic_reset::ResetBoard,
 }
 
 impl CommitLogShared {
@@ -115,7 +109,6 @@ impl CommitLogShared {
                     bytes_max,
                 })
             }),
-            resets: crate::topic_reset::ResetBoard::default(),
         }
     }
 
@@ -203,6 +196,12 @@ impl CommitLogShared {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
+        if let Some((last_start, last)) = hot.chunks.back() {
+            assert!(
+                last_start + last.len() as i64 <= start,
+                "hot tail chunks must follow one another"
+            );
+        }
         hot.bytes += bytes.len();
         hot.chunks.push_back((start, bytes));
         while hot.bytes > hot.bytes_max && hot.chunks.len() > 1 {

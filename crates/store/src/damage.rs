@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use ferrocket_protocol::record::{self, RecordPeek, MAGIC_POS};
 
-use crate::error::StoreError;
+use crate::error::{IoContext, StoreError};
 
 /// Directory under the store root that holds quarantined bytes.
 pub const QUARANTINE_DIR: &str = "quarantine";
@@ -130,10 +130,9 @@ pub(crate) fn quarantine(
     range: DamagedRange,
 ) -> Result<PathBuf, StoreError> {
     let dir = quarantine_dir(root);
-    fs::create_dir_all(&dir).map_err(|e| StoreError::io("create quarantine dir", &dir, e))?;
+    fs::create_dir_all(&dir).io_context("create quarantine dir", &dir)?;
     let path = dir.join(file_name(&range));
-    let mut file =
-        fs::File::create(&path).map_err(|e| StoreError::io("create quarantine file", &path, e))?;
+    let mut file = fs::File::create(&path).io_context("create quarantine file", &path)?;
     let mut left = QUARANTINE_COPY_BYTES_MAX as i64;
     for segment in segments {
         let from = range.start.max(segment.start);
@@ -143,11 +142,10 @@ pub(crate) fn quarantine(
         }
         let bytes = &segment.bytes[(from - segment.start) as usize..(to - segment.start) as usize];
         file.write_all(bytes)
-            .map_err(|e| StoreError::io("write quarantine file", &path, e))?;
+            .io_context("write quarantine file", &path)?;
         left -= to - from;
     }
-    file.sync_all()
-        .map_err(|e| StoreError::io("fsync quarantine file", &path, e))?;
+    file.sync_all().io_context("fsync quarantine file", &path)?;
     crate::json_file::sync_dir(&dir)?;
     Ok(path)
 }
@@ -156,13 +154,13 @@ pub(crate) fn quarantine(
 /// `segment-NAME`), for a segment past the log's end that holds bytes.
 pub(crate) fn quarantine_segment(root: &Path, segment: &Path) -> Result<PathBuf, StoreError> {
     let dir = quarantine_dir(root);
-    fs::create_dir_all(&dir).map_err(|e| StoreError::io("create quarantine dir", &dir, e))?;
+    fs::create_dir_all(&dir).io_context("create quarantine dir", &dir)?;
     let name = segment
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let kept = dir.join(format!("segment-{name}"));
-    fs::rename(segment, &kept).map_err(|e| StoreError::io("quarantine segment", segment, e))?;
+    fs::rename(segment, &kept).io_context("quarantine segment", segment)?;
     crate::json_file::sync_dir(&dir)?;
     Ok(kept)
 }

@@ -1,4 +1,8 @@
-//! Typed store errors and the RocketMQ response code each maps to.
+//! Typed store errors and the RocketMQ response code each maps to, plus
+//! the one way every store error enum (this one, the IndexFile's and the
+//! timer store's) records a failed I/O call: [`IoContext::io_context`].
+
+use std::path::Path;
 
 use ferrocket_protocol::codes::response_code;
 
@@ -37,19 +41,6 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(
-        op: &'static str,
-        path: impl AsRef<std::path::Path>,
-        err: std::io::Error,
-    ) -> Self {
-        StoreError::Io {
-            op,
-            path: path.as_ref().display().to_string(),
-            kind: err.kind(),
-            message: err.to_string(),
-        }
-    }
-
     /// The RocketMQ response code a broker answers a send with.
     pub fn response_code(&self) -> i32 {
         match self {
@@ -61,3 +52,65 @@ impl StoreError {
         }
     }
 }
+
+/// A failed I/O call with what the store was doing and on which file. The
+/// three store error enums have the same `Io` variant and take this one
+/// value, so the mapping from `std::io::Error` is written once.
+#[derive(Debug)]
+pub(crate) struct IoFailure {
+    op: &'static str,
+    path: String,
+    kind: std::io::ErrorKind,
+    message: String,
+}
+
+impl IoFailure {
+    /// `err` while doing `op` on `path` (a file, or a name like `segment 0`).
+    pub(crate) fn new(op: &'static str, path: impl AsRef<Path>, err: std::io::Error) -> Self {
+        IoFailure {
+            op,
+            path: path.as_ref().display().to_string(),
+            kind: err.kind(),
+            message: err.to_string(),
+        }
+    }
+
+    /// The fields of an `Io` variant: `(op, path, kind, message)`.
+    pub(crate) fn into_parts(self) -> (&'static str, String, std::io::ErrorKind, String) {
+        (self.op, self.path, self.kind, self.message)
+    }
+}
+
+/// Attaches the operation and the path to an I/O result, for `?` in a
+/// function returning any store error enum:
+/// `fs::File::open(&path).io_context("open segment", &path)?`.
+pub(crate) trait IoContext<T> {
+    fn io_context(self, op: &'static str, path: impl AsRef<Path>) -> Result<T, IoFailure>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn io_context(self, op: &'static str, path: impl AsRef<Path>) -> Result<T, IoFailure> {
+        self.map_err(|err| IoFailure::new(op, path, err))
+    }
+}
+
+/// `From<IoFailure>` for a store error enum with the shared
+/// `Io { op, path, kind, message }` variant.
+macro_rules! from_io_failure {
+    ($error:ident) => {
+        impl From<$crate::error::IoFailure> for $error {
+            fn from(failure: $crate::error::IoFailure) -> Self {
+                let (op, path, kind, message) = failure.into_parts();
+                $error::Io {
+                    op,
+                    path,
+                    kind,
+                    message,
+                }
+            }
+        }
+    };
+}
+pub(crate) use from_io_failure;
+
+from_io_failure!(StoreError);

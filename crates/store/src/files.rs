@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::StoreError;
+use crate::error::{IoContext, IoFailure, StoreError};
 
 /// Digits in a segment file name.
 pub const FILE_NAME_DIGITS: usize = 20;
@@ -21,11 +21,11 @@ pub fn list_offset_files(dir: &Path) -> Result<Vec<(i64, PathBuf)>, StoreError> 
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(StoreError::io("list dir", dir, e)),
+        Err(e) => return Err(IoFailure::new("list dir", dir, e).into()),
     };
     let mut files = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| StoreError::io("list dir", dir, e))?;
+        let entry = entry.io_context("list dir", dir)?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if name.len() != FILE_NAME_DIGITS || !name.bytes().all(|b| b.is_ascii_digit()) {
@@ -70,7 +70,7 @@ pub fn zero_range(file: &fs::File, path: &Path, from: u64, to: u64) -> Result<()
     while pos < to {
         let n = ((to - pos) as usize).min(ZEROS_BYTES);
         file.write_all_at(&zeros[..n], pos)
-            .map_err(|e| StoreError::io("zero file range", path, e))?;
+            .io_context("zero file range", path)?;
         pos += n as u64;
     }
     Ok(())

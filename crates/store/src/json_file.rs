@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::StoreError;
+use crate::error::{IoContext, IoFailure, StoreError};
 
 /// Suffix of the temp file written before the rename.
 const TEMP_SUFFIX: &str = ".tmp";
@@ -29,7 +29,7 @@ impl ConfigDir {
     /// Opens (creating if needed) the directory.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create config dir", &dir, e))?;
+        fs::create_dir_all(&dir).io_context("create config dir", &dir)?;
         Ok(Self { dir })
     }
 
@@ -53,10 +53,10 @@ impl ConfigDir {
                 match fs::read(&backup) {
                     Ok(bytes) => Ok(Some(bytes)),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(StoreError::io("read config backup", &backup, e)),
+                    Err(e) => Err(IoFailure::new("read config backup", &backup, e).into()),
                 }
             }
-            Err(e) => Err(StoreError::io("read config", &path, e)),
+            Err(e) => Err(IoFailure::new("read config", &path, e).into()),
         }
     }
 
@@ -105,18 +105,15 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 pub fn write_atomic(path: &Path, bytes: &[u8], keep_backup: bool) -> Result<(), StoreError> {
     let temp = with_suffix(path, TEMP_SUFFIX);
     {
-        let mut file =
-            fs::File::create(&temp).map_err(|e| StoreError::io("create temp file", &temp, e))?;
-        file.write_all(bytes)
-            .map_err(|e| StoreError::io("write temp file", &temp, e))?;
-        file.sync_all()
-            .map_err(|e| StoreError::io("fsync temp file", &temp, e))?;
+        let mut file = fs::File::create(&temp).io_context("create temp file", &temp)?;
+        file.write_all(bytes).io_context("write temp file", &temp)?;
+        file.sync_all().io_context("fsync temp file", &temp)?;
     }
     if keep_backup && path.exists() {
         let backup = with_suffix(path, BACKUP_SUFFIX);
-        fs::copy(path, &backup).map_err(|e| StoreError::io("copy backup", &backup, e))?;
+        fs::copy(path, &backup).io_context("copy backup", &backup)?;
     }
-    fs::rename(&temp, path).map_err(|e| StoreError::io("rename temp file", path, e))?;
+    fs::rename(&temp, path).io_context("rename temp file", path)?;
     if let Some(parent) = path.parent() {
         sync_dir(parent)?;
     }
@@ -125,10 +122,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], keep_backup: bool) -> Result<(), 
 
 /// fsyncs a directory so a rename or a new file in it is durable.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    let handle = fs::File::open(dir).map_err(|e| StoreError::io("open dir", dir, e))?;
-    handle
-        .sync_all()
-        .map_err(|e| StoreError::io("fsync dir", dir, e))
+    let handle = fs::File::open(dir).io_context("open dir", dir)?;
+    handle.sync_all().io_context("fsync dir", dir)?;
+    Ok(())
 }
 
 #[cfg(test)]

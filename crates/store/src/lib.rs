@@ -77,11 +77,9 @@
 //! ```
 
 mod appender;
-mod appender_tasks;
 mod checkpoint;
 mod checkpoint_writer;
 mod commitlog;
-mod commitlog_retention;
 mod config;
 mod consume_queue;
 mod damage;
@@ -89,7 +87,6 @@ mod error;
 mod fault;
 mod files;
 pub mod index;
-mod intake;
 mod io;
 mod json_file;
 mod messages;
@@ -101,9 +98,8 @@ mod shard;
 mod stop;
 mod store;
 pub mod timer;
-mod topic_reset;
+mod types;
 
-pub use appender::QueueOwnerFn;
 pub use checkpoint::StoreCheckpoint;
 pub use commitlog::CommitLogReader;
 pub use config::*;
@@ -122,6 +118,7 @@ pub use retention::{parse_delete_when, RetentionConfig};
 pub use shard::{ShardPort, ShardStore};
 pub use store::{AppenderHandle, AppenderParts, MessageStore, StoreHandle, APPENDER_THREAD_NAME};
 pub use timer::{AddOutcome, TimerConfig, TimerEntry, TimerError, TimerRecovery, TimerStore};
+pub use types::QueueOwnerFn;
 
 /// glommio's placement, re-exported for `start_appender`.
 pub use glommio::Placement;

@@ -36,7 +36,7 @@ impl TagsCodes {
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             TagsCodes::One(_) => 1,
             TagsCodes::Many(codes) => codes.len(),
@@ -204,10 +204,36 @@ pub struct DispatchEntry {
     pub store_timestamp_ms: i64,
 }
 
-/// Shard -> appender.
-pub(crate) struct Envelope {
-    pub(crate) seq: u64,
-    pub(crate) request: AppendRequest,
+/// Shard -> appender, over the shard's request ring (in the order the
+/// shard made them).
+pub(crate) enum Envelope {
+    /// An append, answered under `seq` in a [`ShardBatch`].
+    Append { seq: u64, request: AppendRequest },
+    /// The sending shard deleted its ConsumeQueues of `topic`: the queues of
+    /// `topic` it owns restart at queue offset 0 (see `appender::topic_reset`),
+    /// answered by a [`ResetDone`].
+    ResetTopic { topic: Arc<str> },
+}
+
+impl Envelope {
+    /// Bytes the envelope takes in the appender's staging queue and batch.
+    pub(crate) fn len_bytes(&self) -> usize {
+        match self {
+            Envelope::Append { request, .. } => request.len_bytes(),
+            Envelope::ResetTopic { .. } => 0,
+        }
+    }
+}
+
+/// Appender -> shard: the queues of `topic` the shard owns count from 0 for
+/// records at CommitLog `position` and after; dispatches of the topic below
+/// it carry offsets of the deleted queues. It travels in the [`ShardBatch`]
+/// that also carries (or precedes) the first dispatches numbered after it.
+#[derive(Debug)]
+pub(crate) struct ResetDone {
+    /// The `Arc` the shard sent, handed back to be freed on its thread.
+    pub(crate) topic: Arc<str>,
+    pub(crate) position: i64,
 }
 
 /// Appender -> shard, once per batch that concerns the shard (and on every
@@ -224,4 +250,20 @@ pub(crate) struct ShardBatch {
     /// and at a message per free that lock contention costs a futex
     /// round trip per message).
     pub(crate) spent: Vec<AppendRequest>,
+    /// Topic resets the shard asked for, applied before any dispatch of
+    /// this batch was numbered.
+    pub(crate) resets: Vec<ResetDone>,
+}
+
+impl ShardBatch {
+    /// Only a watermark: how far dispatches went, for an idle shard.
+    pub(crate) fn watermark_only(watermark: i64) -> Self {
+        ShardBatch {
+            results: Vec::new(),
+            dispatches: Vec::new(),
+            watermark,
+            spent: Vec::new(),
+            resets: Vec::new(),
+        }
+    }
 }

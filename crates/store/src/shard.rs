@@ -15,9 +15,9 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
+use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
-use crate::appender::QueueOwnerFn;
+use crate::appender::InShardAppender;
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
 use crate::config::StoreConfig;
@@ -26,8 +26,12 @@ use crate::error::StoreError;
 use crate::messages::{AppendRequest, AppendResult, DispatchEntry, Envelope, ShardBatch};
 use crate::names::queue_dir;
 use crate::stop::Stop;
+use crate::types::QueueOwnerFn;
 
+mod outbox;
 mod retention;
+
+use outbox::Outbox;
 
 /// What every shard shares about the store.
 pub(crate) struct StoreContext {
@@ -46,7 +50,7 @@ pub struct ShardPort {
     pub(crate) results: SharedReceiver<ShardBatch>,
     pub(crate) ctx: Arc<StoreContext>,
     /// Set when this shard runs the appender itself.
-    pub(crate) in_shard: Option<crate::store::InShardAppender>,
+    pub(crate) in_shard: Option<InShardAppender>,
 }
 
 impl ShardPort {
@@ -85,7 +89,8 @@ type Listener = Rc<dyn Fn(&DispatchEntry)>;
 struct ShardInner {
     shard_id: usize,
     ctx: Arc<StoreContext>,
-    sender: RefCell<Option<Rc<ConnectedSender<Envelope>>>>,
+    /// The request ring to the appender.
+    outbox: Rc<Outbox>,
     next_seq: Cell<u64>,
     pending: RefCell<HashMap<u64, Rc<Slot>>>,
     queues: RefCell<Queues>,
@@ -134,13 +139,7 @@ impl ShardStore {
             ctx,
             in_shard,
         } = port;
-        let appender_task = in_shard.map(|appender| {
-            glommio::spawn_local(async move {
-                let outcome = crate::appender::run(appender.setup).await;
-                // Nobody waits when the broker is already gone.
-                let _ = appender.result.send(outcome);
-            })
-        });
+        let appender_task = in_shard.map(InShardAppender::spawn);
         let (sender, receiver) =
             futures_lite::future::zip(requests.connect(), results.connect()).await;
         let start = ctx.shared.written();
@@ -148,7 +147,7 @@ impl ShardStore {
             shard_id,
             reader: LocalReader::new(Arc::clone(&ctx.shared)),
             ctx,
-            sender: RefCell::new(Some(Rc::new(sender))),
+            outbox: Outbox::new(sender),
             next_seq: Cell::new(0),
             pending: RefCell::new(HashMap::new()),
             queues: RefCell::new(HashMap::new()),
@@ -200,9 +199,9 @@ impl ShardStore {
     /// full ring makes this wait; it never drops the request.
     pub async fn append(&self, request: AppendRequest) -> Result<AppendResult, StoreError> {
         request.validate(self.inner.ctx.config.append_bytes_max())?;
-        let Some(sender) = self.inner.sender.borrow().clone() else {
+        if self.inner.outbox.is_closed() {
             return Err(StoreError::Unavailable("the store is shutting down".into()));
-        };
+        }
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
         let slot = Rc::new(Slot::default());
@@ -214,7 +213,12 @@ impl ShardStore {
             inner: &self.inner,
             seq,
         };
-        if sender.send(Envelope { seq, request }).await.is_err() {
+        if !self
+            .inner
+            .outbox
+            .send(Envelope::Append { seq, request })
+            .await
+        {
             return Err(StoreError::Unavailable(
                 "the CommitLog appender is gone".into(),
             ));
@@ -295,9 +299,7 @@ impl ShardStore {
     /// `shutdown`), then flushes this shard's ConsumeQueues. Call it on
     /// every shard, then `AppenderHandle::join`.
     pub async fn shutdown(&self) {
-        if let Some(sender) = self.inner.sender.borrow_mut().take() {
-            sender.close();
-        }
+        self.inner.outbox.close();
         poll_fn(|cx| {
             if self.inner.done.get() {
                 Poll::Ready(())
@@ -331,9 +333,7 @@ impl ShardStore {
 impl Drop for ShardStore {
     fn drop(&mut self) {
         // Without this the appender would wait for this ring forever.
-        if let Some(sender) = self.inner.sender.borrow_mut().take() {
-            sender.close();
-        }
+        self.inner.outbox.close();
     }
 }
 
@@ -363,6 +363,17 @@ impl ShardInner {
     }
 
     fn apply(&self, batch: ShardBatch) {
+        // The appender published the written end before sending the batch.
+        let written = self.ctx.shared.written();
+        assert!(
+            batch.watermark <= written,
+            "dispatch watermark {} beyond the written end {written}",
+            batch.watermark
+        );
+        // Before the dispatches: they may be numbered after these resets.
+        for done in &batch.resets {
+            self.reset_done(done);
+        }
         for (seq, result) in batch.results {
             let slot = self.pending.borrow_mut().remove(&seq);
             if let Some(slot) = slot {
@@ -371,24 +382,11 @@ impl ShardInner {
         }
         let listener = self.listener.borrow().clone();
         for entry in &batch.dispatches {
-            debug_assert_eq!(
-                (self.ctx.owner)(&entry.topic, entry.queue_id),
-                self.shard_id
-            );
+            self.check_dispatch(entry, written);
             if self.is_stale_dispatch(entry) {
                 continue;
             }
-            let applied = self.queue(&entry.topic, entry.queue_id).and_then(|queue| {
-                queue.append(
-                    entry.queue_offset,
-                    CqEntry {
-                        physical_offset: entry.physical_offset,
-                        size: entry.size,
-                        tags_code: entry.tags_code,
-                    },
-                )
-            });
-            match applied {
+            match self.dispatch(entry) {
                 Ok(()) => {
                     if let Some(listener) = &listener {
                         listener(entry);
@@ -405,6 +403,58 @@ impl ShardInner {
         }
         // Freed here, on the thread that allocated them.
         drop(batch.spent);
+        drop(batch.resets);
+    }
+
+    /// What holds for every dispatch by construction: it is for a queue of
+    /// this shard, and it points at one whole record below the written end
+    /// (`written`, published before the dispatch was sent), within one
+    /// segment (records never span segments).
+    fn check_dispatch(&self, entry: &DispatchEntry, written: i64) {
+        debug_assert_eq!(
+            (self.ctx.owner)(&entry.topic, entry.queue_id),
+            self.shard_id
+        );
+        let end = entry.physical_offset + i64::from(entry.size);
+        assert!(
+            entry.physical_offset >= 0 && entry.size > 0,
+            "dispatch of no record: {entry:?}"
+        );
+        assert!(
+            end <= written,
+            "dispatch beyond the written end {written}: {entry:?}"
+        );
+        let segment_bytes = self.ctx.shared.segment_bytes as i64;
+        assert_eq!(
+            entry.physical_offset / segment_bytes,
+            (end - 1) / segment_bytes,
+            "dispatch of a record across segments: {entry:?}"
+        );
+    }
+
+    /// Adds a dispatched entry to its ConsumeQueue.
+    fn dispatch(&self, entry: &DispatchEntry) -> Result<(), StoreError> {
+        let queue = self.queue(&entry.topic, entry.queue_id)?;
+        // Dense: the appender numbers a queue's records one after another
+        // from where recovery (or a reset) left the queue, and a deleted
+        // queue's stale dispatches never get here. Only an earlier failed
+        // ConsumeQueue write can have left this queue behind.
+        assert!(
+            self.cq_broken.get() || entry.queue_offset == queue.max_offset(),
+            "dispatch of queue offset {} to {}/{} whose next offset is {}",
+            entry.queue_offset,
+            entry.topic,
+            entry.queue_id,
+            queue.max_offset()
+        );
+        queue.append(
+            entry.queue_offset,
+            CqEntry {
+                physical_offset: entry.physical_offset,
+                size: entry.size,
+                tags_code: entry.tags_code,
+            },
+        )
     }
 
     /// The appender closed the result ring: nothing more will come.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use glommio::channels::shared_channel;
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 
-use crate::appender::{self, AppenderSetup, QueueOwnerFn};
+use crate::appender::{self, AppenderSetup, InShardAppender};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared};
 use crate::config::{StoreConfig, WriteMode};
@@ -15,6 +15,7 @@ use crate::io::{GlommioIo, StorageIo};
 use crate::json_file::ConfigDir;
 use crate::recovery::{recover, Recovered};
 use crate::shard::{ShardPort, StoreContext};
+use crate::types::QueueOwnerFn;
 
 /// Name of the appender's executor thread.
 pub const APPENDER_THREAD_NAME: &str = "ferrocket-appender";
@@ -226,13 +227,6 @@ type Prepared = (
     Vec<ShardPort>,
     Arc<CommitLogShared>,
 );
-
-/// The appender's setup travelling to the one shard that runs it, and where
-/// its outcome goes.
-pub(crate) struct InShardAppender {
-    pub(crate) setup: AppenderSetup,
-    pub(crate) result: std::sync::mpsc::Sender<Result<i64, StoreError>>,
-}
 
 /// How to wait for the appender's end.
 enum AppenderJoin {

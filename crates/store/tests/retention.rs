@@ -6,6 +6,8 @@
 mod common;
 
 use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{body_for, read_queue, request, run_store, small_config, wait_for_entries};
@@ -240,6 +242,59 @@ fn deleted_topic_starts_again_at_zero() {
                 .await
                 .unwrap();
             assert_eq!(back.queue_offset, 0);
+        }
+    });
+    outcome.unwrap();
+}
+
+/// A reset posted while the shard's request ring is full waits, and the
+/// shard's later appends wait behind it: an append made after
+/// `delete_topic_queues` returns is numbered in the new, empty queue.
+#[test]
+fn reset_behind_a_full_ring_comes_before_later_appends() {
+    use ferrocket_store::{FaultyIo, FlushMode};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config(dir.path());
+    config.flush_mode = FlushMode::Sync { timeout_ms: 60_000 };
+    config.ring_capacity = 1;
+    config.batch_bytes_max = 4096;
+    let (io, plan) = FaultyIo::new();
+    let (_, outcome, _) = run_store(config, Some(Arc::new(io)), 1, move |shard| {
+        let plan = plan.clone();
+        async move {
+            for n in 0..3 {
+                let old = format!("old-{n}");
+                shard
+                    .append(request("Busy", 0, old.as_bytes(), "t"))
+                    .await
+                    .unwrap();
+            }
+            wait_for_entries(&shard, "Busy", 0, 3).await;
+            // Slow flushes keep the appender busy while other appends fill
+            // the ring (and wait for room in it).
+            plan.delay_syncs_ms(30);
+            let others: Vec<_> = (0..40)
+                .map(|n| {
+                    let shard = Rc::clone(&shard);
+                    glommio::spawn_local(async move {
+                        let body = vec![b'o'; 1000 + n];
+                        shard.append(request("Other", 0, &body, "t")).await
+                    })
+                })
+                .collect();
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            assert_eq!(shard.delete_topic_queues("Busy").unwrap(), 1);
+            let after = shard
+                .append(request("Busy", 0, b"after", "t"))
+                .await
+                .unwrap();
+            assert_eq!(after.queue_offset, 0);
+            for other in others {
+                other.await.unwrap();
+            }
+            plan.delay_syncs_ms(0);
+            wait_for_entries(&shard, "Busy", 0, 1).await;
+            assert_eq!(read_queue(&shard, "Busy", 0), vec![b"after".to_vec()]);
         }
     });
     outcome.unwrap();

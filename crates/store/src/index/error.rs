@@ -28,15 +28,6 @@ pub enum IndexError {
 }
 
 impl IndexError {
-    pub(crate) fn io(op: &'static str, path: &std::path::Path, err: std::io::Error) -> Self {
-        IndexError::Io {
-            op,
-            path: path.display().to_string(),
-            kind: err.kind(),
-            message: err.to_string(),
-        }
-    }
-
     pub(crate) fn corrupt(path: &std::path::Path, reason: impl Into<String>) -> Self {
         IndexError::Corrupt {
             path: path.display().to_string(),
@@ -44,6 +35,8 @@ impl IndexError {
         }
     }
 }
+
+crate::error::from_io_failure!(IndexError);
 
 impl From<IndexError> for StoreError {
     fn from(err: IndexError) -> Self {

@@ -22,6 +22,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::error::IndexError;
+use crate::error::IoContext;
 
 pub(crate) const HEADER_BYTES: usize = 40;
 pub(crate) const SLOT_BYTES: usize = 4;
@@ -116,9 +117,9 @@ impl IndexFile {
             .write(true)
             .create_new(true)
             .open(path)
-            .map_err(|e| IndexError::io("create index file", path, e))?;
+            .io_context("create index file", path)?;
         file.set_len(file_bytes(slots, entries))
-            .map_err(|e| IndexError::io("size index file", path, e))?;
+            .io_context("size index file", path)?;
         let mut this = Self::map(path, name_ms, file, slots, entries)?;
         this.header = Header {
             begin_ts: prev_end_ts.max(0),
@@ -138,11 +139,8 @@ impl IndexFile {
             .read(true)
             .write(true)
             .open(path)
-            .map_err(|e| IndexError::io("open index file", path, e))?;
-        let actual = file
-            .metadata()
-            .map_err(|e| IndexError::io("stat index file", path, e))?
-            .len();
+            .io_context("open index file", path)?;
+        let actual = file.metadata().io_context("stat index file", path)?.len();
         let expected = file_bytes(slots, entries);
         if actual != expected {
             return Err(IndexError::SizeMismatch {
@@ -198,8 +196,8 @@ impl IndexFile {
     ) -> Result<Self, IndexError> {
         // SAFETY: the file belongs to this service (one owner thread) and is
         // never truncated while mapped.
-        let map = unsafe { memmap2::MmapMut::map_mut(&file) }
-            .map_err(|e| IndexError::io("mmap index file", path, e))?;
+        let map =
+            unsafe { memmap2::MmapMut::map_mut(&file) }.io_context("mmap index file", path)?;
         Ok(Self {
             path: path.to_path_buf(),
             name_ms,
@@ -367,7 +365,7 @@ impl IndexFile {
         if self.dirty {
             self.map
                 .flush()
-                .map_err(|e| IndexError::io("msync index file", &self.path, e))?;
+                .io_context("msync index file", &self.path)?;
             self.dirty = false;
         }
         Ok(())
@@ -381,7 +379,7 @@ impl IndexFile {
         let handle = self
             .file
             .try_clone()
-            .map_err(|e| IndexError::io("dup index file", &self.path, e))?;
+            .io_context("dup index file", &self.path)?;
         self.dirty = false;
         Ok(Some(handle))
     }

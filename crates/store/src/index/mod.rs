@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 pub use error::IndexError;
 pub use naming::{file_name_for_ms, index_key_hash, message_index_keys, ms_for_file_name};
 
+use crate::error::IoContext;
 use file::IndexFile;
 
 /// Default hash slots per file (`maxHashSlotNum`).
@@ -141,11 +142,11 @@ impl IndexService {
     pub fn open(dir: impl Into<PathBuf>, config: IndexConfig) -> Result<Self, IndexError> {
         config.validate()?;
         let dir = dir.into();
-        fs::create_dir_all(&dir).map_err(|e| IndexError::io("create index dir", &dir, e))?;
+        fs::create_dir_all(&dir).io_context("create index dir", &dir)?;
         let mut named = Vec::new();
-        let entries = fs::read_dir(&dir).map_err(|e| IndexError::io("list index dir", &dir, e))?;
+        let entries = fs::read_dir(&dir).io_context("list index dir", &dir)?;
         for entry in entries {
-            let entry = entry.map_err(|e| IndexError::io("list index dir", &dir, e))?;
+            let entry = entry.io_context("list index dir", &dir)?;
             let name = entry.file_name();
             let Some(ms) = name.to_str().and_then(ms_for_file_name) else {
                 continue;
@@ -329,8 +330,7 @@ impl IndexService {
             if let Some(file) = self.files.pop() {
                 let path = file.path.clone();
                 drop(file);
-                fs::remove_file(&path)
-                    .map_err(|e| IndexError::io("remove index file", &path, e))?;
+                fs::remove_file(&path).io_context("remove index file", &path)?;
             }
         }
         Ok(removed)
@@ -345,7 +345,7 @@ impl IndexService {
             let file = self.files.remove(0);
             let path = file.path.clone();
             drop(file);
-            fs::remove_file(&path).map_err(|e| IndexError::io("remove index file", &path, e))?;
+            fs::remove_file(&path).io_context("remove index file", &path)?;
             deleted += 1;
         }
         Ok(deleted)

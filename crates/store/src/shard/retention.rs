@@ -6,15 +6,15 @@
 //! start moved since its last pass, drops the files of its queues whose
 //! entries all point below it and moves their min offsets up.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::ShardInner;
-use crate::error::StoreError;
-use crate::messages::DispatchEntry;
+use crate::error::{IoContext, IoFailure, StoreError};
+use crate::messages::{DispatchEntry, Envelope, ResetDone};
 
 /// Per-shard retention state.
 #[derive(Default)]
@@ -22,9 +22,19 @@ pub(super) struct ShardRetention {
     /// CommitLog start at the last completed pass.
     pub(super) cleaned_min: std::cell::Cell<i64>,
     /// Deleted topics whose old dispatches may still arrive.
-    pub(super) deleted: std::cell::RefCell<HashSet<Arc<str>>>,
+    pub(super) deleted: std::cell::RefCell<HashMap<Arc<str>, DeletedTopic>>,
     pub(super) stop: crate::stop::Stop,
     pub(super) task: std::cell::RefCell<Option<glommio::Task<()>>>,
+}
+
+/// A topic this shard deleted, until its old dispatches can no longer come.
+#[derive(Default)]
+pub(super) struct DeletedTopic {
+    /// Resets sent to the appender and not yet answered.
+    unanswered: u32,
+    /// Where the last reset took effect, once every reset is answered:
+    /// the topic's dispatches from here on are the new queues'.
+    from: Option<i64>,
 }
 
 impl ShardInner {
@@ -61,7 +71,7 @@ impl ShardInner {
         }
         let mut deleted = 0;
         for (topic, queue_id) in self.owned_queues_on_disk()? {
-            if self.retention.deleted.borrow().contains(topic.as_str()) {
+            if self.retention.deleted.borrow().contains_key(topic.as_str()) {
                 continue;
             }
             let queue = self.queue(&topic, queue_id)?;
@@ -87,10 +97,10 @@ impl ShardInner {
         let topics = match fs::read_dir(&root) {
             Ok(topics) => topics,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(StoreError::io("list dir", &root, e)),
+            Err(e) => return Err(IoFailure::new("list dir", &root, e).into()),
         };
         for topic in topics {
-            let topic = topic.map_err(|e| StoreError::io("list dir", &root, e))?;
+            let topic = topic.io_context("list dir", &root)?;
             let Some(name) = topic.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
@@ -137,7 +147,9 @@ impl ShardInner {
                     match fs::remove_dir_all(&dir) {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(StoreError::io("remove ConsumeQueue dir", &dir, e)),
+                        Err(e) => {
+                            return Err(IoFailure::new("remove ConsumeQueue dir", &dir, e).into())
+                        }
                     }
                 }
             }
@@ -148,22 +160,45 @@ impl ShardInner {
             &self.ctx.config.consumequeue_dir(),
             topic,
         )?);
-        self.retention.deleted.borrow_mut().insert(Arc::from(topic));
-        self.ctx.shared.resets.request(topic, self.shard_id);
+        let topic: Arc<str> = Arc::from(topic);
+        let mut deleted = self.retention.deleted.borrow_mut();
+        let marker = deleted.entry(Arc::clone(&topic)).or_default();
+        marker.unanswered += 1;
+        marker.from = None;
+        drop(deleted);
+        self.outbox.post(Envelope::ResetTopic { topic });
         Ok(ids.len())
+    }
+
+    /// The appender applied a reset this shard asked for.
+    pub(super) fn reset_done(&self, done: &ResetDone) {
+        let mut deleted = self.retention.deleted.borrow_mut();
+        // A marker stays while its resets are unanswered (`from` is None).
+        let Some(marker) = deleted.get_mut(&done.topic) else {
+            panic!("reset of {} answered, but none was asked for", done.topic);
+        };
+        assert!(
+            marker.unanswered > 0,
+            "a reset of {} answered twice",
+            done.topic
+        );
+        marker.unanswered -= 1;
+        if marker.unanswered == 0 {
+            marker.from = Some(done.position);
+        }
     }
 
     /// True when `entry` belongs to a deleted topic and was numbered before
     /// its offsets were reset: it must not enter the new, empty queue.
     pub(super) fn is_stale_dispatch(&self, entry: &DispatchEntry) -> bool {
-        if !self.retention.deleted.borrow().contains(&*entry.topic) {
+        let mut deleted = self.retention.deleted.borrow_mut();
+        let Some(marker) = deleted.get(&*entry.topic) else {
             return false;
-        }
-        match self.ctx.shared.resets.position(&entry.topic, self.shard_id) {
-            Some(position) if entry.physical_offset >= position => {
+        };
+        match marker.from {
+            Some(from) if entry.physical_offset >= from => {
                 // Dispatches come in CommitLog order: all later ones are new.
-                self.retention.deleted.borrow_mut().remove(&*entry.topic);
-                self.ctx.shared.resets.forget(&entry.topic, self.shard_id);
+                deleted.remove(&*entry.topic);
                 false
             }
             _ => true,
@@ -173,14 +208,9 @@ impl ShardInner {
     /// Drops deleted-topic markers once every older dispatch has arrived.
     fn forget_finished_resets(&self) {
         let applied = self.applied.get();
-        let topics: Vec<Arc<str>> = self.retention.deleted.borrow().iter().cloned().collect();
-        for topic in topics {
-            if let Some(position) = self.ctx.shared.resets.position(&topic, self.shard_id) {
-                if applied >= position {
-                    self.retention.deleted.borrow_mut().remove(&topic);
-                    self.ctx.shared.resets.forget(&topic, self.shard_id);
-                }
-            }
-        }
+        self.retention
+            .deleted
+            .borrow_mut()
+            .retain(|_, marker| !marker.from.is_some_and(|from| applied >= from));
     }
 }

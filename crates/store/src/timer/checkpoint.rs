@@ -21,6 +21,7 @@ use std::path::Path;
 
 use super::error::TimerError;
 use super::log::Key;
+use crate::error::IoFailure;
 use crate::json_file::write_atomic;
 
 const MAGIC: u32 = 0x4652_544D; // "FRTM"
@@ -185,7 +186,7 @@ impl TimerCheckpoint {
                 .map(Some)
                 .ok_or_else(|| TimerError::corrupt(path, "damaged timer checkpoint")),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(TimerError::io("read timer checkpoint", path, e)),
+            Err(e) => Err(IoFailure::new("read timer checkpoint", path, e).into()),
         }
     }
 

@@ -39,15 +39,6 @@ pub enum TimerError {
 }
 
 impl TimerError {
-    pub(crate) fn io(op: &'static str, path: &std::path::Path, err: std::io::Error) -> Self {
-        TimerError::Io {
-            op,
-            path: path.display().to_string(),
-            kind: err.kind(),
-            message: err.to_string(),
-        }
-    }
-
     pub(crate) fn corrupt(path: &std::path::Path, reason: impl Into<String>) -> Self {
         TimerError::Corrupt {
             path: path.display().to_string(),
@@ -55,6 +46,8 @@ impl TimerError {
         }
     }
 }
+
+crate::error::from_io_failure!(TimerError);
 
 impl From<TimerError> for StoreError {
     fn from(err: TimerError) -> Self {

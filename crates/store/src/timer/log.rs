@@ -19,6 +19,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::error::TimerError;
+use crate::error::IoContext;
 use crate::files::{list_offset_files, offset_file_name};
 
 /// Bytes of one record.
@@ -147,7 +148,7 @@ impl TimerLog {
     /// Maps the existing segments; the end is set by [`TimerLog::scan`].
     pub fn open(dir: &Path, segment_bytes: u64) -> Result<Self, TimerError> {
         debug_assert!(segment_bytes % RECORD_BYTES as u64 == 0);
-        fs::create_dir_all(dir).map_err(|e| TimerError::io("create timer log dir", dir, e))?;
+        fs::create_dir_all(dir).io_context("create timer log dir", dir)?;
         let files = list_offset_files(dir).map_err(|e| TimerError::corrupt(dir, e.to_string()))?;
         let mut segments: Vec<Segment> = Vec::with_capacity(files.len());
         for (start, path) in files {
@@ -265,8 +266,7 @@ impl TimerLog {
                 if let Some(seg) = self.segments.pop() {
                     let path = seg.path.clone();
                     drop(seg);
-                    fs::remove_file(&path)
-                        .map_err(|e| TimerError::io("remove timer log segment", &path, e))?;
+                    fs::remove_file(&path).io_context("remove timer log segment", &path)?;
                 }
                 continue;
             }
@@ -329,9 +329,7 @@ impl TimerLog {
     /// msyncs the segments written since the last sync (blocking).
     pub fn sync(&mut self) -> Result<(), TimerError> {
         for seg in self.segments.iter_mut().filter(|s| s.dirty) {
-            seg.map
-                .flush()
-                .map_err(|e| TimerError::io("msync timer log", &seg.path, e))?;
+            seg.map.flush().io_context("msync timer log", &seg.path)?;
             seg.dirty = false;
         }
         Ok(())
@@ -353,8 +351,7 @@ impl TimerLog {
             let seg = self.segments.remove(0);
             let path = seg.path.clone();
             drop(seg);
-            fs::remove_file(&path)
-                .map_err(|e| TimerError::io("remove timer log segment", &path, e))?;
+            fs::remove_file(&path).io_context("remove timer log segment", &path)?;
             removed += 1;
         }
         Ok(removed)
@@ -367,14 +364,14 @@ fn map_segment(path: &Path, start: i64, bytes: u64, create: bool) -> Result<Segm
         .write(true)
         .create_new(create)
         .open(path)
-        .map_err(|e| TimerError::io("open timer log segment", path, e))?;
+        .io_context("open timer log segment", path)?;
     if create {
         file.set_len(bytes)
-            .map_err(|e| TimerError::io("size timer log segment", path, e))?;
+            .io_context("size timer log segment", path)?;
     }
     let len = file
         .metadata()
-        .map_err(|e| TimerError::io("stat timer log segment", path, e))?
+        .io_context("stat timer log segment", path)?
         .len();
     if len != bytes {
         return Err(TimerError::corrupt(
@@ -384,8 +381,8 @@ fn map_segment(path: &Path, start: i64, bytes: u64, create: bool) -> Result<Segm
     }
     // SAFETY: the segment belongs to this store (one owner thread) and is
     // never truncated while mapped.
-    let map = unsafe { memmap2::MmapMut::map_mut(&file) }
-        .map_err(|e| TimerError::io("mmap timer log segment", path, e))?;
+    let map =
+        unsafe { memmap2::MmapMut::map_mut(&file) }.io_context("mmap timer log segment", path)?;
     Ok(Segment {
         start,
         path: path.to_path_buf(),

@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::checkpoint::TimerCheckpoint;
 use super::log::{Key, Record, TimerLog};
@@ -19,6 +19,7 @@ use super::wheel::Wheel;
 use super::{
     TimerConfig, TimerError, TimerRecovery, TimerStore, CHECKPOINT_FILE, LOG_DIR, WHEEL_FILE,
 };
+use crate::error::IoContext;
 
 /// State rebuilt from the checkpoint plus the replayed records.
 struct Replayed {
@@ -143,6 +144,91 @@ fn wheel_is_consistent(wheel: &Wheel, log: &TimerLog, floor_second: i64) -> bool
         })
 }
 
+impl Replayed {
+    /// The state the checkpoint records (empty without one), and the log
+    /// position replay starts from. The checkpoint's latest second per log
+    /// segment goes into `log`.
+    fn from_checkpoint(checkpoint: Option<&TimerCheckpoint>, log: &mut TimerLog) -> (Self, i64) {
+        let mut state = Replayed::new();
+        let Some(cp) = checkpoint else {
+            return (state, log.start());
+        };
+        state.floor = Some(cp.floor);
+        state.ahead = cp
+            .ahead
+            .iter()
+            .copied()
+            .filter(|k| *k >= cp.floor)
+            .collect();
+        state.handout = cp.handout;
+        state.ingested_end = cp.ingested_end;
+        state.pending = cp.pending;
+        state.truncations = cp.truncations.clone();
+        for &(start, max_second) in &cp.segments {
+            if let Some(seg) = log.segments.iter_mut().find(|s| s.start == start) {
+                seg.max_second = max_second;
+            }
+        }
+        (state, cp.replay_from)
+    }
+
+    /// Everything up to here is delivered: the checkpoint's floor, or
+    /// without one the second of the earliest ADD replayed (nothing was
+    /// known delivered before the log).
+    fn floor(&self) -> Key {
+        self.floor.unwrap_or((
+            self.earliest_add_ms
+                .map_or(0, |ms| ms.div_euclid(1000) * 1000),
+            i64::MIN,
+        ))
+    }
+}
+
+/// Refuses a changed slot count while timers are pending: their seconds
+/// map to other slots now and could collide.
+fn check_slots(
+    checkpoint: Option<&TimerCheckpoint>,
+    config: &TimerConfig,
+) -> Result<(), TimerError> {
+    match checkpoint {
+        Some(cp) if cp.wheel_slots != config.wheel_slots && cp.pending > 0 => {
+            Err(TimerError::Config(format!(
+                "wheel_slots changed from {} to {} while {} timers are pending",
+                cp.wheel_slots, config.wheel_slots, cp.pending
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Rebuilds the wheel from the whole log; an error when even that leaves a
+/// live slot that heads no ADD of its second.
+fn rebuild_wheel(
+    dir: &Path,
+    log: &mut TimerLog,
+    wheel: &mut Wheel,
+    floor_second: i64,
+    segment_bytes: i64,
+) -> Result<(), TimerError> {
+    tracing::warn!(dir = %dir.display(), "timer wheel inconsistent with the log; rebuilding it");
+    wheel.clear();
+    let (start, end) = (log.start(), log.end());
+    let mut ignored = Replayed::new();
+    replay(
+        log,
+        wheel,
+        start,
+        end,
+        i64::MAX,
+        &mut ignored,
+        segment_bytes,
+    )?;
+    if !wheel_is_consistent(wheel, log, floor_second) {
+        return Err(TimerError::corrupt(dir, "timer log chains are damaged"));
+    }
+    Ok(())
+}
+
 impl TimerStore {
     /// Opens (creating) the timer store in `dir` (by convention
     /// `{root}/timer`) and recovers it.
@@ -152,45 +238,16 @@ impl TimerStore {
     ) -> Result<(Self, TimerRecovery), TimerError> {
         config.validate()?;
         let dir = dir.into();
-        fs::create_dir_all(&dir).map_err(|e| TimerError::io("create timer dir", &dir, e))?;
+        fs::create_dir_all(&dir).io_context("create timer dir", &dir)?;
         let checkpoint = TimerCheckpoint::load(&dir.join(CHECKPOINT_FILE))?;
         let mut log = TimerLog::open(&dir.join(LOG_DIR), config.log_segment_bytes)?;
-        if let Some(cp) = checkpoint.as_ref() {
-            // Seconds map to other slots now; pending timers could collide.
-            if cp.wheel_slots != config.wheel_slots && cp.pending > 0 {
-                return Err(TimerError::Config(format!(
-                    "wheel_slots changed from {} to {} while {} timers are pending",
-                    cp.wheel_slots, config.wheel_slots, cp.pending
-                )));
-            }
-        }
+        check_slots(checkpoint.as_ref(), &config)?;
         let wheel_usable = checkpoint
             .as_ref()
             .is_some_and(|cp| cp.wheel_slots == config.wheel_slots);
         let (mut wheel, loaded) =
             Wheel::open(&dir.join(WHEEL_FILE), config.wheel_slots, wheel_usable)?;
-
-        let mut state = Replayed::new();
-        let mut replay_from = log.start();
-        if let Some(cp) = &checkpoint {
-            state.floor = Some(cp.floor);
-            state.ahead = cp
-                .ahead
-                .iter()
-                .copied()
-                .filter(|k| *k >= cp.floor)
-                .collect();
-            state.handout = cp.handout;
-            state.ingested_end = cp.ingested_end;
-            state.pending = cp.pending;
-            state.truncations = cp.truncations.clone();
-            replay_from = cp.replay_from;
-            for &(start, max_second) in &cp.segments {
-                if let Some(seg) = log.segments.iter_mut().find(|s| s.start == start) {
-                    seg.max_second = max_second;
-                }
-            }
-        }
+        let (mut state, replay_from) = Replayed::from_checkpoint(checkpoint.as_ref(), &mut log);
         let segment_bytes = config.log_segment_bytes as i64;
         let scan_from = if loaded {
             replay_from
@@ -207,36 +264,10 @@ impl TimerStore {
             segment_bytes,
         )?;
         let mut rebuilt = !loaded && log.end() > log.start();
-
-        let floor = match state.floor {
-            Some(floor) => floor,
-            // No checkpoint: nothing was known delivered before the log.
-            None => (
-                state
-                    .earliest_add_ms
-                    .map_or(0, |ms| ms.div_euclid(1000) * 1000),
-                i64::MIN,
-            ),
-        };
-        let ahead = state.ahead.split_off(&floor);
+        let floor = state.floor();
         let floor_second = floor.0.div_euclid(1000);
         if !wheel_is_consistent(&wheel, &log, floor_second) {
-            tracing::warn!(dir = %dir.display(), "timer wheel inconsistent with the log; rebuilding it");
-            wheel.clear();
-            let (start, end) = (log.start(), log.end());
-            let mut ignored = Replayed::new();
-            replay(
-                &mut log,
-                &mut wheel,
-                start,
-                end,
-                i64::MAX,
-                &mut ignored,
-                segment_bytes,
-            )?;
-            if !wheel_is_consistent(&wheel, &log, floor_second) {
-                return Err(TimerError::corrupt(&dir, "timer log chains are damaged"));
-            }
+            rebuild_wheel(&dir, &mut log, &mut wheel, floor_second, segment_bytes)?;
             rebuilt = true;
         }
         let recovery = TimerRecovery {
@@ -247,15 +278,28 @@ impl TimerStore {
             replayed_records: state.records,
             wheel_rebuilt: rebuilt,
         };
-        let store = TimerStore {
+        let store = TimerStore::recovered(dir, config, log, wheel, floor, state);
+        Ok((store, recovery))
+    }
+
+    /// The store as recovery left it, delivering from `floor` on.
+    fn recovered(
+        dir: PathBuf,
+        config: TimerConfig,
+        log: TimerLog,
+        wheel: Wheel,
+        floor: Key,
+        mut state: Replayed,
+    ) -> Self {
+        TimerStore {
             dir,
             config,
             log,
             wheel,
             floor,
-            ahead,
+            ahead: state.ahead.split_off(&floor),
             ready: Default::default(),
-            loaded_through: floor_second,
+            loaded_through: floor.0.div_euclid(1000),
             handout: state.handout,
             in_doubt_through: state.handout,
             in_doubt_below_offset: i64::MAX,
@@ -264,7 +308,6 @@ impl TimerStore {
             truncations: state.truncations,
             next_due: Cell::new(None),
             changed: true,
-        };
-        Ok((store, recovery))
+        }
     }
 }

@@ -12,6 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::error::TimerError;
+use crate::error::IoContext;
 
 const SLOT_BYTES: usize = 16;
 
@@ -51,18 +52,15 @@ impl Wheel {
             .create(true)
             .truncate(false)
             .open(path)
-            .map_err(|e| TimerError::io("open timer wheel", path, e))?;
+            .io_context("open timer wheel", path)?;
         let bytes = u64::from(count) * SLOT_BYTES as u64;
-        let len = file
-            .metadata()
-            .map_err(|e| TimerError::io("stat timer wheel", path, e))?
-            .len();
+        let len = file.metadata().io_context("stat timer wheel", path)?.len();
         let mut slots = vec![EMPTY; count as usize];
         let loaded = load && len == bytes;
         if loaded {
             let mut buf = vec![0u8; bytes as usize];
             file.read_exact_at(&mut buf, 0)
-                .map_err(|e| TimerError::io("read timer wheel", path, e))?;
+                .io_context("read timer wheel", path)?;
             for (slot, raw) in slots.iter_mut().zip(buf.chunks_exact(SLOT_BYTES)) {
                 let mut second = [0u8; 8];
                 second.copy_from_slice(&raw[0..8]);
@@ -77,8 +75,7 @@ impl Wheel {
                 }
             }
         } else if len != bytes {
-            file.set_len(bytes)
-                .map_err(|e| TimerError::io("size timer wheel", path, e))?;
+            file.set_len(bytes).io_context("size timer wheel", path)?;
         }
         let mut wheel = Self {
             path: path.to_path_buf(),
@@ -155,7 +152,7 @@ impl Wheel {
             }
             self.file
                 .write_all_at(&buf, 0)
-                .map_err(|e| TimerError::io("write timer wheel", &self.path, e))?;
+                .io_context("write timer wheel", &self.path)?;
         } else {
             let mut out = [0u8; SLOT_BYTES];
             for (word_index, word) in self.dirty.iter().enumerate() {
@@ -169,13 +166,13 @@ impl Wheel {
                     encode(slot, &mut out);
                     self.file
                         .write_all_at(&out, (index * SLOT_BYTES) as u64)
-                        .map_err(|e| TimerError::io("write timer wheel", &self.path, e))?;
+                        .io_context("write timer wheel", &self.path)?;
                 }
             }
         }
         self.file
             .sync_data()
-            .map_err(|e| TimerError::io("fdatasync timer wheel", &self.path, e))?;
+            .io_context("fdatasync timer wheel", &self.path)?;
         self.dirty.fill(0);
         self.dirty_count = 0;
         Ok(())

@@ -36,6 +36,26 @@ pub(crate) struct Common {
 }
 
 impl Common {
+    /// The state of an appender at CommitLog position `end`, filling
+    /// `current`, answering the shards through `senders`.
+    pub(crate) fn new(
+        shared: Arc<CommitLogShared>,
+        current: OpenSegment,
+        end: i64,
+        senders: Vec<ConnectedSender<ShardBatch>>,
+    ) -> Rc<Self> {
+        Rc::new(Common {
+            shared,
+            current: RefCell::new(Rc::new(current)),
+            failed: RefCell::new(None),
+            dispatched_upto: Cell::new(end),
+            flush_stop: Stop::default(),
+            checkpoint_stop: Stop::default(),
+            retention_stop: Stop::default(),
+            senders,
+        })
+    }
+
     pub(crate) fn fail(&self, reason: String) {
         tracing::error!(%reason, "CommitLog appender stops accepting writes");
         let mut failed = self.failed.borrow_mut();
@@ -91,12 +111,7 @@ pub(crate) async fn checkpoint_task(
         let watermark = common.dispatched_upto.get();
         for tx in &common.senders {
             // Only a hint: a full ring already carries newer watermarks.
-            let _ = tx.try_send(ShardBatch {
-                results: Vec::new(),
-                dispatches: Vec::new(),
-                watermark,
-                spent: Vec::new(),
-            });
+            let _ = tx.try_send(ShardBatch::watermark_only(watermark));
         }
         let durable = common.shared.durable();
         let writer = Arc::clone(&writer);

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
-use crate::appender_tasks::Common;
+use super::tasks::Common;
 use crate::config::StoreConfig;
 use crate::files::offset_file_name;
 use crate::retention::{disk_used_percent, local_hour, PassReason};

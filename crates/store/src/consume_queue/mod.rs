@@ -13,71 +13,12 @@ use std::cell::{Cell, RefCell};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::StoreError;
+use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::{list_offset_files, offset_file_name};
 
-/// Bytes of one entry (`CQ_STORE_UNIT_SIZE`).
-pub const CQ_ENTRY_BYTES: usize = 20;
-/// Tags code of a lost entry (see [`CqEntry::lost`]).
-pub const LOST_TAGS_CODE: i64 = i64::MIN;
+mod entry;
 
-/// One ConsumeQueue entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CqEntry {
-    pub physical_offset: i64,
-    pub size: i32,
-    pub tags_code: i64,
-}
-
-impl CqEntry {
-    fn encode(&self, out: &mut [u8]) {
-        out[0..8].copy_from_slice(&self.physical_offset.to_be_bytes());
-        out[8..12].copy_from_slice(&self.size.to_be_bytes());
-        out[12..20].copy_from_slice(&self.tags_code.to_be_bytes());
-    }
-
-    fn decode(buf: &[u8]) -> Self {
-        let mut off = [0u8; 8];
-        off.copy_from_slice(&buf[0..8]);
-        let mut size = [0u8; 4];
-        size.copy_from_slice(&buf[8..12]);
-        let mut tags = [0u8; 8];
-        tags.copy_from_slice(&buf[12..20]);
-        Self {
-            physical_offset: i64::from_be_bytes(off),
-            size: i32::from_be_bytes(size),
-            tags_code: i64::from_be_bytes(tags),
-        }
-    }
-
-    /// The entry of a queue offset whose record recovery found damaged
-    /// (it lay in a quarantined CommitLog range starting at
-    /// `physical_offset`): it keeps the queue's offsets dense, and readers
-    /// skip it as they skip a message retention removed.
-    pub fn lost(physical_offset: i64) -> Self {
-        Self {
-            physical_offset,
-            size: 0,
-            tags_code: LOST_TAGS_CODE,
-        }
-    }
-
-    /// Whether this is a [`CqEntry::lost`] entry.
-    pub fn is_lost(&self) -> bool {
-        self.size == 0 && self.tags_code == LOST_TAGS_CODE && self.physical_offset >= 0
-    }
-
-    /// A written entry (`offset >= 0 && size > 0`, or lost); zeros mean
-    /// never written.
-    fn is_valid(&self) -> bool {
-        self.physical_offset >= 0 && (self.size > 0 || self.is_lost())
-    }
-
-    /// CommitLog position just past the record.
-    pub fn end(&self) -> i64 {
-        self.physical_offset + i64::from(self.size)
-    }
-}
+pub use entry::{CqEntry, CQ_ENTRY_BYTES, LOST_TAGS_CODE};
 
 struct CqFile {
     /// Queue offset of the first entry.
@@ -281,8 +222,7 @@ impl ConsumeQueue {
         };
         if needs_file {
             let start = queue_offset - queue_offset.rem_euclid(per_file);
-            fs::create_dir_all(&self.dir)
-                .map_err(|e| StoreError::io("create ConsumeQueue dir", &self.dir, e))?;
+            fs::create_dir_all(&self.dir).io_context("create ConsumeQueue dir", &self.dir)?;
             let path = self
                 .dir
                 .join(offset_file_name(start * CQ_ENTRY_BYTES as i64));
@@ -295,9 +235,16 @@ impl ConsumeQueue {
         let Some(file) = files.last_mut() else {
             return Err(StoreError::Corrupt("no ConsumeQueue file".into()));
         };
-        let at = (queue_offset - file.start) as usize * CQ_ENTRY_BYTES;
+        let index = queue_offset - file.start;
+        assert!(
+            (0..per_file).contains(&index),
+            "queue offset {queue_offset} outside its file at {}",
+            file.start
+        );
+        let at = index as usize * CQ_ENTRY_BYTES;
         entry.encode(&mut file.map[at..at + CQ_ENTRY_BYTES]);
         file.dirty = true;
+        // Dense: the checks above allow only the next offset.
         self.max_offset.set(queue_offset + 1);
         Ok(())
     }
@@ -322,8 +269,7 @@ impl ConsumeQueue {
             }
             let file = files.remove(0);
             drop(files);
-            fs::remove_file(&file.path)
-                .map_err(|e| StoreError::io("remove ConsumeQueue file", &file.path, e))?;
+            fs::remove_file(&file.path).io_context("remove ConsumeQueue file", &file.path)?;
             deleted += 1;
         }
         self.correct_min(commitlog_min);
@@ -405,7 +351,9 @@ impl ConsumeQueue {
             match fs::remove_file(&file.path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io("remove ConsumeQueue file", &file.path, e)),
+                Err(e) => {
+                    return Err(IoFailure::new("remove ConsumeQueue file", &file.path, e).into())
+                }
             }
         }
         self.min_offset.set(0);
@@ -413,7 +361,7 @@ impl ConsumeQueue {
         match fs::remove_dir_all(&self.dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::io("remove ConsumeQueue dir", &self.dir, e)),
+            Err(e) => Err(IoFailure::new("remove ConsumeQueue dir", &self.dir, e).into()),
         }
     }
 
@@ -428,7 +376,7 @@ impl ConsumeQueue {
             if last.start >= queue_offset && last.start > 0 && files.len() > 1 {
                 if let Some(file) = files.pop() {
                     fs::remove_file(&file.path)
-                        .map_err(|e| StoreError::io("remove ConsumeQueue file", &file.path, e))?;
+                        .io_context("remove ConsumeQueue file", &file.path)?;
                 }
                 continue;
             }
@@ -466,7 +414,7 @@ impl ConsumeQueue {
             out.push(
                 file.file
                     .try_clone()
-                    .map_err(|e| StoreError::io("dup ConsumeQueue file", &file.path, e))?,
+                    .io_context("dup ConsumeQueue file", &file.path)?,
             );
             file.dirty = false;
         }
@@ -477,7 +425,7 @@ impl ConsumeQueue {
     pub(crate) fn flush_blocking(&self) -> Result<(), StoreError> {
         for file in self.take_dirty_files()? {
             file.sync_data()
-                .map_err(|e| StoreError::io("fdatasync ConsumeQueue", &self.dir, e))?;
+                .io_context("fdatasync ConsumeQueue", &self.dir)?;
         }
         Ok(())
     }
@@ -487,7 +435,7 @@ impl ConsumeQueue {
 /// entries read as never written); says whether it was short.
 fn extend_if_short(path: &Path, file_bytes: u64) -> Result<bool, StoreError> {
     let len = fs::metadata(path)
-        .map_err(|e| StoreError::io("stat ConsumeQueue file", path, e))?
+        .io_context("stat ConsumeQueue file", path)?
         .len();
     if len >= file_bytes {
         return Ok(false);
@@ -498,7 +446,7 @@ fn extend_if_short(path: &Path, file_bytes: u64) -> Result<bool, StoreError> {
         .write(true)
         .open(path)
         .and_then(|file| file.set_len(file_bytes))
-        .map_err(|e| StoreError::io("extend ConsumeQueue file", path, e))?;
+        .io_context("extend ConsumeQueue file", path)?;
     Ok(true)
 }
 
@@ -509,14 +457,14 @@ fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<Cq
         .create(create)
         .truncate(false)
         .open(path)
-        .map_err(|e| StoreError::io("open ConsumeQueue file", path, e))?;
+        .io_context("open ConsumeQueue file", path)?;
     let len = file
         .metadata()
-        .map_err(|e| StoreError::io("stat ConsumeQueue file", path, e))?
+        .io_context("stat ConsumeQueue file", path)?
         .len();
     if create && len == 0 {
         file.set_len(file_bytes)
-            .map_err(|e| StoreError::io("size ConsumeQueue file", path, e))?;
+            .io_context("size ConsumeQueue file", path)?;
     } else if len != file_bytes {
         return Err(StoreError::Corrupt(format!(
             "ConsumeQueue file {} has {len} bytes, expected {file_bytes}",
@@ -525,8 +473,8 @@ fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<Cq
     }
     // SAFETY: the file is owned by this queue (one thread) and never
     // truncated while mapped.
-    let map = unsafe { memmap2::MmapMut::map_mut(&file) }
-        .map_err(|e| StoreError::io("mmap ConsumeQueue file", path, e))?;
+    let map =
+        unsafe { memmap2::MmapMut::map_mut(&file) }.io_context("mmap ConsumeQueue file", path)?;
     Ok(CqFile {
         start,
         path: path.to_path_buf(),
@@ -546,6 +494,17 @@ mod tests {
             size: 100,
             tags_code: n,
         }
+    }
+
+    #[test]
+    fn a_damaged_entry_end_does_not_overflow() {
+        let damaged = CqEntry {
+            physical_offset: i64::MAX - 1,
+            size: 100,
+            tags_code: 0,
+        };
+        assert_eq!(damaged.end(), i64::MAX);
+        assert_eq!(entry(3).end(), 400);
     }
 
     #[test]

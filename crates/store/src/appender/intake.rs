@@ -56,9 +56,7 @@ impl Intake {
                 .await;
                 match ring.recv().await {
                     Some(envelope) => {
-                        intake
-                            .bytes
-                            .set(intake.bytes.get() + envelope.request.len_bytes());
+                        intake.bytes.set(intake.bytes.get() + envelope.len_bytes());
                         intake.queue.borrow_mut().push_back((shard, envelope));
                     }
                     None => {
@@ -94,7 +92,7 @@ impl Intake {
             let mut batch = Vec::new();
             let mut bytes = 0;
             while let Some((_, envelope)) = queue.front() {
-                let len = envelope.request.len_bytes();
+                let len = envelope.len_bytes();
                 if !batch.is_empty() && bytes + len > batch_bytes_max {
                     break;
                 }

@@ -1,0 +1,214 @@
+//! The appender's write path: one job (the bytes of a batch, all in the
+//! current segment) per write, the roll to the next segment, and in Direct
+//! mode the partly written block that every aligned write starts with.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::tasks::{Common, OpenSegment};
+use crate::commitlog::{CommitLogShared, SegmentMap};
+use crate::config::{StoreConfig, WriteMode};
+use crate::error::{IoContext, IoFailure, StoreError};
+use crate::files::offset_file_name;
+use crate::io::{IoBuffer, SegmentFile, StorageIo};
+
+/// Writes jobs into the current segment and rolls to the next one.
+pub(super) struct SegmentWriter {
+    dir: PathBuf,
+    write_mode: WriteMode,
+    seg_bytes: i64,
+    io: Arc<dyn StorageIo>,
+    common: Rc<Common>,
+    /// Direct mode: bytes of the current segment from the last aligned
+    /// boundary up to the written end, rewritten with the next job.
+    tail: Vec<u8>,
+}
+
+/// Opens the segment holding `end`, creating and publishing it when it is
+/// new, and reads its partly written block (Direct mode): where the
+/// appender starts.
+pub(super) async fn open_current(
+    config: &StoreConfig,
+    io: &dyn StorageIo,
+    shared: &CommitLogShared,
+    end: i64,
+) -> Result<(OpenSegment, Vec<u8>), StoreError> {
+    let seg_bytes = config.segment_bytes as i64;
+    let start = end - end.rem_euclid(seg_bytes);
+    let dir = config.commitlog_dir();
+    let path = dir.join(offset_file_name(start));
+    let exists = shared
+        .segment_list()
+        .last()
+        .is_some_and(|last| last.start == start);
+    let file = io
+        .open_segment(&path, seg_bytes as u64, config.write_mode)
+        .await
+        .io_context("open segment", &path)?;
+    check_alignment(&*file, seg_bytes)?;
+    if !exists {
+        crate::json_file::sync_dir(&dir)?;
+        let map = SegmentMap::open(&path, start, seg_bytes as u64)?;
+        shared.push_segment(Arc::new(map));
+    }
+    let tail = tail_block(shared, &*file, start, end);
+    Ok((OpenSegment { start, file }, tail))
+}
+
+/// Aligned writes must never pass the segment's end.
+fn check_alignment(file: &dyn SegmentFile, seg_bytes: i64) -> Result<(), StoreError> {
+    let align = file.alignment() as i64;
+    if align < 1 || seg_bytes % align != 0 {
+        return Err(StoreError::Config(format!(
+            "segment size {seg_bytes} is not a multiple of the write alignment {align}"
+        )));
+    }
+    Ok(())
+}
+
+/// Direct mode: the partly written block at the end, from the segment map.
+fn tail_block(
+    shared: &CommitLogShared,
+    file: &dyn SegmentFile,
+    seg_start: i64,
+    end: i64,
+) -> Vec<u8> {
+    let align = file.alignment() as i64;
+    if align <= 1 {
+        return Vec::new();
+    }
+    let in_seg = end - seg_start;
+    let from = in_seg - in_seg % align;
+    let segments = shared.segment_list();
+    segments
+        .iter()
+        .find(|segment| segment.start == seg_start)
+        .map(|segment| segment.bytes()[from as usize..in_seg as usize].to_vec())
+        .unwrap_or_else(|| vec![0u8; (in_seg - from) as usize])
+}
+
+/// Direct mode: the aligned buffer that rewrites the partly written block
+/// `tail` and adds `job` after it (zero padded), the aligned file position
+/// to write it at, and the block left partly written after it.
+fn direct_write(
+    file: &dyn SegmentFile,
+    tail: &[u8],
+    job: &[u8],
+    file_pos: u64,
+) -> (IoBuffer, u64, Vec<u8>) {
+    let align = file.alignment();
+    let aligned = file_pos - file_pos % align;
+    assert_eq!(
+        (file_pos - aligned) as usize,
+        tail.len(),
+        "tail block out of step"
+    );
+    let total = tail.len() + job.len();
+    let padded = total.div_ceil(align as usize) * align as usize;
+    let mut buf = file.alloc_buffer(padded);
+    let bytes = buf.as_mut_slice();
+    bytes[..tail.len()].copy_from_slice(tail);
+    bytes[tail.len()..total].copy_from_slice(job);
+    bytes[total..].fill(0);
+    let new_end = file_pos + job.len() as u64;
+    let keep_from = (new_end - new_end % align - aligned) as usize;
+    let new_tail = bytes[keep_from..total].to_vec();
+    (buf, aligned, new_tail)
+}
+
+impl SegmentWriter {
+    pub(super) fn new(
+        config: &StoreConfig,
+        io: Arc<dyn StorageIo>,
+        common: Rc<Common>,
+        tail: Vec<u8>,
+    ) -> Self {
+        SegmentWriter {
+            dir: config.commitlog_dir(),
+            write_mode: config.write_mode,
+            seg_bytes: config.segment_bytes as i64,
+            io,
+            common,
+            tail,
+        }
+    }
+
+    pub(super) fn current(&self) -> Rc<OpenSegment> {
+        Rc::clone(&self.common.current.borrow())
+    }
+
+    /// Start of the current segment.
+    pub(super) fn segment_start(&self) -> i64 {
+        self.common.current.borrow().start
+    }
+
+    /// Writes `job`: the bytes for `[job_start, job_start + len)`, all in
+    /// the current segment.
+    pub(super) async fn write(&mut self, job_start: i64, job: Bytes) -> Result<(), StoreError> {
+        let segment = self.current();
+        assert!(
+            segment.start <= job_start,
+            "a write must not start before its segment"
+        );
+        let file_pos = (job_start - segment.start) as u64;
+        assert!(
+            file_pos + job.len() as u64 <= self.seg_bytes as u64,
+            "a write must stay within its segment"
+        );
+        // Named lazily: the write path formats nothing unless a write fails.
+        let io_error = |e| IoFailure::new("write segment", format!("segment {}", segment.start), e);
+        match self.write_mode {
+            WriteMode::Buffered => {
+                // Zero-copy: the batch buffer becomes the write buffer.
+                let buf = IoBuffer::Heap(Vec::from(job));
+                segment
+                    .file
+                    .write_at(buf, file_pos)
+                    .await
+                    .map_err(io_error)?;
+            }
+            WriteMode::Direct => {
+                let (buf, aligned, new_tail) =
+                    direct_write(&*segment.file, &self.tail, &job, file_pos);
+                segment
+                    .file
+                    .write_at(buf, aligned)
+                    .await
+                    .map_err(io_error)?;
+                self.tail = new_tail;
+                self.common.shared.push_hot(job_start, job);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the last bytes of the current segment (ending in the blank
+    /// filler), makes them durable, and opens the next segment.
+    pub(super) async fn roll(&mut self, job_start: i64, job: Bytes) -> Result<(), StoreError> {
+        let job_end = job_start + job.len() as i64;
+        self.write(job_start, job).await?;
+        let old = self.current();
+        old.file
+            .sync_data()
+            .await
+            .map_err(|e| StoreError::FlushFailed(format!("fdatasync before segment roll: {e}")))?;
+        let start = old.start + self.seg_bytes;
+        assert_eq!(job_end, start, "a segment must be full before the next one");
+        let path = self.dir.join(offset_file_name(start));
+        let file = self
+            .io
+            .open_segment(&path, self.seg_bytes as u64, self.write_mode)
+            .await
+            .io_context("create segment", &path)?;
+        check_alignment(&*file, self.seg_bytes)?;
+        crate::json_file::sync_dir(&self.dir)?;
+        let map = SegmentMap::open(&path, start, self.seg_bytes as u64)?;
+        self.common.shared.push_segment(Arc::new(map));
+        *self.common.current.borrow_mut() = Rc::new(OpenSegment { start, file });
+        self.tail.clear();
+        Ok(())
+    }
+}
