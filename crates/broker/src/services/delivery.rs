@@ -21,13 +21,13 @@
 use bytes::BytesMut;
 use ferrocket_protocol::limits::validate_topic;
 use ferrocket_protocol::properties::{self, Properties};
-use ferrocket_protocol::record::{sys_flag, NewRecord, RecordView};
+use ferrocket_protocol::record::{sys_flag, RecordView};
 
 use crate::services::delay_levels::DelayLevels;
 
 use crate::config::BrokerConfig;
 use crate::error::Reject;
-use crate::services::records::tag_hash;
+use crate::services::append::{copy_of, encode, tag_hash};
 use crate::services::topics::HALF_TOPIC;
 use crate::services::topics::{self};
 
@@ -124,24 +124,14 @@ pub(crate) fn real_topic_copy(
         props.remove(name);
     }
     let props_bytes = props.to_bytes();
-    let record = NewRecord {
-        topic: &topic,
+    let record = copy_of(
+        source,
+        &topic,
         queue_id,
-        flag: source.flag,
-        sys_flag: source.sys_flag,
-        born_timestamp_ms: source.born_timestamp_ms,
-        born_host: source.born_host,
-        store_timestamp_ms: now_ms,
-        store_host: source.store_host,
-        reconsume_times: source.reconsume_times,
-        prepared_transaction_offset: source.prepared_transaction_offset,
-        body: source.body,
-        properties: &props_bytes,
-    };
-    let mut encoded = BytesMut::with_capacity(record.encoded_len());
-    record
-        .encode(0, 0, &mut encoded)
-        .map_err(|err| DeliverError::Invalid(err.to_string()))?;
+        &props_bytes,
+        (now_ms, source.store_host),
+    );
+    let encoded = encode(&record).map_err(|reject| DeliverError::Invalid(reject.remark))?;
     let tags_code = tag_hash(&props);
     Ok(RealTopicCopy {
         topic,
@@ -163,6 +153,7 @@ pub(crate) fn check_real_name(topic: &str, config: &BrokerConfig) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrocket_protocol::record::NewRecord;
     use ferrocket_protocol::properties::tags_code;
     use ferrocket_protocol::record::decode_record;
 

@@ -10,13 +10,13 @@
 use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
-use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::properties::{tags_code, Properties};
+use ferrocket_protocol::properties::Properties;
 use ferrocket_protocol::record::{decode_record, peek_record, NewRecord, RecordPeek, RecordView};
 use ferrocket_store::ShardStore;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::append::{copy_of, encode};
 
 /// Bytes read to learn a record's size.
 const RECORD_HEAD_BYTES: usize = 8;
@@ -51,11 +51,6 @@ pub(crate) struct Target<'a> {
     pub properties: &'a Properties,
 }
 
-/// The TAGS hash of a message (0 without tags).
-pub(crate) fn tag_hash(props: &Properties) -> i64 {
-    props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code)
-}
-
 /// Encodes the copy of `source` described by `target`.
 pub(crate) fn encode_copy(
     store_host: SocketAddr,
@@ -64,22 +59,15 @@ pub(crate) fn encode_copy(
 ) -> Result<BytesMut, Reject> {
     let props = target.properties.to_bytes();
     let record = NewRecord {
-        topic: target.topic,
-        queue_id: target.queue_id,
-        flag: source.flag,
         sys_flag: target.sys_flag,
-        born_timestamp_ms: source.born_timestamp_ms,
-        born_host: source.born_host,
-        store_timestamp_ms: now_ms(),
-        store_host,
-        reconsume_times: source.reconsume_times,
         prepared_transaction_offset: target.prepared_transaction_offset,
-        body: source.body,
-        properties: &props,
+        ..copy_of(
+            source,
+            target.topic,
+            target.queue_id,
+            &props,
+            (now_ms(), store_host),
+        )
     };
-    let mut encoded = BytesMut::with_capacity(record.encoded_len());
-    record
-        .encode(0, 0, &mut encoded)
-        .map_err(|err| Reject::new(response_code::MESSAGE_ILLEGAL, err.to_string()))?;
-    Ok(encoded)
+    encode(&record)
 }

@@ -11,7 +11,6 @@ use ferrocket_store::{AppendRequest, AppendResult};
 
 use super::Shard;
 use crate::clock::now_ms;
-use crate::error::Reject;
 use crate::services::delay_levels::DelayOffsets;
 use crate::services::delivery::{check_real_name, real_topic_copy, DeliverError};
 use crate::services::topics::{self, TBW102};
@@ -73,13 +72,10 @@ impl Shard {
             copy.record,
             copy.tags_code,
         );
-        let result = self
-            .store
-            .append(append)
+        let body_bytes = source.body.len() as u64;
+        self.append(append, 1, body_bytes)
             .await
-            .map_err(|err| DeliverError::Store(Reject::from(err)))?;
-        self.count_put(1, source.body.len() as u64);
-        Ok(result)
+            .map_err(DeliverError::Store)
     }
 
     /// Every shard's progress merged; None when a shard did not answer.

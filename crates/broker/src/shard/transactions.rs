@@ -3,19 +3,17 @@
 //! its real topic, rollback stores nothing, both write an op record.
 
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{sys_flag, NewRecord};
 use ferrocket_runtime::shard::ShardCall;
-use ferrocket_store::AppendRequest;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::services::records::{read_record, tag_hash, view, Target};
+use crate::services::append::tag_hash;
+use crate::services::records::{read_record, view, Target};
 use crate::services::topics::OP_TOPIC;
 use crate::services::transaction::{ingest, Half};
 use crate::services::transaction::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
@@ -228,8 +226,8 @@ async fn append_op(shard: &Shard, offset: i64) -> Result<i64, Reject> {
         body: body.as_bytes(),
         properties: &props_bytes,
     };
-    let mut encoded = BytesMut::with_capacity(record.encoded_len());
-    record.encode(0, 0, &mut encoded)?;
-    let append = AppendRequest::new(Arc::from(OP_TOPIC), 0, encoded, tag_hash(&props));
-    Ok(shard.store.append(append).await?.queue_offset)
+    Ok(shard
+        .store_record(&record, tag_hash(&props))
+        .await?
+        .queue_offset)
 }

@@ -13,20 +13,18 @@
 //! id. Clients put RETRY_TOPIC back as the topic when they consume it.
 
 use std::rc::Rc;
-use std::sync::Arc;
 
-use bytes::BytesMut;
 use ferrocket_protocol::body::{perm, TopicConfig};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties;
 use ferrocket_protocol::record::{decode_record, NewRecord};
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_store::AppendRequest;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::append::{copy_of, tag_hash};
 use crate::services::delivery::redirect_delayed;
-use crate::services::records::{read_record, tag_hash};
+use crate::services::records::read_record;
 use crate::services::topics::{retry_topic, TopicChange};
 use crate::shard::Shard;
 use crate::wire::group_admin::find_or_create;
@@ -170,26 +168,17 @@ pub(crate) async fn send_msg_back(
     let tags = tag_hash(&props);
     let props_bytes = props.to_bytes();
     let record = NewRecord {
-        topic: &store_topic,
-        queue_id: store_queue,
-        flag: source.flag,
-        sys_flag: source.sys_flag,
-        born_timestamp_ms: source.born_timestamp_ms,
-        born_host: source.born_host,
-        store_timestamp_ms: now,
-        store_host: shard.env.store_host,
         reconsume_times: source.reconsume_times.saturating_add(1),
         prepared_transaction_offset: 0,
-        body: source.body,
-        properties: &props_bytes,
+        ..copy_of(
+            &source,
+            &store_topic,
+            store_queue,
+            &props_bytes,
+            (now, shard.env.store_host),
+        )
     };
-    let mut encoded = BytesMut::with_capacity(record.encoded_len());
-    record
-        .encode(0, 0, &mut encoded)
-        .map_err(|err| Reject::new(response_code::MESSAGE_ILLEGAL, err.to_string()))?;
-    let append = AppendRequest::new(Arc::from(store_topic.as_str()), store_queue, encoded, tags);
-    let result = shard.store.append(append).await?;
-    shard.count_put(1, source.body.len() as u64);
+    let result = shard.store_record(&record, tags).await?;
     let code = result.status.response_code();
     if code != response_code::SUCCESS {
         return Err(Reject::system(format!(

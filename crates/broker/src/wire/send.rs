@@ -13,14 +13,15 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use ferrocket_protocol::limits::{validate_topic, PROPERTIES_BYTES_MAX};
 use ferrocket_protocol::message_id::offset_msg_id;
-use ferrocket_protocol::properties::{self, tags_code, Properties};
+use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::NewRecord;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
-use ferrocket_store::{AppendRequest, AppendResult};
+use ferrocket_store::AppendRequest;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::append::{encode_into, tag_hash};
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 use crate::shard::Shard;
 
@@ -159,10 +160,6 @@ fn is_batch(header: &SendMessageRequestHeader, request: &RemotingCommand) -> boo
             .is_some_and(|value| value.trim() == "1")
 }
 
-fn tag_hash(props: &Properties) -> i64 {
-    props.tags().filter(|t| !t.is_empty()).map_or(0, tags_code)
-}
-
 /// SEND_MESSAGE / SEND_MESSAGE_V2.
 pub(crate) async fn send_message(
     shard: &Rc<Shard>,
@@ -235,16 +232,7 @@ pub(crate) async fn send_message(
         body: &request.body,
         properties: &props_bytes,
     };
-    let mut encoded = BytesMut::with_capacity(record.encoded_len());
-    record.encode(0, 0, &mut encoded)?;
-    let append = AppendRequest::new(
-        Arc::from(store_topic),
-        store_queue_id,
-        encoded,
-        tag_hash(&props),
-    );
-    let result = shard.store.append(append).await?;
-    shard.count_put(1, request.body.len() as u64);
+    let result = shard.store_record(&record, tag_hash(&props)).await?;
     let header = SendMessageResponseHeader {
         msg_id: offset_msg_id(shard.env.store_host, result.physical_offset),
         queue_id,
@@ -309,12 +297,12 @@ pub(crate) async fn send_batch(
             body: &item.body,
             properties: &item.properties,
         };
-        sizes.push(record.encode(0, 0, &mut encoded)?);
+        sizes.push(encode_into(&record, &mut encoded)?);
         codes.push(tag_hash(&Properties::decode(&item.properties)));
     }
     let append = AppendRequest::batch(Arc::from(header.topic.as_str()), queue_id, encoded, codes);
-    let result: AppendResult = shard.store.append(append).await?;
-    shard.count_put(items.len() as u64, request.body.len() as u64);
+    let body_bytes = request.body.len() as u64;
+    let result = shard.append(append, items.len() as u64, body_bytes).await?;
     let mut ids = Vec::with_capacity(sizes.len());
     let mut position = result.physical_offset;
     for size in sizes {
