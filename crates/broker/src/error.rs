@@ -25,8 +25,16 @@ pub enum BrokerError {
     Shard(#[from] ShardError),
     #[error(transparent)]
     Mesh(#[from] MeshError),
-    #[error("shard {shard} failed: {reason}")]
-    ShardFailed { shard: usize, reason: String },
+    #[error("cannot open the {service}: {reason}")]
+    Service {
+        service: &'static str,
+        reason: String,
+    },
+    #[error("shard {shard} failed: {source}")]
+    ShardFailed {
+        shard: usize,
+        source: Box<BrokerError>,
+    },
 }
 
 /// A request answered with an error code and remark.

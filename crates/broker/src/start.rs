@@ -3,6 +3,7 @@
 //! stop flag is set, then stop in order (serving, offsets, store).
 
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -16,7 +17,11 @@ use ferrocket_runtime::shard::{
     mesh_endpoints, owner_shard, start_shards, AnyReply, ErasedCall, MeshEndpoints, MeshHandler,
     ShardContext, Versioned, MESH_IN_FLIGHT_MAX_DEFAULT, MESH_RING_CAPACITY_DEFAULT,
 };
-use ferrocket_store::{MessageStore, Placement, QueueOwnerFn, ShardPort, ShardStore};
+use ferrocket_store::{
+    AppenderHandle, AppenderParts, MessageStore, Placement, QueueOwnerFn, ShardPort, ShardStore,
+    StoreHandle,
+};
+use glommio::net::TcpListener;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::clock::now_ms;
@@ -24,21 +29,22 @@ use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::services::delay_levels::DelayLevels;
 use crate::services::offsets::{OffsetFile, OFFSETS_FILE};
-use crate::services::topics;
+use crate::services::topics::{self, TopicTable};
 use crate::shard::{BrokerEnv, LoadedState, Shard};
-use crate::tasks::control_plane;
-use crate::tasks::namesrv_register;
 
 /// Share of physical memory within which a message counts as in memory
 /// (`accessMessageInMemoryMaxRatio`, percent).
 pub const IN_MEMORY_PERCENT: i64 = 40;
 
+/// A shard's unconnected ends of the call mesh.
+type ShardEndpoints = MeshEndpoints<Box<dyn ErasedCall<Shard>>, AnyReply>;
+
 /// What moves into each shard's executor.
 struct ShardInput {
     port: ShardPort,
-    mesh: MeshEndpoints<Box<dyn ErasedCall<Shard>>, AnyReply>,
+    mesh: ShardEndpoints,
     env: Arc<BrokerEnv>,
-    ready: mpsc::Sender<Result<(), String>>,
+    ready: mpsc::Sender<Result<(), ShardStartError>>,
 }
 
 /// Binds `addr` to learn that it is free (and the port, when 0 was asked),
@@ -95,7 +101,6 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let plan = config.shards_config().plan()?;
     let count = plan.shard_count();
     let (listen, holder) = reserve_port(SocketAddr::new(config.listen_addr, config.listen_port))?;
-    let store_host = SocketAddr::new(config.advertised_ip()?, listen.port());
     if config.namesrv_addr.trim().is_empty() {
         tracing::warn!(
             "namesrvAddr is not set: this broker registers with no name server, so no client \
@@ -103,51 +108,9 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         );
     }
     let (store, parts) = MessageStore::open(config.store_config())?;
-    let config_dir = store.config_dir()?;
-    let topic_table = topics::load_table(&config_dir, &config)?;
-    let loaded = load_state(&config_dir, &config)?;
-    let offsets = config_dir
-        .read_json::<OffsetFile>(OFFSETS_FILE)?
-        .unwrap_or_default();
-    let owner: QueueOwnerFn =
-        Arc::new(move |topic: &str, queue_id: i32| owner_shard(topic, queue_id, count));
-    let in_shard = config.appender_runs_in_shard(count);
-    tracing::info!(
-        shards = count,
-        appender_in_shard = in_shard,
-        "starting the store"
-    );
-    let (appender, ports) = if in_shard {
-        if count != 1 {
-            return Err(BrokerError::Config(format!(
-                "appenderInShard needs exactly one shard (shardCount=1), not {count}"
-            )));
-        }
-        let (appender, port) = parts.start_appender_in_shard(owner)?;
-        (appender, vec![port])
-    } else {
-        let placement = config
-            .appender_core
-            .map_or(Placement::Unbound, Placement::Fixed);
-        parts.start_appender(count, owner, placement)?
-    };
-    let env = Arc::new(BrokerEnv {
-        listen,
-        store_host,
-        broker_addr: store_host.to_string(),
-        store,
-        config_dir,
-        boot_ms: now_ms(),
-        initial_topics: Versioned {
-            version: 1,
-            value: Arc::new(topic_table),
-        },
-        initial_offsets: Arc::new(offsets.offset_table),
-        namesrvs: config.namesrv_addrs()?,
-        in_memory_bytes: physical_memory_bytes().map_or(i64::MAX, |b| b / 100 * IN_MEMORY_PERCENT),
-        loaded,
-        config,
-    });
+    let files = ConfigFiles::load(&store, &config)?;
+    let (appender, ports) = start_appender(&config, parts, count)?;
+    let env = Arc::new(files.into_env(config, store, listen)?);
     let (ready_tx, ready_rx) = mpsc::channel();
     let inputs: Vec<ShardInput> = ports
         .into_iter()
@@ -170,33 +133,18 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
             return Err(err.into());
         }
     };
-    let mut ready = 0;
-    let mut start_error = None;
-    while ready < count {
-        match ready_rx.recv() {
-            Ok(Ok(())) => ready += 1,
-            Ok(Err(reason)) => {
-                stop.store(true, Ordering::SeqCst);
-                start_error.get_or_insert(reason);
-                break;
-            }
-            Err(_) => break,
-        }
-    }
-    if ready == count {
+    let mut failure = await_ready(&ready_rx, count, &stop);
+    if failure.is_none() {
         ferrocket_runtime::server::announce_listening("broker", listen);
         tracing::info!(%listen, shards = count, broker = %env.broker_addr, "broker serving");
     }
     drop(holder);
-    let mut failure = start_error.map(|reason| BrokerError::ShardFailed { shard: 0, reason });
-    for (shard, result) in shards.join().into_iter().enumerate() {
-        let error = match result {
-            Ok(Ok(())) => continue,
-            Ok(Err(reason)) => BrokerError::ShardFailed { shard, reason },
-            Err(err) => BrokerError::from(err),
-        };
-        tracing::error!(shard, %error, "shard failed");
-        failure.get_or_insert(error);
+    for result in shards.join() {
+        if let Err(err) = result {
+            let error = BrokerError::from(err);
+            tracing::error!(%error, "shard failed");
+            failure.get_or_insert(error);
+        }
     }
     let stored = appender.join();
     if let Some(error) = failure {
@@ -207,107 +155,173 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     Ok(())
 }
 
+/// Starts the CommitLog appender: on its own thread, or as tasks of the one
+/// shard (`appenderInShard`).
+fn start_appender(
+    config: &BrokerConfig,
+    parts: AppenderParts,
+    count: usize,
+) -> Result<(AppenderHandle, Vec<ShardPort>), BrokerError> {
+    let owner: QueueOwnerFn =
+        Arc::new(move |topic: &str, queue_id: i32| owner_shard(topic, queue_id, count));
+    let in_shard = config.appender_runs_in_shard(count);
+    tracing::info!(
+        shards = count,
+        appender_in_shard = in_shard,
+        "starting the store"
+    );
+    if !in_shard {
+        let placement = config
+            .appender_core
+            .map_or(Placement::Unbound, Placement::Fixed);
+        return Ok(parts.start_appender(count, owner, placement)?);
+    }
+    if count != 1 {
+        return Err(BrokerError::Config(format!(
+            "appenderInShard needs exactly one shard (shardCount=1), not {count}"
+        )));
+    }
+    let (appender, port) = parts.start_appender_in_shard(owner)?;
+    Ok((appender, vec![port]))
+}
+
+/// Waits until every shard serves; on the first shard that could not
+/// start, stops the others and answers its error.
+fn await_ready(
+    ready: &mpsc::Receiver<Result<(), ShardStartError>>,
+    count: usize,
+    stop: &AtomicBool,
+) -> Option<BrokerError> {
+    for _ in 0..count {
+        match ready.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err((shard, error))) => {
+                stop.store(true, Ordering::SeqCst);
+                let source = Box::new(error);
+                return Some(BrokerError::ShardFailed { shard, source });
+            }
+            Err(_) => return Some(BrokerError::Config("a shard ended before it served".into())),
+        }
+    }
+    None
+}
+
+/// The config files read before the shards start.
+struct ConfigFiles {
+    dir: ferrocket_store::ConfigDir,
+    topics: TopicTable,
+    loaded: LoadedState,
+    offsets: OffsetFile,
+}
+
+impl ConfigFiles {
+    fn load(store: &StoreHandle, config: &BrokerConfig) -> Result<Self, BrokerError> {
+        let dir = store.config_dir()?;
+        Ok(Self {
+            topics: topics::load_table(&dir, config)?,
+            loaded: load_state(&dir, config)?,
+            offsets: dir
+                .read_json::<OffsetFile>(OFFSETS_FILE)?
+                .unwrap_or_default(),
+            dir,
+        })
+    }
+
+    fn into_env(
+        self,
+        config: BrokerConfig,
+        store: StoreHandle,
+        listen: SocketAddr,
+    ) -> Result<BrokerEnv, BrokerError> {
+        let store_host = SocketAddr::new(config.advertised_ip()?, listen.port());
+        Ok(BrokerEnv {
+            listen,
+            store_host,
+            broker_addr: store_host.to_string(),
+            store,
+            config_dir: self.dir,
+            boot_ms: now_ms(),
+            initial_topics: Versioned {
+                version: 1,
+                value: Arc::new(self.topics),
+            },
+            initial_offsets: Arc::new(self.offsets.offset_table),
+            namesrvs: config.namesrv_addrs()?,
+            in_memory_bytes: physical_memory_bytes()
+                .map_or(i64::MAX, |b| b / 100 * IN_MEMORY_PERCENT),
+            loaded: self.loaded,
+            config,
+        })
+    }
+}
+
+/// Why a shard could not start, and which.
+type ShardStartError = (usize, BrokerError);
+
 /// One shard's life: connect to the store and the mesh, listen, serve until
-/// stopped, then hand over offsets and stop the store.
-async fn shard_main(ctx: ShardContext, input: ShardInput) -> Result<(), String> {
+/// stopped, then stop its tasks, hand over what must be kept, stop the store.
+async fn shard_main(ctx: ShardContext, input: ShardInput) {
     let ShardInput {
         port,
         mesh,
         env,
         ready,
     } = input;
-    let index = ctx.index;
     let store = ShardStore::connect(port).await;
-    let shard = Shard::new(index, ctx.count, Arc::clone(&env), store);
-    let handler: std::rc::Rc<dyn MeshHandler<Box<dyn ErasedCall<Shard>>, AnyReply>> = shard.clone();
-    let mut failure = None;
-    // Held pulls forwarded to their owner count as in flight for up to their
-    // suspend timeout, so allow well above the per-shard long-poll limit.
-    let in_flight_max = env
-        .config
-        .long_poll_waiters_max
-        .saturating_mul(2)
-        .max(MESH_IN_FLIGHT_MAX_DEFAULT);
-    match mesh.connect(handler, in_flight_max).await {
-        Ok(mesh) => shard.set_mesh(mesh),
-        Err(err) => failure = Some(format!("cross-shard mesh: {err}")),
-    }
-    if failure.is_none() {
-        if let Err(reason) = crate::tasks::placed::start(&shard) {
-            failure = Some(reason);
-        }
-    }
-    let listener = match failure {
-        Some(_) => None,
-        None => match bind_listener(env.listen, true) {
-            Ok(listener) => Some(listener),
-            Err(err) => {
-                failure = Some(format!("cannot listen on {}: {err}", env.listen));
-                None
-            }
-        },
-    };
-    let poll = Duration::from_millis(STOP_POLL_INTERVAL_MS);
-    match listener {
-        Some(listener) => {
+    let shard = Shard::new(ctx.index, ctx.count, env, store);
+    match prepare(&shard, mesh).await {
+        Ok(listener) => {
             let _ = ready.send(Ok(()));
-            if index == 0 {
-                glommio::spawn_local(namesrv_register::registration_loop(shard.clone())).detach();
-                glommio::spawn_local(control_plane::offset_persist_loop(shard.clone())).detach();
-                glommio::spawn_local(control_plane::client_expiry_loop(shard.clone())).detach();
-            }
-            crate::tasks::schedule::spawn(&shard);
-            let stopped = {
-                let shard = shard.clone();
-                let flag = Arc::clone(&ctx.stop);
-                async move {
-                    flag_set(flag, poll).await;
-                    shard.stopping.trigger();
-                    shard.polls.close();
-                }
-            };
-            let server = ServerConfig {
-                shard_index: index as u16,
-                limits: shard.config().server_limits,
-            };
-            serve(listener, shard.clone(), server, stopped).await;
+            serve_until_stopped(&shard, listener, &ctx).await;
         }
-        None => {
-            let reason = failure.clone().unwrap_or_default();
-            let _ = ready.send(Err(reason));
+        Err(error) => {
+            tracing::error!(shard = ctx.index, %error, "shard could not start");
+            let _ = ready.send(Err((ctx.index, error)));
             ctx.stop.store(true, Ordering::SeqCst);
+            let poll = Duration::from_millis(STOP_POLL_INTERVAL_MS);
             flag_set(Arc::clone(&ctx.stop), poll).await;
         }
     }
-    shard.stopping.trigger();
-    shard.polls.close();
-    crate::tasks::schedule::stop(&shard).await;
-    let (own, _) = shard.offsets.borrow_mut().snapshot();
-    if index == 0 {
-        control_plane::final_persist(&shard, own).await;
-        namesrv_register::unregister_all(&shard).await;
-    } else if let Err(reject) = shard
-        .call(
-            0,
-            control_plane::ShardStopped {
-                shard: index,
-                offsets: own,
-            },
-        )
-        .await
-        .and_then(|done| done)
-    {
-        tracing::warn!(shard = index, remark = %reject.remark, "could not hand offsets to shard 0");
-    }
-    crate::tasks::placed::stop(&shard).await;
+    crate::tasks::stop(&shard).await;
     shard.store.shutdown().await;
     if let Some(mesh) = shard.mesh() {
         mesh.close();
     }
-    match failure {
-        Some(reason) => Err(reason),
-        None => Ok(()),
-    }
+}
+
+/// Connects the mesh, opens the shard's services and binds its listener.
+async fn prepare(shard: &Rc<Shard>, mesh: ShardEndpoints) -> Result<TcpListener, BrokerError> {
+    let handler: Rc<dyn MeshHandler<Box<dyn ErasedCall<Shard>>, AnyReply>> = shard.clone();
+    // Held pulls forwarded to their owner count as in flight for up to their
+    // suspend timeout, so allow well above the per-shard long-poll limit.
+    let in_flight_max = shard
+        .config()
+        .long_poll_waiters_max
+        .saturating_mul(2)
+        .max(MESH_IN_FLIGHT_MAX_DEFAULT);
+    shard.set_mesh(mesh.connect(handler, in_flight_max).await?);
+    crate::tasks::start(shard)?;
+    let addr = shard.env.listen;
+    bind_listener(addr, true).map_err(|source| BrokerError::Bind { addr, source })
+}
+
+/// Starts the serving-time loops and serves until the stop flag is set.
+async fn serve_until_stopped(shard: &Rc<Shard>, listener: TcpListener, ctx: &ShardContext) {
+    crate::tasks::start_serving(shard);
+    let stopped = {
+        let shard = shard.clone();
+        let flag = Arc::clone(&ctx.stop);
+        async move {
+            flag_set(flag, Duration::from_millis(STOP_POLL_INTERVAL_MS)).await;
+            shard.stopping.trigger();
+            shard.polls.close();
+        }
+    };
+    let server = ServerConfig {
+        shard_index: ctx.index as u16,
+        limits: shard.config().server_limits,
+    };
+    serve(listener, shard.clone(), server, stopped).await;
 }
 
 /// Reads subscriptionGroup.json and delayOffset.json and parses

@@ -10,3 +10,4 @@ pub mod lock;
 pub mod server;
 pub mod shard;
 pub mod sync;
+pub mod task_set;

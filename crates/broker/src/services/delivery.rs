@@ -153,9 +153,9 @@ pub(crate) fn check_real_name(topic: &str, config: &BrokerConfig) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferrocket_protocol::record::NewRecord;
     use ferrocket_protocol::properties::tags_code;
     use ferrocket_protocol::record::decode_record;
+    use ferrocket_protocol::record::NewRecord;
 
     fn levels() -> DelayLevels {
         DelayLevels::parse("1s 5s 10s").unwrap()

@@ -2,7 +2,7 @@
 //! timer store and message index on the timer shard, transaction state on
 //! the transaction shard. Other shards hold empty cells.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 use ferrocket_store::DispatchEntry;
@@ -18,7 +18,6 @@ pub(crate) struct PlacedServices {
     pub timer: OnceCell<Rc<TimerService>>,
     pub index: OnceCell<Rc<IndexFeed>>,
     pub txn: OnceCell<Rc<TxnService>>,
-    pub tasks: RefCell<Vec<glommio::Task<()>>>,
 }
 
 impl PlacedServices {

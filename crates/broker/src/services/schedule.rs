@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use ferrocket_protocol::body::DataVersion;
 use ferrocket_runtime::shard::owner_shard;
 use ferrocket_runtime::sync::Notify;
-use glommio::Task;
 
 use crate::services::delay_levels::{DelayLevels, DelayOffsets};
 use crate::services::topics::SCHEDULE_TOPIC;
@@ -18,7 +17,6 @@ pub(crate) struct ScheduleState {
     /// Next queue offset to deliver, for the levels this shard owns.
     pub progress: RefCell<DelayOffsets>,
     pub changed: Cell<bool>,
-    pub tasks: RefCell<Vec<Task<()>>>,
     /// Shard 0, at shutdown: the progress other shards reported.
     pub reports: RefCell<BTreeMap<usize, DelayOffsets>>,
     pub reported: Notify,
@@ -37,7 +35,6 @@ impl ScheduleState {
             levels: levels.clone(),
             progress: RefCell::new(progress),
             changed: Cell::new(false),
-            tasks: RefCell::new(Vec::new()),
             reports: RefCell::new(BTreeMap::new()),
             reported: Notify::default(),
             data_version: RefCell::new(DataVersion::default()),

@@ -26,6 +26,7 @@ use ferrocket_protocol::message_id::UniqueKeyGenerator;
 use ferrocket_runtime::server::Connection;
 use ferrocket_runtime::shard::{owner_shard, CallMesh, Replica, ShardCall, Versioned};
 use ferrocket_runtime::sync::StopSignal;
+use ferrocket_runtime::task_set::TaskSet;
 use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
 
 use crate::clock::now_ms;
@@ -106,6 +107,8 @@ pub(crate) struct Shard {
     conns: RefCell<HashMap<u64, Weak<Connection>>>,
     /// Fired when the shard starts stopping (background loops end).
     pub stopping: StopSignal,
+    /// The shard's background loops (`tasks`).
+    pub tasks: TaskSet,
     /// The control-plane writer; on shard 0 only.
     pub control: Option<ControlPlane>,
     /// What this shard's connections said about themselves in heartbeats.
@@ -152,6 +155,7 @@ impl Shard {
             uniq: RefCell::new(uniq),
             rng: Cell::new(seed | 1),
             stopping: StopSignal::new(),
+            tasks: TaskSet::new(),
             control,
             conn_infos: RefCell::new(HashMap::new()),
             locks: RefCell::new(LockTable::default()),

@@ -22,9 +22,9 @@ pub const CLIENT_SCAN_INTERVAL_MS: u64 = 10_000;
 pub const SHUTDOWN_GATHER_TIMEOUT_MS: u64 = 10_000;
 
 /// On shard 0, at shutdown: another shard's final offsets.
-pub(crate) struct ShardStopped {
-    pub shard: usize,
-    pub offsets: OffsetMap,
+struct ShardStopped {
+    shard: usize,
+    offsets: OffsetMap,
 }
 
 impl ShardCall<Shard> for ShardStopped {
@@ -109,7 +109,7 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
 
 /// At shutdown, on shard 0: waits (bounded) for every other shard's final
 /// offsets, then writes consumerOffset.json and topics.json.
-pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
+async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
     let Ok(control) = shard.control() else {
         return;
     };
@@ -152,4 +152,24 @@ pub(crate) async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
         control.topics.published().value,
     )
     .await;
+}
+
+/// At shutdown: shard 0 gathers every shard's final offsets and writes
+/// them (then unregisters from the name servers); the others hand theirs
+/// to shard 0.
+pub(crate) async fn hand_over_offsets(shard: &Rc<Shard>) {
+    let (own, _) = shard.offsets.borrow_mut().snapshot();
+    if shard.index == 0 {
+        final_persist(shard, own).await;
+        crate::tasks::namesrv_register::unregister_all(shard).await;
+        return;
+    }
+    let stopped = ShardStopped {
+        shard: shard.index,
+        offsets: own,
+    };
+    if let Err(reject) = shard.call(0, stopped).await.and_then(|done| done) {
+        tracing::warn!(shard = shard.index, remark = %reject.remark,
+            "could not hand offsets to shard 0");
+    }
 }

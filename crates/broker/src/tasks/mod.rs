@@ -1,4 +1,6 @@
-//! Background drivers: the loops each shard runs beside its connections.
+//! Background drivers: the loops each shard runs beside its connections,
+//! all started into the shard's [`TaskSet`](ferrocket_runtime::task_set::TaskSet)
+//! and stopped through it, bounded, in one place.
 
 pub(crate) mod control_plane;
 pub(crate) mod index_feed;
@@ -7,3 +9,62 @@ pub(crate) mod placed;
 pub(crate) mod schedule;
 pub(crate) mod timer;
 pub(crate) mod transactions;
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::error::BrokerError;
+use crate::shard::Shard;
+
+/// Longest a stopping shard waits for its background loops.
+pub const TASKS_STOP_TIMEOUT_MS: u64 = 15_000;
+
+/// Once the shard's mesh is connected: opens the services placed on this
+/// shard and starts their loops.
+pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
+    placed::start(shard)
+}
+
+/// Once the shard listens: the control-plane loops (shard 0) and the
+/// delay-level scheduler.
+pub(crate) fn start_serving(shard: &Rc<Shard>) {
+    if shard.index == 0 {
+        let tasks = &shard.tasks;
+        tasks.spawn(
+            "name server registration",
+            namesrv_register::registration_loop(shard.clone()),
+        );
+        tasks.spawn(
+            "consumerOffset.json",
+            control_plane::offset_persist_loop(shard.clone()),
+        );
+        tasks.spawn(
+            "client expiry",
+            control_plane::client_expiry_loop(shard.clone()),
+        );
+    }
+    schedule::spawn(shard);
+}
+
+/// At shutdown: ends every loop (bounded by [`TASKS_STOP_TIMEOUT_MS`]), then
+/// makes what must survive durable, in order: delay-level progress,
+/// consumer offsets (gathered on shard 0, which also unregisters from the
+/// name servers), and the placed services' state. The store stops after.
+pub(crate) async fn stop(shard: &Rc<Shard>) {
+    shard.stopping.trigger();
+    shard.polls.close();
+    let late = shard
+        .tasks
+        .join(Duration::from_millis(TASKS_STOP_TIMEOUT_MS))
+        .await;
+    if !late.is_empty() {
+        tracing::warn!(
+            shard = shard.index,
+            ?late,
+            "background tasks did not stop in time"
+        );
+    }
+    schedule::stop(shard).await;
+    control_plane::hand_over_offsets(shard).await;
+    placed::stop(shard).await;
+}

@@ -18,6 +18,7 @@
 
 use std::rc::Rc;
 
+use crate::error::BrokerError;
 use crate::services::index::IndexFeed;
 use crate::services::timer::TimerService;
 use crate::services::transaction::TxnService;
@@ -25,45 +26,36 @@ use crate::shard::Shard;
 
 /// Opens the services this shard owns and starts their loops. Called once
 /// the shard's mesh is connected.
-pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), String> {
+pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     let services = &shard.services;
-    let mut tasks = Vec::new();
     if shard.index == crate::services::topics::timer_shard(shard.count) {
-        let index = Rc::new(IndexFeed::open(
-            &shard.config().store_path_root_dir,
-            &shard.store,
-        )?);
-        let timer = Rc::new(TimerService::open(shard.config(), &shard.store)?);
+        let root = &shard.config().store_path_root_dir;
+        let index = IndexFeed::open(root, &shard.store).map_err(service("message index"))?;
+        let index = Rc::new(index);
+        let timer =
+            TimerService::open(shard.config(), &shard.store).map_err(service("timer store"))?;
+        let timer = Rc::new(timer);
         let _ = services.index.set(Rc::clone(&index));
         let _ = services.timer.set(Rc::clone(&timer));
-        tasks.push(glommio::spawn_local(crate::tasks::index_feed::feed_loop(
-            shard.clone(),
-            index,
-        )));
-        tasks.push(glommio::spawn_local(crate::tasks::timer::run(
-            shard.clone(),
-            timer,
-        )));
+        let feed = crate::tasks::index_feed::feed_loop(shard.clone(), index);
+        shard.tasks.spawn("message index", feed);
+        shard
+            .tasks
+            .spawn("timer", crate::tasks::timer::run(shard.clone(), timer));
     }
     if shard.index == crate::services::topics::txn_shard(shard.count) {
-        let txn = Rc::new(TxnService::open(&shard.env.config_dir)?);
+        let txn = TxnService::open(&shard.env.config_dir).map_err(service("transaction state"))?;
+        let txn = Rc::new(txn);
         let _ = services.txn.set(Rc::clone(&txn));
-        tasks.push(glommio::spawn_local(crate::tasks::transactions::run(
-            shard.clone(),
-            txn,
-        )));
+        let check = crate::tasks::transactions::run(shard.clone(), txn);
+        shard.tasks.spawn("transactions", check);
     }
-    services.tasks.borrow_mut().extend(tasks);
     Ok(())
 }
 
-/// Waits for the loops (they end once the shard is stopping) and makes the
-/// services' state durable. Call before the store shuts down.
+/// Makes the services' state durable once their loops ended. Call before
+/// the store shuts down.
 pub(crate) async fn stop(shard: &Rc<Shard>) {
-    let tasks = std::mem::take(&mut *shard.services.tasks.borrow_mut());
-    for task in tasks {
-        task.await;
-    }
     if let Some(timer) = shard.services.timer.get() {
         timer.flush().await;
     }
@@ -72,5 +64,13 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
     }
     if let Some(txn) = shard.services.txn.get() {
         txn.persist(&shard.env.config_dir).await;
+    }
+}
+
+/// Names the service a failed open was about.
+fn service(name: &'static str) -> impl FnOnce(String) -> BrokerError {
+    move |reason| BrokerError::Service {
+        service: name,
+        reason,
     }
 }

@@ -185,24 +185,23 @@ async fn persist_loop(shard: Rc<Shard>) {
 /// Starts the delivery loop (when this shard owns a level) and, on shard
 /// 0, the persistence loop.
 pub(crate) fn spawn(shard: &Rc<Shard>) {
-    let mut tasks = shard.schedule.tasks.borrow_mut();
     if !shard.schedule.progress.borrow().is_empty() {
-        tasks.push(glommio::spawn_local(deliver_loop(shard.clone())));
+        shard
+            .tasks
+            .spawn("delay-level delivery", deliver_loop(shard.clone()));
     }
     if shard.index == 0 {
-        tasks.push(glommio::spawn_local(persist_loop(shard.clone())));
+        shard
+            .tasks
+            .spawn("delayOffset.json", persist_loop(shard.clone()));
     }
 }
 
-/// At shutdown (the shard is stopping): waits for the loops, then hands
-/// the final progress to shard 0, which writes delayOffset.json once every
-/// shard reported (or after [`STOP_GATHER_TIMEOUT_MS`]).
+/// At shutdown (the loops have ended): hands the final progress to shard
+/// 0, which writes delayOffset.json once every shard reported (or after
+/// [`STOP_GATHER_TIMEOUT_MS`]).
 pub(crate) async fn stop(shard: &Rc<Shard>) {
     let state = &shard.schedule;
-    let tasks = std::mem::take(&mut *state.tasks.borrow_mut());
-    for task in tasks {
-        task.await;
-    }
     let (own, _) = state.progress(true);
     if shard.index != 0 {
         let report = DelayStopped {

@@ -19,7 +19,6 @@ use crate::services::clients::ClientTable;
 use crate::services::groups::validate_group;
 use crate::shard::clients::{ConnectionClosed, Heartbeat, Unregister};
 use crate::shard::Shard;
-use crate::wire::group_admin::find_or_create;
 
 fn done(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
@@ -78,7 +77,7 @@ pub(crate) async fn heartbeat(
     for group in ClientTable::clustering_groups(&data) {
         // Creates the group when autoCreateSubscriptionGroup allows; a
         // group that does not exist still registers, without a retry topic.
-        match find_or_create(shard, group).await {
+        match shard.find_or_create_group(group).await {
             Ok(_) => {}
             Err(reject) if reject.code == response_code::SUBSCRIPTION_GROUP_NOT_EXIST => {}
             Err(reject) => return Err(reject),

@@ -19,37 +19,6 @@ fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
 }
 
-/// Sends a group change to shard 0 and waits until every shard has it.
-pub(crate) async fn change(
-    shard: &Shard,
-    change: GroupChange,
-) -> Result<Option<SubscriptionGroupConfig>, Reject> {
-    shard.change_group(change).await
-}
-
-/// The group's settings; an unknown group is created when
-/// `autoCreateSubscriptionGroup` is on, else SUBSCRIPTION_GROUP_NOT_EXIST.
-pub(crate) async fn find_or_create(
-    shard: &Shard,
-    group: &str,
-) -> Result<SubscriptionGroupConfig, Reject> {
-    if let Some(found) = shard.groups.with(|t| t.get(group).cloned()) {
-        return Ok(found);
-    }
-    let missing = || {
-        Reject::new(
-            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group [{group}] does not exist"),
-        )
-    };
-    if !shard.config().auto_create_subscription_group {
-        return Err(missing());
-    }
-    change(shard, GroupChange::AutoCreate(group.to_string()))
-        .await?
-        .ok_or_else(missing)
-}
-
 /// The checks of `PullMessageProcessor`: the group exists (or is created)
 /// and may consume, and a broadcasting group may consume by broadcast.
 pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Reject> {
@@ -57,7 +26,7 @@ pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Rej
     let flags = |c: &SubscriptionGroupConfig| (c.consume_enable, c.consume_broadcast_enable);
     let (consume_enable, broadcast_enable) = match shard.groups.with(|t| t.get(group).map(flags)) {
         Some(found) => found,
-        None => flags(&find_or_create(shard, group).await?),
+        None => flags(&shard.find_or_create_group(group).await?),
     };
     if !consume_enable {
         return Err(Reject::new(
@@ -98,7 +67,7 @@ pub(crate) async fn update_and_create(
         ));
     }
     let config: SubscriptionGroupConfig = decode_json(&request.body)?;
-    change(shard, GroupChange::Upsert(config)).await?;
+    shard.change_group(GroupChange::Upsert(config)).await?;
     Ok(ok(request))
 }
 
@@ -116,7 +85,9 @@ pub(crate) async fn delete(
 ) -> Result<RemotingCommand, Reject> {
     let group = request.ext_fields.required("groupName")?.to_string();
     let clean_offset = request.ext_fields.get_bool("cleanOffset").unwrap_or(false);
-    change(shard, GroupChange::Delete(group.clone())).await?;
+    shard
+        .change_group(GroupChange::Delete(group.clone()))
+        .await?;
     if clean_offset {
         for answer in shard.call_all(ForgetGroupOffsets(group.clone())).await {
             if let Err(reject) = answer {

@@ -16,8 +16,8 @@ use std::rc::Rc;
 
 use ferrocket_protocol::body::{perm, TopicConfig};
 use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::properties;
-use ferrocket_protocol::record::{decode_record, NewRecord};
+use ferrocket_protocol::properties::{self, Properties};
+use ferrocket_protocol::record::{decode_record, NewRecord, RecordView};
 use ferrocket_protocol::RemotingCommand;
 
 use crate::clock::now_ms;
@@ -27,7 +27,6 @@ use crate::services::delivery::redirect_delayed;
 use crate::services::records::read_record;
 use crate::services::topics::{retry_topic, TopicChange};
 use crate::shard::Shard;
-use crate::wire::group_admin::find_or_create;
 
 /// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
 pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";
@@ -83,26 +82,12 @@ pub(crate) async fn send_msg_back(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = SendBackHeader::parse(request)?;
-    let group = find_or_create(shard, &header.group).await?;
+    let group = shard.find_or_create_group(&header.group).await?;
     let success = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     if group.retry_queue_nums <= 0 {
         return Ok(success);
     }
-    let retry = retry_topic(&header.group);
-    let retry_config = ensure_topic(
-        shard,
-        &retry,
-        TopicChange::EnsureRetry {
-            group: header.group.clone(),
-        },
-    )
-    .await?;
-    if !perm::is_writeable(retry_config.perm) {
-        return Err(Reject::new(
-            response_code::NO_PERMISSION,
-            format!("the topic[{retry}] sending message is forbidden"),
-        ));
-    }
+    let retry_config = writable_retry_topic(shard, &header.group).await?;
     let bytes = read_record(&shard.store, header.offset).ok_or_else(|| {
         Reject::system(format!("look message by offset failed, {}", header.offset))
     })?;
@@ -116,36 +101,16 @@ pub(crate) async fn send_msg_back(
     if props.get(properties::RETRY_TOPIC).is_none() {
         props.insert(properties::RETRY_TOPIC, source.topic);
     }
-    let mut max_times = group.retry_max_times;
-    if request.version >= VERSION_WITH_MAX_RECONSUME_TIMES {
-        if let Some(asked) = header.max_reconsume_times {
-            max_times = asked;
-        }
-    }
+    let max_times = match header.max_reconsume_times {
+        Some(asked) if request.version >= VERSION_WITH_MAX_RECONSUME_TIMES => asked,
+        _ => group.retry_max_times,
+    };
     let to_dlq = source.reconsume_times >= max_times || header.delay_level < 0;
     let (topic, queue_id) = if to_dlq {
-        let dlq = dlq_topic(&header.group);
-        let config = TopicConfig {
-            perm: perm::READ_WRITE,
-            ..TopicConfig::new(&dlq, DLQ_QUEUE_NUMS)
-        };
-        ensure_topic(shard, &dlq, TopicChange::Upsert(config)).await?;
-        props.remove(properties::DELAY);
-        tracing::info!(group = %header.group, topic = %source.topic,
-            reconsume_times = source.reconsume_times, "message sent to the DLQ");
-        (dlq, 0)
+        dead_letter_target(shard, &header.group, &source, &mut props).await?
     } else {
-        let level = if header.delay_level == 0 {
-            RETRY_DELAY_LEVEL_BASE + source.reconsume_times
-        } else {
-            header.delay_level
-        };
-        props.insert(properties::DELAY, level.to_string());
-        let queues = group
-            .retry_queue_nums
-            .min(retry_config.write_queue_nums)
-            .max(1);
-        (retry, shard.random_below(queues))
+        let queues = group.retry_queue_nums.min(retry_config.write_queue_nums);
+        retry_target(shard, &header, &source, &mut props, queues)
     };
     if props
         .get(properties::ORIGIN_MESSAGE_ID)
@@ -153,30 +118,86 @@ pub(crate) async fn send_msg_back(
     {
         props.insert(properties::ORIGIN_MESSAGE_ID, source.offset_msg_id());
     }
-    let now = now_ms();
-    let redirect = redirect_delayed(
-        &shard.schedule.levels,
-        &mut props,
-        &topic,
-        queue_id,
-        source.sys_flag,
-    );
+    store_retry_copy(shard, &source, props, topic, queue_id).await?;
+    Ok(success)
+}
+
+/// The group's retry topic (made by shard 0 when missing), if writable.
+async fn writable_retry_topic(shard: &Shard, group: &str) -> Result<TopicConfig, Reject> {
+    let retry = retry_topic(group);
+    let change = TopicChange::EnsureRetry {
+        group: group.to_string(),
+    };
+    let config = ensure_topic(shard, &retry, change).await?;
+    if !perm::is_writeable(config.perm) {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("the topic[{retry}] sending message is forbidden"),
+        ));
+    }
+    Ok(config)
+}
+
+/// The group's dead-letter topic (made when missing), queue 0, at once.
+async fn dead_letter_target(
+    shard: &Shard,
+    group: &str,
+    source: &RecordView<'_>,
+    props: &mut Properties,
+) -> Result<(String, i32), Reject> {
+    let dlq = dlq_topic(group);
+    let config = TopicConfig {
+        perm: perm::READ_WRITE,
+        ..TopicConfig::new(&dlq, DLQ_QUEUE_NUMS)
+    };
+    ensure_topic(shard, &dlq, TopicChange::Upsert(config)).await?;
+    props.remove(properties::DELAY);
+    tracing::info!(%group, topic = %source.topic,
+        reconsume_times = source.reconsume_times, "message sent to the DLQ");
+    Ok((dlq, 0))
+}
+
+/// A retry queue of the group, delayed by the asked level (or
+/// [`RETRY_DELAY_LEVEL_BASE`] + reconsume times when it asks 0).
+fn retry_target(
+    shard: &Shard,
+    header: &SendBackHeader,
+    source: &RecordView<'_>,
+    props: &mut Properties,
+    queues: i32,
+) -> (String, i32) {
+    let level = if header.delay_level == 0 {
+        RETRY_DELAY_LEVEL_BASE + source.reconsume_times
+    } else {
+        header.delay_level
+    };
+    props.insert(properties::DELAY, level.to_string());
+    let queue_id = shard.random_below(queues.max(1));
+    (retry_topic(&header.group), queue_id)
+}
+
+/// Stores the copy (through the delay-level topic when delayed) with the
+/// reconsume count one higher.
+async fn store_retry_copy(
+    shard: &Shard,
+    source: &RecordView<'_>,
+    mut props: Properties,
+    topic: String,
+    queue_id: i32,
+) -> Result<(), Reject> {
+    let levels = &shard.schedule.levels;
+    let redirect = redirect_delayed(levels, &mut props, &topic, queue_id, source.sys_flag);
     let (store_topic, store_queue) = match redirect {
         Some(r) => (r.topic.to_string(), r.queue_id),
         None => (topic, queue_id),
     };
     let tags = tag_hash(&props);
     let props_bytes = props.to_bytes();
+    let store = (now_ms(), shard.env.store_host);
     let record = NewRecord {
         reconsume_times: source.reconsume_times.saturating_add(1),
         prepared_transaction_offset: 0,
-        ..copy_of(
-            &source,
-            &store_topic,
-            store_queue,
-            &props_bytes,
-            (now, shard.env.store_host),
-        )
+        ..copy_of(source, &store_topic, store_queue, &props_bytes, store)
     };
     let result = shard.store_record(&record, tags).await?;
     let code = result.status.response_code();
@@ -185,5 +206,5 @@ pub(crate) async fn send_msg_back(
             "storing the retry message answered {code}"
         )));
     }
-    Ok(success)
+    Ok(())
 }
