@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferrocket_protocol::codes::response_code;
-use ferrocket_store::ShardStore;
+use ferrocket_store::{ConsumeQueue, ShardStore};
 use futures_lite::future;
 
 use crate::services::filter::TagFilter;
@@ -117,31 +117,90 @@ fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
     let (min, max) = (queue.min_offset(), queue.max_offset());
     let offset = query.queue_offset;
     let status = |code, next| PullAnswer::status(code, next, min, max);
+    if let Some((code, next)) = outside(offset, min, max) {
+        return status(code, next);
+    }
+    let found = gather(store, query, &queue);
+    assert!(found.next >= offset, "a pull never moves the consumer back");
+    assert!(found.records.len() <= query.max_messages.max(1));
+    if found.records.is_empty() {
+        let code = if found.next > offset {
+            response_code::PULL_RETRY_IMMEDIATELY
+        } else {
+            response_code::PULL_NOT_FOUND
+        };
+        return status(code, found.next);
+    }
+    PullAnswer {
+        code: response_code::SUCCESS,
+        remark: None,
+        next_begin_offset: found.next,
+        min_offset: min,
+        max_offset: max,
+        message_count: found.records.len() as u32,
+        body: found.into_body(),
+    }
+}
+
+/// The answer when `offset` is not inside the queue's `min..max`: its code
+/// and the offset to pull next.
+fn outside(offset: i64, min: i64, max: i64) -> Option<(i32, i64)> {
     if max == 0 {
         let code = if offset != 0 {
             response_code::PULL_OFFSET_MOVED
         } else {
             response_code::PULL_NOT_FOUND
         };
-        return status(code, 0);
+        return Some((code, 0));
     }
     if offset < min {
-        return status(response_code::PULL_OFFSET_MOVED, min);
+        return Some((response_code::PULL_OFFSET_MOVED, min));
     }
     if offset == max {
-        return status(response_code::PULL_NOT_FOUND, offset);
+        return Some((response_code::PULL_NOT_FOUND, offset));
     }
     if offset > max {
-        return status(response_code::PULL_OFFSET_MOVED, max);
+        return Some((response_code::PULL_OFFSET_MOVED, max));
     }
+    None
+}
+
+/// The records one pull takes, and the queue offset after the last entry
+/// it looked at.
+struct Gathered {
+    records: Vec<Bytes>,
+    bytes: usize,
+    next: i64,
+}
+
+impl Gathered {
+    /// The pull answer's body: the raw records back to back.
+    fn into_body(mut self) -> Bytes {
+        if self.records.len() == 1 {
+            return self.records.pop().unwrap_or_default();
+        }
+        let mut joined = BytesMut::with_capacity(self.bytes);
+        for record in &self.records {
+            joined.extend_from_slice(record);
+        }
+        joined.freeze()
+    }
+}
+
+/// Reads the matching records from `query.queue_offset` on, within the
+/// pull's message and byte limits.
+fn gather(store: &ShardStore, query: &PullQuery, queue: &ConsumeQueue) -> Gathered {
+    let offset = query.queue_offset;
     let entries = queue.get(offset, PULL_SCAN_ENTRIES_MAX.max(query.max_messages));
-    let mut records: Vec<Bytes> = Vec::new();
-    let mut bytes = 0usize;
-    let mut next = offset;
+    let mut found = Gathered {
+        records: Vec::new(),
+        bytes: 0,
+        next: offset,
+    };
     for (index, entry) in entries.iter().enumerate() {
         let size = usize::try_from(entry.size).unwrap_or(0);
-        if records.len() >= query.max_messages
-            || (!records.is_empty() && bytes + size > query.max_bytes)
+        if found.records.len() >= query.max_messages
+            || (!found.records.is_empty() && found.bytes + size > query.max_bytes)
         {
             break;
         }
@@ -149,24 +208,19 @@ fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
         // Lost in a damaged CommitLog range (recovery): skipped, as a
         // message retention removed.
         if entry.is_lost() || !query.filter.matches(entry.tags_code) {
-            next = queue_offset + 1;
+            found.next = queue_offset + 1;
             continue;
         }
         match store.read_records(entry.physical_offset, size) {
-            Some(record) if !query.filter.matches_record(&record) => {
-                next = queue_offset + 1;
-            }
+            Some(record) if !query.filter.matches_record(&record) => {}
             Some(record) => {
-                bytes += record.len();
-                records.push(record);
-                next = queue_offset + 1;
+                found.bytes += record.len();
+                found.records.push(record);
             }
-            None if entry.physical_offset < store.reader().min_offset() => {
-                // Its segment was just deleted by retention and the queue's
-                // min offset is not moved yet (Java's MESSAGE_WAS_REMOVING):
-                // skip it, so the answer is PULL_RETRY_IMMEDIATELY past it.
-                next = queue_offset + 1;
-            }
+            // Its segment was just deleted by retention and the queue's min
+            // offset is not moved yet (Java's MESSAGE_WAS_REMOVING): skip
+            // it, so the answer is PULL_RETRY_IMMEDIATELY past it.
+            None if entry.physical_offset < store.reader().min_offset() => {}
             None => {
                 tracing::error!(
                     topic = %query.topic,
@@ -178,32 +232,7 @@ fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
                 break;
             }
         }
+        found.next = queue_offset + 1;
     }
-    if records.is_empty() {
-        let code = if next > offset {
-            response_code::PULL_RETRY_IMMEDIATELY
-        } else {
-            response_code::PULL_NOT_FOUND
-        };
-        return status(code, next);
-    }
-    let count = records.len() as u32;
-    let body = if records.len() == 1 {
-        records.pop().unwrap_or_default()
-    } else {
-        let mut joined = BytesMut::with_capacity(bytes);
-        for record in &records {
-            joined.extend_from_slice(record);
-        }
-        joined.freeze()
-    };
-    PullAnswer {
-        code: response_code::SUCCESS,
-        remark: None,
-        next_begin_offset: next,
-        min_offset: min,
-        max_offset: max,
-        body,
-        message_count: count,
-    }
+    found
 }

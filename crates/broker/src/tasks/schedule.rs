@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ferrocket_protocol::record::decode_record;
 use ferrocket_runtime::shard::ShardCall;
+use ferrocket_store::CqEntry;
 use futures_lite::future;
 
 use crate::clock::now_ms;
@@ -56,54 +57,10 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
         let Some(entry) = queue.entry(offset) else {
             break;
         };
-        if entry.is_lost() {
-            tracing::error!(
-                level,
-                offset,
-                "scheduled message lost in a damaged CommitLog range; skipped"
-            );
-            offset += 1;
-            state.advance(level, offset);
-            continue;
-        }
-        let size = usize::try_from(entry.size).unwrap_or(0);
-        let Some(bytes) = shard.store.read_records(entry.physical_offset, size) else {
-            tracing::error!(
-                level,
-                offset,
-                "scheduled message unreadable; retrying later"
-            );
-            break;
-        };
-        let record = match decode_record(&bytes, false) {
-            Ok(record) => record,
-            Err(err) => {
-                tracing::error!(level, offset, %err, "scheduled message undecodable; skipped");
-                offset += 1;
-                state.advance(level, offset);
-                continue;
-            }
-        };
-        let now = now_ms();
-        let mut due = record.store_timestamp_ms.saturating_add(delay_ms);
-        // A store time in the future (the clock went back): deliver now,
-        // as Java's `correctDeliverTimestamp` does.
-        if due > now.saturating_add(delay_ms) {
-            due = now;
-        }
-        if due > now {
-            break;
-        }
-        match shard.deliver_to_real_topic(&record).await {
-            Ok(_) => delivered += 1,
-            Err(DeliverError::Invalid(reason)) => {
-                tracing::error!(level, offset, %reason, "scheduled message dropped");
-            }
-            Err(DeliverError::Store(reject)) => {
-                tracing::warn!(level, offset, remark = %reject.remark,
-                    "delivering a scheduled message failed; retrying later");
-                break;
-            }
+        match deliver_entry(shard, level, delay_ms, offset, &entry).await {
+            Step::Delivered => delivered += 1,
+            Step::Skipped => {}
+            Step::Wait => break,
         }
         offset += 1;
         state.advance(level, offset);
@@ -112,6 +69,71 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
         state.advance(level, offset);
     }
     delivered
+}
+
+/// What became of one scheduled message.
+enum Step {
+    Delivered,
+    /// Lost, undecodable or undeliverable: passed over for good.
+    Skipped,
+    /// Not due yet, or not readable or storable now: try again later.
+    Wait,
+}
+
+/// Delivers the level's message at queue offset `offset` if it is due.
+async fn deliver_entry(
+    shard: &Shard,
+    level: i32,
+    delay_ms: i64,
+    offset: i64,
+    entry: &CqEntry,
+) -> Step {
+    if entry.is_lost() {
+        tracing::error!(
+            level,
+            offset,
+            "scheduled message lost in a damaged CommitLog range; skipped"
+        );
+        return Step::Skipped;
+    }
+    let size = usize::try_from(entry.size).unwrap_or(0);
+    let Some(bytes) = shard.store.read_records(entry.physical_offset, size) else {
+        tracing::error!(
+            level,
+            offset,
+            "scheduled message unreadable; retrying later"
+        );
+        return Step::Wait;
+    };
+    let record = match decode_record(&bytes, false) {
+        Ok(record) => record,
+        Err(err) => {
+            tracing::error!(level, offset, %err, "scheduled message undecodable; skipped");
+            return Step::Skipped;
+        }
+    };
+    let now = now_ms();
+    let mut due = record.store_timestamp_ms.saturating_add(delay_ms);
+    // A store time in the future (the clock went back): deliver now, as
+    // Java's `correctDeliverTimestamp` does.
+    if due > now.saturating_add(delay_ms) {
+        due = now;
+    }
+    if due > now {
+        return Step::Wait;
+    }
+    match shard.deliver_to_real_topic(&record).await {
+        Ok(_) => Step::Delivered,
+        Err(DeliverError::Invalid(reason)) => {
+            tracing::error!(level, offset, %reason, "scheduled message dropped");
+            Step::Skipped
+        }
+        Err(DeliverError::Store(reject)) => {
+            tracing::warn!(level, offset, remark = %reject.remark,
+                "delivering a scheduled message failed; retrying later");
+            Step::Wait
+        }
+    }
 }
 
 /// Delivers this shard's levels until the shard stops.

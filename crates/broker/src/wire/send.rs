@@ -22,6 +22,8 @@ use ferrocket_store::AppendRequest;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::append::{encode_into, tag_hash};
+use crate::services::delivery::redirect_delayed;
+use crate::services::routing;
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 use crate::shard::Shard;
 
@@ -181,32 +183,7 @@ pub(crate) async fn send_message(
         properties::CLUSTER,
         shard.config().broker_cluster_name.clone(),
     );
-    let sys_flag = header.sys_flag.unwrap_or(0);
-    // Timer and half messages are held in a system topic (`routing`).
-    let redirect = crate::services::routing::route_send(
-        shard.config(),
-        &header.topic,
-        queue_id,
-        sys_flag,
-        &mut props,
-        now_ms(),
-    )?;
-    // Delay levels go to SCHEDULE_TOPIC_XXXX (`schedule`).
-    let delayed = match &redirect {
-        Some(_) => None,
-        None => crate::services::delivery::redirect_delayed(
-            &shard.schedule.levels,
-            &mut props,
-            &header.topic,
-            queue_id,
-            sys_flag,
-        ),
-    };
-    let (store_topic, store_queue_id, sys_flag) = match (&redirect, &delayed) {
-        (Some(to), _) => (to.topic, to.queue_id, to.sys_flag),
-        (None, Some(to)) => (to.topic, to.queue_id, sys_flag),
-        (None, None) => (header.topic.as_str(), queue_id, sys_flag),
-    };
+    let place = placement(shard, &header, queue_id, &mut props)?;
     let props_bytes = props.to_bytes();
     if props_bytes.len() > PROPERTIES_BYTES_MAX {
         return Err(Reject::new(
@@ -219,10 +196,10 @@ pub(crate) async fn send_message(
     }
     let now = now_ms();
     let record = NewRecord {
-        topic: store_topic,
-        queue_id: store_queue_id,
+        topic: place.topic,
+        queue_id: place.queue_id,
         flag: header.flag.unwrap_or(0),
-        sys_flag,
+        sys_flag: place.sys_flag,
         born_timestamp_ms: header.born_timestamp.unwrap_or(now),
         born_host: conn.peer_addr(),
         store_timestamp_ms: now,
@@ -246,6 +223,49 @@ pub(crate) async fn send_message(
         result.status.response_code(),
         header,
     ))
+}
+
+/// Where a message is stored and with which sysFlag.
+struct Placement<'a> {
+    topic: &'a str,
+    queue_id: i32,
+    sys_flag: i32,
+}
+
+/// Its own topic and queue, or a system topic that holds it: timer and
+/// half messages (`routing`), delay levels (SCHEDULE_TOPIC_XXXX).
+fn placement<'a>(
+    shard: &Shard,
+    header: &'a SendMessageRequestHeader,
+    queue_id: i32,
+    props: &mut Properties,
+) -> Result<Placement<'a>, Reject> {
+    let sys_flag = header.sys_flag.unwrap_or(0);
+    let topic = header.topic.as_str();
+    let config = shard.config();
+    let routed = routing::route_send(config, topic, queue_id, sys_flag, props, now_ms())?;
+    if let Some(to) = routed {
+        return Ok(Placement {
+            topic: to.topic,
+            queue_id: to.queue_id,
+            sys_flag: to.sys_flag,
+        });
+    }
+    let levels = &shard.schedule.levels;
+    Ok(
+        match redirect_delayed(levels, props, topic, queue_id, sys_flag) {
+            Some(to) => Placement {
+                topic: to.topic,
+                queue_id: to.queue_id,
+                sys_flag,
+            },
+            None => Placement {
+                topic,
+                queue_id,
+                sys_flag,
+            },
+        },
+    )
 }
 
 /// SEND_BATCH_MESSAGE: one append for the whole batch (consecutive queue
