@@ -10,7 +10,7 @@ use ferrocket_protocol::RemotingCommand;
 use crate::connection::{Connection, ConnectionConfig, RequestHandler};
 use crate::ClientError;
 
-struct Slot {
+struct PooledConn {
     ready: Option<Connection>,
     /// Serialises connecting to one address.
     connecting: Arc<tokio::sync::Mutex<()>>,
@@ -19,7 +19,7 @@ struct Slot {
 struct PoolInner {
     config: ConnectionConfig,
     handler: Option<RequestHandler>,
-    slots: Mutex<HashMap<String, Slot>>,
+    slots: Mutex<HashMap<String, PooledConn>>,
 }
 
 /// A cheap-to-clone table of connections, shared by the parts of one client.
@@ -52,7 +52,7 @@ impl ConnectionPool {
         &self.inner.config
     }
 
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, PooledConn>> {
         self.inner
             .slots
             .lock()
@@ -63,7 +63,7 @@ impl ConnectionPool {
     pub async fn get(&self, addr: &str) -> Result<Connection, ClientError> {
         let connecting = {
             let mut slots = self.slots();
-            let slot = slots.entry(addr.to_string()).or_insert_with(|| Slot {
+            let slot = slots.entry(addr.to_string()).or_insert_with(|| PooledConn {
                 ready: None,
                 connecting: Arc::new(tokio::sync::Mutex::new(())),
             });

@@ -18,7 +18,7 @@
 //! Each shard has a bounded request ring to the appender and a bounded result
 //! ring back (capacity `ring_capacity`). They are glommio `shared_channel`s:
 //! a lock-free single-producer/single-consumer ring plus an eventfd wake-up
-//! of the peer executor when it sleeps. DESIGN.md names crossbeam rings; a
+//! of the peer executor when it sleeps. The first design named crossbeam rings; a
 //! crossbeam queue is just as lock-free but cannot wake a parked glommio
 //! executor, so the appender would have to spin or poll on a timer. A full
 //! ring makes `append` wait (backpressure); nothing is ever dropped.

@@ -69,12 +69,12 @@ impl std::fmt::Debug for ShardPort {
 
 /// A one-shot result cell completed by the receiver task.
 #[derive(Default)]
-struct Slot {
+struct ResultCell {
     value: RefCell<Option<Result<AppendResult, StoreError>>>,
     waker: RefCell<Option<Waker>>,
 }
 
-impl Slot {
+impl ResultCell {
     fn complete(&self, value: Result<AppendResult, StoreError>) {
         *self.value.borrow_mut() = Some(value);
         if let Some(waker) = self.waker.borrow_mut().take() {
@@ -92,7 +92,7 @@ struct ShardInner {
     /// The request ring to the appender.
     outbox: Rc<Outbox>,
     next_seq: Cell<u64>,
-    pending: RefCell<HashMap<u64, Rc<Slot>>>,
+    pending: RefCell<HashMap<u64, Rc<ResultCell>>>,
     queues: RefCell<Queues>,
     listener: RefCell<Option<Listener>>,
     /// Every dispatch below this CommitLog position has been applied here.
@@ -204,7 +204,7 @@ impl ShardStore {
         }
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
-        let slot = Rc::new(Slot::default());
+        let slot = Rc::new(ResultCell::default());
         self.inner
             .pending
             .borrow_mut()
@@ -459,7 +459,8 @@ impl ShardInner {
 
     /// The appender closed the result ring: nothing more will come.
     fn finish(&self) {
-        let pending: Vec<Rc<Slot>> = self.pending.borrow_mut().drain().map(|(_, s)| s).collect();
+        let pending: Vec<Rc<ResultCell>> =
+            self.pending.borrow_mut().drain().map(|(_, s)| s).collect();
         for slot in pending {
             slot.complete(Err(StoreError::Unavailable(
                 "the CommitLog appender stopped".into(),

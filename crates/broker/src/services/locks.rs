@@ -27,6 +27,28 @@ pub struct MessageQueue {
     pub queue_id: i32,
 }
 
+/// A `MessageQueue` in key position, fields in fastjson's sorted order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageQueueKey<'a> {
+    broker_name: &'a str,
+    queue_id: i32,
+    topic: &'a str,
+}
+
+impl MessageQueue {
+    /// The queue as fastjson writes a `MessageQueue` map key (fields sorted:
+    /// brokerName, queueId, topic), for bodies Java clients parse.
+    pub fn json_key(broker_name: &str, queue_id: i32, topic: &str) -> String {
+        let key = MessageQueueKey {
+            broker_name,
+            queue_id,
+            topic,
+        };
+        String::from_utf8_lossy(&ferrocket_protocol::body::encode_json(&key)).into_owned()
+    }
+}
+
 impl std::fmt::Display for MessageQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}@{}#{}", self.topic, self.broker_name, self.queue_id)

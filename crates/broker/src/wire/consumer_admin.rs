@@ -15,6 +15,7 @@ use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
 use crate::error::Reject;
+use crate::services::locks::MessageQueue;
 use crate::services::offsets::{key_topic, merge, OffsetFile, OffsetMap};
 use crate::shard::clients::conn_infos;
 use crate::shard::Shard;
@@ -198,15 +199,6 @@ fn queue_stats_owned(shard: &Shard, group: &str, queues: &[(String, i32)]) -> Ve
         .collect()
 }
 
-/// The key of a ConsumeStats entry, fields in fastjson's (sorted) order.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct QueueKeyJson<'a> {
-    broker_name: &'a str,
-    queue_id: i32,
-    topic: &'a str,
-}
-
 /// The value of a ConsumeStats entry (`OffsetWrapper`), sorted fields.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -234,18 +226,17 @@ pub(crate) fn consume_stats_body(
         if i > 0 {
             out.push(',');
         }
-        let key = QueueKeyJson {
-            broker_name,
-            queue_id: stat.queue_id,
-            topic: &stat.topic,
-        };
         let value = OffsetWrapperJson {
             broker_offset: stat.broker_offset,
             consumer_offset: stat.consumer_offset,
             last_timestamp: stat.last_timestamp_ms,
             pull_offset: stat.consumer_offset,
         };
-        out.push_str(&String::from_utf8_lossy(&encode_json(&key)));
+        out.push_str(&MessageQueue::json_key(
+            broker_name,
+            stat.queue_id,
+            &stat.topic,
+        ));
         out.push(':');
         out.push_str(&String::from_utf8_lossy(&encode_json(&value)));
     }

@@ -32,6 +32,7 @@ use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
 use crate::error::Reject;
+use crate::services::locks::MessageQueue;
 use crate::shard::clients::conn_infos;
 use crate::shard::push::send_oneway;
 use crate::shard::Shard;
@@ -88,15 +89,6 @@ fn reset_owned(
     Ok(table)
 }
 
-/// A `MessageQueue` in key position, fields in fastjson's sorted order.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct QueueKeyJson<'a> {
-    broker_name: &'a str,
-    queue_id: i32,
-    topic: &'a str,
-}
-
 /// One `MessageQueueForC`, fields in fastjson's sorted order.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -121,12 +113,7 @@ pub(crate) fn reset_body(broker_name: &str, topic: &str, table: &[(i32, i64)]) -
         if i > 0 {
             out.push(',');
         }
-        let key = QueueKeyJson {
-            broker_name,
-            queue_id,
-            topic,
-        };
-        out.push_str(&String::from_utf8_lossy(&encode_json(&key)));
+        out.push_str(&MessageQueue::json_key(broker_name, queue_id, topic));
         out.push(':');
         out.push_str(&offset.to_string());
     }

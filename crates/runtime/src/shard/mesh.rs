@@ -54,7 +54,7 @@ pub enum MeshError {
 }
 
 /// What travels on a ring.
-pub enum Envelope<Req, Resp> {
+pub enum MeshMessage<Req, Resp> {
     Request { id: u64, request: Req },
     Reply { id: u64, response: Resp },
 }
@@ -64,8 +64,8 @@ pub enum Envelope<Req, Resp> {
 /// executor, then [`MeshEndpoints::connect`] there.
 pub struct MeshEndpoints<Req: Send + 'static, Resp: Send + 'static> {
     shard: usize,
-    to: Vec<Option<SharedSender<Envelope<Req, Resp>>>>,
-    from: Vec<Option<SharedReceiver<Envelope<Req, Resp>>>>,
+    to: Vec<Option<SharedSender<MeshMessage<Req, Resp>>>>,
+    from: Vec<Option<SharedReceiver<MeshMessage<Req, Resp>>>>,
 }
 
 /// Builds the rings of a full mesh of `shard_count` shards: element `i` is
@@ -168,7 +168,7 @@ type Pending<Resp> = HashMap<u64, (usize, LocalSender<Resp>)>;
 pub struct Mesh<Req: Send + 'static, Resp: Send + 'static> {
     shard: usize,
     shard_count: usize,
-    senders: Vec<Option<ConnectedSender<Envelope<Req, Resp>>>>,
+    senders: Vec<Option<ConnectedSender<MeshMessage<Req, Resp>>>>,
     pending: RefCell<Pending<Resp>>,
     next_id: Cell<u64>,
     permits: Semaphore,
@@ -211,7 +211,7 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
         let (reply_tx, reply_rx) = local_oneshot();
         self.pending.borrow_mut().insert(id, (target, reply_tx));
         if sender
-            .send(Envelope::Request { id, request })
+            .send(MeshMessage::Request { id, request })
             .await
             .is_err()
         {
@@ -277,23 +277,27 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
 async fn receive_loop<Req: Send + 'static, Resp: Send + 'static>(
     mesh: Rc<Mesh<Req, Resp>>,
     peer: usize,
-    receiver: ConnectedReceiver<Envelope<Req, Resp>>,
+    receiver: ConnectedReceiver<MeshMessage<Req, Resp>>,
 ) {
     while let Some(envelope) = receiver.recv().await {
         match envelope {
-            Envelope::Request { id, request } => {
+            MeshMessage::Request { id, request } => {
                 let mesh = mesh.clone();
                 glommio::spawn_local(async move {
                     let response = mesh.handler.clone().handle(peer, request).await;
                     if let Some(sender) = &mesh.senders[peer] {
-                        if sender.send(Envelope::Reply { id, response }).await.is_err() {
+                        if sender
+                            .send(MeshMessage::Reply { id, response })
+                            .await
+                            .is_err()
+                        {
                             tracing::debug!(peer, "reply dropped: mesh link closed");
                         }
                     }
                 })
                 .detach();
             }
-            Envelope::Reply { id, response } => mesh.complete(id, response),
+            MeshMessage::Reply { id, response } => mesh.complete(id, response),
         }
     }
     mesh.fail_pending(peer);

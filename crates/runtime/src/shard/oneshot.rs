@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-struct Slot<T> {
+struct Shared<T> {
     value: Option<T>,
     waker: Option<Waker>,
     closed: bool,
@@ -16,17 +16,17 @@ struct Slot<T> {
 
 /// The sending half; dropping it unsent wakes the receiver with `None`.
 pub struct LocalSender<T> {
-    slot: Rc<RefCell<Slot<T>>>,
+    slot: Rc<RefCell<Shared<T>>>,
 }
 
 /// The receiving half: a future yielding the value, or `None` when the
 /// sender was dropped without sending.
 pub struct LocalReceiver<T> {
-    slot: Rc<RefCell<Slot<T>>>,
+    slot: Rc<RefCell<Shared<T>>>,
 }
 
 pub fn local_oneshot<T>() -> (LocalSender<T>, LocalReceiver<T>) {
-    let slot = Rc::new(RefCell::new(Slot {
+    let slot = Rc::new(RefCell::new(Shared {
         value: None,
         waker: None,
         closed: false,
