@@ -16,12 +16,12 @@ fn invalid_sends_are_answered_with_their_codes() {
     let mut client = broker.client();
     client.create_topic("Good", 2);
 
-    let oversize = client.send("Good", 0, &[7u8; 2000], &props(&[]));
+    let oversize = client.send_message("Good", 0, &[7u8; 2000], &props(&[]));
     assert_eq!(oversize.code, response_code::MESSAGE_ILLEGAL);
     assert!(oversize.remark.unwrap_or_default().contains("1024"));
 
     for bad in ["bad topic", "a.b", &"x".repeat(128)] {
-        let response = client.send(bad, 0, b"x", &props(&[]));
+        let response = client.send_message(bad, 0, b"x", &props(&[]));
         assert_eq!(
             response.code,
             response_code::MESSAGE_ILLEGAL,
@@ -29,17 +29,20 @@ fn invalid_sends_are_answered_with_their_codes() {
         );
     }
 
-    let forbidden = client.send("TBW102", 0, b"x", &props(&[]));
+    let forbidden = client.send_message("TBW102", 0, b"x", &props(&[]));
     assert_eq!(forbidden.code, response_code::NO_PERMISSION);
 
-    let out_of_range = client.send("Good", 5, b"x", &props(&[]));
+    let out_of_range = client.send_message("Good", 5, b"x", &props(&[]));
     assert_eq!(out_of_range.code, response_code::INVALID_PARAMETER);
 
     let mut no_topic = RemotingCommand::request(request_code::SEND_MESSAGE);
     no_topic.ext_fields = fields(&[("producerGroup", "PG"), ("queueId", "0")]);
-    assert_eq!(client.call(no_topic).code, response_code::INVALID_PARAMETER);
+    assert_eq!(
+        client.request(no_topic).code,
+        response_code::INVALID_PARAMETER
+    );
 
-    let unknown = client.call(RemotingCommand::request(9999));
+    let unknown = client.request(RemotingCommand::request(9999));
     assert_eq!(unknown.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
     assert_eq!(
         unknown.remark.as_deref(),
@@ -67,7 +70,7 @@ fn invalid_sends_are_answered_with_their_codes() {
 
     // A heartbeat whose body is not JSON.
     let garbage = client
-        .call(RemotingCommand::request(request_code::HEART_BEAT).with_body(b"{nope".to_vec()));
+        .request(RemotingCommand::request(request_code::HEART_BEAT).with_body(b"{nope".to_vec()));
     assert_ne!(garbage.code, response_code::SUCCESS);
 
     // Still serving.
@@ -82,7 +85,7 @@ fn unknown_topics_are_refused_without_auto_create() {
     config.auto_create_topic_enable = false;
     let broker = Broker::start(config);
     let mut client = broker.client();
-    let response = client.send("NotThere", 0, b"x", &props(&[]));
+    let response = client.send_message("NotThere", 0, b"x", &props(&[]));
     assert_eq!(response.code, response_code::TOPIC_NOT_EXIST);
     assert!(response.remark.unwrap_or_default().contains("NotThere"));
     broker.stop();
@@ -102,18 +105,18 @@ fn broken_frames_close_only_their_connection() {
     frame.extend_from_slice(&((4 + header.len()) as i32).to_be_bytes());
     frame.extend_from_slice(&(header.len() as i32).to_be_bytes());
     frame.extend_from_slice(header);
-    bad.send_raw(&frame);
-    assert!(bad.read_frame().is_none(), "the connection is closed");
+    bad.send_raw(&frame).unwrap();
+    assert!(bad.recv().is_none(), "the connection is closed");
 
     // A length prefix far above the frame limit.
     let mut huge = broker.client();
-    huge.send_raw(&(1_000_000_000i32).to_be_bytes());
-    assert!(huge.read_frame().is_none(), "the connection is closed");
+    huge.send_raw(&(1_000_000_000i32).to_be_bytes()).unwrap();
+    assert!(huge.recv().is_none(), "the connection is closed");
 
     // Random bytes.
     let mut noise = broker.client();
-    noise.send_raw(&[0xff; 64]);
-    assert!(noise.read_frame().is_none(), "the connection is closed");
+    noise.send_raw(&[0xff; 64]).unwrap();
+    assert!(noise.recv().is_none(), "the connection is closed");
 
     good.send_ok("Alive", 0, b"still here", &props(&[]));
     assert_eq!(good.pull_all("G", "Alive", 0, "*").len(), 1);

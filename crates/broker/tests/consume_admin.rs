@@ -26,8 +26,8 @@ fn lock_body(client_id: &str, queues: &[i32]) -> Vec<u8> {
     .into_bytes()
 }
 
-fn lock(client: &mut Client, client_id: &str, queues: &[i32]) -> Vec<i64> {
-    let response = ok(client.call(request(
+fn lock(client: &mut RemotingConn, client_id: &str, queues: &[i32]) -> Vec<i64> {
+    let response = ok(client.request(request(
         request_code::LOCK_BATCH_MQ,
         &[],
         &lock_body(client_id, queues),
@@ -50,7 +50,7 @@ fn connections_offsets_stats_and_locks() {
     let mut admin = broker.client();
     let mut consumer = broker.client();
 
-    let missing = consumer.call(request(
+    let missing = consumer.request(request(
         request_code::GET_CONSUMER_CONNECTION_LIST,
         &[("consumerGroup", "StatsG")],
         b"",
@@ -89,7 +89,7 @@ fn connections_offsets_stats_and_locks() {
     }
 
     // Answered from whichever shard the admin connection landed on.
-    let response = ok(admin.call(request(
+    let response = ok(admin.request(request(
         request_code::GET_CONSUMER_CONNECTION_LIST,
         &[("consumerGroup", "StatsG")],
         b"",
@@ -107,11 +107,11 @@ fn connections_offsets_stats_and_locks() {
     assert_eq!(body["consumeType"], "CONSUME_PASSIVELY");
     assert_eq!(body["messageModel"], "CLUSTERING");
 
-    let response = ok(admin.call(request(request_code::GET_ALL_CONSUMER_OFFSET, &[], b"")));
+    let response = ok(admin.request(request(request_code::GET_ALL_CONSUMER_OFFSET, &[], b"")));
     let all: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
     assert_eq!(all["offsetTable"]["StatsTopic@StatsG"]["3"], 1, "{all}");
 
-    let response = ok(admin.call(request(
+    let response = ok(admin.request(request(
         request_code::GET_CONSUME_STATS,
         &[("consumerGroup", "StatsG")],
         b"",
@@ -149,13 +149,13 @@ fn connections_offsets_stats_and_locks() {
         vec![0, 1, 2],
         "renewal"
     );
-    ok(admin.call(request(
+    ok(admin.request(request(
         request_code::UNLOCK_BATCH_MQ,
         &[],
         &lock_body("c1", &[1, 2]),
     )));
     assert_eq!(lock(&mut consumer, "c2", &[0, 1, 2, 3]), vec![1, 2, 3]);
-    let garbage = admin.call(request(request_code::LOCK_BATCH_MQ, &[], b"{nope"));
+    let garbage = admin.request(request(request_code::LOCK_BATCH_MQ, &[], b"{nope"));
     assert_ne!(garbage.code, response_code::SUCCESS);
 }
 

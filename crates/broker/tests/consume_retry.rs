@@ -25,7 +25,7 @@ fn broker_config(dir: &std::path::Path) -> BrokerConfig {
 }
 
 fn send_back(
-    client: &mut Client,
+    client: &mut RemotingConn,
     group: &str,
     offset: i64,
     level: i32,
@@ -45,7 +45,7 @@ fn send_back(
     let pairs: Vec<(&str, &str)> = ext.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut req = request(request_code::CONSUMER_SEND_MSG_BACK, &pairs, b"");
     req.version = version;
-    let response = client.call(req);
+    let response = client.request(req);
     assert_eq!(
         response.code,
         response_code::SUCCESS,
@@ -87,7 +87,7 @@ fn groups_are_created_changed_persisted_and_enforced() {
         "{:?}",
         response.remark
     );
-    let bad = client.call(request(
+    let bad = client.request(request(
         request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
         &[],
         br#"{"groupName":"bad name"}"#,
@@ -104,13 +104,13 @@ fn groups_are_created_changed_persisted_and_enforced() {
             ("commitOffset", "1"),
         ],
     );
-    ok(client.call(request(
+    ok(client.request(request(
         request_code::DELETE_SUBSCRIPTIONGROUP,
         &[("groupName", "AutoG"), ("cleanOffset", "true")],
         b"",
     )));
     assert!(all_groups(&mut client)["subscriptionGroupTable"]["AutoG"].is_null());
-    let offsets = ok(client.call(request(request_code::GET_ALL_CONSUMER_OFFSET, &[], b"")));
+    let offsets = ok(client.request(request(request_code::GET_ALL_CONSUMER_OFFSET, &[], b"")));
     let offsets: serde_json::Value = serde_json::from_slice(&offsets.body).unwrap();
     assert!(
         offsets["offsetTable"]["GroupTopic@AutoG"].is_null(),
@@ -207,7 +207,7 @@ fn failed_messages_retry_then_land_in_the_dlq() {
     assert_eq!(dead[0].prop("UNIQ_KEY"), Some("UNIQ-1"));
     assert_eq!(dead[0].prop("RETRY_TOPIC"), Some("RetryTopic"));
     assert_eq!(dead[0].prop("DELAY"), None);
-    let dlq_topic = ok(client.call(request(
+    let dlq_topic = ok(client.request(request(
         request_code::GET_TOPIC_CONFIG,
         &[("topic", "%DLQ%G")],
         b"",
@@ -243,5 +243,5 @@ fn failed_messages_retry_then_land_in_the_dlq() {
         b"",
     );
     bad.version = 63;
-    assert_eq!(client.call(bad).code, response_code::SYSTEM_ERROR);
+    assert_eq!(client.request(bad).code, response_code::SYSTEM_ERROR);
 }

@@ -17,8 +17,8 @@ use ferrocket_protocol::codes::request_code;
 const TOPIC: &str = "DelayTopic";
 const WAIT: Duration = Duration::from_secs(15);
 
-fn delay_offsets(client: &mut Client) -> serde_json::Value {
-    let response = ok(client.call(request(request_code::GET_ALL_DELAY_OFFSET, &[], b"")));
+fn delay_offsets(client: &mut RemotingConn) -> serde_json::Value {
+    let response = ok(client.request(request(request_code::GET_ALL_DELAY_OFFSET, &[], b"")));
     serde_json::from_slice(&response.body).unwrap()
 }
 

@@ -23,7 +23,7 @@ fn long_poll_is_woken_by_a_send_on_another_connection() {
     for queue_id in 0..4 {
         let addr = broker.addr;
         let waiter = std::thread::spawn(move || {
-            let mut client = Client::connect(addr);
+            let mut client = connect(addr);
             let mut header = pull_header("G", "Wake", queue_id, 0, "*", pull_sys_flag::SUSPEND);
             header.suspend_timeout_millis = Some(20_000);
             let started = Instant::now();
@@ -152,7 +152,7 @@ fn offsets_for_new_groups_and_queue_bounds() {
     let broker = Broker::start(config(dir.path(), 2));
     let mut client = broker.client();
     client.create_topic("Fresh", 2);
-    let query = |client: &mut Client, queue: &str| {
+    let query = |client: &mut RemotingConn, queue: &str| {
         client.offset_call(
             request_code::QUERY_CONSUMER_OFFSET,
             &[
@@ -191,7 +191,7 @@ fn offsets_for_new_groups_and_queue_bounds() {
 }
 
 fn heartbeat(
-    client: &mut Client,
+    client: &mut RemotingConn,
     client_id: &str,
     group: &str,
     topic: &str,
@@ -202,7 +202,7 @@ fn heartbeat(
         "groupName":"{group}","messageModel":1,"subscriptionDataSet":[{{"subString":"{sub}",
         "subVersion":"1","topic":"{topic}"}}]}}]}}"#
     );
-    client.call(RemotingCommand::request(request_code::HEART_BEAT).with_body(body.into_bytes()))
+    client.request(RemotingCommand::request(request_code::HEART_BEAT).with_body(body.into_bytes()))
 }
 
 #[test]
@@ -254,7 +254,7 @@ fn heartbeat_registers_subscriptions_used_by_pulls() {
 
     // The first member hears that the group changed when the second joined.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !client.notices.iter().any(|n| {
+    while !client.notices().iter().any(|n| {
         n.code == request_code::NOTIFY_CONSUMER_IDS_CHANGED
             && n.ext_fields.get("consumerGroup") == Some("SG")
     }) {
@@ -422,14 +422,14 @@ fn topic_admin_and_runtime_info() {
     );
     assert_eq!(committed.code, response_code::SUCCESS);
 
-    let all = client.call(RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG));
+    let all = client.request(RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG));
     assert_eq!(all.code, response_code::SUCCESS);
     let table: ferrocket_protocol::body::TopicConfigSerializeWrapper =
         decode_json(&all.body).unwrap();
     assert_eq!(table.topic_config_table["Admin"].write_queue_nums, 3);
     assert!(table.topic_config_table.contains_key("TBW102"));
 
-    let info = client.call(RemotingCommand::request(
+    let info = client.request(RemotingCommand::request(
         request_code::GET_BROKER_RUNTIME_INFO,
     ));
     assert_eq!(info.code, response_code::SUCCESS);

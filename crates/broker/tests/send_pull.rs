@@ -33,7 +33,7 @@ fn send_and_pull_everything(shards: usize, tune: impl FnOnce(&mut BrokerConfig))
         .map(|p| {
             let addr = broker.addr;
             std::thread::spawn(move || {
-                let mut client = Client::connect(addr);
+                let mut client = connect(addr);
                 let mut sent = Vec::new();
                 for i in 0..PER_PRODUCER {
                     let queue_id = ((p + i) % QUEUES as usize) as i32;
@@ -196,7 +196,7 @@ fn batch_send_stores_each_message_and_lists_their_ids() {
         let mut request = RemotingCommand::request(code);
         request.ext_fields = request_fields;
         request.body = body.clone();
-        let response = client.call(request);
+        let response = client.request(request);
         assert_eq!(
             response.code,
             response_code::SUCCESS,

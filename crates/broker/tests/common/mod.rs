@@ -1,9 +1,10 @@
 //! Test harness: a broker started with `run()` on a thread (127.0.0.1, a
-//! free port, a temp store), and a minimal blocking Remoting client.
+//! free port, a temp store), and broker requests ([`BrokerCalls`]) over the
+//! workspace's shared blocking Remoting client (ferrocket-testkit's
+//! [`RemotingConn`]).
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +12,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use ferrocket_broker::{BrokerConfig, BrokerError};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{
@@ -20,7 +20,12 @@ use ferrocket_protocol::header::{
 };
 use ferrocket_protocol::properties::Properties;
 use ferrocket_protocol::record::records;
-use ferrocket_protocol::{ExtFields, FrameDecoder, RemotingCommand};
+use ferrocket_protocol::{ExtFields, RemotingCommand};
+pub use ferrocket_testkit::remoting::RemotingConn;
+
+/// How long a test waits for one answer: a held pull may take its whole
+/// suspend timeout (up to 20 s in these tests).
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running broker.
 pub struct Broker {
@@ -70,8 +75,8 @@ impl Broker {
         }
     }
 
-    pub fn client(&self) -> Client {
-        Client::connect(self.addr)
+    pub fn client(&self) -> RemotingConn {
+        connect(self.addr)
     }
 
     /// Stops the broker and waits for it; panics if it failed.
@@ -92,67 +97,47 @@ impl Drop for Broker {
     }
 }
 
-/// A blocking Remoting client on one connection.
-pub struct Client {
-    stream: TcpStream,
-    buf: BytesMut,
-    next_opaque: i32,
-    /// Requests the broker sent to this client (oneway notifications).
-    pub notices: Vec<RemotingCommand>,
+/// A connection to the broker at `addr`, waiting [`ANSWER_TIMEOUT`] for
+/// each answer.
+pub fn connect(addr: SocketAddr) -> RemotingConn {
+    RemotingConn::connect(addr)
+        .unwrap()
+        .with_answer_timeout(ANSWER_TIMEOUT)
 }
 
-impl Client {
-    pub fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream.set_nodelay(true).unwrap();
-        Client {
-            stream,
-            buf: BytesMut::new(),
-            next_opaque: 1,
-            notices: Vec::new(),
-        }
-    }
+/// Broker requests on a connection. (Sending a message is `send_message`:
+/// `RemotingConn::send` sends a prepared command.)
+pub trait BrokerCalls {
+    fn create_topic(&mut self, topic: &str, queues: i32);
 
-    pub fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).unwrap();
-    }
+    /// SEND_MESSAGE_V2 with the given properties; returns the response.
+    fn send_message(
+        &mut self,
+        topic: &str,
+        queue_id: i32,
+        body: &[u8],
+        props: &Properties,
+    ) -> RemotingCommand;
 
-    /// Reads the next frame; `None` when the connection closed.
-    pub fn read_frame(&mut self) -> Option<RemotingCommand> {
-        let decoder = FrameDecoder::default();
-        loop {
-            if let Some(frame) = decoder.next_frame(&mut self.buf).unwrap() {
-                return Some(frame);
-            }
-            let mut chunk = [0u8; 64 * 1024];
-            let n = self.stream.read(&mut chunk).ok()?;
-            if n == 0 {
-                return None;
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
+    /// Sends and expects success; returns (queue id, queue offset, msgId).
+    fn send_ok(
+        &mut self,
+        topic: &str,
+        queue_id: i32,
+        body: &[u8],
+        props: &Properties,
+    ) -> (i32, i64, String);
 
-    /// Sends `request` and waits for its response.
-    pub fn call(&mut self, mut request: RemotingCommand) -> RemotingCommand {
-        request.opaque = self.next_opaque;
-        self.next_opaque += 1;
-        self.send_raw(&request.to_bytes());
-        loop {
-            let frame = self.read_frame().expect("connection closed");
-            if frame.is_response() && frame.opaque == request.opaque {
-                return frame;
-            }
-            if !frame.is_response() {
-                self.notices.push(frame);
-            }
-        }
-    }
+    fn pull(&mut self, header: &PullMessageRequestHeader) -> RemotingCommand;
 
-    pub fn create_topic(&mut self, topic: &str, queues: i32) {
+    /// Every message of a queue from `offset` on, with subscription `sub`.
+    fn pull_all(&mut self, group: &str, topic: &str, queue_id: i32, sub: &str) -> Vec<Pulled>;
+
+    fn offset_call(&mut self, code: i32, ext: &[(&str, &str)]) -> RemotingCommand;
+}
+
+impl BrokerCalls for RemotingConn {
+    fn create_topic(&mut self, topic: &str, queues: i32) {
         let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
         request.ext_fields = fields(&[
             ("topic", topic),
@@ -160,7 +145,7 @@ impl Client {
             ("writeQueueNums", &queues.to_string()),
             ("perm", "6"),
         ]);
-        let response = self.call(request);
+        let response = self.request(request);
         assert_eq!(
             response.code,
             response_code::SUCCESS,
@@ -169,8 +154,7 @@ impl Client {
         );
     }
 
-    /// SEND_MESSAGE_V2 with the given properties; returns the response.
-    pub fn send(
+    fn send_message(
         &mut self,
         topic: &str,
         queue_id: i32,
@@ -193,18 +177,17 @@ impl Client {
         let mut request = RemotingCommand::request(request_code::SEND_MESSAGE_V2);
         request.ext_fields = header.to_ext();
         request.body = body.to_vec().into();
-        self.call(request)
+        self.request(request)
     }
 
-    /// Sends and expects success; returns (queue id, queue offset, msgId).
-    pub fn send_ok(
+    fn send_ok(
         &mut self,
         topic: &str,
         queue_id: i32,
         body: &[u8],
         props: &Properties,
     ) -> (i32, i64, String) {
-        let response = self.send(topic, queue_id, body, props);
+        let response = self.send_message(topic, queue_id, body, props);
         assert_eq!(
             response.code,
             response_code::SUCCESS,
@@ -215,14 +198,13 @@ impl Client {
         (header.queue_id, header.queue_offset, header.msg_id)
     }
 
-    pub fn pull(&mut self, header: &PullMessageRequestHeader) -> RemotingCommand {
+    fn pull(&mut self, header: &PullMessageRequestHeader) -> RemotingCommand {
         let mut request = RemotingCommand::request(request_code::PULL_MESSAGE);
         request.ext_fields = header.to_ext();
-        self.call(request)
+        self.request(request)
     }
 
-    /// Every message of a queue from `offset` on, with subscription `sub`.
-    pub fn pull_all(&mut self, group: &str, topic: &str, queue_id: i32, sub: &str) -> Vec<Pulled> {
+    fn pull_all(&mut self, group: &str, topic: &str, queue_id: i32, sub: &str) -> Vec<Pulled> {
         let mut out = Vec::new();
         let mut offset = 0;
         loop {
@@ -240,10 +222,10 @@ impl Client {
         }
     }
 
-    pub fn offset_call(&mut self, code: i32, ext: &[(&str, &str)]) -> RemotingCommand {
+    fn offset_call(&mut self, code: i32, ext: &[(&str, &str)]) -> RemotingCommand {
         let mut request = RemotingCommand::request(code);
         request.ext_fields = fields(ext);
-        self.call(request)
+        self.request(request)
     }
 }
 

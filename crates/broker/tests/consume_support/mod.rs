@@ -12,7 +12,7 @@ use ferrocket_protocol::header::{
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 
-use crate::common::{fields, Client};
+use crate::common::{fields, BrokerCalls, RemotingConn};
 
 /// A pulled message with what the consumption tests look at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +88,7 @@ pub fn sub_pull_header(
 /// Everything of a queue from offset 0, with `expression` of
 /// `expression_type`. Panics on any answer but found / not found.
 pub fn pull_all(
-    client: &mut Client,
+    client: &mut RemotingConn,
     group: &str,
     topic: &str,
     queue_id: i32,
@@ -135,7 +135,7 @@ pub fn pull_all(
 /// Pulls `topic`/`queue_id` (all of it) until `want` messages are there or
 /// `timeout` passed; returns what is there.
 pub fn wait_for_messages(
-    client: &mut Client,
+    client: &mut RemotingConn,
     group: &str,
     topic: &str,
     queue_id: i32,
@@ -170,8 +170,8 @@ pub fn ok(response: RemotingCommand) -> RemotingCommand {
 }
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with a JSON config.
-pub fn update_group(client: &mut Client, json: &str) {
-    ok(client.call(request(
+pub fn update_group(client: &mut RemotingConn, json: &str) {
+    ok(client.request(request(
         request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
         &[],
         json.as_bytes(),
@@ -179,8 +179,8 @@ pub fn update_group(client: &mut Client, json: &str) {
 }
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG, parsed.
-pub fn all_groups(client: &mut Client) -> serde_json::Value {
-    let response = ok(client.call(request(
+pub fn all_groups(client: &mut RemotingConn) -> serde_json::Value {
+    let response = ok(client.request(request(
         request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
         &[],
         b"",
@@ -191,7 +191,7 @@ pub fn all_groups(client: &mut Client) -> serde_json::Value {
 /// HEART_BEAT registering `client_id` as a consumer of `group` on `topic`
 /// (C++ client style: ordinals).
 pub fn heartbeat(
-    client: &mut Client,
+    client: &mut RemotingConn,
     client_id: &str,
     group: &str,
     topic: &str,
@@ -203,5 +203,5 @@ pub fn heartbeat(
         "groupName":"{group}","messageModel":1,"subscriptionDataSet":[{{"subString":"{sub}",
         "subVersion":"1","topic":"{topic}","expressionType":"{kind}"}}]}}]}}"#
     );
-    ok(client.call(request(request_code::HEART_BEAT, &[], body.as_bytes())));
+    ok(client.request(request(request_code::HEART_BEAT, &[], body.as_bytes())));
 }
