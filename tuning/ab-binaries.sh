@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved compare of two ferrocket builds on one host: the same broker
-# settings, two name servers, one `ferrocket-bench compare` run, then every
+# settings, two name servers (each with its own KV config file: one name
+# server per file), one `ferrocket-bench compare` run, then every
 # process this script started is stopped by pid.
 #
 #   tuning/ab-binaries.sh BIN_A BIN_B [bench args...]
@@ -27,8 +28,8 @@ cleanup() {
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NS_A=$(port); NS_B=$(port); BR_A=$(port); BR_B=$(port)
-"$A" namesrv --listen-addr 127.0.0.1 --listen-port "$NS_A" > "$WORK/ns-a.log" 2>&1 & PIDS+=($!)
-"$B" namesrv --listen-addr 127.0.0.1 --listen-port "$NS_B" > "$WORK/ns-b.log" 2>&1 & PIDS+=($!)
+"$A" namesrv --listen-addr 127.0.0.1 --listen-port "$NS_A" --set "kvConfigPath=$WORK/ns-a/kvConfig.json" > "$WORK/ns-a.log" 2>&1 & PIDS+=($!)
+"$B" namesrv --listen-addr 127.0.0.1 --listen-port "$NS_B" --set "kvConfigPath=$WORK/ns-b/kvConfig.json" > "$WORK/ns-b.log" 2>&1 & PIDS+=($!)
 sleep 1
 # shellcheck disable=SC2086
 "$A" broker --listen-addr 127.0.0.1 --listen-port "$BR_A" -n "127.0.0.1:$NS_A" --store-path-root-dir "$WORK/a" ${BROKER_ARGS_A:-${BROKER_ARGS:-}} > "$WORK/a.log" 2>&1 & PA=$!; PIDS+=($PA)

@@ -5,7 +5,7 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 B=target/release/ferrocket
 DIR=$(mktemp -d /tmp/ferrocket-compare.XXXXXX)
-$B namesrv --listen-port 19895 > "$DIR/ns.log" 2>&1 & NS=$!
+$B namesrv --listen-port 19895 --set "kvConfigPath=$DIR/ns/kvConfig.json" > "$DIR/ns.log" 2>&1 & NS=$!
 sleep 1
 $B broker --listen-port 20951 -n 127.0.0.1:19895 --store-path-root-dir "$DIR/store" ${SHARDS:+--shards $SHARDS} > "$DIR/broker.log" 2>&1 & BR=$!
 eval "$(scripts/peers/run-rocketmq-rust.sh --namesrv-port 29896 --broker-port 30961 --dir "$DIR/peer")"

@@ -4,8 +4,8 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 B=target/release/ferrocket
 rm -rf /tmp/idle; mkdir -p /tmp/idle
-$B namesrv --listen-port 19897 > /tmp/idle/ns1.log 2>&1 & NS1=$!
-$B namesrv --listen-port 19898 > /tmp/idle/ns2.log 2>&1 & NS2=$!
+$B namesrv --listen-port 19897 --set kvConfigPath=/tmp/idle/ns1/kvConfig.json > /tmp/idle/ns1.log 2>&1 & NS1=$!
+$B namesrv --listen-port 19898 --set kvConfigPath=/tmp/idle/ns2/kvConfig.json > /tmp/idle/ns2.log 2>&1 & NS2=$!
 sleep 1
 $B broker --listen-port 20971 -n 127.0.0.1:19897 --store-path-root-dir /tmp/idle/a --shards 1 > /tmp/idle/a.log 2>&1 & BA=$!
 $B broker --listen-port 20975 -n 127.0.0.1:19898 --store-path-root-dir /tmp/idle/b --shards 2 > /tmp/idle/b.log 2>&1 & BB=$!

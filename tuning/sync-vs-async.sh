@@ -3,8 +3,8 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 B=target/release/ferrocket
 rm -rf /tmp/sf; mkdir -p /tmp/sf
-$B namesrv --listen-port 19891 > /tmp/sf/ns1.log 2>&1 & NS1=$!
-$B namesrv --listen-port 19892 > /tmp/sf/ns2.log 2>&1 & NS2=$!
+$B namesrv --listen-port 19891 --set kvConfigPath=/tmp/sf/ns1/kvConfig.json > /tmp/sf/ns1.log 2>&1 & NS1=$!
+$B namesrv --listen-port 19892 --set kvConfigPath=/tmp/sf/ns2/kvConfig.json > /tmp/sf/ns2.log 2>&1 & NS2=$!
 sleep 1
 $B broker --listen-port 20941 -n 127.0.0.1:19891 --store-path-root-dir /tmp/sf/a --shards 1 --flush-disk-type ASYNC_FLUSH > /tmp/sf/a.log 2>&1 & BA=$!
 $B broker --listen-port 20945 -n 127.0.0.1:19892 --store-path-root-dir /tmp/sf/b --shards 1 --flush-disk-type SYNC_FLUSH > /tmp/sf/b.log 2>&1 & BB=$!

@@ -213,6 +213,16 @@ impl Shard {
         owner_shard(topic, queue_id, self.count)
     }
 
+    /// Queue state lives on the queue's owner: a call about a queue that
+    /// reached another shard is a routing bug.
+    pub fn assert_owns(&self, topic: &str, queue_id: i32) {
+        assert_eq!(
+            self.owner_of(topic, queue_id),
+            self.index,
+            "{topic}#{queue_id} handled on a shard that does not own it"
+        );
+    }
+
     /// Runs `call` on shard `target` (here when it is this shard).
     pub async fn call<C: ShardCall<Shard>>(
         &self,

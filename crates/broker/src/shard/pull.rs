@@ -11,6 +11,7 @@ impl ShardCall<Shard> for PullQuery {
     type Reply = PullAnswer;
 
     async fn run(self, shard: Rc<Shard>) -> PullAnswer {
+        shard.assert_owns(&self.topic, self.queue_id);
         execute(&shard.offsets, &shard.polls, &shard.store, self).await
     }
 }

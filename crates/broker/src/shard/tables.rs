@@ -92,15 +92,18 @@ impl Shard {
         &self,
         apply: impl FnOnce(&mut T) -> Result<(R, bool), Reject>,
     ) -> Result<R, Reject> {
+        let control = self.control()?;
+        assert_eq!(self.index, 0, "only shard 0 writes the control plane");
         let dir = &self.env.config_dir;
         let persist = async |snapshot: Arc<T>| T::persist(dir, snapshot).await;
-        let (answer, published) = T::master(self.control()?)
-            .change(apply, persist)
-            .await
-            .map_err(|err| match err {
-                ChangeError::Closed => Reject::system("the broker is stopping"),
-                ChangeError::Failed(reject) => reject,
-            })?;
+        let (answer, published) =
+            T::master(control)
+                .change(apply, persist)
+                .await
+                .map_err(|err| match err {
+                    ChangeError::Closed => Reject::system("the broker is stopping"),
+                    ChangeError::Failed(reject) => reject,
+                })?;
         if let Some(snapshot) = published {
             for reply in self.call_all(Install(snapshot)).await {
                 if let Err(reject) = reply {

@@ -165,6 +165,9 @@ impl ShardCall<Shard> for QueueStats {
     type Reply = Vec<QueueStat>;
 
     async fn run(self, shard: Rc<Shard>) -> Vec<QueueStat> {
+        for (topic, queue_id) in &self.queues {
+            shard.assert_owns(topic, *queue_id);
+        }
         queue_stats_owned(&shard, &self.group, &self.queues)
     }
 }

@@ -88,6 +88,9 @@ impl ShardCall<Shard> for Lock {
     type Reply = Vec<MessageQueue>;
 
     async fn run(self, shard: Rc<Shard>) -> Vec<MessageQueue> {
+        for queue in &self.queues {
+            shard.assert_owns(&queue.topic, queue.queue_id);
+        }
         let mut table = shard.locks.borrow_mut();
         table.try_lock(&self.group, &self.client_id, &self.queues, now_ms())
     }

@@ -175,6 +175,7 @@ impl ShardCall<Shard> for CommitOffset {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
+        shard.assert_owns(&self.topic, self.queue_id);
         shard
             .offsets
             .borrow_mut()
@@ -218,6 +219,7 @@ impl ShardCall<Shard> for QueueBounds {
     type Reply = Result<(i64, i64), Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.topic, self.queue_id);
         bounds_owned(&shard, &self.topic, self.queue_id)
     }
 }

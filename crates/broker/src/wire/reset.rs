@@ -159,6 +159,9 @@ impl ShardCall<Shard> for ResetOffsets {
             timestamp_ms,
             force,
         } = self;
+        for &queue_id in &queues {
+            shard.assert_owns(&topic, queue_id);
+        }
         reset_owned(&shard, &group, &topic, &queues, timestamp_ms, force)
     }
 }

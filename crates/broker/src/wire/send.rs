@@ -329,6 +329,7 @@ pub(crate) async fn send_batch(
         ids.push(offset_msg_id(shard.env.store_host, position));
         position += size as i64;
     }
+    assert_eq!(ids.len(), items.len(), "one message id per batch item");
     let header = SendMessageResponseHeader {
         msg_id: ids.join(","),
         queue_id,
