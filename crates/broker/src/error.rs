@@ -30,6 +30,8 @@ pub enum BrokerError {
         service: &'static str,
         reason: String,
     },
+    #[error("a shard ended before every shard served (see the shard errors logged above)")]
+    ShardEnded,
     #[error("shard {shard} failed: {source}")]
     ShardFailed {
         shard: usize,

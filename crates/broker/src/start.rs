@@ -200,7 +200,7 @@ fn await_ready(
                 let source = Box::new(error);
                 return Some(BrokerError::ShardFailed { shard, source });
             }
-            Err(_) => return Some(BrokerError::Config("a shard ended before it served".into())),
+            Err(_) => return Some(BrokerError::ShardEnded),
         }
     }
     None

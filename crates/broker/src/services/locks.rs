@@ -181,10 +181,11 @@ impl LockTable {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn q(id: i32) -> MessageQueue {
+    /// Queue `id` of topic T on broker b.
+    pub(crate) fn q(id: i32) -> MessageQueue {
         MessageQueue {
             topic: "T".into(),
             broker_name: "b".into(),

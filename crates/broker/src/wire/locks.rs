@@ -160,14 +160,7 @@ pub(crate) async fn unlock_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn q(id: i32) -> MessageQueue {
-        MessageQueue {
-            topic: "T".into(),
-            broker_name: "b".into(),
-            queue_id: id,
-        }
-    }
+    use crate::services::locks::tests::q;
 
     #[test]
     fn cpp_client_bodies_parse() {

@@ -3,6 +3,7 @@
 //! shard that received it and handed to the CommitLog appender; the queue's
 //! owner shard hears about it through the appender's dispatch.
 
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::NewRecord;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
-use ferrocket_store::AppendRequest;
+use ferrocket_store::{AppendRequest, AppendResult};
 
 use crate::clock::now_ms;
 use crate::error::Reject;
@@ -137,9 +138,18 @@ fn check_body(shard: &Shard, body_bytes: usize) -> Result<(), Reject> {
 fn success(
     shard: &Shard,
     request: &RemotingCommand,
-    code: i32,
-    header: SendMessageResponseHeader,
+    result: &AppendResult,
+    queue_id: i32,
+    msg_id: String,
 ) -> RemotingCommand {
+    let header = SendMessageResponseHeader {
+        msg_id,
+        queue_id,
+        queue_offset: result.queue_offset,
+        transaction_id: None,
+        batch_uniq_id: None,
+    };
+    let code = result.status.response_code();
     let mut response = RemotingCommand::response_to(request, code, None);
     response.ext_fields = header.to_ext();
     let config = shard.config();
@@ -194,35 +204,43 @@ pub(crate) async fn send_message(
             ),
         ));
     }
-    let now = now_ms();
     let record = NewRecord {
         topic: place.topic,
         queue_id: place.queue_id,
-        flag: header.flag.unwrap_or(0),
         sys_flag: place.sys_flag,
+        body: &request.body,
+        properties: &props_bytes,
+        ..sent_record(shard, &header, conn.peer_addr(), now_ms())
+    };
+    let result = shard.store_record(&record, tag_hash(&props)).await?;
+    let msg_id = offset_msg_id(shard.env.store_host, result.physical_offset);
+    Ok(success(shard, request, &result, queue_id, msg_id))
+}
+
+/// The fields every message a client sends is stored with: the header's
+/// flag, sysFlag, born time and reconsume count, the connection as born
+/// host, stored now by this broker (topic, queue, body and properties are
+/// the caller's).
+fn sent_record<'a>(
+    shard: &Shard,
+    header: &'a SendMessageRequestHeader,
+    born_host: SocketAddr,
+    now: i64,
+) -> NewRecord<'a> {
+    NewRecord {
+        topic: &header.topic,
+        queue_id: header.queue_id.unwrap_or(0),
+        flag: header.flag.unwrap_or(0),
+        sys_flag: header.sys_flag.unwrap_or(0),
         born_timestamp_ms: header.born_timestamp.unwrap_or(now),
-        born_host: conn.peer_addr(),
+        born_host,
         store_timestamp_ms: now,
         store_host: shard.env.store_host,
         reconsume_times: header.reconsume_times.unwrap_or(0),
         prepared_transaction_offset: 0,
-        body: &request.body,
-        properties: &props_bytes,
-    };
-    let result = shard.store_record(&record, tag_hash(&props)).await?;
-    let header = SendMessageResponseHeader {
-        msg_id: offset_msg_id(shard.env.store_host, result.physical_offset),
-        queue_id,
-        queue_offset: result.queue_offset,
-        transaction_id: None,
-        batch_uniq_id: None,
-    };
-    Ok(success(
-        shard,
-        request,
-        result.status.response_code(),
-        header,
-    ))
+        body: &[],
+        properties: &[],
+    }
 }
 
 /// Where a message is stored and with which sysFlag.
@@ -298,24 +316,17 @@ pub(crate) async fn send_batch(
             "the batch holds no message",
         ));
     }
-    let now = now_ms();
+    let template = sent_record(shard, &header, conn.peer_addr(), now_ms());
     let mut encoded = BytesMut::with_capacity(request.body.len() + items.len() * 128);
     let mut codes = Vec::with_capacity(items.len());
     let mut sizes = Vec::with_capacity(items.len());
     for item in &items {
         let record = NewRecord {
-            topic: &header.topic,
             queue_id,
             flag: item.flag,
-            sys_flag: header.sys_flag.unwrap_or(0),
-            born_timestamp_ms: header.born_timestamp.unwrap_or(now),
-            born_host: conn.peer_addr(),
-            store_timestamp_ms: now,
-            store_host: shard.env.store_host,
-            reconsume_times: header.reconsume_times.unwrap_or(0),
-            prepared_transaction_offset: 0,
             body: &item.body,
             properties: &item.properties,
+            ..template
         };
         sizes.push(encode_into(&record, &mut encoded)?);
         codes.push(tag_hash(&Properties::decode(&item.properties)));
@@ -330,17 +341,5 @@ pub(crate) async fn send_batch(
         position += size as i64;
     }
     assert_eq!(ids.len(), items.len(), "one message id per batch item");
-    let header = SendMessageResponseHeader {
-        msg_id: ids.join(","),
-        queue_id,
-        queue_offset: result.queue_offset,
-        transaction_id: None,
-        batch_uniq_id: None,
-    };
-    Ok(success(
-        shard,
-        request,
-        result.status.response_code(),
-        header,
-    ))
+    Ok(success(shard, request, &result, queue_id, ids.join(",")))
 }
