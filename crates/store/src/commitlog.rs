@@ -162,6 +162,18 @@ impl CommitLogShared {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Replaces an empty CommitLog's only segment by `segment` (a new
+    /// slave starting at its master's offset; appender only).
+    pub(crate) fn replace_only(&self, segment: Arc<SegmentMap>) {
+        let mut guard = match self.segments.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        assert!(guard.len() <= 1, "only an empty CommitLog moves");
+        *guard = Arc::new(vec![segment]);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Removes the `count` oldest segments (retention; appender only) and
     /// returns them. The active (last) segment always stays. Readers that
     /// still hold the old list or a slice keep their maps until they drop

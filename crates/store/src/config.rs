@@ -73,6 +73,10 @@ pub struct StoreConfig {
     pub hot_tail_bytes: usize,
     /// When old CommitLog segments and ConsumeQueue files are deleted.
     pub retention: crate::retention::RetentionConfig,
+    /// A slave's store (`brokerRole=SLAVE`): its CommitLog takes only the
+    /// master's bytes ([`ShardStore::replicate`](crate::ShardStore::replicate));
+    /// appends are refused.
+    pub replica: bool,
 }
 
 impl StoreConfig {
@@ -92,6 +96,7 @@ impl StoreConfig {
             cq_flush_interval_ms: CQ_FLUSH_INTERVAL_MS_DEFAULT,
             hot_tail_bytes: HOT_TAIL_BYTES_DEFAULT,
             retention: crate::retention::RetentionConfig::default(),
+            replica: false,
         }
     }
 

@@ -111,7 +111,7 @@ pub use files::offset_file_name;
 pub use index::{IndexConfig, IndexError, IndexService};
 pub use io::{GlommioIo, IoBuffer, LocalBoxFuture, SegmentFile, StorageIo};
 pub use json_file::{write_atomic, ConfigDir};
-pub use messages::{AppendRequest, AppendResult, AppendStatus, DispatchEntry};
+pub use messages::{AppendRequest, AppendResult, AppendStatus, DispatchEntry, ReplicaChunk};
 pub use names::{check_queue_name, queue_dir, topic_dir};
 pub use queue_floors::QUEUE_FLOORS_FILE;
 pub use retention::{parse_delete_when, RetentionConfig};

@@ -213,6 +213,9 @@ pub(crate) enum Envelope {
     /// `topic` it owns restart at queue offset 0 (see `appender::topic_reset`),
     /// answered by a [`ResetDone`].
     ResetTopic { topic: Arc<str> },
+    /// A slave's copy of the master's CommitLog bytes, appended at exactly
+    /// the master's offsets (see `appender::replica`), answered under `seq`.
+    Replicate { seq: u64, chunk: ReplicaChunk },
 }
 
 impl Envelope {
@@ -221,7 +224,88 @@ impl Envelope {
         match self {
             Envelope::Append { request, .. } => request.len_bytes(),
             Envelope::ResetTopic { .. } => 0,
+            Envelope::Replicate { chunk, .. } => chunk.bytes.len(),
         }
+    }
+}
+
+/// Whole CommitLog records copied from a master (HA), for a slave to
+/// append at `start`, the master's offset of the first byte: message
+/// records, and at most one blank record, last, that ends a segment.
+#[derive(Debug)]
+pub struct ReplicaChunk {
+    pub(crate) start: i64,
+    pub(crate) bytes: BytesMut,
+}
+
+impl ReplicaChunk {
+    /// Checks the framing before the chunk leaves the shard: every record
+    /// a message or the final blank, sizes adding up, the blank ending at a
+    /// segment boundary of `segment_bytes`, the chunk within one segment.
+    /// Returns the number of message records.
+    pub fn new(
+        start: i64,
+        bytes: BytesMut,
+        segment_bytes: u64,
+    ) -> Result<(Self, usize), StoreError> {
+        let chunk = ReplicaChunk { start, bytes };
+        let count = chunk.validate(segment_bytes as i64)?;
+        Ok((chunk, count))
+    }
+
+    pub fn start(&self) -> i64 {
+        self.start
+    }
+
+    /// The position after the chunk.
+    pub fn end(&self) -> i64 {
+        self.start + self.bytes.len() as i64
+    }
+
+    fn validate(&self, segment_bytes: i64) -> Result<usize, StoreError> {
+        let bad = |reason: String| Err(StoreError::InvalidRecord(reason));
+        if self.start < 0 || self.bytes.is_empty() {
+            return bad(format!("empty replica chunk at {}", self.start));
+        }
+        let segment_end = self.start - self.start.rem_euclid(segment_bytes) + segment_bytes;
+        if self.end() > segment_end {
+            return bad(format!(
+                "replica chunk [{}, {}) crosses the segment end {segment_end}: \
+                 is mappedFileSizeCommitLog the master's?",
+                self.start,
+                self.end()
+            ));
+        }
+        let mut pos = 0;
+        let mut count = 0;
+        while pos < self.bytes.len() {
+            let rest = &self.bytes[pos..];
+            let (size, blank) = match record::peek_record(rest) {
+                Ok(RecordPeek::Message { total_size, .. }) => (total_size, false),
+                Ok(RecordPeek::Blank { total_size }) => (total_size, true),
+                Ok(RecordPeek::Unwritten) => return bad(format!("unwritten bytes at {pos}")),
+                Err(e) => return bad(format!("at chunk byte {pos}: {e}")),
+            };
+            if size > rest.len() {
+                return bad(format!(
+                    "record at chunk byte {pos} claims {size} bytes, {} remain",
+                    rest.len()
+                ));
+            }
+            pos += size;
+            if blank {
+                if pos != self.bytes.len() || self.end() != segment_end {
+                    return bad(format!(
+                        "blank record at chunk byte {} does not end the segment at {segment_end}: \
+                         is mappedFileSizeCommitLog the master's?",
+                        pos - size
+                    ));
+                }
+            } else {
+                count += 1;
+            }
+        }
+        Ok(count)
     }
 }
 
@@ -253,6 +337,9 @@ pub(crate) struct ShardBatch {
     /// Topic resets the shard asked for, applied before any dispatch of
     /// this batch was numbered.
     pub(crate) resets: Vec<ResetDone>,
+    /// The dispatches are a slave's copies of the master's: a queue may
+    /// start at any offset, or restart at 0 (the master deleted the topic).
+    pub(crate) replica: bool,
 }
 
 impl ShardBatch {
@@ -264,6 +351,7 @@ impl ShardBatch {
             watermark,
             spent: Vec::new(),
             resets: Vec::new(),
+            replica: false,
         }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
 use crate::appender::InShardAppender;
@@ -23,7 +23,9 @@ use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
 use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::error::StoreError;
-use crate::messages::{AppendRequest, AppendResult, DispatchEntry, Envelope, ShardBatch};
+use crate::messages::{
+    AppendRequest, AppendResult, DispatchEntry, Envelope, ReplicaChunk, ShardBatch,
+};
 use crate::names::queue_dir;
 use crate::stop::Stop;
 use crate::types::QueueOwnerFn;
@@ -198,7 +200,33 @@ impl ShardStore {
     /// once the appender has written it (and flushed it, in sync mode). A
     /// full ring makes this wait; it never drops the request.
     pub async fn append(&self, request: AppendRequest) -> Result<AppendResult, StoreError> {
+        if self.inner.ctx.config.replica {
+            return Err(StoreError::Unavailable(
+                "this store is a slave's copy: it takes only the master's bytes".into(),
+            ));
+        }
         request.validate(self.inner.ctx.config.append_bytes_max())?;
+        self.submit(|seq| Envelope::Append { seq, request }).await
+    }
+
+    /// A slave's append of `bytes`, whole records copied from the master's
+    /// CommitLog at its offset `start` (which must be where this CommitLog
+    /// ends, or anywhere for an empty one). The records keep their offsets
+    /// and are dispatched to their ConsumeQueues. The result's
+    /// `physical_offset` is `start`; `record_count` counts messages.
+    pub async fn replicate(&self, start: i64, bytes: BytesMut) -> Result<AppendResult, StoreError> {
+        if !self.inner.ctx.config.replica {
+            return Err(StoreError::Unavailable(
+                "this store is not a slave's".into(),
+            ));
+        }
+        let (chunk, _) = ReplicaChunk::new(start, bytes, self.inner.ctx.config.segment_bytes)?;
+        self.submit(|seq| Envelope::Replicate { seq, chunk }).await
+    }
+
+    /// Sends the envelope `make(seq)` to the appender and waits for its
+    /// answer under `seq`.
+    async fn submit(&self, make: impl FnOnce(u64) -> Envelope) -> Result<AppendResult, StoreError> {
         if self.inner.outbox.is_closed() {
             return Err(StoreError::Unavailable("the store is shutting down".into()));
         }
@@ -213,12 +241,7 @@ impl ShardStore {
             inner: &self.inner,
             seq,
         };
-        if !self
-            .inner
-            .outbox
-            .send(Envelope::Append { seq, request })
-            .await
-        {
+        if !self.inner.outbox.send(make(seq)).await {
             return Err(StoreError::Unavailable(
                 "the CommitLog appender is gone".into(),
             ));
@@ -386,6 +409,9 @@ impl ShardInner {
             if self.is_stale_dispatch(entry) {
                 continue;
             }
+            if batch.replica {
+                self.prepare_replica_queue(entry);
+            }
             match self.dispatch(entry) {
                 Ok(()) => {
                     if let Some(listener) = &listener {
@@ -430,6 +456,52 @@ impl ShardInner {
             (end - 1) / segment_bytes,
             "dispatch of a record across segments: {entry:?}"
         );
+    }
+
+    /// A slave's queue follows the master's numbering: a queue the slave
+    /// never saw starts at the master's offset (a slave that began at the
+    /// master's last segment), and one the master restarted at 0 (it
+    /// deleted the topic) restarts here too.
+    fn prepare_replica_queue(&self, entry: &DispatchEntry) {
+        let Ok(queue) = self.queue(&entry.topic, entry.queue_id) else {
+            return;
+        };
+        let max = queue.max_offset();
+        if max == entry.queue_offset || (entry.queue_offset < max && entry.queue_offset != 0) {
+            // In step, or a dispatch behind the queue, which `dispatch` refuses.
+            return;
+        }
+        if queue.last_entry().is_some() {
+            tracing::warn!(
+                topic = %entry.topic,
+                queue_id = entry.queue_id,
+                from = max,
+                to = entry.queue_offset,
+                "the master renumbered this queue; the slave's copy restarts"
+            );
+        }
+        if let Err(e) = self.drop_queue(&entry.topic, entry.queue_id) {
+            tracing::error!(error = %e, "cannot restart a replica queue");
+            return;
+        }
+        if let Ok(queue) = self.queue(&entry.topic, entry.queue_id) {
+            if entry.queue_offset > 0 {
+                queue.begin_at(entry.queue_offset);
+            }
+        }
+    }
+
+    /// Destroys one queue's ConsumeQueue; the next use opens it empty.
+    fn drop_queue(&self, topic: &str, queue_id: i32) -> Result<(), StoreError> {
+        let queue = self
+            .queues
+            .borrow_mut()
+            .get_mut(topic)
+            .and_then(|ids| ids.remove(&queue_id));
+        match queue {
+            Some(queue) => queue.destroy(),
+            None => Ok(()),
+        }
     }
 
     /// Adds a dispatched entry to its ConsumeQueue.

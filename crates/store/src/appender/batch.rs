@@ -14,6 +14,7 @@ use bytes::BytesMut;
 use ferrocket_protocol::record::{self, BLANK_BYTES_MIN, RECORD_BYTES_MIN};
 use futures_lite::future;
 
+use super::replica::Replica;
 use super::tasks::Common;
 use super::topic_reset;
 use super::writer::SegmentWriter;
@@ -27,23 +28,23 @@ use crate::queue_floors::QueueFloors;
 use crate::types::{QueueKey, QueueOwnerFn};
 
 /// Per shard: `(seq, outcome)` of its appends.
-type Results = Vec<Vec<(u64, Result<AppendResult, StoreError>)>>;
+pub(super) type Results = Vec<Vec<(u64, Result<AppendResult, StoreError>)>>;
 /// Per shard: the ConsumeQueue entries of the queues it owns.
-type Dispatches = Vec<Vec<DispatchEntry>>;
+pub(super) type Dispatches = Vec<Vec<DispatchEntry>>;
 
-fn per_shard<T>(shard_count: usize) -> Vec<Vec<T>> {
+pub(super) fn per_shard<T>(shard_count: usize) -> Vec<Vec<T>> {
     (0..shard_count).map(|_| Vec::new()).collect()
 }
 
 /// The appender's state between batches.
 pub(super) struct Appender {
-    config: StoreConfig,
-    owner: QueueOwnerFn,
-    common: Rc<Common>,
-    writer: SegmentWriter,
-    seg_bytes: i64,
+    pub(super) config: StoreConfig,
+    pub(super) owner: QueueOwnerFn,
+    pub(super) common: Rc<Common>,
+    pub(super) writer: SegmentWriter,
+    pub(super) seg_bytes: i64,
     /// Next queue offset per queue.
-    table: HashMap<QueueKey, i64>,
+    pub(super) table: HashMap<QueueKey, i64>,
     /// Deleted topics' restart positions, persisted on every reset.
     floors: QueueFloors,
     /// One `Arc` per topic, owned here: dispatch entries share these rather
@@ -57,7 +58,7 @@ pub(super) struct Appender {
     /// shard's first answer (see [`ShardBatch::resets`]).
     resets: Vec<Vec<ResetDone>>,
     /// Next physical offset.
-    pos: i64,
+    pub(super) pos: i64,
 }
 
 /// One append of a batch: the shard that sent it and its sequence number.
@@ -186,29 +187,34 @@ impl Appender {
         self.pos
     }
 
-    fn shard_count(&self) -> usize {
+    pub(super) fn shard_count(&self) -> usize {
         self.common.senders.len()
     }
 
     /// The appender's own `Arc` for `topic` (added on first sight).
-    fn intern(&mut self, topic: &Arc<str>) -> Arc<str> {
-        if let Some(known) = self.topics.get(&**topic) {
+    pub(super) fn intern(&mut self, topic: &str) -> Arc<str> {
+        if let Some(known) = self.topics.get(topic) {
             return Arc::clone(known);
         }
-        let own: Arc<str> = Arc::from(&**topic);
+        let own: Arc<str> = Arc::from(topic);
         self.topics.insert(Arc::clone(&own));
         own
     }
 
     /// Takes one batch from intake to answers.
     pub(super) async fn process(&mut self, batch: Vec<(usize, Envelope)>) {
-        let appends = self.apply_resets(batch);
+        let (appends, replicas) = self.apply_resets(batch);
+        if !replicas.is_empty() {
+            self.replicate(replicas).await;
+        }
         let mut answers = Answers::new(self.shard_count());
         if appends.is_empty() {
             // Only resets: answer them, with nothing to write or flush.
             self.answer(answers.results, Vec::new(), None).await;
             return;
         }
+        // A slave's CommitLog is the master's copy; nothing else enters it.
+        assert!(!self.config.replica, "an append reached a slave's appender");
         if let Some(error) = self.common.failure() {
             for append in &appends {
                 answers.fail(append.shard, append.seq, &error);
@@ -235,9 +241,10 @@ impl Appender {
     }
 
     /// Applies the batch's topic resets (see `topic_reset`) before any
-    /// append of it is numbered, and returns its appends.
-    fn apply_resets(&mut self, batch: Vec<(usize, Envelope)>) -> Vec<Append> {
+    /// append of it is numbered, and returns its appends and replica chunks.
+    fn apply_resets(&mut self, batch: Vec<(usize, Envelope)>) -> (Vec<Append>, Vec<Replica>) {
         let mut appends = Vec::with_capacity(batch.len());
+        let mut replicas = Vec::new();
         let mut reset = false;
         for (shard, envelope) in batch {
             match envelope {
@@ -261,13 +268,14 @@ impl Appender {
                     });
                     reset = true;
                 }
+                Envelope::Replicate { seq, chunk } => replicas.push(Replica { shard, seq, chunk }),
             }
         }
         if reset {
             let commitlog_min = self.common.shared.min_offset();
             topic_reset::persist(&mut self.floors, commitlog_min, &self.config.config_dir());
         }
-        appends
+        (appends, replicas)
     }
 
     /// Numbers the appends into one job and writes it, rolling segments as
@@ -468,7 +476,12 @@ impl Appender {
     /// Sends each shard its results, dispatches, spent requests and reset
     /// answers. `dispatched` is the batch end when `dispatches` are this
     /// batch's.
-    async fn answer(&mut self, results: Results, dispatches: Dispatches, dispatched: Option<i64>) {
+    pub(super) async fn answer(
+        &mut self,
+        results: Results,
+        dispatches: Dispatches,
+        dispatched: Option<i64>,
+    ) {
         let watermark = dispatched.unwrap_or(self.common.dispatched_upto.get());
         assert!(
             watermark <= self.common.shared.written(),
@@ -482,6 +495,7 @@ impl Appender {
                 watermark,
                 spent: std::mem::take(&mut self.spent[shard]),
                 resets: std::mem::take(&mut self.resets[shard]),
+                replica: self.config.replica,
             };
             if batch.results.is_empty()
                 && batch.dispatches.is_empty()

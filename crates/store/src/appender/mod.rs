@@ -39,6 +39,7 @@ use crate::types::{QueueKey, QueueOwnerFn};
 
 mod batch;
 mod intake;
+mod replica;
 mod retention;
 mod tasks;
 mod topic_reset;

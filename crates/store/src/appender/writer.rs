@@ -185,6 +185,48 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// A new slave's empty CommitLog: replaces the empty first segment by a
+    /// new one at `start` (a segment boundary past it), deleting the old file.
+    pub(super) async fn restart_at(&mut self, start: i64) -> Result<(), StoreError> {
+        let old = self.current();
+        assert!(
+            start > old.start && start % self.seg_bytes == 0,
+            "restart at a later segment start"
+        );
+        let (file, map) = self.open_file(start).await?;
+        self.common.shared.replace_only(map);
+        *self.common.current.borrow_mut() = Rc::new(OpenSegment { start, file });
+        self.tail.clear();
+        let old_path = self.dir.join(offset_file_name(old.start));
+        std::fs::remove_file(&old_path).io_context("remove empty segment", &old_path)?;
+        crate::json_file::sync_dir(&self.dir)?;
+        Ok(())
+    }
+
+    /// Creates the segment at `start` and publishes its map.
+    async fn open_new(&self, start: i64) -> Result<Rc<dyn SegmentFile>, StoreError> {
+        let (file, map) = self.open_file(start).await?;
+        self.common.shared.push_segment(map);
+        Ok(file)
+    }
+
+    /// Creates the segment file at `start` and maps it.
+    async fn open_file(
+        &self,
+        start: i64,
+    ) -> Result<(Rc<dyn SegmentFile>, Arc<SegmentMap>), StoreError> {
+        let path = self.dir.join(offset_file_name(start));
+        let file = self
+            .io
+            .open_segment(&path, self.seg_bytes as u64, self.write_mode)
+            .await
+            .io_context("create segment", &path)?;
+        check_alignment(&*file, self.seg_bytes)?;
+        crate::json_file::sync_dir(&self.dir)?;
+        let map = SegmentMap::open(&path, start, self.seg_bytes as u64)?;
+        Ok((file, Arc::new(map)))
+    }
+
     /// Writes the last bytes of the current segment (ending in the blank
     /// filler), makes them durable, and opens the next segment.
     pub(super) async fn roll(&mut self, job_start: i64, job: Bytes) -> Result<(), StoreError> {
@@ -197,16 +239,7 @@ impl SegmentWriter {
             .map_err(|e| StoreError::FlushFailed(format!("fdatasync before segment roll: {e}")))?;
         let start = old.start + self.seg_bytes;
         assert_eq!(job_end, start, "a segment must be full before the next one");
-        let path = self.dir.join(offset_file_name(start));
-        let file = self
-            .io
-            .open_segment(&path, self.seg_bytes as u64, self.write_mode)
-            .await
-            .io_context("create segment", &path)?;
-        check_alignment(&*file, self.seg_bytes)?;
-        crate::json_file::sync_dir(&self.dir)?;
-        let map = SegmentMap::open(&path, start, self.seg_bytes as u64)?;
-        self.common.shared.push_segment(Arc::new(map));
+        let file = self.open_new(start).await?;
         *self.common.current.borrow_mut() = Rc::new(OpenSegment { start, file });
         self.tail.clear();
         Ok(())

@@ -192,6 +192,18 @@ impl ConsumeQueue {
         files.get(usize::try_from(index).ok()?)
     }
 
+    /// An empty queue (a slave's, that never saw the master's first
+    /// records) starts at `queue_offset`.
+    pub(crate) fn begin_at(&self, queue_offset: i64) {
+        assert!(
+            self.last_entry().is_none() && self.files.borrow().is_empty(),
+            "begin_at on a queue with entries"
+        );
+        assert!(queue_offset >= self.max_offset(), "a queue never goes back");
+        self.min_offset.set(queue_offset);
+        self.max_offset.set(queue_offset);
+    }
+
     /// Appends the entry for `queue_offset`, which must be the next one.
     pub(crate) fn append(&self, queue_offset: i64, entry: CqEntry) -> Result<(), StoreError> {
         let max = self.max_offset();
@@ -229,7 +241,8 @@ impl ConsumeQueue {
             let file_bytes = self.entries_per_file * CQ_ENTRY_BYTES as u64;
             files.push(map_file(&path, start, file_bytes, true)?);
             if files.len() == 1 {
-                self.min_offset.set(start);
+                // A queue begun past 0 (`begin_at`) starts at its first entry.
+                self.min_offset.set(start.max(self.min_offset()));
             }
         }
         let Some(file) = files.last_mut() else {
