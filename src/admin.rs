@@ -204,15 +204,44 @@ async fn cluster_list(admin: &Admin) -> Result<(), ClientError> {
         "Cluster",
         "Broker name",
         "Id",
+        "Role",
         "Address",
         "Version",
         "InTPS",
         "OutTPS",
         "Today in",
+        "Behind (bytes)",
     ]
     .map(String::from)];
+    let mut facts = Vec::with_capacity(brokers.len());
     for broker in &brokers {
-        rows.push(broker_row(admin, broker).await);
+        facts.push(broker_facts(admin, broker).await);
+    }
+    for (broker, fact) in brokers.iter().zip(&facts) {
+        // A slave's lag: its master's CommitLog end minus its own.
+        let master_end = brokers
+            .iter()
+            .zip(&facts)
+            .find(|(b, _)| b.broker_id == 0 && b.broker_name == broker.broker_name)
+            .and_then(|(_, f)| f.commit_log_end);
+        let behind = match (broker.broker_id, master_end, fact.commit_log_end) {
+            (0, _, _) => "-".to_string(),
+            (_, Some(master), Some(own)) => (master - own).max(0).to_string(),
+            _ => "?".to_string(),
+        };
+        let [version, in_tps, out_tps, today] = fact.figures.clone();
+        rows.push([
+            broker.cluster.clone(),
+            broker.broker_name.clone(),
+            broker.broker_id.to_string(),
+            fact.role.clone(),
+            broker.addr.clone(),
+            version,
+            in_tps,
+            out_tps,
+            today,
+            behind,
+        ]);
     }
     print_table(&rows);
     if brokers.is_empty() {
@@ -221,10 +250,22 @@ async fn cluster_list(admin: &Admin) -> Result<(), ClientError> {
     Ok(())
 }
 
-async fn broker_row(admin: &Admin, broker: &BrokerEntry) -> [String; 8] {
+/// What one broker's runtime info says, for its `cluster list` row.
+struct BrokerFacts {
+    role: String,
+    figures: [String; 4],
+    commit_log_end: Option<i64>,
+}
+
+async fn broker_facts(admin: &Admin, broker: &BrokerEntry) -> BrokerFacts {
     let timeout = Duration::from_millis(RUNTIME_INFO_TIMEOUT_MS);
     let info = tokio::time::timeout(timeout, admin.broker_runtime_info(&broker.addr)).await;
-    let figures = match info {
+    let fallback_role = if broker.broker_id == 0 {
+        "MASTER"
+    } else {
+        "SLAVE"
+    };
+    match info {
         Ok(Ok(table)) => {
             let get = |keys: &[&str]| {
                 keys.iter()
@@ -233,26 +274,26 @@ async fn broker_row(admin: &Admin, broker: &BrokerEntry) -> [String; 8] {
                     .unwrap_or("-")
                     .to_string()
             };
-            [
-                get(&["brokerVersionDesc"]),
-                get(&["putTps"]),
-                get(&["getTransferredTps", "getTransferedTps"]),
-                get(&["msgPutTotalTodayNow"]),
-            ]
+            BrokerFacts {
+                role: table
+                    .get("brokerRole")
+                    .cloned()
+                    .unwrap_or_else(|| fallback_role.into()),
+                figures: [
+                    get(&["brokerVersionDesc"]),
+                    get(&["putTps"]),
+                    get(&["getTransferredTps", "getTransferedTps"]),
+                    get(&["msgPutTotalTodayNow"]),
+                ],
+                commit_log_end: table.get("commitLogMaxOffset").and_then(|v| v.parse().ok()),
+            }
         }
-        _ => ["unreachable", "-", "-", "-"].map(String::from),
-    };
-    let [version, in_tps, out_tps, today] = figures;
-    [
-        broker.cluster.clone(),
-        broker.broker_name.clone(),
-        broker.broker_id.to_string(),
-        broker.addr.clone(),
-        version,
-        in_tps,
-        out_tps,
-        today,
-    ]
+        _ => BrokerFacts {
+            role: fallback_role.into(),
+            figures: ["unreachable", "-", "-", "-"].map(String::from),
+            commit_log_end: None,
+        },
+    }
 }
 
 fn print_table<const N: usize>(rows: &[[String; N]]) {

@@ -3,7 +3,7 @@
 //! a key it does not know, so the caller can warn about it.
 
 use crate::properties::{parse_bool, parse_value, Setting};
-use ferrocket_broker::{BrokerConfig, CommitLogWriteMode, FlushDiskType};
+use ferrocket_broker::{BrokerConfig, BrokerRole, CommitLogWriteMode, FlushDiskType};
 use ferrocket_namesrv::NamesrvConfig;
 
 pub fn apply_namesrv(
@@ -44,8 +44,9 @@ pub fn apply_namesrv(
 type KeyGroup<C> = fn(&mut C, &str, &Setting) -> Result<bool, String>;
 
 /// The broker's keys, by group; a key belongs to one group only.
-const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 6] = [
+const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 7] = [
     broker_identity_keys,
+    broker_replication_keys,
     broker_store_keys,
     broker_retention_keys,
     broker_shard_keys,
@@ -67,15 +68,12 @@ pub fn apply_broker(
     // broker.conf loads without noise.
     Ok(matches!(
         key,
-        "brokerRole"
-            | "destroyMapedFileIntervalForcibly"
+        "destroyMapedFileIntervalForcibly"
             | "deleteCommitLogFilesInterval"
             | "deleteConsumeQueueFilesInterval"
             | "rocketmqHome"
             | "storePathCommitLog"
             | "storePathConsumeQueue"
-            | "haListenPort"
-            | "brokerIP2"
     ))
 }
 
@@ -100,6 +98,49 @@ fn broker_identity_keys(
         "channelExpiredTimeout" => config.client_expiry_ms = positive(key, setting)?,
         "regionId" => config.region_id = setting.value.clone(),
         "traceOn" => config.trace_on = parse_bool(key, setting)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Master/slave replication (`brokerRole` and the HA keys).
+fn broker_replication_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    let ha = &mut config.replication;
+    match key {
+        "brokerRole" => {
+            ha.broker_role = BrokerRole::parse(&setting.value).ok_or_else(|| {
+                invalid(key, setting, "expected ASYNC_MASTER, SYNC_MASTER or SLAVE")
+            })?
+        }
+        // Java: a value <= 0 means listenPort + 1.
+        "haListenPort" => {
+            let port: i64 = parse_value(key, setting)?;
+            ha.ha_listen_port = match port {
+                ..=0 => None,
+                1..=65535 => Some(port as u16),
+                _ => return Err(invalid(key, setting, "expected a port number")),
+            }
+        }
+        "haMasterAddress" => ha.ha_master_address = setting.value.trim().to_owned(),
+        "brokerIP2" => ha.broker_ip2 = setting.value.trim().to_owned(),
+        "haSendHeartbeatInterval" => ha.ha_heartbeat_interval_ms = positive(key, setting)?,
+        "haHousekeepingInterval" => ha.ha_housekeeping_interval_ms = positive(key, setting)?,
+        "haTransferBatchSize" => ha.ha_transfer_batch_bytes = positive_count(key, setting)?,
+        "haMaxGapNotInSync" | "haSlaveFallbehindMax" => {
+            ha.ha_max_gap_not_in_sync_bytes = positive(key, setting)? as i64
+        }
+        "slaveTimeout" => ha.slave_timeout_ms = positive(key, setting)?,
+        "inSyncReplicas" => ha.in_sync_replicas = parse_value(key, setting)?,
+        "haFlowControlEnable" => ha.ha_flow_control_enable = parse_bool(key, setting)?,
+        "maxHaTransferByteInSecond" => ha.ha_transfer_bytes_per_sec_max = positive(key, setting)?,
+        "slaveReadEnable" => ha.slave_read_enable = parse_bool(key, setting)?,
+        "accessMessageInMemoryMaxRatio" => {
+            ha.access_message_in_memory_max_ratio = parse_value(key, setting)?
+        }
         _ => return Ok(false),
     }
     Ok(true)

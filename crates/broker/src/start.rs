@@ -32,10 +32,6 @@ use crate::services::offsets::{OffsetFile, OFFSETS_FILE};
 use crate::services::topics::{self, TopicTable};
 use crate::shard::{BrokerEnv, LoadedState, Shard};
 
-/// Share of physical memory within which a message counts as in memory
-/// (`accessMessageInMemoryMaxRatio`, percent).
-pub const IN_MEMORY_PERCENT: i64 = 40;
-
 /// A shard's unconnected ends of the call mesh.
 type ShardEndpoints = MeshEndpoints<Box<dyn ErasedCall<Shard>>, AnyReply>;
 
@@ -247,8 +243,9 @@ impl ConfigFiles {
             },
             initial_offsets: Arc::new(self.offsets.offset_table),
             namesrvs: config.namesrv_addrs()?,
-            in_memory_bytes: physical_memory_bytes()
-                .map_or(i64::MAX, |b| b / 100 * IN_MEMORY_PERCENT),
+            in_memory_bytes: physical_memory_bytes().map_or(i64::MAX, |b| {
+                b / 100 * i64::from(config.replication.access_message_in_memory_max_ratio)
+            }),
             loaded: self.loaded,
             config,
         })

@@ -14,6 +14,7 @@ pub mod codes;
 pub mod error;
 pub mod ext;
 pub mod frame;
+pub mod ha;
 pub mod header;
 pub mod limits;
 pub mod message_id;

@@ -121,3 +121,40 @@ impl Notify {
         .await
     }
 }
+
+/// Wakes every task waiting for a change, on the same executor: a counter
+/// that moves on each [`Changed::notify_all`], and the tasks parked on it.
+#[derive(Default)]
+pub struct Changed {
+    epoch: Cell<u64>,
+    wakers: RefCell<Vec<Waker>>,
+}
+
+impl Changed {
+    /// How many changes so far; pass it to [`Changed::since`].
+    pub fn epoch(&self) -> u64 {
+        self.epoch.get()
+    }
+
+    pub fn notify_all(&self) {
+        self.epoch.set(self.epoch.get().wrapping_add(1));
+        for waker in self.wakers.borrow_mut().drain(..) {
+            waker.wake();
+        }
+    }
+
+    /// Resolves once a change after `seen` (an earlier [`Changed::epoch`]).
+    pub async fn since(&self, seen: u64) {
+        poll_fn(|cx| {
+            if self.epoch.get() != seen {
+                return Poll::Ready(());
+            }
+            let mut wakers = self.wakers.borrow_mut();
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}

@@ -77,6 +77,10 @@ pub struct StoreConfig {
     /// master's bytes ([`ShardStore::replicate`](crate::ShardStore::replicate));
     /// appends are refused.
     pub replica: bool,
+    /// A shard told after every written batch, even one that carries
+    /// nothing for it (a master's HA links push new bytes from there; see
+    /// [`ShardStore::set_written_listener`](crate::ShardStore::set_written_listener)).
+    pub notify_written_shard: Option<usize>,
 }
 
 impl StoreConfig {
@@ -97,6 +101,7 @@ impl StoreConfig {
             hot_tail_bytes: HOT_TAIL_BYTES_DEFAULT,
             retention: crate::retention::RetentionConfig::default(),
             replica: false,
+            notify_written_shard: None,
         }
     }
 

@@ -167,6 +167,12 @@ pub enum AppendStatus {
     /// Stored, but the sync flush took longer than its timeout
     /// (`FLUSH_DISK_TIMEOUT`); the message is in the log.
     FlushDiskTimeout,
+    /// Stored here, but not on enough slaves within `slaveTimeout`
+    /// (`FLUSH_SLAVE_TIMEOUT`; set by a SYNC_MASTER broker, not the store).
+    FlushSlaveTimeout,
+    /// Stored here, but no slave is in sync (`SLAVE_NOT_AVAILABLE`; set by
+    /// a SYNC_MASTER broker).
+    SlaveNotAvailable,
 }
 
 impl AppendStatus {
@@ -175,6 +181,8 @@ impl AppendStatus {
         match self {
             AppendStatus::Ok => response_code::SUCCESS,
             AppendStatus::FlushDiskTimeout => response_code::FLUSH_DISK_TIMEOUT,
+            AppendStatus::FlushSlaveTimeout => response_code::FLUSH_SLAVE_TIMEOUT,
+            AppendStatus::SlaveNotAvailable => response_code::SLAVE_NOT_AVAILABLE,
         }
     }
 }

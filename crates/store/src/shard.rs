@@ -97,6 +97,7 @@ struct ShardInner {
     pending: RefCell<HashMap<u64, Rc<ResultCell>>>,
     queues: RefCell<Queues>,
     listener: RefCell<Option<Listener>>,
+    written_listener: RefCell<Option<Rc<dyn Fn()>>>,
     /// Every dispatch below this CommitLog position has been applied here.
     applied: Cell<i64>,
     /// A ConsumeQueue write or flush failed: stop advancing the flushed
@@ -154,6 +155,7 @@ impl ShardStore {
             pending: RefCell::new(HashMap::new()),
             queues: RefCell::new(HashMap::new()),
             listener: RefCell::new(None),
+            written_listener: RefCell::new(None),
             applied: Cell::new(start),
             cq_broken: Cell::new(false),
             done: Cell::new(false),
@@ -288,6 +290,12 @@ impl ShardStore {
     /// shard's executor): the hook for waking long-polling pulls.
     pub fn set_dispatch_listener(&self, listener: impl Fn(&DispatchEntry) + 'static) {
         *self.inner.listener.borrow_mut() = Some(Rc::new(listener));
+    }
+
+    /// Called after each batch the appender sends this shard: on the shard
+    /// named `notify_written_shard`, after every written batch.
+    pub fn set_written_listener(&self, listener: impl Fn() + 'static) {
+        *self.inner.written_listener.borrow_mut() = Some(Rc::new(listener));
     }
 
     /// Zero-copy CommitLog bytes `[physical_offset, physical_offset + size)`;
@@ -430,6 +438,10 @@ impl ShardInner {
         // Freed here, on the thread that allocated them.
         drop(batch.spent);
         drop(batch.resets);
+        let written_listener = self.written_listener.borrow().clone();
+        if let Some(listener) = written_listener {
+            listener();
+        }
     }
 
     /// What holds for every dispatch by construction: it is for a queue of

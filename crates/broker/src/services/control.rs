@@ -1,6 +1,7 @@
 //! Shard 0's control-plane state: the master copies of the single-writer
 //! tables, the name server client and the shutdown rendezvous.
 
+use crate::services::replication::HaState;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -23,8 +24,10 @@ pub(crate) struct ControlPlane {
     /// At shutdown: every shard's final offsets, by shard.
     pub stopped: RefCell<BTreeMap<usize, OffsetMap>>,
     pub stopped_notify: Notify,
-    /// Connections to the name servers.
+    /// Connections to the name servers (and, on a slave, to its master).
     pub namesrv: NamesrvClient,
+    /// Master/slave links (`services::replication`).
+    pub ha: HaState,
 }
 
 impl ControlPlane {
@@ -41,6 +44,7 @@ impl ControlPlane {
             stopped: RefCell::new(BTreeMap::new()),
             stopped_notify: Notify::default(),
             namesrv: NamesrvClient::new(),
+            ha: HaState::default(),
         }
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod persist;
 pub(crate) mod placed;
 pub(crate) mod pull;
 pub(crate) mod records;
+pub(crate) mod replication;
 pub(crate) mod routing;
 pub(crate) mod schedule;
 pub(crate) mod search;

@@ -49,6 +49,9 @@ pub(crate) struct PullAnswer {
     pub max_offset: i64,
     pub body: Bytes,
     pub message_count: u32,
+    /// CommitLog bytes from the first message pulled to the CommitLog's
+    /// end (0 when none was): how far behind the consumer reads.
+    pub behind_bytes: i64,
 }
 
 impl PullAnswer {
@@ -61,6 +64,7 @@ impl PullAnswer {
             max_offset: max,
             body: Bytes::new(),
             message_count: 0,
+            behind_bytes: 0,
         }
     }
 }
@@ -131,6 +135,9 @@ fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
         };
         return status(code, found.next);
     }
+    let behind_bytes = queue
+        .entry(offset)
+        .map_or(0, |e| store.reader().written_offset() - e.physical_offset);
     PullAnswer {
         code: response_code::SUCCESS,
         remark: None,
@@ -139,6 +146,7 @@ fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
         max_offset: max,
         message_count: found.records.len() as u32,
         body: found.into_body(),
+        behind_bytes,
     }
 }
 

@@ -21,6 +21,7 @@ impl Shard {
         body_bytes: u64,
     ) -> Result<AppendResult, Reject> {
         assert!(messages > 0, "an append stores at least one record");
+        self.check_accepts_puts()?;
         let result = self.store.append(request).await?;
         self.count_put(messages, body_bytes);
         Ok(result)

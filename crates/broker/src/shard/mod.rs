@@ -11,6 +11,7 @@ pub(crate) mod delivery;
 pub(crate) mod groups;
 pub(crate) mod pull;
 pub(crate) mod push;
+pub(crate) mod replication;
 pub(crate) mod tables;
 pub(crate) mod topics;
 pub(crate) mod transactions;

@@ -3,6 +3,7 @@
 //! and stopped through it, bounded, in one place.
 
 pub(crate) mod control_plane;
+pub(crate) mod ha;
 pub(crate) mod index_feed;
 pub(crate) mod namesrv_register;
 pub(crate) mod placed;
@@ -22,7 +23,38 @@ pub const TASKS_STOP_TIMEOUT_MS: u64 = 15_000;
 /// Once the shard's mesh is connected: opens the services placed on this
 /// shard and starts their loops.
 pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
-    placed::start(shard)
+    placed::start(shard)?;
+    if shard.index == 0 {
+        start_replication(shard)?;
+    }
+    Ok(())
+}
+
+/// Shard 0 runs the HA links: a master's listener (bound here, so a busy
+/// port fails the start), or a slave's link to its master and its
+/// metadata sync.
+fn start_replication(shard: &Rc<Shard>) -> Result<(), BrokerError> {
+    let tasks = &shard.tasks;
+    if shard.config().replication.broker_role.is_slave() {
+        tasks.spawn(
+            "HA link to the master",
+            ha::slave::client_loop(shard.clone()),
+        );
+        tasks.spawn("metadata sync", ha::metadata::sync_loop(shard.clone()));
+        return Ok(());
+    }
+    let listener = ha::master::bind(shard)?;
+    let weak = Rc::downgrade(shard);
+    shard.store.set_written_listener(move || {
+        if let Some(control) = weak.upgrade().as_ref().and_then(|s| s.control.as_ref()) {
+            control.ha.written.notify_all();
+        }
+    });
+    tasks.spawn(
+        "HA listener",
+        ha::master::accept_loop(shard.clone(), listener),
+    );
+    Ok(())
 }
 
 /// Once the shard listens: the control-plane loops (shard 0) and the

@@ -28,7 +28,7 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
         broker_name: config.broker_name.clone(),
         broker_addr: shard.env.broker_addr.clone(),
         cluster_name: config.broker_cluster_name.clone(),
-        ha_server_addr: Some(shard.env.broker_addr.clone()),
+        ha_server_addr: ha_server_addr(shard),
         broker_id: config.broker_id,
         heartbeat_timeout_millis: Some(HEARTBEAT_TIMEOUT_MS),
         enable_acting_master: false,
@@ -38,6 +38,44 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
     let mut request = RemotingCommand::request(request_code::REGISTER_BROKER).with_body(body);
     request.ext_fields = header.to_ext();
     Some(request)
+}
+
+/// `brokerIP2:haListenPort`, where slaves connect.
+fn ha_server_addr(shard: &Shard) -> Option<String> {
+    let config = shard.config();
+    let ip = config.ha_ip().ok()?;
+    let port = config.replication.ha_port(shard.env.listen.port()).ok()?;
+    Some(std::net::SocketAddr::new(ip, port).to_string())
+}
+
+/// A slave learns its master from the answer (`haServerAddr`, `masterAddr`:
+/// filled when the name server lists a live master of the same name).
+fn learn_master(shard: &Shard, answer: &RemotingCommand) {
+    let Some(control) = shard.control.as_ref() else {
+        return;
+    };
+    if !shard.config().replication.broker_role.is_slave() {
+        return;
+    }
+    let field = |name| {
+        answer
+            .ext_fields
+            .get(name)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let (ha_addr, broker_addr) = (field("haServerAddr"), field("masterAddr"));
+    let mut master = control.ha.master.borrow_mut();
+    if ha_addr.is_some() && (master.ha_addr != ha_addr || master.broker_addr != broker_addr) {
+        tracing::info!(ha = ?ha_addr, broker = ?broker_addr, "the name server names this slave's master");
+    }
+    if ha_addr.is_some() {
+        master.ha_addr = ha_addr;
+    }
+    if broker_addr.is_some() {
+        master.broker_addr = broker_addr;
+    }
 }
 
 /// Registers with every name server; returns how many accepted.
@@ -56,7 +94,10 @@ pub(crate) async fn register_all(shard: &Shard) -> usize {
             .call(*addr, request.clone(), timeout_ms)
             .await
         {
-            Ok(answer) if answer.code == response_code::SUCCESS => accepted += 1,
+            Ok(answer) if answer.code == response_code::SUCCESS => {
+                learn_master(shard, &answer);
+                accepted += 1
+            }
             Ok(answer) => {
                 tracing::warn!(%addr, code = answer.code, remark = ?answer.remark, "name server refused registration")
             }

@@ -39,18 +39,27 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         let _ = services.timer.set(Rc::clone(&timer));
         let feed = crate::tasks::index_feed::feed_loop(shard.clone(), index);
         shard.tasks.spawn("message index", feed);
-        shard
-            .tasks
-            .spawn("timer", crate::tasks::timer::run(shard.clone(), timer));
+        // A slave stores nothing of its own: its master delivers timers.
+        if !is_slave(shard) {
+            shard
+                .tasks
+                .spawn("timer", crate::tasks::timer::run(shard.clone(), timer));
+        }
     }
     if shard.index == crate::services::topics::txn_shard(shard.count) {
         let txn = TxnService::open(&shard.env.config_dir).map_err(service("transaction state"))?;
         let txn = Rc::new(txn);
         let _ = services.txn.set(Rc::clone(&txn));
-        let check = crate::tasks::transactions::run(shard.clone(), txn);
-        shard.tasks.spawn("transactions", check);
+        if !is_slave(shard) {
+            let check = crate::tasks::transactions::run(shard.clone(), txn);
+            shard.tasks.spawn("transactions", check);
+        }
     }
     Ok(())
+}
+
+fn is_slave(shard: &Shard) -> bool {
+    shard.config().replication.broker_role.is_slave()
 }
 
 /// Makes the services' state durable once their loops ended. Call before

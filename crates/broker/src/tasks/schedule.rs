@@ -207,6 +207,10 @@ async fn persist_loop(shard: Rc<Shard>) {
 /// Starts the delivery loop (when this shard owns a level) and, on shard
 /// 0, the persistence loop.
 pub(crate) fn spawn(shard: &Rc<Shard>) {
+    // A slave's delayOffset.json is the master's copy (`ha::metadata`).
+    if shard.config().replication.broker_role.is_slave() {
+        return;
+    }
     if !shard.schedule.progress.borrow().is_empty() {
         shard
             .tasks
@@ -223,6 +227,9 @@ pub(crate) fn spawn(shard: &Rc<Shard>) {
 /// 0, which writes delayOffset.json once every shard reported (or after
 /// [`STOP_GATHER_TIMEOUT_MS`]).
 pub(crate) async fn stop(shard: &Rc<Shard>) {
+    if shard.config().replication.broker_role.is_slave() {
+        return;
+    }
     let state = &shard.schedule;
     let (own, _) = state.progress(true);
     if shard.index != 0 {

@@ -10,6 +10,7 @@ pub(crate) mod locks;
 pub(crate) mod offsets;
 pub(crate) mod pull;
 pub(crate) mod query;
+pub(crate) mod replication;
 pub(crate) mod reply;
 pub(crate) mod reset;
 pub(crate) mod retry;
@@ -68,6 +69,7 @@ async fn dispatch(
         DELETE_SUBSCRIPTIONGROUP => group_admin::delete(shard, request).await,
         INVOKE_BROKER_TO_RESET_OFFSET => reset::reset_offset(shard, request).await,
         GET_ALL_DELAY_OFFSET => topic_admin::all_delay_offsets(shard, request).await,
+        GET_BROKER_HA_STATUS => replication::ha_status(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }

@@ -40,12 +40,43 @@ fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFil
     parse(&expression, kind.as_deref())
 }
 
+/// The pull answer's `suggestWhichBrokerId`: with `slaveReadEnable`, a
+/// consumer reading further behind than memory holds is sent to the
+/// group's `whichBrokerWhenConsumeSlowly` (a slave), one that caught up to
+/// the group's `brokerId` (the master). Without it, always the master.
+fn suggest_broker(shard: &Shard, group: &str, behind_bytes: i64) -> i64 {
+    const MASTER_ID: i64 = 0;
+    if !shard.config().replication.slave_read_enable {
+        return MASTER_ID;
+    }
+    let (home, slow) = shard
+        .groups
+        .with(|t| {
+            t.get(group)
+                .map(|g| (g.broker_id, g.which_broker_when_consume_slowly))
+        })
+        .unwrap_or((MASTER_ID, 1));
+    if behind_bytes > shard.env.in_memory_bytes {
+        slow
+    } else {
+        home
+    }
+}
+
 /// PULL_MESSAGE on the receiving shard.
 pub(crate) async fn pull_message(
     shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = PullMessageRequestHeader::from_ext(&request.ext_fields)?;
+    let replication = &shard.config().replication;
+    if replication.broker_role.is_slave() && !replication.slave_read_enable {
+        // Java's `rejectRequest`, answered by its remoting layer.
+        return Err(Reject::new(
+            response_code::SYSTEM_BUSY,
+            "[REJECTREQUEST]system busy, start flow control for a while (a slave answers pulls with slaveReadEnable=true)",
+        ));
+    }
     let Some((perm, read_queue_nums)) =
         shard.with_topic(&header.topic, |t| (t.perm, t.read_queue_nums))
     else {
@@ -101,11 +132,13 @@ pub(crate) async fn pull_message(
         suspend_ms,
     };
     let owner = shard.owner_of(&query.topic, query.queue_id);
+    let group = query.group.clone();
     let answer = shard.call(owner, query).await?;
+    let suggest = suggest_broker(shard, &group, answer.behind_bytes);
     shard.count_got(u64::from(answer.message_count));
     let mut response = RemotingCommand::response_to(request, answer.code, answer.remark);
     response.ext_fields = PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id: suggest,
         next_begin_offset: answer.next_begin_offset,
         min_offset: answer.min_offset,
         max_offset: answer.max_offset,

@@ -26,6 +26,7 @@ use crate::services::append::{encode_into, tag_hash};
 use crate::services::delivery::redirect_delayed;
 use crate::services::routing;
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
+use crate::shard::replication::wait_store_ok;
 use crate::shard::Shard;
 
 /// What a send needs from its topic's config (copied out, not cloned).
@@ -212,7 +213,10 @@ pub(crate) async fn send_message(
         properties: &props_bytes,
         ..sent_record(shard, &header, conn.peer_addr(), now_ms())
     };
-    let result = shard.store_record(&record, tag_hash(&props)).await?;
+    let mut result = shard.store_record(&record, tag_hash(&props)).await?;
+    shard
+        .await_replicas(&mut result, wait_store_ok(&props))
+        .await;
     let msg_id = offset_msg_id(shard.env.store_host, result.physical_offset);
     Ok(success(shard, request, &result, queue_id, msg_id))
 }
@@ -333,7 +337,11 @@ pub(crate) async fn send_batch(
     }
     let append = AppendRequest::batch(Arc::from(header.topic.as_str()), queue_id, encoded, codes);
     let body_bytes = request.body.len() as u64;
-    let result = shard.append(append, items.len() as u64, body_bytes).await?;
+    let mut result = shard.append(append, items.len() as u64, body_bytes).await?;
+    let batch_props = Properties::decode_str(header.properties.as_deref().unwrap_or(""));
+    shard
+        .await_replicas(&mut result, wait_store_ok(&batch_props))
+        .await;
     let mut ids = Vec::with_capacity(sizes.len());
     let mut position = result.physical_offset;
     for size in sizes {

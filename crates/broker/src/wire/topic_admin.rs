@@ -159,6 +159,11 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     );
     put("commitLogMinOffset", reader.min_offset().to_string());
     put("commitLogMaxOffset", reader.written_offset().to_string());
+    // Ferrocket's own key: `cluster list` shows each broker's role.
+    put(
+        "brokerRole",
+        shard.config().replication.broker_role.name().to_string(),
+    );
     put(
         "commitLogFlushedOffset",
         reader.durable_offset().to_string(),

@@ -235,6 +235,13 @@ impl Appender {
                     .await;
             }
             FlushMode::Sync { timeout_ms } => {
+                // Replication need not wait for the flush.
+                if let Some(shard) = self.config.notify_written_shard {
+                    let watermark = self.common.dispatched_upto.get();
+                    self.common
+                        .send(shard, ShardBatch::watermark_only(watermark))
+                        .await;
+                }
                 self.group_commit(accepted, answers, end, timeout_ms).await;
             }
         }
@@ -497,10 +504,13 @@ impl Appender {
                 resets: std::mem::take(&mut self.resets[shard]),
                 replica: self.config.replica,
             };
+            let told_of_writes =
+                dispatched.is_some() && self.config.notify_written_shard == Some(shard);
             if batch.results.is_empty()
                 && batch.dispatches.is_empty()
                 && batch.spent.is_empty()
                 && batch.resets.is_empty()
+                && !told_of_writes
             {
                 continue;
             }

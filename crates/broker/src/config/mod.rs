@@ -11,6 +11,10 @@ use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteM
 
 use crate::error::BrokerError;
 
+mod replication;
+
+pub use replication::*;
+
 /// Default broker port (`listenPort`).
 pub const LISTEN_PORT_DEFAULT: u16 = 10911;
 /// Default cluster (`brokerClusterName`).
@@ -213,6 +217,8 @@ pub struct BrokerConfig {
     /// Per-connection and per-shard limits of the Remoting server
     /// (`serverChannelMaxIdleTimeSeconds` and Ferrocket's own keys).
     pub server_limits: ServerLimits,
+    /// `brokerRole` and the HA settings.
+    pub replication: ReplicationConfig,
 }
 
 impl Default for BrokerConfig {
@@ -268,6 +274,7 @@ impl Default for BrokerConfig {
             subscription_group_count_max: SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT,
             clients_per_group_max: CLIENTS_PER_GROUP_MAX_DEFAULT,
             server_limits: ServerLimits::default(),
+            replication: ReplicationConfig::default(),
         }
     }
 }
@@ -308,7 +315,17 @@ impl BrokerConfig {
         })
     }
 
-    /// Rejects values the broker cannot run with.
+    /// The host of the HA address announced to name servers (`brokerIP2`,
+    /// else `brokerIP1`'s).
+    pub fn ha_ip(&self) -> Result<IpAddr, BrokerError> {
+        let ip2 = self.replication.broker_ip2.trim();
+        if ip2.is_empty() {
+            return self.advertised_ip();
+        }
+        ip2.parse()
+            .map_err(|_| BrokerError::Config(format!("brokerIP2 `{ip2}` is not an IP address")))
+    }
+
     /// Whether a broker of `shard_count` shards runs its appender on its
     /// shard (see `appender_in_shard`).
     pub fn appender_runs_in_shard(&self, shard_count: usize) -> bool {
@@ -316,6 +333,7 @@ impl BrokerConfig {
             .unwrap_or(shard_count == 1 && self.appender_core.is_none())
     }
 
+    /// Rejects values the broker cannot run with.
     pub fn validate(&self) -> Result<(), BrokerError> {
         let bad = |reason: String| Err(BrokerError::Config(reason));
         if self.broker_name.trim().is_empty() {
@@ -366,6 +384,9 @@ impl BrokerConfig {
             .map_err(|e| BrokerError::Config(e.to_string()))?;
         self.namesrv_addrs()?;
         self.advertised_ip()?;
+        self.ha_ip()?;
+        self.replication
+            .validate(self.broker_id, self.listen_port)?;
         Ok(())
     }
 
@@ -398,6 +419,9 @@ impl BrokerConfig {
             clean_forcibly: self.clean_file_forcibly_enable,
             clean_interval_ms: self.clean_resource_interval_ms,
         };
+        store.replica = self.replication.broker_role.is_slave();
+        // A master's HA links run on shard 0 and push every written batch.
+        store.notify_written_shard = (!store.replica).then_some(0);
         store
     }
 

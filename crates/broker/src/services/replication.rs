@@ -1,0 +1,226 @@
+//! Replication state (RocketMQ's `HAService`), on shard 0, which runs the
+//! HA links. On a master: each slave's link and how far it has acked, and
+//! the sends waiting for those acks (`GroupTransferService`). On a slave:
+//! where its master is and how its link to it is doing (`HAClient`).
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use ferrocket_runtime::sync::Changed;
+use futures_lite::future;
+use serde_json::{json, Value};
+
+use crate::clock::now_ms;
+
+/// One slave's link to this master.
+#[derive(Debug)]
+pub(crate) struct SlaveLink {
+    pub id: u64,
+    pub addr: SocketAddr,
+    /// The slave's CommitLog end, as it last reported.
+    pub acked: Cell<i64>,
+    /// Where the master is sending from next.
+    pub transfer_from: Cell<i64>,
+    /// Bytes sent in the current second, and that second.
+    pub sent_in_second: Cell<(i64, u64)>,
+}
+
+/// How a SYNC_MASTER send's wait for its slaves ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplicaWait {
+    /// Enough copies hold it.
+    Replicated,
+    /// Not within `slaveTimeout` (FLUSH_SLAVE_TIMEOUT).
+    Timeout,
+    /// No slave is connected, or every one is too far behind
+    /// (SLAVE_NOT_AVAILABLE).
+    NotAvailable,
+}
+
+/// Where a slave's master is (`haMasterAddress`, or learnt from the name
+/// server's REGISTER_BROKER answer) and how its link is doing.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct MasterLink {
+    /// The master's HA address (`haServerAddr`).
+    pub ha_addr: Option<String>,
+    /// The master's broker address (`masterAddr`), for metadata sync.
+    pub broker_addr: Option<String>,
+    pub connected: bool,
+    pub last_read_ms: i64,
+    pub last_write_ms: i64,
+    /// Bytes received in the current second, and that second.
+    pub received_in_second: (i64, u64),
+}
+
+#[derive(Default)]
+pub(crate) struct HaState {
+    links: RefCell<Vec<Rc<SlaveLink>>>,
+    next_link: Cell<u64>,
+    /// A slave acked more, or a link came or went.
+    acks: Changed,
+    /// The CommitLog's written end moved.
+    pub written: Changed,
+    /// A slave's view of its master.
+    pub master: RefCell<MasterLink>,
+}
+
+/// Adds `bytes` to a per-second counter at `now_ms`; returns the bytes of
+/// the current second.
+pub(crate) fn count_in_second(counter: &Cell<(i64, u64)>, now_ms: i64, bytes: u64) -> u64 {
+    let second = now_ms / 1000;
+    let (at, sent) = counter.get();
+    let sent = if at == second { sent + bytes } else { bytes };
+    counter.set((second, sent));
+    sent
+}
+
+impl HaState {
+    pub fn add_link(&self, addr: SocketAddr) -> Rc<SlaveLink> {
+        let id = self.next_link.get();
+        self.next_link.set(id + 1);
+        let link = Rc::new(SlaveLink {
+            id,
+            addr,
+            acked: Cell::new(-1),
+            transfer_from: Cell::new(-1),
+            sent_in_second: Cell::new((0, 0)),
+        });
+        self.links.borrow_mut().push(Rc::clone(&link));
+        self.acks.notify_all();
+        link
+    }
+
+    pub fn remove_link(&self, id: u64) {
+        self.links.borrow_mut().retain(|link| link.id != id);
+        self.acks.notify_all();
+    }
+
+    /// See [`HaState::acks_since`].
+    pub fn acks_epoch(&self) -> u64 {
+        self.acks.epoch()
+    }
+
+    /// Resolves once a slave acked more (or a link came or went) after
+    /// `seen`, an earlier [`HaState::acks_epoch`].
+    pub async fn acks_since(&self, seen: u64) {
+        self.acks.since(seen).await
+    }
+
+    pub fn links(&self) -> Vec<Rc<SlaveLink>> {
+        self.links.borrow().clone()
+    }
+
+    /// A slave reported its CommitLog end.
+    pub fn ack(&self, link: &SlaveLink, offset: i64) {
+        if offset > link.acked.get() {
+            link.acked.set(offset);
+            self.acks.notify_all();
+        }
+    }
+
+    /// Copies of everything below `end`: this master's and each slave's
+    /// that acked past it.
+    pub fn copies_of(&self, end: i64) -> u32 {
+        let slaves = self
+            .links
+            .borrow()
+            .iter()
+            .filter(|l| l.acked.get() >= end)
+            .count();
+        1 + slaves as u32
+    }
+
+    /// RocketMQ 4.x's check before waiting: some slave is connected and
+    /// the furthest one is less than `gap_max` bytes behind `written`.
+    pub fn slave_available(&self, written: i64, gap_max: i64) -> bool {
+        let furthest = self.links.borrow().iter().map(|l| l.acked.get()).max();
+        furthest.is_some_and(|acked| written - acked.max(0) < gap_max)
+    }
+
+    /// Waits until `copies` copies hold everything below `end`, at most
+    /// `timeout_ms`.
+    pub async fn wait(&self, end: i64, copies: u32, timeout_ms: u64) -> ReplicaWait {
+        let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
+        loop {
+            if self.copies_of(end) >= copies {
+                return ReplicaWait::Replicated;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return ReplicaWait::Timeout;
+            }
+            let seen = self.acks.epoch();
+            future::or(self.acks.since(seen), glommio::timer::sleep(left)).await;
+        }
+    }
+
+    /// GET_BROKER_HA_STATUS's body (`HARuntimeInfo`) for a broker whose
+    /// CommitLog ends at `written`.
+    pub fn runtime_info(&self, is_master: bool, written: i64, gap_max: i64) -> Value {
+        let now = now_ms();
+        let links = self.links();
+        let connections: Vec<Value> = links
+            .iter()
+            .map(|link| {
+                let acked = link.acked.get().max(0);
+                let (second, sent) = link.sent_in_second.get();
+                json!({
+                    "addr": link.addr.to_string(),
+                    "slaveAckOffset": acked,
+                    "diff": written - acked,
+                    "inSync": written - acked < gap_max,
+                    "transferredByteInSecond": if second == now / 1000 { sent } else { 0 },
+                    "transferFromWhere": link.transfer_from.get(),
+                })
+            })
+            .collect();
+        let master = self.master.borrow();
+        let (second, received) = master.received_in_second;
+        let in_sync = links
+            .iter()
+            .filter(|l| written - l.acked.get().max(0) < gap_max)
+            .count();
+        json!({
+            "master": is_master,
+            "masterCommitLogMaxOffset": written,
+            "inSyncSlaveNums": in_sync,
+            "haConnectionInfo": connections,
+            "haClientRuntimeInfo": {
+                "masterAddr": master.ha_addr.clone().unwrap_or_default(),
+                "maxOffset": written,
+                "lastReadTimestamp": master.last_read_ms,
+                "lastWriteTimestamp": master.last_write_ms,
+                "transferredByteInSecond": if second == now / 1000 { received } else { 0 },
+                "masterFlushOffset": 0,
+                "activated": master.connected,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_count_the_master_and_slaves_past_the_end() {
+        let ha = HaState::default();
+        assert!(!ha.slave_available(100, 1000));
+        let a = ha.add_link("127.0.0.1:1".parse().unwrap());
+        let b = ha.add_link("127.0.0.1:2".parse().unwrap());
+        assert_eq!(ha.copies_of(50), 1);
+        ha.ack(&a, 60);
+        ha.ack(&b, 40);
+        assert_eq!(ha.copies_of(50), 2);
+        assert!(ha.slave_available(100, 1000));
+        assert!(!ha.slave_available(2000, 1000));
+        ha.remove_link(a.id);
+        assert_eq!(ha.copies_of(50), 1);
+        let counter = Cell::new((0, 0));
+        assert_eq!(count_in_second(&counter, 1500, 10), 10);
+        assert_eq!(count_in_second(&counter, 1900, 5), 15);
+        assert_eq!(count_in_second(&counter, 2100, 7), 7);
+    }
+}

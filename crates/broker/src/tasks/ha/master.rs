@@ -1,0 +1,225 @@
+//! A master's side of the HA stream (`DefaultHAConnection`): the listener
+//! on `haListenPort`, and per slave one task reading its offset reports
+//! and one pushing the CommitLog to it, straight from the mapped segments
+//! (the socket write is the only copy).
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ferrocket_protocol::ha::{last_report, FrameHeader, REPORT_BYTES};
+use ferrocket_runtime::server::{bind_listener, bind_waiting};
+use futures_lite::future;
+use glommio::net::{TcpListener, TcpStream};
+
+use super::{within, HaStream};
+use crate::clock::now_ms;
+use crate::error::BrokerError;
+use crate::services::replication::{count_in_second, HaState, SlaveLink};
+use crate::shard::Shard;
+
+/// Binds the HA listener (shard 0 of a master); a busy port fails the start.
+pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
+    let config = shard.config();
+    let port = config.replication.ha_port(shard.env.listen.port())?;
+    let addr = SocketAddr::new(config.listen_addr, port);
+    bind_waiting(addr, || bind_listener(addr, false))
+        .map_err(|source| BrokerError::Bind { addr, source })
+}
+
+/// Accepts slaves until the shard stops.
+pub(crate) async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
+    loop {
+        let accepted = future::or(async { Some(listener.accept().await) }, async {
+            shard.stopping.wait().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => return,
+            Some(Ok(stream)) => {
+                let shard_for_link = Rc::clone(&shard);
+                shard
+                    .tasks
+                    .spawn("HA link to a slave", serve_slave(shard_for_link, stream));
+            }
+            Some(Err(e)) => {
+                tracing::warn!("HA accept failed: {e}");
+                if shard
+                    .stopping
+                    .interrupts_sleep(Duration::from_millis(100))
+                    .await
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn serve_slave(shard: Rc<Shard>, stream: TcpStream) {
+    let Ok(control) = shard.control() else {
+        return;
+    };
+    let ha = &control.ha;
+    let Ok(peer) = stream.peer_addr() else {
+        return;
+    };
+    let link = ha.add_link(peer);
+    tracing::info!(slave = %peer, "slave connected to the HA port");
+    let stream = HaStream::new(stream);
+    let work = future::or(
+        read_reports(&shard, ha, &link, &stream),
+        push_log(&shard, ha, &link, &stream),
+    );
+    let stopped = async {
+        shard.stopping.wait().await;
+        Ok(())
+    };
+    let outcome = future::or(work, stopped).await;
+    ha.remove_link(link.id);
+    match outcome {
+        Ok(()) => tracing::info!(slave = %peer, "HA link closed"),
+        Err(e) => tracing::warn!(slave = %peer, "HA link dropped: {e}"),
+    }
+}
+
+/// Reads the slave's 8-byte reports; only the newest counts.
+async fn read_reports(
+    shard: &Shard,
+    ha: &HaState,
+    link: &SlaveLink,
+    stream: &HaStream,
+) -> io::Result<()> {
+    let housekeeping_ms = shard.config().replication.ha_housekeeping_interval_ms;
+    let mut buf = [0u8; 64 * REPORT_BYTES];
+    let mut filled = 0;
+    loop {
+        let n = within(
+            housekeeping_ms,
+            "slave reports",
+            stream.read_some(&mut buf[filled..]),
+        )
+        .await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the slave closed the link",
+            ));
+        }
+        filled += n;
+        if let Some((offset, used)) = last_report(&buf[..filled]) {
+            buf.copy_within(used..filled, 0);
+            filled -= used;
+            if offset < 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("negative offset report {offset}"),
+                ));
+            }
+            ha.ack(link, offset);
+        }
+    }
+}
+
+/// Where a new link starts: the reported offset, or for a report of 0 the
+/// start of the master's last segment.
+fn start_offset(shard: &Shard, reported: i64) -> io::Result<i64> {
+    let reader = shard.store.reader();
+    let written = reader.written_offset();
+    let segment = reader.segment_bytes() as i64;
+    let start = if reported == 0 {
+        written - written % segment
+    } else {
+        reported
+    };
+    let refuse = |why: String| Err(io::Error::new(io::ErrorKind::InvalidData, why));
+    if start > written {
+        return refuse(format!(
+            "the slave's CommitLog ends at {start}, past this master's end {written}: \
+             it holds data this master does not; clear the slave's store"
+        ));
+    }
+    if start < reader.min_offset() {
+        return refuse(format!(
+            "the slave's CommitLog ends at {start}, below this master's first offset {}: \
+             retention deleted what it needs; clear the slave's store",
+            reader.min_offset()
+        ));
+    }
+    Ok(start)
+}
+
+/// Pushes the CommitLog from where the slave's first report says, a frame
+/// of at most `haTransferBatchSize` at a time (never across segments), and
+/// a heartbeat frame after `haSendHeartbeatInterval` without one.
+async fn push_log(
+    shard: &Shard,
+    ha: &HaState,
+    link: &SlaveLink,
+    stream: &HaStream,
+) -> io::Result<()> {
+    let ha_config = &shard.config().replication;
+    while link.acked.get() < 0 {
+        let seen = ha.acks_epoch();
+        ha.acks_since(seen).await;
+    }
+    let mut next = start_offset(shard, link.acked.get())?;
+    let reader = shard.store.reader();
+    let segment = reader.segment_bytes() as i64;
+    let heartbeat = Duration::from_millis(ha_config.ha_heartbeat_interval_ms);
+    let write_ms = ha_config.ha_housekeeping_interval_ms;
+    let mut last_write = Instant::now();
+    loop {
+        link.transfer_from.set(next);
+        let seen = ha.written.epoch();
+        let written = reader.written_offset();
+        if next < written {
+            let end = written
+                .min(next - next % segment + segment)
+                .min(next + ha_config.ha_transfer_batch_bytes as i64);
+            let len = (end - next) as usize;
+            throttle(shard, link, len).await;
+            let bytes = shard.store.read_records(next, len).ok_or_else(|| {
+                io::Error::other(format!("CommitLog bytes [{next}, {end}) are not readable"))
+            })?;
+            let header = FrameHeader {
+                offset: next,
+                body_bytes: len,
+            }
+            .encode();
+            within(write_ms, "pushing to the slave", async {
+                stream.write_all(&header).await?;
+                stream.write_all(&bytes).await
+            })
+            .await?;
+            next = end;
+            last_write = Instant::now();
+            continue;
+        }
+        let idle_left = heartbeat.saturating_sub(last_write.elapsed());
+        if idle_left.is_zero() {
+            let header = FrameHeader {
+                offset: next,
+                body_bytes: 0,
+            }
+            .encode();
+            within(write_ms, "HA heartbeat", stream.write_all(&header)).await?;
+            last_write = Instant::now();
+            continue;
+        }
+        future::or(ha.written.since(seen), glommio::timer::sleep(idle_left)).await;
+    }
+}
+
+/// `haFlowControlEnable`: at most `maxHaTransferByteInSecond` per slave.
+async fn throttle(shard: &Shard, link: &SlaveLink, len: usize) {
+    let ha_config = &shard.config().replication;
+    let now = now_ms();
+    let sent = count_in_second(&link.sent_in_second, now, len as u64);
+    if ha_config.ha_flow_control_enable && sent > ha_config.ha_transfer_bytes_per_sec_max {
+        let wait_ms = 1000 - now.rem_euclid(1000) as u64;
+        glommio::timer::sleep(Duration::from_millis(wait_ms)).await;
+    }
+}

@@ -1,0 +1,188 @@
+//! A slave's side of the HA stream (`DefaultHAClient`): connect to the
+//! master's HA address, report the CommitLog's end (at once, after every
+//! append and every `haSendHeartbeatInterval`), take the master's frames,
+//! and append their bytes at the master's offsets. A link that breaks or
+//! stays silent for `haHousekeepingInterval` is dropped and made again
+//! after a back-off (0.5 s doubling to 5 s, Java's fixed retry).
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferrocket_protocol::ha::{encode_report, FrameHeader, FRAME_HEADER_BYTES};
+use ferrocket_runtime::sync::Notify;
+use futures_lite::future;
+use glommio::net::TcpStream;
+
+use super::assemble::Assembler;
+use super::{within, HaStream, HA_CONNECT_TIMEOUT_MS};
+use crate::clock::now_ms;
+use crate::config::parse_host_port;
+use crate::services::replication::count_in_second;
+use crate::shard::Shard;
+
+const BACKOFF_MS_MIN: u64 = 500;
+const BACKOFF_MS_MAX: u64 = 5_000;
+
+/// The master's HA address: `haMasterAddress`, else what the name server
+/// said in its REGISTER_BROKER answer.
+fn master_ha_addr(shard: &Shard) -> Option<SocketAddr> {
+    let configured = shard.config().replication.ha_master_address.trim();
+    if !configured.is_empty() {
+        return parse_host_port(configured, "haMasterAddress").ok();
+    }
+    let control = shard.control().ok()?;
+    let learnt = control.ha.master.borrow().ha_addr.clone()?;
+    parse_host_port(&learnt, "haServerAddr").ok()
+}
+
+/// Keeps a link to the master until the shard stops (shard 0 of a slave).
+pub(crate) async fn client_loop(shard: Rc<Shard>) {
+    let mut backoff_ms = BACKOFF_MS_MIN;
+    let mut warned_no_master = false;
+    loop {
+        match master_ha_addr(&shard) {
+            None if !warned_no_master => {
+                tracing::warn!("no master HA address yet: set haMasterAddress, or wait for the name server to list a master");
+                warned_no_master = true;
+            }
+            None => {}
+            Some(addr) => {
+                warned_no_master = false;
+                let reads_before = last_read_ms(&shard);
+                let outcome = link(&shard, addr).await;
+                set_connected(&shard, false);
+                if last_read_ms(&shard) != reads_before {
+                    // It worked for a while: try again soon.
+                    backoff_ms = BACKOFF_MS_MIN;
+                }
+                match outcome {
+                    Ok(()) => return,
+                    Err(e) => tracing::warn!(master = %addr, "HA link to the master: {e}"),
+                }
+            }
+        }
+        if shard
+            .stopping
+            .interrupts_sleep(Duration::from_millis(backoff_ms))
+            .await
+        {
+            return;
+        }
+        backoff_ms = (backoff_ms * 2).min(BACKOFF_MS_MAX);
+    }
+}
+
+fn last_read_ms(shard: &Shard) -> i64 {
+    shard
+        .control()
+        .map_or(0, |control| control.ha.master.borrow().last_read_ms)
+}
+
+fn set_connected(shard: &Shard, connected: bool) {
+    if let Ok(control) = shard.control() {
+        control.ha.master.borrow_mut().connected = connected;
+    }
+}
+
+/// One link: `Ok` only when the shard stops.
+async fn link(shard: &Rc<Shard>, addr: SocketAddr) -> io::Result<()> {
+    let stream = within(HA_CONNECT_TIMEOUT_MS, "connecting", async {
+        TcpStream::connect(addr)
+            .await
+            .map_err(|e| io::Error::other(e.to_string()))
+    })
+    .await?;
+    tracing::info!(master = %addr, end = shard.store.reader().written_offset(), "HA link to the master open");
+    set_connected(shard, true);
+    let stream = HaStream::new(stream);
+    let grew = Notify::default();
+    let work = future::or(
+        report(shard, &stream, &grew),
+        receive(shard, &stream, &grew),
+    );
+    let stopped = async {
+        shard.stopping.wait().await;
+        Ok(())
+    };
+    future::or(work, stopped).await
+}
+
+/// Reports the CommitLog's end at once, whenever it grew, and at least
+/// every heartbeat interval.
+async fn report(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<()> {
+    let heartbeat = Duration::from_millis(shard.config().replication.ha_heartbeat_interval_ms);
+    let write_ms = shard.config().replication.ha_housekeeping_interval_ms;
+    let reader = shard.store.reader();
+    loop {
+        let end = reader.written_offset();
+        within(
+            write_ms,
+            "reporting to the master",
+            stream.write_all(&encode_report(end)),
+        )
+        .await?;
+        if let Ok(control) = shard.control() {
+            control.ha.master.borrow_mut().last_write_ms = now_ms();
+        }
+        future::or(grew.wait(), glommio::timer::sleep(heartbeat)).await;
+    }
+}
+
+/// Takes frames and appends their whole records.
+async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<()> {
+    let housekeeping_ms = shard.config().replication.ha_housekeeping_interval_ms;
+    let local_end = shard.store.reader().written_offset();
+    let mut assembler = Assembler::new(local_end);
+    let mut first = true;
+    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+    loop {
+        let mut head = [0u8; FRAME_HEADER_BYTES];
+        within(
+            housekeeping_ms,
+            "master frames",
+            stream.read_exact(&mut head),
+        )
+        .await?;
+        let header = FrameHeader::decode(&head).map_err(|e| bad(e.to_string()))?;
+        // A new slave takes whatever the master starts with.
+        if first && local_end == 0 && header.body_bytes > 0 {
+            assembler = Assembler::new(header.offset);
+        }
+        if header.offset != assembler.next_offset() {
+            return Err(bad(format!(
+                "the master sent offset {}, this slave expects {}",
+                header.offset,
+                assembler.next_offset()
+            )));
+        }
+        first = first && header.body_bytes == 0;
+        let mut body = BytesMut::zeroed(header.body_bytes);
+        within(
+            housekeeping_ms,
+            "a frame body",
+            stream.read_exact(&mut body),
+        )
+        .await?;
+        note_read(shard, body.len());
+        for (start, chunk) in assembler.push(&body).map_err(bad)? {
+            shard.store.replicate(start, chunk).await.map_err(|e| {
+                io::Error::other(format!("appending the master's bytes at {start}: {e}"))
+            })?;
+            grew.notify();
+        }
+    }
+}
+
+fn note_read(shard: &Shard, bytes: usize) {
+    if let Ok(control) = shard.control() {
+        let mut master = control.ha.master.borrow_mut();
+        let now = now_ms();
+        master.last_read_ms = now;
+        let counter = std::cell::Cell::new(master.received_in_second);
+        count_in_second(&counter, now, bytes as u64);
+        master.received_in_second = counter.get();
+    }
+}
