@@ -132,11 +132,13 @@ impl HaState {
         1 + slaves as u32
     }
 
-    /// RocketMQ 4.x's check before waiting: some slave is connected and
-    /// the furthest one is less than `gap_max` bytes behind `written`.
+    /// RocketMQ 4.x's check before waiting: false when slaves are
+    /// connected but even the furthest is `gap_max` bytes or more behind
+    /// `written` (no wait can succeed). With no slave connected a send
+    /// waits, and times out, as RocketMQ 5 does: one may be reconnecting.
     pub fn slave_available(&self, written: i64, gap_max: i64) -> bool {
         let furthest = self.links.borrow().iter().map(|l| l.acked.get()).max();
-        furthest.is_some_and(|acked| written - acked.max(0) < gap_max)
+        furthest.is_none_or(|acked| written - acked.max(0) < gap_max)
     }
 
     /// Waits until `copies` copies hold everything below `end`, at most
@@ -207,7 +209,10 @@ mod tests {
     #[test]
     fn copies_count_the_master_and_slaves_past_the_end() {
         let ha = HaState::default();
-        assert!(!ha.slave_available(100, 1000));
+        assert!(
+            ha.slave_available(100, 1000),
+            "none connected: wait for one"
+        );
         let a = ha.add_link("127.0.0.1:1".parse().unwrap());
         let b = ha.add_link("127.0.0.1:2".parse().unwrap());
         assert_eq!(ha.copies_of(50), 1);
