@@ -87,6 +87,8 @@ fn start_runs_namesrv_and_broker_and_stops_both_on_sigterm() {
             "mappedFileSizeCommitLog={}",
             harness::TEST_COMMIT_LOG_SEGMENT_BYTES
         ),
+        "--broker-set".into(),
+        format!("haListenPort={}", free_port()),
     ];
     let mut start = ServerProcess::spawn("start", &args, data.path()).unwrap();
     // Both children write to the same stderr, so their listening lines may

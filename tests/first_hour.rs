@@ -16,6 +16,7 @@ fn a_broker_without_namesrv_addr_warns_in_plain_text_logs() {
     let mut child = Command::new(ferrocket_bin())
         .args(["broker", "--listen-addr", "127.0.0.1", "--listen-port"])
         .arg(free_port().to_string())
+        .args(["--set", &format!("haListenPort={}", free_port())])
         .arg("--store-path-root-dir")
         .arg(store.path())
         .env_remove("NO_COLOR")

@@ -257,6 +257,14 @@ pub fn broker_args(
         "--set".into(),
         "diskSpaceCleanForciblyRatio=100".into(),
     ];
+    // The HA listener's port is the test's choice too (not listenPort + 1).
+    if !opts
+        .extra_args
+        .iter()
+        .any(|a| a.starts_with("haListenPort="))
+    {
+        args.extend(["--set".into(), format!("haListenPort={}", free_port())]);
+    }
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(value) = value {
             args.push(name.to_string());

@@ -216,6 +216,9 @@ def start_broker(workdir, namesrv_addr, auto_create_topic, broker_name, extra_ar
             # Test data must not depend on how full the host's disk is (at
             # Java's default 85% a broker deletes unexpired segments).
             "--set", "diskSpaceCleanForciblyRatio=100",
+            # The HA listener's port is the test's choice (not listenPort + 1).
+            *(() if any(str(a).startswith("haListenPort=") for a in extra_args)
+              else ("--set", f"haListenPort={free_port()}")),
             *extra_args,
         ],
         workdir,

@@ -116,10 +116,12 @@ impl Default for ReplicationConfig {
 }
 
 impl ReplicationConfig {
-    /// The HA port for a broker listening on `listen_port`.
+    /// The HA port for a broker listening on `listen_port` (0, chosen by
+    /// the OS, when `listen_port` is 0 and no port is set).
     pub fn ha_port(&self, listen_port: u16) -> Result<u16, BrokerError> {
         match self.ha_listen_port {
             Some(port) => Ok(port),
+            None if listen_port == 0 => Ok(0),
             None => listen_port.checked_add(1).ok_or_else(|| {
                 BrokerError::Config(format!(
                     "haListenPort defaults to listenPort + 1, and listenPort is {listen_port}; set haListenPort"

@@ -64,6 +64,8 @@ pub(crate) struct HaState {
     pub written: Changed,
     /// A slave's view of its master.
     pub master: RefCell<MasterLink>,
+    /// Where a master's HA listener is bound.
+    pub listen: Cell<Option<SocketAddr>>,
 }
 
 /// Adds `bytes` to a per-second counter at `now_ms`; returns the bytes of

@@ -44,7 +44,11 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
 fn ha_server_addr(shard: &Shard) -> Option<String> {
     let config = shard.config();
     let ip = config.ha_ip().ok()?;
-    let port = config.replication.ha_port(shard.env.listen.port()).ok()?;
+    let bound = shard.control.as_ref()?.ha.listen.get();
+    let port = match bound {
+        Some(addr) => addr.port(),
+        None => config.replication.ha_port(shard.env.listen.port()).ok()?,
+    };
     Some(std::net::SocketAddr::new(ip, port).to_string())
 }
 

@@ -49,6 +49,10 @@ pub fn config(dir: &Path, shards: usize) -> BrokerConfig {
         shard_count: shards,
         pin_shards: false,
         mapped_file_size_commit_log: 1 << 20,
+        replication: ferrocket_broker::ReplicationConfig {
+            ha_listen_port: Some(free_port()),
+            ..Default::default()
+        },
         ..BrokerConfig::default()
     }
 }

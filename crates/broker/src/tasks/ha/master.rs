@@ -24,8 +24,17 @@ pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
     let config = shard.config();
     let port = config.replication.ha_port(shard.env.listen.port())?;
     let addr = SocketAddr::new(config.listen_addr, port);
-    bind_waiting(addr, || bind_listener(addr, false))
-        .map_err(|source| BrokerError::Bind { addr, source })
+    let listener = bind_waiting(addr, || bind_listener(addr, false))
+        .map_err(|source| BrokerError::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|e| BrokerError::Bind {
+        addr,
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    if let Some(control) = shard.control.as_ref() {
+        control.ha.listen.set(Some(bound));
+    }
+    tracing::info!(%bound, "HA listener for slaves bound");
+    Ok(listener)
 }
 
 /// Accepts slaves until the shard stops.
