@@ -406,6 +406,24 @@ mod tests {
     }
 
     #[test]
+    fn replication_keys_apply_with_javas_spellings() {
+        let mut config = BrokerConfig::default();
+        assert!(apply_broker(&mut config, "brokerRole", &setting("SLAVE")).unwrap());
+        assert!(config.replication.broker_role.is_slave());
+        assert!(apply_broker(&mut config, "brokerRole", &setting("PRIMARY")).is_err());
+        assert!(apply_broker(&mut config, "haListenPort", &setting("-1")).unwrap());
+        assert_eq!(config.replication.ha_listen_port, None);
+        assert!(apply_broker(&mut config, "haListenPort", &setting("20912")).unwrap());
+        assert_eq!(config.replication.ha_listen_port, Some(20912));
+        assert!(apply_broker(&mut config, "haSlaveFallbehindMax", &setting("1024")).unwrap());
+        assert_eq!(config.replication.ha_max_gap_not_in_sync_bytes, 1024);
+        assert!(apply_broker(&mut config, "slaveReadEnable", &setting("true")).unwrap());
+        assert!(config.replication.slave_read_enable);
+        // A slave keeps brokerId 0 only until validation refuses it.
+        assert!(config.validate().unwrap_err().to_string().contains("brokerId > 0"));
+    }
+
+    #[test]
     fn namesrv_keys_apply() {
         let mut config = NamesrvConfig::default();
         assert!(apply_namesrv(&mut config, "listenPort", &setting("19876")).unwrap());

@@ -15,13 +15,15 @@ cleanup() { kill "${PIDS[@]}" 2>/dev/null; sleep 2; kill -9 "${PIDS[@]}" 2>/dev/
 trap cleanup EXIT
 
 namesrv() { $B namesrv --listen-port "$1" --set "kvConfigPath=$W/ns-$1/kvConfig.json" > "$W/ns-$1.log" 2>&1 & PIDS+=($!); }
-# broker NAME PORT HA_PORT NAMESRV_PORT ROLE [extra --set ...]
+# broker NAME PORT HA_PORT NAMESRV_PORT ROLE [extra --set ...]; NAME's part
+# before the last '-' is the brokerName (async-m and async-s: async).
 broker() {
   local name=$1 port=$2 ha=$3 ns=$4 role=$5; shift 5
   local id=0; [[ $role == SLAVE ]] && id=1
   $B broker --listen-port "$port" -n "127.0.0.1:$ns" --store-path-root-dir "$W/$name/store" --shards 1 \
-    --broker-name "$name-group" --set "brokerId=$id" --set "brokerRole=$role" --set "haListenPort=$ha" \
-    --set slaveReadEnable=true "$@" > "$W/$name.log" 2>&1 &
+    --broker-name "${name%-*}" --set "brokerId=$id" --set "brokerRole=$role" --set "haListenPort=$ha" \
+    --set slaveReadEnable=true --set diskMaxUsedSpaceRatio=100 --set diskSpaceCleanForciblyRatio=100 \
+    "$@" > "$W/$name.log" 2>&1 &
   LAST=$!; PIDS+=($LAST)
 }
 
@@ -48,7 +50,7 @@ echo "== 3. a stopped slave catches up ${CATCH_UP_MIB:-1024} MiB"
 kill $AS; wait $AS 2>/dev/null
 MESSAGES=$(( ${CATCH_UP_MIB:-1024} * 1024 ))
 timeout 600 $BENCH produce -n 127.0.0.1:19931 --topic CatchUp --connections 4 --inflight 64 --size 1024 \
-  --messages $MESSAGES --warmup 0 --quiet 2>&1 | grep -E "throughput" | head -1
+  --messages $MESSAGES --duration 600 --warmup 0 --quiet 2>&1 | grep -E "throughput" | head -1
 end_of() { python3 - "$1" <<'PY'
 import json, sys
 sys.path.insert(0, "tests/interop")

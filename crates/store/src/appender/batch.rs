@@ -14,7 +14,6 @@ use bytes::BytesMut;
 use ferrocket_protocol::record::{self, BLANK_BYTES_MIN, RECORD_BYTES_MIN};
 use futures_lite::future;
 
-use super::replica::Replica;
 use super::tasks::Common;
 use super::topic_reset;
 use super::writer::SegmentWriter;
@@ -22,7 +21,7 @@ use crate::config::{FlushMode, StoreConfig};
 use crate::error::StoreError;
 use crate::messages::{
     read_i32, store_timestamp_of, AppendRequest, AppendResult, AppendStatus, DispatchEntry,
-    Envelope, ResetDone, ShardBatch,
+    Envelope, ReplicaChunk, ResetDone, ShardBatch,
 };
 use crate::queue_floors::QueueFloors;
 use crate::types::{QueueKey, QueueOwnerFn};
@@ -66,6 +65,14 @@ struct Append {
     shard: usize,
     seq: u64,
     request: AppendRequest,
+}
+
+/// One replica chunk of a batch (a slave's; see `replica`): the shard that
+/// sent it and its sequence number.
+pub(super) struct Replica {
+    pub(super) shard: usize,
+    pub(super) seq: u64,
+    pub(super) chunk: ReplicaChunk,
 }
 
 /// What one accepted request will be answered with.

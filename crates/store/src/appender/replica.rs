@@ -12,17 +12,10 @@ use ferrocket_protocol::properties::tags_code;
 use ferrocket_protocol::record::{self, RecordPeek};
 use std::sync::Arc;
 
-use super::batch::{per_shard, Appender, Dispatches, Results};
+use super::batch::{per_shard, Appender, Dispatches, Replica, Results};
 use crate::config::FlushMode;
 use crate::error::StoreError;
 use crate::messages::{AppendResult, AppendStatus, DispatchEntry, ReplicaChunk};
-
-/// One replica chunk of a batch: the shard that sent it and its sequence.
-pub(super) struct Replica {
-    pub(super) shard: usize,
-    pub(super) seq: u64,
-    pub(super) chunk: ReplicaChunk,
-}
 
 impl Appender {
     /// Writes the batch's replica chunks in order, flushes them in sync
