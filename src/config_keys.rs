@@ -420,7 +420,11 @@ mod tests {
         assert!(apply_broker(&mut config, "slaveReadEnable", &setting("true")).unwrap());
         assert!(config.replication.slave_read_enable);
         // A slave keeps brokerId 0 only until validation refuses it.
-        assert!(config.validate().unwrap_err().to_string().contains("brokerId > 0"));
+        assert!(config
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("brokerId > 0"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod ha;
 pub mod header;
 pub mod limits;
 pub mod message_id;
+pub mod pop;
 pub mod properties;
 pub mod record;
 

@@ -16,6 +16,7 @@ pub(crate) mod namesrv;
 pub(crate) mod offsets;
 pub(crate) mod persist;
 pub(crate) mod placed;
+pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod records;
 pub(crate) mod replication;

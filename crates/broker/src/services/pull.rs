@@ -175,15 +175,15 @@ fn outside(offset: i64, min: i64, max: i64) -> Option<(i32, i64)> {
 
 /// The records one pull takes, and the queue offset after the last entry
 /// it looked at.
-struct Gathered {
-    records: Vec<Bytes>,
-    bytes: usize,
-    next: i64,
+pub(crate) struct Gathered {
+    pub records: Vec<Bytes>,
+    pub bytes: usize,
+    pub next: i64,
 }
 
 impl Gathered {
     /// The pull answer's body: the raw records back to back.
-    fn into_body(mut self) -> Bytes {
+    pub fn into_body(mut self) -> Bytes {
         if self.records.len() == 1 {
             return self.records.pop().unwrap_or_default();
         }
@@ -198,8 +198,20 @@ impl Gathered {
 /// Reads the matching records from `query.queue_offset` on, within the
 /// pull's message and byte limits.
 fn gather(store: &ShardStore, query: &PullQuery, queue: &ConsumeQueue) -> Gathered {
-    let offset = query.queue_offset;
-    let entries = queue.get(offset, PULL_SCAN_ENTRIES_MAX.max(query.max_messages));
+    let limits = (query.max_messages, query.max_bytes);
+    gather_from(store, queue, query.queue_offset, limits, &query.filter)
+}
+
+/// Reads the records matching `filter` from `offset` on, at most
+/// `(messages, bytes)` of them (a pull's or a pop's read).
+pub(crate) fn gather_from(
+    store: &ShardStore,
+    queue: &ConsumeQueue,
+    offset: i64,
+    (max_messages, max_bytes): (usize, usize),
+    filter: &TagFilter,
+) -> Gathered {
+    let entries = queue.get(offset, PULL_SCAN_ENTRIES_MAX.max(max_messages));
     let mut found = Gathered {
         records: Vec::new(),
         bytes: 0,
@@ -207,20 +219,20 @@ fn gather(store: &ShardStore, query: &PullQuery, queue: &ConsumeQueue) -> Gather
     };
     for (index, entry) in entries.iter().enumerate() {
         let size = usize::try_from(entry.size).unwrap_or(0);
-        if found.records.len() >= query.max_messages
-            || (!found.records.is_empty() && found.bytes + size > query.max_bytes)
+        if found.records.len() >= max_messages
+            || (!found.records.is_empty() && found.bytes + size > max_bytes)
         {
             break;
         }
         let queue_offset = offset + index as i64;
         // Lost in a damaged CommitLog range (recovery): skipped, as a
         // message retention removed.
-        if entry.is_lost() || !query.filter.matches(entry.tags_code) {
+        if entry.is_lost() || !filter.matches(entry.tags_code) {
             found.next = queue_offset + 1;
             continue;
         }
         match store.read_records(entry.physical_offset, size) {
-            Some(record) if !query.filter.matches_record(&record) => {}
+            Some(record) if !filter.matches_record(&record) => {}
             Some(record) => {
                 found.bytes += record.len();
                 found.records.push(record);
@@ -231,8 +243,6 @@ fn gather(store: &ShardStore, query: &PullQuery, queue: &ConsumeQueue) -> Gather
             None if entry.physical_offset < store.reader().min_offset() => {}
             None => {
                 tracing::error!(
-                    topic = %query.topic,
-                    queue_id = query.queue_id,
                     queue_offset,
                     physical_offset = entry.physical_offset,
                     "ConsumeQueue entry points at unreadable CommitLog bytes"

@@ -42,6 +42,15 @@ pub const TOPICS_FILE: &str = "topics.json";
 pub const TBW102: &str = "TBW102";
 /// Prefix of consumer groups' retry topics (`RETRY_GROUP_TOPIC_PREFIX`).
 pub const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
+/// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
+pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";
+/// Queues of a dead-letter topic (`DLQ_NUMS_PER_GROUP`).
+pub const DLQ_QUEUE_NUMS: i32 = 1;
+
+/// The dead-letter topic of a consumer group.
+pub fn dlq_topic(group: &str) -> String {
+    format!("{DLQ_TOPIC_PREFIX}{group}")
+}
 /// Most queues a topic may have.
 pub const TOPIC_QUEUE_NUMS_MAX: i32 = 1024;
 /// Queues of a retry topic (`retryQueueNums`).

@@ -9,6 +9,7 @@ pub(crate) mod append;
 pub(crate) mod clients;
 pub(crate) mod delivery;
 pub(crate) mod groups;
+pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod replication;
@@ -120,6 +121,8 @@ pub(crate) struct Shard {
     pub schedule: ScheduleState,
     /// Timer, index and transaction services this shard runs (`system`).
     pub services: PlacedServices,
+    /// Pop checkpoints of the queues this shard owns (`pop`).
+    pub pop: pop::PopStore,
 }
 
 impl Shard {
@@ -167,6 +170,7 @@ impl Shard {
                 &env.loaded.delay_offsets,
             ),
             services: PlacedServices::default(),
+            pop: pop::PopStore::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             store,

@@ -7,6 +7,7 @@ pub(crate) mod ha;
 pub(crate) mod index_feed;
 pub(crate) mod namesrv_register;
 pub(crate) mod placed;
+pub(crate) mod pop_revive;
 pub(crate) mod schedule;
 pub(crate) mod timer;
 pub(crate) mod transactions;
@@ -24,6 +25,12 @@ pub const TASKS_STOP_TIMEOUT_MS: u64 = 15_000;
 /// shard and starts their loops.
 pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     placed::start(shard)?;
+    shard
+        .open_pop_log()
+        .map_err(|reason| BrokerError::Service {
+            service: "pop state",
+            reason,
+        })?;
     if shard.index == 0 {
         start_replication(shard)?;
     }
@@ -76,6 +83,11 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
         );
     }
     schedule::spawn(shard);
+    if !shard.config().replication.broker_role.is_slave() {
+        shard
+            .tasks
+            .spawn("pop revive", pop_revive::revive_loop(shard.clone()));
+    }
 }
 
 /// At shutdown: ends every loop (bounded by [`TASKS_STOP_TIMEOUT_MS`]), then

@@ -8,6 +8,7 @@ pub(crate) mod consumer_admin;
 pub(crate) mod group_admin;
 pub(crate) mod locks;
 pub(crate) mod offsets;
+pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod query;
 pub(crate) mod replication;
@@ -70,6 +71,9 @@ async fn dispatch(
         INVOKE_BROKER_TO_RESET_OFFSET => reset::reset_offset(shard, request).await,
         GET_ALL_DELAY_OFFSET => topic_admin::all_delay_offsets(shard, request).await,
         GET_BROKER_HA_STATUS => replication::ha_status(shard, request).await,
+        POP_MESSAGE => pop::pop_message(shard, request).await,
+        ACK_MESSAGE => pop::ack_message(shard, request).await,
+        CHANGE_MESSAGE_INVISIBLETIME => pop::change_invisible_time(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }

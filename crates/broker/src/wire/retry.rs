@@ -25,23 +25,14 @@ use crate::error::Reject;
 use crate::services::append::{copy_of, tag_hash};
 use crate::services::delivery::redirect_delayed;
 use crate::services::records::read_record;
-use crate::services::topics::{retry_topic, TopicChange};
+use crate::services::topics::{dlq_topic, retry_topic, TopicChange, DLQ_QUEUE_NUMS};
 use crate::shard::Shard;
 
-/// Prefix of dead-letter topics (`MixAll.DLQ_GROUP_TOPIC_PREFIX`).
-pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";
-/// Queues of a dead-letter topic (`DLQ_NUMS_PER_GROUP`).
-pub const DLQ_QUEUE_NUMS: i32 = 1;
 /// First request version whose maxReconsumeTimes header counts
 /// (`MQVersion.Version.V3_4_9`).
 pub const VERSION_WITH_MAX_RECONSUME_TIMES: i32 = 122;
 /// Delay level of a retry whose request says 0: 3 + reconsume times.
 pub const RETRY_DELAY_LEVEL_BASE: i32 = 3;
-
-/// The dead-letter topic of a consumer group.
-pub fn dlq_topic(group: &str) -> String {
-    format!("{DLQ_TOPIC_PREFIX}{group}")
-}
 
 /// `ConsumerSendMsgBackRequestHeader`.
 #[derive(Debug, Clone, PartialEq, Eq)]

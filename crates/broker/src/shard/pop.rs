@@ -1,0 +1,378 @@
+//! Pop consumption on a queue's owner shard: the calls a pop, an ack and a
+//! change of invisible time make there (`services::pop` holds the state),
+//! and the revive step that puts messages whose invisible time ran out
+//! into the group's pop retry topic (or, past its `retryMaxTimes`, its
+//! dead-letter topic).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use ferrocket_protocol::body::{perm, TopicConfig};
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::properties;
+use ferrocket_protocol::record::{decode_record, QUEUE_OFFSET_POS};
+use ferrocket_runtime::shard::ShardCall;
+
+use super::Shard;
+use crate::clock::now_ms;
+use crate::error::Reject;
+use crate::services::append::{copy_of, tag_hash};
+use crate::services::filter::TagFilter;
+use crate::services::pop::log::{PopLog, LOG_COMPACT_BYTES};
+use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopState, CHECKPOINTS_MAX};
+use crate::services::pull::gather_from;
+use crate::services::records::read_record;
+use crate::services::topics::{TopicChange, RETRY_TOPIC_PREFIX};
+
+/// Back-off added to a checkpoint whose messages could not be re-put.
+pub const REVIVE_RETRY_MS: i64 = 10_000;
+
+/// A shard's pop state and its log (opened when the shard starts).
+#[derive(Default)]
+pub(crate) struct PopStore {
+    pub state: RefCell<PopState>,
+    pub log: RefCell<Option<PopLog>>,
+}
+
+/// `%RETRY%{group}_{topic}`: where a pop's un-acked messages come back.
+pub fn pop_retry_topic(group: &str, topic: &str) -> String {
+    format!("{RETRY_TOPIC_PREFIX}{group}_{topic}")
+}
+
+/// Where a pop of one queue starts when the group has no offset there
+/// (`initMode`: 0 = MIN, 1 = MAX).
+pub const INIT_MODE_MIN: i32 = 0;
+
+/// One queue's part of a pop, run on its owner.
+#[derive(Debug, Clone)]
+pub(crate) struct PopQueue {
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+    pub max_messages: usize,
+    pub max_bytes: usize,
+    pub invisible_time_ms: i64,
+    pub pop_time_ms: i64,
+    pub init_mode: i32,
+    pub filter: TagFilter,
+}
+
+/// What a queue gave a pop.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Popped {
+    pub records: Vec<Bytes>,
+    pub offsets: Vec<i64>,
+    /// Where this pop started on the queue (the checkpoint's start).
+    pub start: i64,
+    /// Messages left in the queue after this pop.
+    pub rest: i64,
+}
+
+impl ShardCall<Shard> for PopQueue {
+    type Reply = Result<Popped, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.topic, self.queue_id);
+        shard.pop_queue(&self)
+    }
+}
+
+impl Shard {
+    fn pop_queue(&self, pop: &PopQueue) -> Result<Popped, Reject> {
+        let queue = self.store.consume_queue(&pop.topic, pop.queue_id)?;
+        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let committed = self
+            .offsets
+            .borrow()
+            .query(&pop.group, &pop.topic, pop.queue_id);
+        let popped = self
+            .pop
+            .state
+            .borrow()
+            .next_offset(&pop.group, &pop.topic, pop.queue_id);
+        let start = match committed.max(popped) {
+            Some(offset) => offset.max(min),
+            None if pop.init_mode == INIT_MODE_MIN || pop.topic.starts_with(RETRY_TOPIC_PREFIX) => {
+                min
+            }
+            // MAX: Java starts at the last message.
+            None => (max - 1).max(min),
+        };
+        if start >= max {
+            return Ok(Popped {
+                start,
+                ..Popped::default()
+            });
+        }
+        if self.pop.state.borrow().len() >= CHECKPOINTS_MAX {
+            return Err(Reject::new(
+                response_code::POLLING_FULL,
+                "too many messages in flight on this broker",
+            ));
+        }
+        let found = gather_from(
+            &self.store,
+            &queue,
+            start,
+            (pop.max_messages, pop.max_bytes),
+            &pop.filter,
+        );
+        let offsets: Vec<i64> = found.records.iter().map(|r| queue_offset_of(r)).collect();
+        if !offsets.is_empty() {
+            let key = CkKey {
+                group: pop.group.clone(),
+                topic: pop.topic.clone(),
+                queue_id: pop.queue_id,
+                start_offset: start,
+                pop_time_ms: pop.pop_time_ms,
+            };
+            let ck = Checkpoint {
+                invisible_time_ms: pop.invisible_time_ms,
+                offsets: offsets.clone(),
+                acked: 0,
+            };
+            if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+                log.checkpoint(&key, &ck);
+            }
+            self.pop.state.borrow_mut().add(key, ck);
+        }
+        // The committed offset of a popped queue means "popped up to".
+        self.pop
+            .state
+            .borrow_mut()
+            .set_next(&pop.group, &pop.topic, pop.queue_id, found.next);
+        self.offsets
+            .borrow_mut()
+            .commit(&pop.group, &pop.topic, pop.queue_id, found.next);
+        Ok(Popped {
+            rest: max - found.next,
+            records: found.records,
+            offsets,
+            start,
+        })
+    }
+
+    /// Refuses an ack or change for an offset the queue does not hold
+    /// (Java: NO_MESSAGE).
+    fn check_pop_offset(&self, topic: &str, queue_id: i32, offset: i64) -> Result<(), Reject> {
+        let queue = self.store.consume_queue(topic, queue_id)?;
+        if offset < queue.min_offset() || offset >= queue.max_offset() {
+            return Err(Reject::new(
+                response_code::NO_MESSAGE,
+                format!(
+                    "offset {offset} is not in queue {topic}#{queue_id} [{}, {})",
+                    queue.min_offset(),
+                    queue.max_offset()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn ack_pop(&self, key: &CkKey, offset: i64) -> AckOutcome {
+        let outcome = self.pop.state.borrow_mut().ack(key, offset);
+        if outcome == AckOutcome::Acked {
+            if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+                log.ack(key, offset);
+            }
+        }
+        outcome
+    }
+
+    /// One revive pass: every checkpoint whose invisible time ended gives
+    /// its un-acked messages back; returns how many messages.
+    pub async fn revive_due(&self) -> usize {
+        let due = self.pop.state.borrow_mut().take_due(now_ms());
+        let mut revived = 0;
+        for (key, ck) in due {
+            let pending = ck.pending();
+            match self.revive(&key, &pending).await {
+                Ok(()) => {
+                    revived += pending.len();
+                    if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+                        log.done(&key);
+                    }
+                }
+                Err(reject) => {
+                    tracing::warn!(group = %key.group, topic = %key.topic, remark = %reject.remark,
+                        "pop revive failed; trying again later");
+                    let mut again = ck.clone();
+                    again.invisible_time_ms += REVIVE_RETRY_MS;
+                    if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+                        log.checkpoint(&key, &again);
+                    }
+                    self.pop.state.borrow_mut().add(key, again);
+                }
+            }
+        }
+        revived
+    }
+
+    /// Puts the messages at `offsets` of the checkpoint's queue into the
+    /// group's pop retry topic, or its DLQ past `retryMaxTimes`.
+    async fn revive(&self, key: &CkKey, offsets: &[i64]) -> Result<(), Reject> {
+        let group = self.find_or_create_group(&key.group).await?;
+        let queue = self.store.consume_queue(&key.topic, key.queue_id)?;
+        for offset in offsets {
+            // Gone by retention: nothing to give back.
+            let Some(entry) = queue.entry(*offset).filter(|e| !e.is_lost()) else {
+                continue;
+            };
+            let Some(bytes) = read_record(&self.store, entry.physical_offset) else {
+                continue;
+            };
+            let source = decode_record(&bytes, false).map_err(|e| Reject::system(e.to_string()))?;
+            let mut props = source.properties();
+            let original = props
+                .get(properties::RETRY_TOPIC)
+                .map(str::to_owned)
+                .unwrap_or_else(|| key.topic.clone());
+            if props.get(properties::RETRY_TOPIC).is_none() {
+                props.insert(properties::RETRY_TOPIC, &key.topic);
+            }
+            let target = if source.reconsume_times >= group.retry_max_times {
+                crate::services::topics::dlq_topic(&key.group)
+            } else if key.topic.starts_with(RETRY_TOPIC_PREFIX) {
+                key.topic.clone()
+            } else {
+                pop_retry_topic(&key.group, &original)
+            };
+            self.ensure_pop_topic(&target).await?;
+            let props_bytes = props.to_bytes();
+            let record = ferrocket_protocol::record::NewRecord {
+                reconsume_times: source.reconsume_times.saturating_add(1),
+                prepared_transaction_offset: 0,
+                ..copy_of(
+                    &source,
+                    &target,
+                    0,
+                    &props_bytes,
+                    (now_ms(), self.env.store_host),
+                )
+            };
+            self.store_record(&record, tag_hash(&props)).await?;
+        }
+        Ok(())
+    }
+
+    /// A pop retry or dead-letter topic: one queue, read and write.
+    async fn ensure_pop_topic(&self, name: &str) -> Result<(), Reject> {
+        let config = TopicConfig {
+            perm: perm::READ_WRITE,
+            ..TopicConfig::new(name, 1)
+        };
+        self.ensure_topic(name, TopicChange::Upsert(config))
+            .await?
+            .map(|_| ())
+            .ok_or_else(|| Reject::system(format!("topic[{name}] not exist")))
+    }
+
+    /// Opens this shard's pop log and replays it (at start).
+    pub fn open_pop_log(&self) -> Result<(), String> {
+        let (log, state) = PopLog::open(&self.config().store_path_root_dir, self.index)?;
+        if state.len() > 0 {
+            tracing::info!(
+                shard = self.index,
+                checkpoints = state.len(),
+                "pop state recovered"
+            );
+        }
+        *self.pop.state.borrow_mut() = state;
+        *self.pop.log.borrow_mut() = Some(log);
+        Ok(())
+    }
+
+    /// fdatasyncs the pop log off the executor (and rewrites it when it
+    /// grew past its limit).
+    pub async fn sync_pop_log(&self) {
+        let file = self
+            .pop
+            .log
+            .borrow_mut()
+            .as_mut()
+            .and_then(PopLog::take_sync);
+        if let Some(file) = file {
+            let synced = glommio::executor()
+                .spawn_blocking(move || file.sync_data())
+                .await;
+            if let Err(e) = synced {
+                tracing::error!(error = %e, "pop log fdatasync failed");
+            }
+        }
+        let big = self
+            .pop
+            .log
+            .borrow()
+            .as_ref()
+            .is_some_and(|l| l.written() > LOG_COMPACT_BYTES);
+        if big {
+            let state = self.pop.state.borrow();
+            if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+                if let Err(e) = log.compact(&state) {
+                    tracing::error!(error = %e, "pop log rewrite failed");
+                }
+            }
+        }
+    }
+}
+
+/// QUEUEOFFSET of a stored record.
+fn queue_offset_of(record: &[u8]) -> i64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&record[QUEUE_OFFSET_POS..QUEUE_OFFSET_POS + 8]);
+    i64::from_be_bytes(bytes)
+}
+
+/// ACK_MESSAGE on the owner of the queue read.
+#[derive(Debug, Clone)]
+pub(crate) struct AckPop {
+    pub key: CkKey,
+    pub offset: i64,
+}
+
+impl ShardCall<Shard> for AckPop {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.key.topic, self.key.queue_id);
+        shard.check_pop_offset(&self.key.topic, self.key.queue_id, self.offset)?;
+        shard.ack_pop(&self.key, self.offset);
+        Ok(())
+    }
+}
+
+/// CHANGE_MESSAGE_INVISIBLETIME: a new one-message checkpoint from now,
+/// then the old one acked (Java's order: the message is never unguarded).
+#[derive(Debug, Clone)]
+pub(crate) struct ChangeInvisible {
+    pub key: CkKey,
+    pub offset: i64,
+    pub invisible_time_ms: i64,
+    pub now_ms: i64,
+}
+
+impl ShardCall<Shard> for ChangeInvisible {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.key.topic, self.key.queue_id);
+        shard.check_pop_offset(&self.key.topic, self.key.queue_id, self.offset)?;
+        let key = CkKey {
+            start_offset: self.offset,
+            pop_time_ms: self.now_ms,
+            ..self.key.clone()
+        };
+        let ck = Checkpoint {
+            invisible_time_ms: self.invisible_time_ms,
+            offsets: vec![self.offset],
+            acked: 0,
+        };
+        if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
+            log.checkpoint(&key, &ck);
+        }
+        shard.pop.state.borrow_mut().add(key, ck);
+        shard.ack_pop(&self.key, self.offset);
+        Ok(())
+    }
+}

@@ -1,0 +1,357 @@
+//! Pop consumption (RocketMQ 5): POP_MESSAGE (200050), ACK_MESSAGE
+//! (200051) and CHANGE_MESSAGE_INVISIBLETIME (200053), answered as Java's
+//! `PopMessageProcessor`, `AckMessageProcessor` and
+//! `ChangeInvisibleTimeProcessor` answer. Each queue's part runs on its
+//! owner shard (`shard::pop`); a pop of "any queue" walks the topic's
+//! queues from a rotating start, reads the group's pop retry topic first
+//! one time in five (Java's `popFromRetryProbability`), and with `pollTime`
+//! waits for messages, looking again every [`POP_POLL_INTERVAL_MS`].
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferrocket_protocol::body::perm;
+use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::header::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    PopMessageRequestHeader, PopMessageResponseHeader,
+};
+use ferrocket_protocol::pop::{ExtraInfo, OffsetInfo};
+use ferrocket_protocol::RemotingCommand;
+
+use crate::clock::now_ms;
+use crate::error::Reject;
+use crate::services::filter::TagFilter;
+use crate::services::pop::{CkKey, POP_MESSAGES_MAX};
+use crate::shard::pop::{pop_retry_topic, AckPop, ChangeInvisible, PopQueue};
+use crate::shard::Shard;
+
+/// How often a waiting pop looks again (Java notifies on arrival and
+/// forces a look every `popLongPollingForceNotifyInterval`, 800 ms).
+pub const POP_POLL_INTERVAL_MS: u64 = 100;
+/// A pop whose client clock says it is this late is refused at once.
+pub const POP_LATE_MS_MAX: i64 = 500;
+/// Share of pops that read the pop retry topic first (percent).
+pub const POP_FROM_RETRY_PERCENT: u64 = 20;
+/// `reviveQid` in answers and handles (Ferrocket has no revive queues).
+pub const REVIVE_QID: i32 = 0;
+/// Longest a pop may wait (`pollTime` is capped here).
+pub const POP_POLL_MS_MAX: i64 = 60_000;
+
+fn refuse_on_slave(shard: &Shard) -> Result<(), Reject> {
+    if shard.config().replication.broker_role.is_slave() {
+        return Err(Reject::new(
+            response_code::SERVICE_NOT_AVAILABLE,
+            "pop consumption is served by the master (brokerId 0); this broker is a slave",
+        ));
+    }
+    Ok(())
+}
+
+/// The topic's read queues, or a refusal as Java words it.
+fn readable_queues(shard: &Shard, topic: &str) -> Result<i32, Reject> {
+    let Some((perm_bits, read)) = shard.with_topic(topic, |t| (t.perm, t.read_queue_nums)) else {
+        return Err(Reject::new(
+            response_code::TOPIC_NOT_EXIST,
+            format!("topic[{topic}] not exist, apply first please!"),
+        ));
+    };
+    if !perm::is_readable(perm_bits) {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("the topic[{topic}] peeking message is forbidden"),
+        ));
+    }
+    Ok(read)
+}
+
+fn check_pop(shard: &Shard, header: &PopMessageRequestHeader) -> Result<i32, Reject> {
+    refuse_on_slave(shard)?;
+    let invalid = |remark: String| Err(Reject::new(response_code::INVALID_PARAMETER, remark));
+    if header.max_msg_nums <= 0 || header.max_msg_nums as usize > POP_MESSAGES_MAX {
+        return invalid(format!(
+            "the max message num {} must be 1..={POP_MESSAGES_MAX}",
+            header.max_msg_nums
+        ));
+    }
+    if header.invisible_time <= 0 {
+        return invalid(format!(
+            "invisibleTime {} must be positive",
+            header.invisible_time
+        ));
+    }
+    if header.order {
+        return Err(Reject::system(
+            "ordered pop (order=true) is not supported by this broker yet",
+        ));
+    }
+    if let Some(born) = header.born_time.filter(|b| *b > 0) {
+        if now_ms() - born - header.poll_time.max(0) > POP_LATE_MS_MAX {
+            return Err(Reject::new(
+                response_code::POLLING_TIMEOUT,
+                "the pop request arrived too late",
+            ));
+        }
+    }
+    let read = readable_queues(shard, &header.topic)?;
+    if header.queue_id >= read {
+        return invalid(format!(
+            "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{read}]",
+            header.queue_id, header.topic
+        ));
+    }
+    Ok(read)
+}
+
+/// What one look over the queues found.
+#[derive(Default)]
+struct Look {
+    body: BytesMut,
+    count: usize,
+    rest: i64,
+    offsets: OffsetInfo,
+}
+
+/// POP_MESSAGE.
+pub(crate) async fn pop_message(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = PopMessageRequestHeader::from_ext(&request.ext_fields)?;
+    let read_queues = check_pop(shard, &header)?;
+    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    let filter = crate::services::filter::sql::pull_filter(
+        header.exp.as_deref().unwrap_or("*"),
+        header.exp_type.as_deref(),
+        shard.config().enable_property_filter,
+    )?;
+    let poll_ms = header.poll_time.clamp(0, POP_POLL_MS_MAX);
+    let deadline = now_ms() + poll_ms;
+    loop {
+        let pop_time = now_ms();
+        let look = look_once(shard, &header, read_queues, &filter, pop_time).await?;
+        if look.count > 0 || now_ms() >= deadline || shard.stopping.is_triggered() {
+            return Ok(answer(request, &header, look, pop_time));
+        }
+        let wait = (deadline - now_ms()).clamp(1, POP_POLL_INTERVAL_MS as i64) as u64;
+        if shard
+            .stopping
+            .interrupts_sleep(Duration::from_millis(wait))
+            .await
+        {
+            return Ok(answer(request, &header, Look::default(), pop_time));
+        }
+    }
+}
+
+fn answer(
+    request: &RemotingCommand,
+    header: &PopMessageRequestHeader,
+    look: Look,
+    pop_time: i64,
+) -> RemotingCommand {
+    let found = look.count > 0;
+    let (code, remark) = if found {
+        (response_code::SUCCESS, "FOUND")
+    } else {
+        (response_code::POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
+    };
+    let mut response = RemotingCommand::response_to(request, code, Some(remark.to_string()));
+    response.ext_fields = PopMessageResponseHeader {
+        pop_time,
+        invisible_time: header.invisible_time,
+        revive_qid: REVIVE_QID,
+        rest_num: look.rest,
+        start_offset_info: found.then(|| look.offsets.start_offset_info()),
+        msg_offset_info: found.then(|| look.offsets.msg_offset_info()),
+        order_count_info: None,
+    }
+    .to_ext();
+    response.body = look.body.freeze();
+    response
+}
+
+/// One look: the retry topic first one time in five, the topic's queues
+/// from a rotating start, the retry topic last otherwise.
+async fn look_once(
+    shard: &Rc<Shard>,
+    header: &PopMessageRequestHeader,
+    read_queues: i32,
+    filter: &TagFilter,
+    pop_time: i64,
+) -> Result<Look, Reject> {
+    let mut look = Look::default();
+    let retry = pop_retry_topic(&header.consumer_group, &header.topic);
+    let has_retry = shard.topic(&retry).is_some();
+    let retry_first = has_retry && shard.random_below(100) < POP_FROM_RETRY_PERCENT as i32;
+    if retry_first {
+        pop_from(shard, header, &retry, 0, filter, pop_time, &mut look).await?;
+    }
+    let queues: Vec<i32> = if header.queue_id >= 0 {
+        vec![header.queue_id]
+    } else {
+        let first = shard.random_below(read_queues.max(1));
+        (0..read_queues)
+            .map(|i| (first + i) % read_queues)
+            .collect()
+    };
+    for queue_id in queues {
+        pop_from(
+            shard,
+            header,
+            &header.topic,
+            queue_id,
+            filter,
+            pop_time,
+            &mut look,
+        )
+        .await?;
+    }
+    if has_retry && !retry_first {
+        pop_from(shard, header, &retry, 0, filter, pop_time, &mut look).await?;
+    }
+    Ok(look)
+}
+
+async fn pop_from(
+    shard: &Rc<Shard>,
+    header: &PopMessageRequestHeader,
+    topic: &str,
+    queue_id: i32,
+    filter: &TagFilter,
+    pop_time: i64,
+    look: &mut Look,
+) -> Result<(), Reject> {
+    let room = header.max_msg_nums as usize - look.count;
+    if room == 0 {
+        // Only counting what is left.
+        return Ok(());
+    }
+    let call = PopQueue {
+        group: header.consumer_group.clone(),
+        topic: topic.to_string(),
+        queue_id,
+        max_messages: room,
+        max_bytes: shard.config().pull_bytes_max,
+        invisible_time_ms: header.invisible_time,
+        pop_time_ms: pop_time,
+        init_mode: header.init_mode,
+        filter: filter.clone(),
+    };
+    let popped = shard.call(shard.owner_of(topic, queue_id), call).await??;
+    look.rest += popped.rest;
+    if popped.offsets.is_empty() {
+        return Ok(());
+    }
+    look.offsets
+        .add(topic, queue_id, popped.start, &popped.offsets);
+    look.count += popped.offsets.len();
+    for record in &popped.records {
+        look.body.extend_from_slice(record);
+    }
+    Ok(())
+}
+
+/// The checkpoint a handle names, on the topic the message was read from.
+fn checkpoint_key(
+    shard: &Shard,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    extra: &str,
+) -> Result<CkKey, Reject> {
+    let read = shard
+        .with_topic(topic, |t| t.read_queue_nums)
+        .ok_or_else(|| {
+            Reject::new(
+                response_code::TOPIC_NOT_EXIST,
+                format!("topic[{topic}] not exist, apply first please!"),
+            )
+        })?;
+    if queue_id < 0 || queue_id >= read {
+        return Err(Reject::new(
+            response_code::MESSAGE_ILLEGAL,
+            format!("queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read}]"),
+        ));
+    }
+    let info = ExtraInfo::parse(extra)
+        .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
+    Ok(CkKey {
+        group: group.to_string(),
+        topic: topic.to_string(),
+        queue_id,
+        start_offset: info.ck_queue_offset,
+        pop_time_ms: info.pop_time_ms,
+    })
+}
+
+/// ACK_MESSAGE.
+pub(crate) async fn ack_message(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    refuse_on_slave(shard)?;
+    let header = AckMessageRequestHeader::from_ext(&request.ext_fields)?;
+    let key = checkpoint_key(
+        shard,
+        &header.consumer_group,
+        &header.topic,
+        header.queue_id,
+        &header.extra_info,
+    )?;
+    let owner = shard.owner_of(&key.topic, key.queue_id);
+    shard
+        .call(
+            owner,
+            AckPop {
+                key,
+                offset: header.offset,
+            },
+        )
+        .await??;
+    Ok(RemotingCommand::response_to(
+        request,
+        response_code::SUCCESS,
+        None,
+    ))
+}
+
+/// CHANGE_MESSAGE_INVISIBLETIME.
+pub(crate) async fn change_invisible_time(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    refuse_on_slave(shard)?;
+    let header = ChangeInvisibleTimeRequestHeader::from_ext(&request.ext_fields)?;
+    if header.invisible_time <= 0 {
+        return Err(Reject::new(
+            response_code::INVALID_PARAMETER,
+            "invisibleTime must be positive",
+        ));
+    }
+    let key = checkpoint_key(
+        shard,
+        &header.consumer_group,
+        &header.topic,
+        header.queue_id,
+        &header.extra_info,
+    )?;
+    let now = now_ms();
+    let owner = shard.owner_of(&key.topic, key.queue_id);
+    let change = ChangeInvisible {
+        key,
+        offset: header.offset,
+        invisible_time_ms: header.invisible_time,
+        now_ms: now,
+    };
+    shard.call(owner, change).await??;
+    let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
+    response.ext_fields = ChangeInvisibleTimeResponseHeader {
+        pop_time: now,
+        invisible_time: header.invisible_time,
+        revive_qid: REVIVE_QID,
+    }
+    .to_ext();
+    Ok(response)
+}

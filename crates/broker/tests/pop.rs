@@ -1,0 +1,273 @@
+//! Pop consumption over raw Remoting in the Java client's request shapes:
+//! pop and ack, messages coming back after their invisible time through
+//! the pop retry topic, change-invisible-time, the DLQ after retryMaxTimes,
+//! many consumers sharing few queues, and the state across a restart.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_testkit::pop::{self, PoppedMsg};
+
+const GROUP: &str = "PopG";
+
+fn pop(
+    conn: &mut RemotingConn,
+    topic: &str,
+    max: i32,
+    invisible_ms: i64,
+    poll_ms: i64,
+) -> (i32, Vec<PoppedMsg>) {
+    pop::pop(conn, GROUP, topic, max, invisible_ms, poll_ms)
+}
+
+fn handle_request(code: i32, msg: &PoppedMsg) -> RemotingCommand {
+    pop::handle_request(code, GROUP, msg)
+}
+
+fn ack(conn: &mut RemotingConn, msg: &PoppedMsg) {
+    pop::ack(conn, GROUP, msg)
+}
+
+fn send_all(conn: &mut RemotingConn, topic: &str, queues: i32, count: usize) {
+    for n in 0..count {
+        conn.send_ok(
+            topic,
+            n as i32 % queues,
+            format!("m{n}").as_bytes(),
+            &props(&[]),
+        );
+    }
+}
+
+/// Pops until `want` messages came or `timeout` passed.
+fn pop_until(
+    conn: &mut RemotingConn,
+    topic: &str,
+    want: usize,
+    invisible_ms: i64,
+    timeout: Duration,
+) -> Vec<PoppedMsg> {
+    let deadline = Instant::now() + timeout;
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        got.extend(pop(conn, topic, 32, invisible_ms, 200).1);
+    }
+    got
+}
+
+#[test]
+fn popped_messages_are_invisible_until_acked_or_their_time_runs_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 2));
+    let mut conn = broker.client();
+    conn.create_topic("PopT", 4);
+    send_all(&mut conn, "PopT", 4, 40);
+    let got = pop_until(&mut conn, "PopT", 40, 60_000, Duration::from_secs(10));
+    let bodies: std::collections::BTreeSet<_> = got.iter().map(|m| m.body.clone()).collect();
+    assert_eq!(bodies.len(), 40, "every message popped once: {}", got.len());
+    assert_eq!(got.len(), 40);
+    // Nothing more while they are invisible.
+    assert_eq!(
+        pop(&mut conn, "PopT", 32, 60_000, 0).0,
+        response_code::POLLING_TIMEOUT
+    );
+    for msg in &got[..30] {
+        ack(&mut conn, msg);
+    }
+    // An ack for an offset the queue does not hold is refused.
+    let mut wrong = got[0].clone();
+    wrong.offset = 1_000;
+    assert_eq!(
+        conn.request(handle_request(request_code::ACK_MESSAGE, &wrong))
+            .code,
+        response_code::NO_MESSAGE
+    );
+    // Past maxMsgNums 32.
+    assert_eq!(
+        pop(&mut conn, "PopT", 33, 1_000, 0).0,
+        response_code::INVALID_PARAMETER
+    );
+
+    // Ten un-acked: popped again with a short invisible time, they come
+    // back once it ran out, from the pop retry topic, reconsumed once.
+    drop(got);
+    let mut conn2 = broker.client();
+    send_all(&mut conn2, "PopT", 4, 4);
+    let short = pop_until(&mut conn2, "PopT", 4, 1_000, Duration::from_secs(5));
+    assert_eq!(short.len(), 4);
+    let back = pop_until(&mut conn2, "PopT", 4, 60_000, Duration::from_secs(10));
+    let again: Vec<_> = back
+        .iter()
+        .filter(|m| m.topic == "%RETRY%PopG_PopT")
+        .collect();
+    assert_eq!(again.len(), 4, "{back:?}");
+    assert!(again.iter().all(|m| m.reconsume_times == 1));
+    let mut expected: Vec<_> = short.iter().map(|m| m.body.clone()).collect();
+    let mut seen: Vec<_> = again.iter().map(|m| m.body.clone()).collect();
+    expected.sort();
+    seen.sort();
+    assert_eq!(seen, expected);
+    for msg in &back {
+        ack(&mut conn2, msg);
+    }
+    broker.stop();
+}
+
+#[test]
+fn change_invisible_time_keeps_a_slow_message_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 1));
+    let mut conn = broker.client();
+    conn.create_topic("SlowT", 1);
+    send_all(&mut conn, "SlowT", 1, 1);
+    let got = pop_until(&mut conn, "SlowT", 1, 1_500, Duration::from_secs(5));
+    assert_eq!(got.len(), 1);
+    let started = Instant::now();
+    let mut handle = got[0].clone();
+    // Renew three times, 1.5 s each time, every 0.7 s.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(700));
+        let answer = conn.request(
+            handle_request(request_code::CHANGE_MESSAGE_INVISIBLETIME, &handle)
+                .with_ext("invisibleTime", 1_500),
+        );
+        assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+        // The Java client's new handle: ckQueueOffset is the message offset.
+        let pop_time = answer.ext_fields.get("popTime").unwrap().to_string();
+        handle.extra_info = format!(
+            "{o} {pop_time} 1500 0 0 broker-a {q} {o}",
+            o = handle.offset,
+            q = handle.queue_id
+        );
+    }
+    while started.elapsed() < Duration::from_millis(2_600) {
+        assert!(
+            pop(&mut conn, "SlowT", 32, 60_000, 100).1.is_empty(),
+            "renewed, yet it came back"
+        );
+    }
+    let back = pop_until(&mut conn, "SlowT", 1, 60_000, Duration::from_secs(10));
+    assert_eq!(back.len(), 1, "back after the last renewal ran out");
+    assert_eq!(back[0].body, got[0].body);
+    broker.stop();
+}
+
+#[test]
+fn past_retry_max_times_a_message_goes_to_the_dlq() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 1));
+    let mut conn = broker.client();
+    conn.create_topic("DlqT", 1);
+    let body = format!(r#"{{"groupName":"{GROUP}","retryMaxTimes":1}}"#);
+    let update = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+        .with_body(body.into_bytes());
+    assert_eq!(conn.request(update).code, response_code::SUCCESS);
+    send_all(&mut conn, "DlqT", 1, 1);
+    assert_eq!(
+        pop_until(&mut conn, "DlqT", 1, 1_000, Duration::from_secs(5)).len(),
+        1
+    );
+    let again = pop_until(&mut conn, "DlqT", 1, 1_000, Duration::from_secs(10));
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].reconsume_times, 1);
+    // Never acked again: it lands in %DLQ%PopG, not back in the pop.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut in_dlq = Vec::new();
+    while in_dlq.is_empty() && Instant::now() < deadline {
+        assert!(pop(&mut conn, "DlqT", 32, 60_000, 200).1.is_empty());
+        let dlq =
+            RemotingCommand::request(request_code::GET_TOPIC_CONFIG).with_ext("topic", "%DLQ%PopG");
+        if conn.request(dlq).code == response_code::SUCCESS {
+            in_dlq = conn.pull_all("DlqReader", "%DLQ%PopG", 0, "*");
+        }
+    }
+    assert_eq!(in_dlq.len(), 1);
+    assert_eq!(in_dlq[0].body, b"m0");
+    broker.stop();
+}
+
+#[test]
+fn twenty_consumers_on_eight_queues_each_message_acked_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 2));
+    let mut conn = broker.client();
+    conn.create_topic("ManyT", 8);
+    send_all(&mut conn, "ManyT", 8, 400);
+    let acked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let workers: Arc<Mutex<BTreeMap<usize, usize>>> = Arc::default();
+    let threads: Vec<_> = (0..20)
+        .map(|worker| {
+            let (addr, acked, workers) = (broker.addr, Arc::clone(&acked), Arc::clone(&workers));
+            std::thread::spawn(move || {
+                let mut conn = connect(addr);
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while acked.lock().unwrap().len() < 400 && Instant::now() < deadline {
+                    // Small batches, so every consumer gets work.
+                    for msg in pop(&mut conn, "ManyT", 4, 30_000, 100).1 {
+                        ack(&mut conn, &msg);
+                        acked.lock().unwrap().push(msg.body);
+                        *workers.lock().unwrap().entry(worker).or_default() += 1;
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let mut acked = acked.lock().unwrap().clone();
+    acked.sort();
+    let before = acked.len();
+    acked.dedup();
+    assert_eq!(before, 400, "each message acked exactly once");
+    assert_eq!(acked.len(), 400);
+    assert_eq!(
+        workers.lock().unwrap().len(),
+        20,
+        "every consumer got work: {:?}",
+        workers.lock().unwrap()
+    );
+    broker.stop();
+}
+
+#[test]
+fn a_restart_keeps_popped_messages_invisible_and_brings_back_each_unacked_one_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 2);
+    let broker = Broker::start(cfg.clone());
+    let mut conn = broker.client();
+    conn.create_topic("KeepT", 2);
+    send_all(&mut conn, "KeepT", 2, 10);
+    let got = pop_until(&mut conn, "KeepT", 10, 3_000, Duration::from_secs(5));
+    assert_eq!(got.len(), 10);
+    for msg in &got[..6] {
+        ack(&mut conn, msg);
+    }
+    let popped_at = Instant::now();
+    broker.stop();
+    let broker = Broker::start(cfg);
+    let mut conn = broker.client();
+    // Still invisible right after the restart.
+    if popped_at.elapsed() < Duration::from_millis(2_000) {
+        assert!(
+            pop(&mut conn, "KeepT", 32, 60_000, 0).1.is_empty(),
+            "popped messages reappeared at once"
+        );
+    }
+    let back = pop_until(&mut conn, "KeepT", 4, 60_000, Duration::from_secs(10));
+    let mut bodies: Vec<_> = back.iter().map(|m| m.body.clone()).collect();
+    let mut expected: Vec<_> = got[6..].iter().map(|m| m.body.clone()).collect();
+    bodies.sort();
+    expected.sort();
+    assert_eq!(bodies, expected, "each un-acked message once, no acked one");
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert!(pop(&mut conn, "KeepT", 32, 60_000, 500).1.is_empty());
+    broker.stop();
+}
