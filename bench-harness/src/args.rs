@@ -141,6 +141,10 @@ pub struct WorkloadArgs {
     /// Long-poll hold time of a pull, ms.
     #[arg(long, default_value_t = 1_000)]
     pub suspend_ms: u64,
+    /// Consume by pop (POP_MESSAGE, then one BATCH_ACK_MESSAGE per pop)
+    /// instead of pull; --pull-batch is then the pop batch (at most 32).
+    #[arg(long)]
+    pub pop: bool,
     /// Tokio worker threads of the harness (default: half the CPUs, at
     /// least 1), so the harness leaves room for a broker on the same host.
     #[arg(long)]
@@ -283,6 +287,11 @@ impl WorkloadArgs {
         }
         if !(1..=1024).contains(&self.pull_batch) {
             return fail("--pull-batch must be within 1..=1024".into());
+        }
+        if self.pop && self.pull_batch > 32 {
+            return fail(
+                "--pop takes at most 32 messages per pop: set --pull-batch 32 or less".into(),
+            );
         }
         if self.client_threads == Some(0) {
             return fail("--client-threads must be at least 1".into());

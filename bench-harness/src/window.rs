@@ -200,6 +200,7 @@ impl Session {
             suspend_ms: self.workload.suspend_ms,
             timeout: timeout + Duration::from_millis(self.workload.suspend_ms),
             e2e_run_id: spec.e2e.then_some(self.run_id),
+            pop: self.workload.pop,
         };
         spawn_consumers(&self.consumers, ranges, &plan, control, recorder)
     }

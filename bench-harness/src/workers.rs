@@ -8,6 +8,8 @@
 //! Consumers: one task per queue, pulling from an explicit offset with the
 //! subscription in the request, long-polling when the queue is empty.
 
+mod pop;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +30,7 @@ use crate::pacing::Pacer;
 use crate::recorder::{ErrorKind, Recorder, Shard};
 
 /// Pause after a failed pull before the next try.
-const PULL_ERROR_BACKOFF_MS: u64 = 20;
+pub(crate) const PULL_ERROR_BACKOFF_MS: u64 = 20;
 
 fn elapsed_ns(since: Instant) -> u64 {
     Instant::now().saturating_duration_since(since).as_nanos() as u64
@@ -142,6 +144,8 @@ pub struct ConsumerPlan {
     pub timeout: Duration,
     /// Record send-to-receive latency of messages stamped with this run id.
     pub e2e_run_id: Option<u32>,
+    /// Pop and batch-ack instead of pulling (`crate::pop`).
+    pub pop: bool,
 }
 
 /// One task per queue in `ranges` (start offset, optional end offset),
@@ -193,6 +197,11 @@ async fn consume(
     control: Arc<Control>,
     shard: Arc<Shard>,
 ) {
+    if plan.pop {
+        pop::consume(connection, queue_id, end, plan, &control, shard).await;
+        control.consumer_finished();
+        return;
+    }
     let mut offset = start;
     let mut e2e = Vec::new();
     while !control.consumers_stopped() && !matches!(end, Some(end) if offset >= end) {
@@ -231,9 +240,9 @@ async fn consume(
 }
 
 /// When a pull's response arrived and how long it took.
-struct Pulled {
-    latency_ns: u64,
-    arrived: Instant,
+pub(crate) struct Pulled {
+    pub latency_ns: u64,
+    pub arrived: Instant,
 }
 
 /// Where a consumer goes after one pull.
@@ -280,7 +289,7 @@ fn after_pull(
 
 /// Records a pull body's messages, bytes and e2e latencies; the message
 /// count.
-fn count_pulled(
+pub(crate) fn count_pulled(
     body: &[u8],
     pulled: &Pulled,
     plan: &ConsumerPlan,

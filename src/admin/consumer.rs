@@ -97,6 +97,20 @@ pub enum GroupCommand {
         #[arg(long)]
         clean_offset: bool,
     },
+    /// Make the group pop (POP) or pull (PULL) a topic: what
+    /// QUERY_ASSIGNMENT tells a push consumer that lets the broker balance
+    /// (setConsumeMode).
+    SetMode {
+        #[command(flatten)]
+        target: GroupTarget,
+        #[arg(short = 't', long)]
+        topic: String,
+        #[arg(long, value_parser = ["POP", "PULL"])]
+        mode: String,
+        /// Queues each pop consumer shares (0: every queue).
+        #[arg(long, default_value_t = 0)]
+        pop_share_queue_num: i32,
+    },
     /// Print a group's settings as JSON.
     Get {
         #[command(flatten)]
@@ -416,6 +430,29 @@ pub async fn run_group(admin: &Admin, command: GroupCommand) -> Result<(), Clien
                     .await?;
                 println!(
                     "deleted subscription group {} on {addr}{with_offsets}",
+                    target.group
+                );
+            }
+            Ok(())
+        }
+        GroupCommand::SetMode {
+            target,
+            topic,
+            mode,
+            pop_share_queue_num,
+        } => {
+            for addr in target.masters(admin).await? {
+                admin
+                    .set_message_request_mode(
+                        &addr,
+                        &topic,
+                        &target.group,
+                        &mode,
+                        pop_share_queue_num,
+                    )
+                    .await?;
+                println!(
+                    "group {} consumes {topic} by {mode} on {addr}",
                     target.group
                 );
             }

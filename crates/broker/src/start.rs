@@ -321,7 +321,8 @@ async fn serve_until_stopped(shard: &Rc<Shard>, listener: TcpListener, ctx: &Sha
     serve(listener, shard.clone(), server, stopped).await;
 }
 
-/// Reads subscriptionGroup.json and delayOffset.json and parses
+/// Reads subscriptionGroup.json, messageRequestMode.json and
+/// delayOffset.json and parses
 /// `messageDelayLevel`; any problem stops the start.
 fn load_state(
     dir: &ferrocket_store::ConfigDir,
@@ -331,6 +332,7 @@ fn load_state(
         .map_err(|reason| BrokerError::Config(format!("messageDelayLevel: {reason}")))?;
     Ok(LoadedState {
         groups: Arc::new(crate::services::groups::load_table(dir)?),
+        request_modes: Arc::new(crate::services::request_modes::load_table(dir)?),
         delay_offsets: crate::services::delay_levels::load_offsets(dir)?,
         delay_levels,
     })

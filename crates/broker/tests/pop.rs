@@ -271,3 +271,62 @@ fn a_restart_keeps_popped_messages_invisible_and_brings_back_each_unacked_one_on
     assert!(pop(&mut conn, "KeepT", 32, 60_000, 500).1.is_empty());
     broker.stop();
 }
+
+#[test]
+fn batch_ack_peek_and_notification_answer_as_javas() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 2));
+    let mut conn = broker.client();
+    conn.create_topic("BatchT", 1);
+    let notify = |conn: &mut RemotingConn, poll_ms: i64| {
+        let request = RemotingCommand::request(request_code::NOTIFICATION)
+            .with_ext("consumerGroup", GROUP)
+            .with_ext("topic", "BatchT")
+            .with_ext("queueId", -1)
+            .with_ext("pollTime", poll_ms)
+            .with_ext("bornTime", 0);
+        let answer = conn.request(request);
+        assert_eq!(answer.code, response_code::SUCCESS);
+        answer.ext_fields.get("hasMsg") == Some("true")
+    };
+    assert!(!notify(&mut conn, 200), "nothing to pop yet");
+    send_all(&mut conn, "BatchT", 1, 3);
+    assert!(notify(&mut conn, 0));
+    let peek = RemotingCommand::request(request_code::PEEK_MESSAGE)
+        .with_ext("consumerGroup", GROUP)
+        .with_ext("topic", "BatchT")
+        .with_ext("queueId", 0)
+        .with_ext("maxMsgNums", 32);
+    let peeked = conn.request(peek.clone());
+    assert_eq!(peeked.code, response_code::SUCCESS);
+    assert_eq!(decode_pulled(&peeked).len(), 3, "a peek changes nothing");
+    let got = pop_until(&mut conn, "BatchT", 3, 1_000, Duration::from_secs(5));
+    assert_eq!(got.len(), 3);
+    assert_eq!(conn.request(peek).code, response_code::PULL_NOT_FOUND);
+    // Bits 0 and 2 of the checkpoint from offset 0: BitSet{0,2} = [0b101].
+    let start = got.iter().map(|m| m.offset).min().unwrap();
+    let pop_time: i64 = got[0]
+        .extra_info
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let body = format!(
+        r#"{{"brokerName":"broker-a","acks":[{{"c":"{GROUP}","t":"BatchT","r":"0","so":{start},"q":0,"rq":0,"pt":{pop_time},"it":1000,"b":"BQ=="}}]}}"#
+    );
+    let batch =
+        RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(body.into_bytes());
+    assert_eq!(conn.request(batch).code, response_code::SUCCESS);
+    let empty = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE);
+    assert_eq!(conn.request(empty).code, response_code::NO_MESSAGE);
+    let back = pop_until(&mut conn, "BatchT", 1, 60_000, Duration::from_secs(10));
+    assert_eq!(
+        back.len(),
+        1,
+        "only the message the batch did not ack: {back:?}"
+    );
+    let unacked = got.iter().find(|m| m.offset == start + 1).unwrap();
+    assert_eq!(back[0].body, unacked.body);
+    broker.stop();
+}

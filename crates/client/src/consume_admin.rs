@@ -257,6 +257,27 @@ impl Admin {
         self.call(broker_addr, request).await.map(|_| ())
     }
 
+    /// SET_MESSAGE_REQUEST_MODE: `group` consumes `topic` by `mode` ("PULL"
+    /// or "POP") on this broker.
+    pub async fn set_message_request_mode(
+        &self,
+        broker_addr: &str,
+        topic: &str,
+        group: &str,
+        mode: &str,
+        pop_share_queue_num: i32,
+    ) -> Result<(), ClientError> {
+        let body = serde_json::json!({
+            "topic": topic,
+            "consumerGroup": group,
+            "mode": mode,
+            "popShareQueueNum": pop_share_queue_num,
+        });
+        let request = RemotingCommand::request(request_code::SET_MESSAGE_REQUEST_MODE)
+            .with_body(body.to_string().into_bytes());
+        self.call(broker_addr, request).await.map(|_| ())
+    }
+
     /// GET_CONSUMER_CONNECTION_LIST; `None` when the group has no client
     /// online on this broker (CONSUMER_NOT_ONLINE).
     pub async fn consumer_connection(

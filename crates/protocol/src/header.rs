@@ -183,6 +183,9 @@ macro_rules! header {
     };
 }
 
+mod pop;
+pub use pop::*;
+
 header! {
     /// SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request
     /// (`SendMessageRequestHeader`, V2's short names a..n accepted too).
@@ -503,70 +506,5 @@ mod tests {
                 ..
             })
         ));
-    }
-}
-
-header! {
-    /// POP_MESSAGE request (`PopMessageRequestHeader`); a negative queueId
-    /// asks for any queue of the topic.
-    pub struct PopMessageRequestHeader {
-        consumer_group: String = "consumerGroup",
-        topic: String = "topic",
-        queue_id: i32 = "queueId",
-        max_msg_nums: i32 = "maxMsgNums",
-        invisible_time: i64 = "invisibleTime",
-        poll_time: i64 = "pollTime",
-        born_time: Option<i64> = "bornTime",
-        init_mode: i32 = "initMode",
-        exp_type: Option<String> = "expType",
-        exp: Option<String> = "exp",
-        order: bool = "order",
-        attempt_id: Option<String> = "attemptId",
-    }
-}
-
-header! {
-    /// Response to a pop (`PopMessageResponseHeader`).
-    pub struct PopMessageResponseHeader {
-        pop_time: i64 = "popTime",
-        invisible_time: i64 = "invisibleTime",
-        revive_qid: i32 = "reviveQid",
-        rest_num: i64 = "restNum",
-        start_offset_info: Option<String> = "startOffsetInfo",
-        msg_offset_info: Option<String> = "msgOffsetInfo",
-        order_count_info: Option<String> = "orderCountInfo",
-    }
-}
-
-header! {
-    /// ACK_MESSAGE request (`AckMessageRequestHeader`): `topic` is the topic
-    /// the message was read from (a pop retry topic for a redelivery).
-    pub struct AckMessageRequestHeader {
-        consumer_group: String = "consumerGroup",
-        topic: String = "topic",
-        queue_id: i32 = "queueId",
-        extra_info: String = "extraInfo",
-        offset: i64 = "offset",
-    }
-}
-
-header! {
-    /// CHANGE_MESSAGE_INVISIBLETIME request (`ChangeInvisibleTimeRequestHeader`).
-    pub struct ChangeInvisibleTimeRequestHeader {
-        consumer_group: String = "consumerGroup",
-        topic: String = "topic",
-        queue_id: i32 = "queueId",
-        extra_info: String = "extraInfo",
-        offset: i64 = "offset",
-        invisible_time: i64 = "invisibleTime",
-    }
-}
-
-header! {
-    /// Response to CHANGE_MESSAGE_INVISIBLETIME.
-    pub struct ChangeInvisibleTimeResponseHeader {
-        pop_time: i64 = "popTime",
-        invisible_time: i64 = "invisibleTime",
-        revive_qid: i32 = "reviveQid",
     }
 }

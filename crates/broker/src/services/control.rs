@@ -2,6 +2,7 @@
 //! tables, the name server client and the shutdown rendezvous.
 
 use crate::services::replication::HaState;
+use crate::services::request_modes::RequestModeTable;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -19,6 +20,7 @@ pub(crate) struct ControlPlane {
     pub topics: Master<TopicTable>,
     pub clients: Master<ClientTable>,
     pub groups: Master<GroupTable>,
+    pub request_modes: Master<RequestModeTable>,
     /// Wakes the name server registration loop (topics changed).
     pub register_now: Notify,
     /// At shutdown: every shard's final offsets, by shard.
@@ -35,11 +37,13 @@ impl ControlPlane {
         topics: Versioned<TopicTable>,
         clients: Versioned<ClientTable>,
         groups: Versioned<GroupTable>,
+        request_modes: Versioned<RequestModeTable>,
     ) -> Self {
         Self {
             topics: Master::new(topics),
             clients: Master::new(clients),
             groups: Master::new(groups),
+            request_modes: Master::new(request_modes),
             register_now: Notify::default(),
             stopped: RefCell::new(BTreeMap::new()),
             stopped_notify: Notify::default(),

@@ -20,6 +20,7 @@ pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod records;
 pub(crate) mod replication;
+pub(crate) mod request_modes;
 pub(crate) mod routing;
 pub(crate) mod schedule;
 pub(crate) mod search;

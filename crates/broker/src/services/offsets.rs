@@ -108,6 +108,21 @@ pub fn merge(parts: impl IntoIterator<Item = OffsetMap>) -> OffsetMap {
     all
 }
 
+/// Whether a queue still starts at offset 0 and its first message is
+/// within `in_memory_bytes` of the CommitLog's end `written` (Java's
+/// `checkInMemByConsumeOffset`): a new group then starts from the first
+/// message rather than the end.
+pub fn first_message_in_memory(
+    queue: &ferrocket_store::ConsumeQueue,
+    written: i64,
+    in_memory_bytes: i64,
+) -> bool {
+    queue.min_offset() <= 0
+        && queue
+            .entry(0)
+            .is_some_and(|entry| written - entry.physical_offset <= in_memory_bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

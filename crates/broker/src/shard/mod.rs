@@ -42,6 +42,7 @@ use crate::services::locks::LockTable;
 use crate::services::long_poll::LongPolls;
 use crate::services::offsets::{OffsetMap, OffsetTable};
 use crate::services::placed::PlacedServices;
+use crate::services::request_modes::RequestModeTable;
 use crate::services::schedule::ScheduleState;
 use crate::services::topics::TopicTable;
 
@@ -49,6 +50,7 @@ use crate::services::topics::TopicTable;
 #[derive(Debug, Clone)]
 pub(crate) struct LoadedState {
     pub groups: Arc<GroupTable>,
+    pub request_modes: Arc<RequestModeTable>,
     pub delay_levels: DelayLevels,
     pub delay_offsets: DelayOffsets,
 }
@@ -99,6 +101,7 @@ pub(crate) struct Shard {
     pub topics: Replica<TopicTable>,
     pub clients: Replica<ClientTable>,
     pub groups: Replica<GroupTable>,
+    pub request_modes: Replica<RequestModeTable>,
     /// Offsets of the queues this shard owns.
     pub offsets: RefCell<OffsetTable>,
     pub polls: LongPolls,
@@ -138,8 +141,13 @@ impl Shard {
             version: 0,
             value: Arc::new(ClientTable::default()),
         };
+        let request_modes = Versioned {
+            version: 1,
+            value: Arc::clone(&env.loaded.request_modes),
+        };
         let control = (index == 0).then(|| {
-            ControlPlane::new(env.initial_topics.clone(), clients.clone(), groups.clone())
+            let tables = (env.initial_topics.clone(), clients.clone(), groups.clone());
+            ControlPlane::new(tables.0, tables.1, tables.2, request_modes.clone())
         });
         let seed = (now_ms() as u64) ^ ((index as u64 + 1) << 48) ^ u64::from(std::process::id());
         let uniq = UniqueKeyGenerator::new(
@@ -153,6 +161,7 @@ impl Shard {
             topics: Replica::new(env.initial_topics.clone()),
             clients: Replica::new(clients),
             groups: Replica::new(groups),
+            request_modes: Replica::new(request_modes),
             offsets: RefCell::new(offsets),
             polls: LongPolls::new(env.config.long_poll_waiters_max),
             stats: Cell::new(ShardStats::default()),

@@ -19,6 +19,7 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::append::{copy_of, tag_hash};
 use crate::services::filter::TagFilter;
+use crate::services::offsets::first_message_in_memory;
 use crate::services::pop::log::{PopLog, LOG_COMPACT_BYTES};
 use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopState, CHECKPOINTS_MAX};
 use crate::services::pull::gather_from;
@@ -96,8 +97,16 @@ impl Shard {
             None if pop.init_mode == INIT_MODE_MIN || pop.topic.starts_with(RETRY_TOPIC_PREFIX) => {
                 min
             }
-            // MAX: Java starts at the last message.
-            None => (max - 1).max(min),
+            // MAX: Java starts at the last message, or at the first when
+            // the queue is still in memory (`initPopOffsetByCheckMsgInMem`).
+            None => {
+                let written = self.store.reader().written_offset();
+                if first_message_in_memory(&queue, written, self.env.in_memory_bytes) {
+                    min
+                } else {
+                    (max - 1).max(min)
+                }
+            }
         };
         if start >= max {
             return Ok(Popped {
@@ -324,11 +333,51 @@ fn queue_offset_of(record: &[u8]) -> i64 {
     i64::from_be_bytes(bytes)
 }
 
-/// ACK_MESSAGE on the owner of the queue read.
+/// PEEK_MESSAGE / NOTIFICATION on a queue's owner: what the group's next
+/// pop of the queue would start with, changing nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct PeekQueue {
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+    pub max_messages: usize,
+    pub max_bytes: usize,
+}
+
+impl ShardCall<Shard> for PeekQueue {
+    type Reply = Result<Popped, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.topic, self.queue_id);
+        let queue = shard.store.consume_queue(&self.topic, self.queue_id)?;
+        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let committed = shard
+            .offsets
+            .borrow()
+            .query(&self.group, &self.topic, self.queue_id);
+        let popped = shard
+            .pop
+            .state
+            .borrow()
+            .next_offset(&self.group, &self.topic, self.queue_id);
+        let start = committed.max(popped).unwrap_or(min).max(min);
+        let limits = (self.max_messages, self.max_bytes);
+        let found = gather_from(&shard.store, &queue, start, limits, &TagFilter::All);
+        Ok(Popped {
+            offsets: found.records.iter().map(|r| queue_offset_of(r)).collect(),
+            records: found.records,
+            start,
+            rest: max - start,
+        })
+    }
+}
+
+/// ACK_MESSAGE (one offset) or one entry of BATCH_ACK_MESSAGE, on the
+/// owner of the queue read.
 #[derive(Debug, Clone)]
 pub(crate) struct AckPop {
     pub key: CkKey,
-    pub offset: i64,
+    pub offsets: Vec<i64>,
 }
 
 impl ShardCall<Shard> for AckPop {
@@ -336,8 +385,12 @@ impl ShardCall<Shard> for AckPop {
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         shard.assert_owns(&self.key.topic, self.key.queue_id);
-        shard.check_pop_offset(&self.key.topic, self.key.queue_id, self.offset)?;
-        shard.ack_pop(&self.key, self.offset);
+        if let [offset] = self.offsets[..] {
+            shard.check_pop_offset(&self.key.topic, self.key.queue_id, offset)?;
+        }
+        for offset in self.offsets {
+            shard.ack_pop(&self.key, offset);
+        }
         Ok(())
     }
 }

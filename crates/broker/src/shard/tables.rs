@@ -18,6 +18,7 @@ use crate::services::clients::ClientTable;
 use crate::services::control::ControlPlane;
 use crate::services::groups::{GroupTable, GROUPS_FILE};
 use crate::services::persist::write_config;
+use crate::services::request_modes::{RequestModeTable, REQUEST_MODES_FILE};
 use crate::services::topics::{TopicTable, TOPICS_FILE};
 
 /// A table with one writer (shard 0) and a copy on every shard.
@@ -50,6 +51,18 @@ impl Replicated for ClientTable {
     }
     fn replica(shard: &Shard) -> &Replica<Self> {
         &shard.clients
+    }
+}
+
+impl Replicated for RequestModeTable {
+    async fn persist(dir: &ConfigDir, snapshot: Arc<Self>) -> Result<(), Reject> {
+        write_config(dir, REQUEST_MODES_FILE, snapshot).await
+    }
+    fn master(control: &ControlPlane) -> &Master<Self> {
+        &control.request_modes
+    }
+    fn replica(shard: &Shard) -> &Replica<Self> {
+        &shard.request_modes
     }
 }
 

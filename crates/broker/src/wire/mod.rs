@@ -3,6 +3,7 @@
 //! REQUEST_CODE_NOT_SUPPORTED; a processor's rejection becomes an error
 //! response, never a dropped connection.
 
+pub(crate) mod assignment;
 pub(crate) mod client;
 pub(crate) mod consumer_admin;
 pub(crate) mod group_admin;
@@ -72,8 +73,13 @@ async fn dispatch(
         GET_ALL_DELAY_OFFSET => topic_admin::all_delay_offsets(shard, request).await,
         GET_BROKER_HA_STATUS => replication::ha_status(shard, request).await,
         POP_MESSAGE => pop::pop_message(shard, request).await,
-        ACK_MESSAGE => pop::ack_message(shard, request).await,
-        CHANGE_MESSAGE_INVISIBLETIME => pop::change_invisible_time(shard, request).await,
+        QUERY_ASSIGNMENT => assignment::query_assignment(shard, request).await,
+        SET_MESSAGE_REQUEST_MODE => assignment::set_request_mode(shard, request).await,
+        ACK_MESSAGE => pop::ack::ack_message(shard, request).await,
+        BATCH_ACK_MESSAGE => pop::ack::batch_ack(shard, request).await,
+        CHANGE_MESSAGE_INVISIBLETIME => pop::ack::change_invisible_time(shard, request).await,
+        PEEK_MESSAGE => pop::peek::peek_message(shard, request).await,
+        NOTIFICATION => pop::peek::notification(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }

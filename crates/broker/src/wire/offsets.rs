@@ -14,6 +14,7 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 
 use crate::error::Reject;
+use crate::services::offsets::first_message_in_memory;
 use crate::shard::Shard;
 
 fn offset_response(request: &RemotingCommand, offset: i64) -> RemotingCommand {
@@ -52,11 +53,8 @@ pub(crate) fn query_owned(
         ));
     }
     let queue = shard.store.consume_queue(topic, queue_id)?;
-    let first_in_memory = queue.min_offset() <= 0
-        && queue.entry(0).is_some_and(|entry| {
-            shard.env.store.written_offset() - entry.physical_offset <= shard.env.in_memory_bytes
-        });
-    if first_in_memory {
+    let written = shard.env.store.written_offset();
+    if first_message_in_memory(&queue, written, shard.env.in_memory_bytes) {
         Ok(0)
     } else {
         Err(Reject::new(

@@ -1,7 +1,8 @@
-//! Pop consumption (RocketMQ 5): POP_MESSAGE (200050), ACK_MESSAGE
-//! (200051) and CHANGE_MESSAGE_INVISIBLETIME (200053), answered as Java's
-//! `PopMessageProcessor`, `AckMessageProcessor` and
-//! `ChangeInvisibleTimeProcessor` answer. Each queue's part runs on its
+//! Pop consumption (RocketMQ 5): POP_MESSAGE (200050) here, the acks and
+//! CHANGE_MESSAGE_INVISIBLETIME in `ack`, PEEK_MESSAGE and NOTIFICATION in
+//! `peek`, answered as Java's `PopMessageProcessor`, `AckMessageProcessor`,
+//! `ChangeInvisibleTimeProcessor`, `PeekMessageProcessor` and
+//! `NotificationProcessor` answer. Each queue's part runs on its
 //! owner shard (`shard::pop`); a pop of "any queue" walks the topic's
 //! queues from a rotating start, reads the group's pop retry topic first
 //! one time in five (Java's `popFromRetryProbability`), and with `pollTime`
@@ -13,19 +14,19 @@ use std::time::Duration;
 use bytes::BytesMut;
 use ferrocket_protocol::body::perm;
 use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::header::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
-    PopMessageRequestHeader, PopMessageResponseHeader,
-};
-use ferrocket_protocol::pop::{ExtraInfo, OffsetInfo};
+use ferrocket_protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
+use ferrocket_protocol::pop::OffsetInfo;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::filter::TagFilter;
-use crate::services::pop::{CkKey, POP_MESSAGES_MAX};
-use crate::shard::pop::{pop_retry_topic, AckPop, ChangeInvisible, PopQueue};
+use crate::services::pop::POP_MESSAGES_MAX;
+use crate::shard::pop::{pop_retry_topic, PopQueue};
 use crate::shard::Shard;
+
+pub(crate) mod ack;
+pub(crate) mod peek;
 
 /// How often a waiting pop looks again (Java notifies on arrival and
 /// forces a look every `popLongPollingForceNotifyInterval`, 800 ms).
@@ -39,7 +40,7 @@ pub const REVIVE_QID: i32 = 0;
 /// Longest a pop may wait (`pollTime` is capped here).
 pub const POP_POLL_MS_MAX: i64 = 60_000;
 
-fn refuse_on_slave(shard: &Shard) -> Result<(), Reject> {
+pub(crate) fn refuse_on_slave(shard: &Shard) -> Result<(), Reject> {
     if shard.config().replication.broker_role.is_slave() {
         return Err(Reject::new(
             response_code::SERVICE_NOT_AVAILABLE,
@@ -50,7 +51,7 @@ fn refuse_on_slave(shard: &Shard) -> Result<(), Reject> {
 }
 
 /// The topic's read queues, or a refusal as Java words it.
-fn readable_queues(shard: &Shard, topic: &str) -> Result<i32, Reject> {
+pub(crate) fn readable_queues(shard: &Shard, topic: &str) -> Result<i32, Reject> {
     let Some((perm_bits, read)) = shard.with_topic(topic, |t| (t.perm, t.read_queue_nums)) else {
         return Err(Reject::new(
             response_code::TOPIC_NOT_EXIST,
@@ -251,107 +252,4 @@ async fn pop_from(
         look.body.extend_from_slice(record);
     }
     Ok(())
-}
-
-/// The checkpoint a handle names, on the topic the message was read from.
-fn checkpoint_key(
-    shard: &Shard,
-    group: &str,
-    topic: &str,
-    queue_id: i32,
-    extra: &str,
-) -> Result<CkKey, Reject> {
-    let read = shard
-        .with_topic(topic, |t| t.read_queue_nums)
-        .ok_or_else(|| {
-            Reject::new(
-                response_code::TOPIC_NOT_EXIST,
-                format!("topic[{topic}] not exist, apply first please!"),
-            )
-        })?;
-    if queue_id < 0 || queue_id >= read {
-        return Err(Reject::new(
-            response_code::MESSAGE_ILLEGAL,
-            format!("queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read}]"),
-        ));
-    }
-    let info = ExtraInfo::parse(extra)
-        .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
-    Ok(CkKey {
-        group: group.to_string(),
-        topic: topic.to_string(),
-        queue_id,
-        start_offset: info.ck_queue_offset,
-        pop_time_ms: info.pop_time_ms,
-    })
-}
-
-/// ACK_MESSAGE.
-pub(crate) async fn ack_message(
-    shard: &Rc<Shard>,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, Reject> {
-    refuse_on_slave(shard)?;
-    let header = AckMessageRequestHeader::from_ext(&request.ext_fields)?;
-    let key = checkpoint_key(
-        shard,
-        &header.consumer_group,
-        &header.topic,
-        header.queue_id,
-        &header.extra_info,
-    )?;
-    let owner = shard.owner_of(&key.topic, key.queue_id);
-    shard
-        .call(
-            owner,
-            AckPop {
-                key,
-                offset: header.offset,
-            },
-        )
-        .await??;
-    Ok(RemotingCommand::response_to(
-        request,
-        response_code::SUCCESS,
-        None,
-    ))
-}
-
-/// CHANGE_MESSAGE_INVISIBLETIME.
-pub(crate) async fn change_invisible_time(
-    shard: &Rc<Shard>,
-    request: &RemotingCommand,
-) -> Result<RemotingCommand, Reject> {
-    refuse_on_slave(shard)?;
-    let header = ChangeInvisibleTimeRequestHeader::from_ext(&request.ext_fields)?;
-    if header.invisible_time <= 0 {
-        return Err(Reject::new(
-            response_code::INVALID_PARAMETER,
-            "invisibleTime must be positive",
-        ));
-    }
-    let key = checkpoint_key(
-        shard,
-        &header.consumer_group,
-        &header.topic,
-        header.queue_id,
-        &header.extra_info,
-    )?;
-    let now = now_ms();
-    let owner = shard.owner_of(&key.topic, key.queue_id);
-    let change = ChangeInvisible {
-        key,
-        offset: header.offset,
-        invisible_time_ms: header.invisible_time,
-        now_ms: now,
-    };
-    shard.call(owner, change).await??;
-    let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
-    response.ext_fields = ChangeInvisibleTimeResponseHeader {
-        pop_time: now,
-        invisible_time: header.invisible_time,
-        revive_qid: REVIVE_QID,
-    }
-    .to_ext();
-    Ok(response)
 }
