@@ -160,7 +160,8 @@ fn failed_messages_retry_then_land_in_the_dlq() {
         b"payload",
         &props(&[("TAGS", "t1"), ("UNIQ_KEY", "UNIQ-1"), ("KEYS", "k1")]),
     );
-    let original = pull_all(&mut client, "G", "RetryTopic", 0, "*", "TAG").remove(0);
+    // The dispatch may reach the queue's owner shard just after the answer.
+    let original = wait_for_messages(&mut client, "G", "RetryTopic", 0, 1, WAIT).remove(0);
 
     // First failure: back on %RETRY%G with reconsume count 1.
     send_back(&mut client, "G", original.physical_offset, 0, 63, None);
