@@ -330,3 +330,49 @@ fn batch_ack_peek_and_notification_answer_as_javas() {
     assert_eq!(back[0].body, unacked.body);
     broker.stop();
 }
+
+#[test]
+fn ordered_pop_holds_the_queue_and_redelivers_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 2));
+    let mut conn = broker.client();
+    conn.create_topic("OrderT", 1);
+    send_all(&mut conn, "OrderT", 1, 6);
+    let order_pop = |conn: &mut RemotingConn, max: i32, invisible: i64| {
+        let request =
+            pop::pop_request(GROUP, "OrderT", max, invisible, 0).with_ext("order", "true");
+        let answer = conn.request(request);
+        if answer.code == response_code::SUCCESS {
+            assert_eq!(
+                answer.ext_fields.get("reviveQid"),
+                Some("999"),
+                "an ordered pop's handle"
+            );
+            assert!(answer.ext_fields.get("orderCountInfo").is_some());
+        }
+        pop::pop_answer(&answer).1
+    };
+    let first = order_pop(&mut conn, 3, 1_500);
+    let bodies = |msgs: &[PoppedMsg]| msgs.iter().map(|m| m.body.clone()).collect::<Vec<_>>();
+    assert_eq!(bodies(&first), ["m0", "m1", "m2"]);
+    // Held: nothing while m0..m2 are out.
+    assert!(order_pop(&mut conn, 3, 1_500).is_empty());
+    ack(&mut conn, &first[0]);
+    ack(&mut conn, &first[1]);
+    assert!(
+        order_pop(&mut conn, 3, 1_500).is_empty(),
+        "m2 still holds the queue"
+    );
+    // m2's time runs out: it comes back first, in order.
+    std::thread::sleep(Duration::from_millis(1_700));
+    let second = order_pop(&mut conn, 3, 60_000);
+    assert_eq!(bodies(&second), ["m2", "m3", "m4"]);
+    for msg in &second {
+        ack(&mut conn, msg);
+    }
+    let third = order_pop(&mut conn, 3, 60_000);
+    assert_eq!(bodies(&third), ["m5"]);
+    ack(&mut conn, &third[0]);
+    assert!(order_pop(&mut conn, 3, 60_000).is_empty());
+    broker.stop();
+}

@@ -63,6 +63,7 @@ impl ExtraInfo {
 pub struct OffsetInfo {
     start: Vec<String>,
     msgs: Vec<String>,
+    counts: Vec<String>,
 }
 
 impl OffsetInfo {
@@ -74,6 +75,24 @@ impl OffsetInfo {
         let list: Vec<String> = offsets.iter().map(i64::to_string).collect();
         self.msgs
             .push(format!("{mark} {queue_id} {}", list.join(",")));
+    }
+
+    /// An ordered pop's counts: how many times each message at `offsets`
+    /// was handed out before (`orderCountInfo`: an entry per message and
+    /// the queue's smallest count).
+    pub fn add_counts(&mut self, topic: &str, queue_id: i32, offsets: &[i64], counts: &[u32]) {
+        let mark = retry_mark(topic);
+        for (offset, count) in offsets.iter().zip(counts) {
+            self.counts
+                .push(format!("{mark} qo{queue_id}%{offset} {count}"));
+        }
+        let min = counts.iter().min().copied().unwrap_or(0);
+        self.counts.push(format!("{mark} {queue_id} {min}"));
+    }
+
+    /// `orderCountInfo`, when any ordered pop added counts.
+    pub fn order_count_info(&self) -> Option<String> {
+        (!self.counts.is_empty()).then(|| self.counts.join(";"))
     }
 
     pub fn start_offset_info(&self) -> String {
@@ -106,5 +125,11 @@ mod tests {
         offsets.add("%RETRY%g_T", 0, 0, &[0]);
         assert_eq!(offsets.start_offset_info(), "0 0 10;1 0 0");
         assert_eq!(offsets.msg_offset_info(), "0 0 10,12;1 0 0");
+        assert_eq!(offsets.order_count_info(), None);
+        offsets.add_counts("T", 2, &[7, 8], &[1, 0]);
+        assert_eq!(
+            offsets.order_count_info().as_deref(),
+            Some("0 qo2%7 1;0 qo2%8 0;0 2 0")
+        );
     }
 }

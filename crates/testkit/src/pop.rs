@@ -28,7 +28,20 @@ pub fn pop(
     invisible_ms: i64,
     poll_ms: i64,
 ) -> (i32, Vec<PoppedMsg>) {
-    let request = RemotingCommand::request(request_code::POP_MESSAGE)
+    let answer = conn.request(pop_request(group, topic, max, invisible_ms, poll_ms));
+    pop_answer(&answer)
+}
+
+/// POP_MESSAGE of any queue of `topic` for `group`, as the Java client
+/// shapes it (add `order=true` for an ordered pop).
+pub fn pop_request(
+    group: &str,
+    topic: &str,
+    max: i32,
+    invisible_ms: i64,
+    poll_ms: i64,
+) -> RemotingCommand {
+    RemotingCommand::request(request_code::POP_MESSAGE)
         .with_ext("consumerGroup", group)
         .with_ext("topic", topic)
         .with_ext("queueId", -1)
@@ -38,8 +51,12 @@ pub fn pop(
         .with_ext("bornTime", 0)
         .with_ext("initMode", 0)
         .with_ext("expType", "TAG")
-        .with_ext("exp", "*");
-    let answer = conn.request(request);
+        .with_ext("exp", "*")
+}
+
+/// A pop answer's code and messages, each with the handle the Java client
+/// builds from the answer's startOffsetInfo.
+pub fn pop_answer(answer: &RemotingCommand) -> (i32, Vec<PoppedMsg>) {
     if answer.code != response_code::SUCCESS {
         return (answer.code, Vec::new());
     }

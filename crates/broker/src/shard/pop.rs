@@ -13,6 +13,7 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties;
 use ferrocket_protocol::record::{decode_record, QUEUE_OFFSET_POS};
 use ferrocket_runtime::shard::ShardCall;
+use ferrocket_store::ConsumeQueue;
 
 use super::Shard;
 use crate::clock::now_ms;
@@ -21,6 +22,7 @@ use crate::services::append::{copy_of, tag_hash};
 use crate::services::filter::TagFilter;
 use crate::services::offsets::first_message_in_memory;
 use crate::services::pop::log::{PopLog, LOG_COMPACT_BYTES};
+use crate::services::pop::order::OrderPop;
 use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopState, CHECKPOINTS_MAX};
 use crate::services::pull::gather_from;
 use crate::services::records::read_record;
@@ -57,6 +59,9 @@ pub(crate) struct PopQueue {
     pub pop_time_ms: i64,
     pub init_mode: i32,
     pub filter: TagFilter,
+    /// An ordered pop (`order=true`), and its `attemptId`.
+    pub order: bool,
+    pub attempt_id: Option<String>,
 }
 
 /// What a queue gave a pop.
@@ -68,6 +73,8 @@ pub(crate) struct Popped {
     pub start: i64,
     /// Messages left in the queue after this pop.
     pub rest: i64,
+    /// Ordered pops: times each message was handed out before.
+    pub counts: Vec<u32>,
 }
 
 impl ShardCall<Shard> for PopQueue {
@@ -80,8 +87,27 @@ impl ShardCall<Shard> for PopQueue {
 }
 
 impl Shard {
+    /// Where a group's first pop of a queue starts (`initMode`).
+    fn initial_pop_offset(&self, pop: &PopQueue, queue: &ConsumeQueue) -> i64 {
+        let (min, max) = (queue.min_offset(), queue.max_offset());
+        if pop.init_mode == INIT_MODE_MIN || pop.topic.starts_with(RETRY_TOPIC_PREFIX) {
+            return min;
+        }
+        // MAX: Java starts at the last message, or at the first when the
+        // queue is still in memory (`initPopOffsetByCheckMsgInMem`).
+        let written = self.store.reader().written_offset();
+        if first_message_in_memory(queue, written, self.env.in_memory_bytes) {
+            min
+        } else {
+            (max - 1).max(min)
+        }
+    }
+
     fn pop_queue(&self, pop: &PopQueue) -> Result<Popped, Reject> {
         let queue = self.store.consume_queue(&pop.topic, pop.queue_id)?;
+        if pop.order {
+            return self.pop_queue_in_order(pop, &queue);
+        }
         let (min, max) = (queue.min_offset(), queue.max_offset());
         let committed = self
             .offsets
@@ -94,19 +120,7 @@ impl Shard {
             .next_offset(&pop.group, &pop.topic, pop.queue_id);
         let start = match committed.max(popped) {
             Some(offset) => offset.max(min),
-            None if pop.init_mode == INIT_MODE_MIN || pop.topic.starts_with(RETRY_TOPIC_PREFIX) => {
-                min
-            }
-            // MAX: Java starts at the last message, or at the first when
-            // the queue is still in memory (`initPopOffsetByCheckMsgInMem`).
-            None => {
-                let written = self.store.reader().written_offset();
-                if first_message_in_memory(&queue, written, self.env.in_memory_bytes) {
-                    min
-                } else {
-                    (max - 1).max(min)
-                }
-            }
+            None => self.initial_pop_offset(pop, &queue),
         };
         if start >= max {
             return Ok(Popped {
@@ -159,7 +173,99 @@ impl Shard {
             records: found.records,
             offsets,
             start,
+            counts: Vec::new(),
         })
+    }
+
+    /// An ordered pop: nothing while the queue's last ordered pop still
+    /// holds it; else from the committed offset, the messages in order.
+    fn pop_queue_in_order(&self, pop: &PopQueue, queue: &ConsumeQueue) -> Result<Popped, Reject> {
+        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let key = (pop.group.clone(), pop.topic.clone(), pop.queue_id);
+        let previous = self.pop.state.borrow().order(&key).cloned();
+        let committed = self
+            .offsets
+            .borrow()
+            .query(&pop.group, &pop.topic, pop.queue_id);
+        let start = committed.map_or_else(|| self.initial_pop_offset(pop, queue), |o| o.max(min));
+        let held = previous
+            .as_ref()
+            .is_some_and(|p| p.blocks(pop.pop_time_ms, pop.attempt_id.as_deref()));
+        if held || start >= max {
+            return Ok(Popped {
+                start,
+                rest: max - start,
+                ..Popped::default()
+            });
+        }
+        let limits = (pop.max_messages, pop.max_bytes);
+        let found = gather_from(&self.store, queue, start, limits, &pop.filter);
+        let offsets: Vec<i64> = found.records.iter().map(|r| queue_offset_of(r)).collect();
+        if offsets.is_empty() {
+            // Only filtered-out messages: nothing to hold the queue for.
+            self.offsets
+                .borrow_mut()
+                .commit(&pop.group, &pop.topic, pop.queue_id, found.next);
+            return Ok(Popped {
+                start,
+                rest: max - found.next,
+                ..Popped::default()
+            });
+        }
+        let counts: Vec<u32> = offsets
+            .iter()
+            .map(|o| {
+                previous
+                    .as_ref()
+                    .and_then(|p| p.count_of(*o))
+                    .map_or(0, |c| c + 1)
+            })
+            .collect();
+        let order = OrderPop {
+            pop_time_ms: pop.pop_time_ms,
+            invisible_time_ms: pop.invisible_time_ms,
+            offsets: offsets.clone(),
+            acked: 0,
+            counts: counts.clone(),
+            attempt_id: pop.attempt_id.clone(),
+        };
+        if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+            log.order(&key, Some(&order));
+        }
+        self.pop.state.borrow_mut().set_order(key, Some(order));
+        if committed.is_none() {
+            self.offsets
+                .borrow_mut()
+                .commit(&pop.group, &pop.topic, pop.queue_id, start);
+        }
+        Ok(Popped {
+            rest: max - found.next,
+            records: found.records,
+            offsets,
+            start,
+            counts,
+        })
+    }
+
+    /// An ordered ack: commits the group's offset up to the first message
+    /// of the queue's ordered pop not acked yet.
+    fn ack_in_order(&self, key: &CkKey, offset: i64) {
+        let queue_key = (key.group.clone(), key.topic.clone(), key.queue_id);
+        let commit = self
+            .pop
+            .state
+            .borrow_mut()
+            .ack_order(&queue_key, offset, key.pop_time_ms);
+        let Some(commit) = commit else {
+            return;
+        };
+        self.offsets
+            .borrow_mut()
+            .commit(&key.group, &key.topic, key.queue_id, commit);
+        let state = self.pop.state.borrow();
+        if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+            log.order(&queue_key, state.order(&queue_key));
+        }
     }
 
     /// Refuses an ack or change for an offset the queue does not hold
@@ -368,6 +474,7 @@ impl ShardCall<Shard> for PeekQueue {
             records: found.records,
             start,
             rest: max - start,
+            counts: Vec::new(),
         })
     }
 }
@@ -378,6 +485,8 @@ impl ShardCall<Shard> for PeekQueue {
 pub(crate) struct AckPop {
     pub key: CkKey,
     pub offsets: Vec<i64>,
+    /// The handle's reviveQid said an ordered pop.
+    pub order: bool,
 }
 
 impl ShardCall<Shard> for AckPop {
@@ -389,7 +498,11 @@ impl ShardCall<Shard> for AckPop {
             shard.check_pop_offset(&self.key.topic, self.key.queue_id, offset)?;
         }
         for offset in self.offsets {
-            shard.ack_pop(&self.key, offset);
+            if self.order {
+                shard.ack_in_order(&self.key, offset);
+            } else {
+                shard.ack_pop(&self.key, offset);
+            }
         }
         Ok(())
     }
@@ -403,6 +516,8 @@ pub(crate) struct ChangeInvisible {
     pub offset: i64,
     pub invisible_time_ms: i64,
     pub now_ms: i64,
+    /// The handle's reviveQid said an ordered pop.
+    pub order: bool,
 }
 
 impl ShardCall<Shard> for ChangeInvisible {
@@ -411,6 +526,23 @@ impl ShardCall<Shard> for ChangeInvisible {
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         shard.assert_owns(&self.key.topic, self.key.queue_id);
         shard.check_pop_offset(&self.key.topic, self.key.queue_id, self.offset)?;
+        if self.order {
+            // The queue stays held until the new time (Java's
+            // updateNextVisibleTime).
+            let queue_key = (
+                self.key.group.clone(),
+                self.key.topic.clone(),
+                self.key.queue_id,
+            );
+            let visible_at = self.now_ms + self.invisible_time_ms;
+            let mut state = shard.pop.state.borrow_mut();
+            if state.extend_order(&queue_key, self.key.pop_time_ms, visible_at) {
+                if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
+                    log.order(&queue_key, state.order(&queue_key));
+                }
+            }
+            return Ok(());
+        }
         let key = CkKey {
             start_offset: self.offset,
             pop_time_ms: self.now_ms,

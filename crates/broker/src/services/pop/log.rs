@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Checkpoint, CkKey, PopState};
+use super::order::OrderPop;
+use super::{Checkpoint, CkKey, PopQueueKey, PopState};
 
 /// Past this many bytes written since the last rewrite, the log is
 /// rewritten with only the open checkpoints.
@@ -47,6 +48,13 @@ enum Line {
         q: i32,
         o: i64,
     },
+    /// A queue's ordered pop, replacing the one before (`p: None` ends it).
+    Order {
+        g: String,
+        t: String,
+        q: i32,
+        p: Option<OrderPop>,
+    },
 }
 
 /// One shard's pop log.
@@ -75,6 +83,17 @@ impl PopLog {
         let snapshot = state.snapshot();
         for ((g, t, q), o) in snapshot.next {
             push_line(&mut out, &Line::Next { g, t, q, o });
+        }
+        for ((g, t, q), p) in snapshot.orders {
+            push_line(
+                &mut out,
+                &Line::Order {
+                    g,
+                    t,
+                    q,
+                    p: Some(p),
+                },
+            );
         }
         for (key, ck) in snapshot.checkpoints {
             push_line(&mut out, &Line::Ck { key, ck });
@@ -107,6 +126,16 @@ impl PopLog {
         self.append(&Line::Ack {
             key: key.clone(),
             offset,
+        });
+    }
+
+    pub fn order(&mut self, key: &PopQueueKey, pop: Option<&OrderPop>) {
+        let (g, t, q) = key.clone();
+        self.append(&Line::Order {
+            g,
+            t,
+            q,
+            p: pop.cloned(),
         });
     }
 
@@ -176,6 +205,7 @@ fn replay(path: &Path) -> Result<PopState, String> {
                 state.remove(&key);
             }
             Ok(Line::Next { g, t, q, o }) => state.set_next(&g, &t, q, o),
+            Ok(Line::Order { g, t, q, p }) => state.set_order((g, t, q), p),
             Err(_) => bad += 1,
         }
     }
@@ -214,10 +244,25 @@ mod tests {
             log.ack(&key(0), 1);
             log.ack(&key(2), 3);
             log.done(&key(4));
+            let queue = ("G".to_string(), "O".to_string(), 0);
+            let order = OrderPop {
+                pop_time_ms: 1,
+                invisible_time_ms: 10,
+                offsets: vec![3, 4],
+                acked: 1,
+                counts: vec![0, 0],
+                attempt_id: None,
+            };
+            log.order(&queue, Some(&order));
+            log.order(&("G".to_string(), "O".to_string(), 1), Some(&order));
+            log.order(&("G".to_string(), "O".to_string(), 1), None);
         }
         let (_, state) = PopLog::open(dir.path(), 0).unwrap();
         assert_eq!(state.len(), 1);
         assert_eq!(state.next_offset("G", "T", 1), Some(6));
+        let held = state.order(&("G".to_string(), "O".to_string(), 0));
+        assert_eq!(held.map(|p| p.acked), Some(1), "an ordered pop survives");
+        assert!(state.order(&("G".to_string(), "O".to_string(), 1)).is_none());
         // The rewrite kept the same state.
         let (_, again) = PopLog::open(dir.path(), 0).unwrap();
         assert_eq!(again.len(), 1);

@@ -15,6 +15,7 @@
 //! message. A restart replays the log.
 
 pub(crate) mod log;
+pub(crate) mod order;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -98,6 +99,7 @@ pub(crate) type PopQueueKey = (String, String, i32);
 pub(crate) struct PopSnapshot {
     pub checkpoints: Vec<(CkKey, Checkpoint)>,
     pub next: Vec<(PopQueueKey, i64)>,
+    pub orders: Vec<(PopQueueKey, order::OrderPop)>,
 }
 
 /// One shard's pop state.
@@ -108,6 +110,8 @@ pub(crate) struct PopState {
     due: BTreeSet<(i64, CkKey)>,
     /// Per (group, topic, queue): the offset the next pop starts at.
     next: HashMap<PopQueueKey, i64>,
+    /// Per (group, topic, queue) popped in order: its last pop.
+    orders: HashMap<PopQueueKey, order::OrderPop>,
 }
 
 impl PopState {
@@ -129,6 +133,47 @@ impl PopState {
             .entry((group.to_string(), topic.to_string(), queue_id))
             .or_insert(next);
         *slot = (*slot).max(next);
+    }
+
+    /// A queue's last ordered pop.
+    pub fn order(&self, key: &PopQueueKey) -> Option<&order::OrderPop> {
+        self.orders.get(key)
+    }
+
+    /// Replaces (or with `None` ends) a queue's ordered pop.
+    pub fn set_order(&mut self, key: PopQueueKey, pop: Option<order::OrderPop>) {
+        match pop {
+            Some(pop) => self.orders.insert(key, pop),
+            None => self.orders.remove(&key),
+        };
+    }
+
+    /// Acks `offset` of a queue's ordered pop at `pop_time_ms`: the offset
+    /// to commit, when the ack was that pop's.
+    pub fn ack_order(&mut self, key: &PopQueueKey, offset: i64, pop_time_ms: i64) -> Option<i64> {
+        let pop = self.orders.get_mut(key)?;
+        let commit = pop.ack(offset, pop_time_ms)?;
+        if pop.all_acked() {
+            self.orders.remove(key);
+        }
+        Some(commit)
+    }
+
+    /// Pushes out when a queue's ordered pop lets go of it
+    /// (CHANGE_MESSAGE_INVISIBLETIME on an ordered message).
+    pub fn extend_order(
+        &mut self,
+        key: &PopQueueKey,
+        pop_time_ms: i64,
+        visible_at_ms: i64,
+    ) -> bool {
+        match self.orders.get_mut(key) {
+            Some(pop) if pop.pop_time_ms == pop_time_ms => {
+                pop.invisible_time_ms = visible_at_ms - pop.pop_time_ms;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Adds a pop's checkpoint.
@@ -195,6 +240,11 @@ impl PopState {
                 .map(|(k, c)| (k.clone(), c.clone()))
                 .collect(),
             next: self.next.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            orders: self
+                .orders
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         }
     }
 }

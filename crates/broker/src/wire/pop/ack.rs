@@ -17,18 +17,20 @@ use serde::Deserialize;
 use super::{refuse_on_slave, REVIVE_QID};
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::pop::order::ORDER_REVIVE_QID;
 use crate::services::pop::CkKey;
 use crate::shard::pop::{pop_retry_topic, AckPop, ChangeInvisible};
 use crate::shard::Shard;
 
-/// The checkpoint a handle names, on the topic the message was read from.
+/// The checkpoint a handle names, on the topic the message was read from,
+/// and whether the handle is an ordered pop's (reviveQid 999).
 fn checkpoint_key(
     shard: &Shard,
     group: &str,
     topic: &str,
     queue_id: i32,
     extra: &str,
-) -> Result<CkKey, Reject> {
+) -> Result<(CkKey, bool), Reject> {
     let read = shard
         .with_topic(topic, |t| t.read_queue_nums)
         .ok_or_else(|| {
@@ -45,13 +47,14 @@ fn checkpoint_key(
     }
     let info = ExtraInfo::parse(extra)
         .map_err(|e| Reject::new(response_code::INVALID_PARAMETER, e.to_string()))?;
-    Ok(CkKey {
+    let key = CkKey {
         group: group.to_string(),
         topic: topic.to_string(),
         queue_id,
         start_offset: info.ck_queue_offset,
         pop_time_ms: info.pop_time_ms,
-    })
+    };
+    Ok((key, info.revive_qid == ORDER_REVIVE_QID))
 }
 
 /// ACK_MESSAGE.
@@ -61,7 +64,7 @@ pub(crate) async fn ack_message(
 ) -> Result<RemotingCommand, Reject> {
     refuse_on_slave(shard)?;
     let header = AckMessageRequestHeader::from_ext(&request.ext_fields)?;
-    let key = checkpoint_key(
+    let (key, order) = checkpoint_key(
         shard,
         &header.consumer_group,
         &header.topic,
@@ -69,12 +72,14 @@ pub(crate) async fn ack_message(
         &header.extra_info,
     )?;
     let owner = shard.owner_of(&key.topic, key.queue_id);
+    let offsets = vec![header.offset];
     shard
         .call(
             owner,
             AckPop {
                 key,
-                offsets: vec![header.offset],
+                offsets,
+                order,
             },
         )
         .await??;
@@ -98,7 +103,7 @@ pub(crate) async fn change_invisible_time(
             "invisibleTime must be positive",
         ));
     }
-    let key = checkpoint_key(
+    let (key, order) = checkpoint_key(
         shard,
         &header.consumer_group,
         &header.topic,
@@ -112,13 +117,14 @@ pub(crate) async fn change_invisible_time(
         offset: header.offset,
         invisible_time_ms: header.invisible_time,
         now_ms: now,
+        order,
     };
     shard.call(owner, change).await??;
     let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     response.ext_fields = ChangeInvisibleTimeResponseHeader {
         pop_time: now,
         invisible_time: header.invisible_time,
-        revive_qid: REVIVE_QID,
+        revive_qid: if order { ORDER_REVIVE_QID } else { REVIVE_QID },
     }
     .to_ext();
     Ok(response)
@@ -136,6 +142,9 @@ struct BatchAck {
     /// Checkpoint start offset.
     so: i64,
     q: i32,
+    /// Revive queue: 999 for an ordered pop.
+    #[serde(default)]
+    rq: i32,
     /// Pop time.
     pt: i64,
     /// Bit i set: offset `so + i` acked.
@@ -235,7 +244,17 @@ pub(crate) async fn batch_ack(
             pop_time_ms: ack.pt,
         };
         let owner = shard.owner_of(&key.topic, key.queue_id);
-        shard.call(owner, AckPop { key, offsets }).await??;
+        let order = ack.rq == ORDER_REVIVE_QID;
+        shard
+            .call(
+                owner,
+                AckPop {
+                    key,
+                    offsets,
+                    order,
+                },
+            )
+            .await??;
     }
     Ok(RemotingCommand::response_to(
         request,

@@ -21,6 +21,7 @@ use ferrocket_protocol::RemotingCommand;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::filter::TagFilter;
+use crate::services::pop::order::ORDER_REVIVE_QID;
 use crate::services::pop::POP_MESSAGES_MAX;
 use crate::shard::pop::{pop_retry_topic, PopQueue};
 use crate::shard::Shard;
@@ -80,11 +81,6 @@ fn check_pop(shard: &Shard, header: &PopMessageRequestHeader) -> Result<i32, Rej
         return invalid(format!(
             "invisibleTime {} must be positive",
             header.invisible_time
-        ));
-    }
-    if header.order {
-        return Err(Reject::system(
-            "ordered pop (order=true) is not supported by this broker yet",
         ));
     }
     if let Some(born) = header.born_time.filter(|b| *b > 0) {
@@ -162,11 +158,15 @@ fn answer(
     response.ext_fields = PopMessageResponseHeader {
         pop_time,
         invisible_time: header.invisible_time,
-        revive_qid: REVIVE_QID,
+        revive_qid: if header.order {
+            ORDER_REVIVE_QID
+        } else {
+            REVIVE_QID
+        },
         rest_num: look.rest,
         start_offset_info: found.then(|| look.offsets.start_offset_info()),
         msg_offset_info: found.then(|| look.offsets.msg_offset_info()),
-        order_count_info: None,
+        order_count_info: look.offsets.order_count_info(),
     }
     .to_ext();
     response.body = look.body.freeze();
@@ -184,7 +184,8 @@ async fn look_once(
 ) -> Result<Look, Reject> {
     let mut look = Look::default();
     let retry = pop_retry_topic(&header.consumer_group, &header.topic);
-    let has_retry = shard.topic(&retry).is_some();
+    // Ordered pops never read the retry topic: messages come back in place.
+    let has_retry = !header.order && shard.topic(&retry).is_some();
     let retry_first = has_retry && shard.random_below(100) < POP_FROM_RETRY_PERCENT as i32;
     if retry_first {
         pop_from(shard, header, &retry, 0, filter, pop_time, &mut look).await?;
@@ -239,6 +240,8 @@ async fn pop_from(
         pop_time_ms: pop_time,
         init_mode: header.init_mode,
         filter: filter.clone(),
+        order: header.order,
+        attempt_id: header.attempt_id.clone(),
     };
     let popped = shard.call(shard.owner_of(topic, queue_id), call).await??;
     look.rest += popped.rest;
@@ -247,6 +250,10 @@ async fn pop_from(
     }
     look.offsets
         .add(topic, queue_id, popped.start, &popped.offsets);
+    if header.order {
+        look.offsets
+            .add_counts(topic, queue_id, &popped.offsets, &popped.counts);
+    }
     look.count += popped.offsets.len();
     for record in &popped.records {
         look.body.extend_from_slice(record);
