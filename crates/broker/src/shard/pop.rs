@@ -285,14 +285,20 @@ impl Shard {
         Ok(())
     }
 
-    fn ack_pop(&self, key: &CkKey, offset: i64) -> AckOutcome {
-        let outcome = self.pop.state.borrow_mut().ack(key, offset);
-        if outcome == AckOutcome::Acked {
-            if let Some(log) = self.pop.log.borrow_mut().as_mut() {
-                log.ack(key, offset);
-            }
+    /// Acks `offsets` of checkpoint `key`; the ones that were open go to
+    /// the log as one line.
+    fn ack_pop(&self, key: &CkKey, offsets: &[i64]) {
+        let acked: Vec<i64> = {
+            let mut state = self.pop.state.borrow_mut();
+            offsets
+                .iter()
+                .copied()
+                .filter(|offset| state.ack(key, *offset) == AckOutcome::Acked)
+                .collect()
+        };
+        if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+            log.acks(key, &acked);
         }
-        outcome
     }
 
     /// One revive pass: every checkpoint whose invisible time ended gives
@@ -497,12 +503,12 @@ impl ShardCall<Shard> for AckPop {
         if let [offset] = self.offsets[..] {
             shard.check_pop_offset(&self.key.topic, self.key.queue_id, offset)?;
         }
+        if !self.order {
+            shard.ack_pop(&self.key, &self.offsets);
+            return Ok(());
+        }
         for offset in self.offsets {
-            if self.order {
-                shard.ack_in_order(&self.key, offset);
-            } else {
-                shard.ack_pop(&self.key, offset);
-            }
+            shard.ack_in_order(&self.key, offset);
         }
         Ok(())
     }
@@ -557,7 +563,7 @@ impl ShardCall<Shard> for ChangeInvisible {
             log.checkpoint(&key, &ck);
         }
         shard.pop.state.borrow_mut().add(key, ck);
-        shard.ack_pop(&self.key, self.offset);
+        shard.ack_pop(&self.key, &[self.offset]);
         Ok(())
     }
 }

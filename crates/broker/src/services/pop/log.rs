@@ -36,6 +36,13 @@ enum Line {
         #[serde(rename = "ao")]
         offset: i64,
     },
+    /// Several offsets of checkpoint `key` acked at once (a batch ack).
+    Acks {
+        #[serde(flatten)]
+        key: CkKey,
+        #[serde(rename = "aol")]
+        offsets: Vec<i64>,
+    },
     /// Checkpoint `key` revived (its un-acked messages re-put) or dropped.
     Done {
         #[serde(flatten)]
@@ -129,6 +136,18 @@ impl PopLog {
         });
     }
 
+    /// Several offsets of one checkpoint acked: one line.
+    pub fn acks(&mut self, key: &CkKey, offsets: &[i64]) {
+        match offsets {
+            [] => {}
+            [offset] => self.ack(key, *offset),
+            _ => self.append(&Line::Acks {
+                key: key.clone(),
+                offsets: offsets.to_vec(),
+            }),
+        }
+    }
+
     pub fn order(&mut self, key: &PopQueueKey, pop: Option<&OrderPop>) {
         let (g, t, q) = key.clone();
         self.append(&Line::Order {
@@ -201,6 +220,11 @@ fn replay(path: &Path) -> Result<PopState, String> {
             Ok(Line::Ack { key, offset }) => {
                 state.ack(&key, offset);
             }
+            Ok(Line::Acks { key, offsets }) => {
+                for offset in offsets {
+                    state.ack(&key, offset);
+                }
+            }
             Ok(Line::Done { key }) => {
                 state.remove(&key);
             }
@@ -242,7 +266,8 @@ mod tests {
             }
             log.ack(&key(0), 0);
             log.ack(&key(0), 1);
-            log.ack(&key(2), 3);
+            log.acks(&key(2), &[]);
+            log.acks(&key(2), &[3]);
             log.done(&key(4));
             let queue = ("G".to_string(), "O".to_string(), 0);
             let order = OrderPop {
@@ -262,7 +287,9 @@ mod tests {
         assert_eq!(state.next_offset("G", "T", 1), Some(6));
         let held = state.order(&("G".to_string(), "O".to_string(), 0));
         assert_eq!(held.map(|p| p.acked), Some(1), "an ordered pop survives");
-        assert!(state.order(&("G".to_string(), "O".to_string(), 1)).is_none());
+        assert!(state
+            .order(&("G".to_string(), "O".to_string(), 1))
+            .is_none());
         // The rewrite kept the same state.
         let (_, again) = PopLog::open(dir.path(), 0).unwrap();
         assert_eq!(again.len(), 1);
