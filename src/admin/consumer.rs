@@ -169,6 +169,7 @@ async fn progress(
         "Broker Offset",
         "Consumer Offset",
         "Diff",
+        "In flight",
         "Last Time (ms)",
     ]
     .map(String::from)];
@@ -186,6 +187,9 @@ async fn progress(
                 offsets.broker_offset.to_string(),
                 offsets.consumer_offset.to_string(),
                 offsets.lag().to_string(),
+                (offsets.pull_offset - offsets.consumer_offset)
+                    .max(0)
+                    .to_string(),
                 if offsets.last_timestamp > 0 {
                     offsets.last_timestamp.to_string()
                 } else {

@@ -376,3 +376,51 @@ fn ordered_pop_holds_the_queue_and_redelivers_in_order() {
     assert!(order_pop(&mut conn, 3, 60_000).is_empty());
     broker.stop();
 }
+
+#[test]
+fn polling_info_counts_waiting_pops_and_consume_stats_show_in_flight_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 2));
+    let mut conn = broker.client();
+    conn.create_topic("InfoT", 1);
+    let addr = broker.addr;
+    let waiter = std::thread::spawn(move || pop(&mut connect(addr), "InfoT", 32, 60_000, 1_500).0);
+    let polling = |conn: &mut RemotingConn| {
+        let request = RemotingCommand::request(request_code::POLLING_INFO)
+            .with_ext("consumerGroup", GROUP)
+            .with_ext("topic", "InfoT")
+            .with_ext("queueId", -1);
+        let answer = conn.request(request);
+        assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+        answer
+            .ext_fields
+            .get("pollingNum")
+            .unwrap()
+            .parse::<i32>()
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut seen = 0;
+    while seen == 0 && Instant::now() < deadline {
+        seen = polling(&mut conn);
+    }
+    assert_eq!(seen, 1, "one pop waits");
+    assert_eq!(waiter.join().unwrap(), response_code::POLLING_TIMEOUT);
+    assert_eq!(polling(&mut conn), 0);
+
+    send_all(&mut conn, "InfoT", 1, 5);
+    let got = pop_until(&mut conn, "InfoT", 5, 60_000, Duration::from_secs(5));
+    ack(&mut conn, &got[0]);
+    ack(&mut conn, &got[1]);
+    let stats = conn.request(
+        RemotingCommand::request(request_code::GET_CONSUME_STATS)
+            .with_ext("consumerGroup", GROUP)
+            .with_ext("topic", "InfoT"),
+    );
+    let body = String::from_utf8_lossy(&stats.body).into_owned();
+    assert!(
+        body.contains(r#""consumerOffset":2"#) && body.contains(r#""pullOffset":5"#),
+        "{body}"
+    );
+    broker.stop();
+}

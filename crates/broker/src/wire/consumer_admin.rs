@@ -31,6 +31,9 @@ pub struct QueueStat {
     pub queue_id: i32,
     pub broker_offset: i64,
     pub consumer_offset: i64,
+    /// Where the group read up to: above `consumer_offset` for messages
+    /// popped and not acked yet (Java shows the gap as in flight).
+    pub pull_offset: i64,
     pub last_timestamp_ms: i64,
 }
 
@@ -191,11 +194,18 @@ fn queue_stats_owned(shard: &Shard, group: &str, queues: &[(String, i32)]) -> Ve
             } else {
                 0
             };
+            // A popped queue's committed offset says "popped up to".
+            let pending = shard
+                .pop
+                .state
+                .borrow()
+                .first_pending(group, topic, *queue_id);
             QueueStat {
                 topic: topic.clone(),
                 queue_id: *queue_id,
                 broker_offset,
-                consumer_offset,
+                consumer_offset: pending.map_or(consumer_offset, |p| p.min(consumer_offset)),
+                pull_offset: consumer_offset,
                 last_timestamp_ms,
             }
         })
@@ -233,7 +243,7 @@ pub(crate) fn consume_stats_body(
             broker_offset: stat.broker_offset,
             consumer_offset: stat.consumer_offset,
             last_timestamp: stat.last_timestamp_ms,
-            pull_offset: stat.consumer_offset,
+            pull_offset: stat.pull_offset,
         };
         out.push_str(&MessageQueue::json_key(
             broker_name,
@@ -320,12 +330,13 @@ mod tests {
             queue_id: 1,
             broker_offset: 10,
             consumer_offset: 4,
+            pull_offset: 6,
             last_timestamp_ms: 77,
         }];
         let body = String::from_utf8(consume_stats_body("b", &stats, 0.0)).unwrap();
         assert_eq!(
             body,
-            r#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":10,"consumerOffset":4,"lastTimestamp":77,"pullOffset":4}}}"#
+            r#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":10,"consumerOffset":4,"lastTimestamp":77,"pullOffset":6}}}"#
         );
         let empty = String::from_utf8(consume_stats_body("b", &[], 0.0)).unwrap();
         assert_eq!(empty, r#"{"consumeTps":0.0,"offsetTable":{}}"#);

@@ -80,6 +80,7 @@ async fn dispatch(
         CHANGE_MESSAGE_INVISIBLETIME => pop::ack::change_invisible_time(shard, request).await,
         PEEK_MESSAGE => pop::peek::peek_message(shard, request).await,
         NOTIFICATION => pop::peek::notification(shard, request).await,
+        POLLING_INFO => pop::peek::polling_info(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }

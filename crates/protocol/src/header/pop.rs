@@ -94,6 +94,22 @@ header! {
 }
 
 header! {
+    /// POLLING_INFO request (`PollingInfoRequestHeader`).
+    pub struct PollingInfoRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+    }
+}
+
+header! {
+    /// Response to POLLING_INFO (`PollingInfoResponseHeader`).
+    pub struct PollingInfoResponseHeader {
+        polling_num: i32 = "pollingNum",
+    }
+}
+
+header! {
     /// Response to NOTIFICATION (`NotificationResponseHeader`).
     pub struct NotificationResponseHeader {
         has_msg: bool = "hasMsg",

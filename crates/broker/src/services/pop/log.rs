@@ -260,6 +260,8 @@ mod tests {
                     invisible_time_ms: 100,
                     offsets: vec![start, start + 1],
                     acked: 0,
+
+                    reput_times: 0,
                 };
                 log.checkpoint(&key(start), &ck);
                 state.add(key(start), ck);

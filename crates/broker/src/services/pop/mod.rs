@@ -55,6 +55,28 @@ pub(crate) struct Checkpoint {
     /// Bit i: `offsets[i]` is acked.
     #[serde(rename = "a", default)]
     pub acked: u64,
+    /// Failed revives so far (Java's `rePutTimes`).
+    #[serde(rename = "rp", default)]
+    pub reput_times: u32,
+}
+
+/// Java's back-off for a checkpoint whose messages could not be put back
+/// (`PopReviveService`), seconds by failed attempts so far.
+pub const REVIVE_BACKOFF_S: [i64; 17] = [
+    10, 20, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200,
+];
+
+impl Checkpoint {
+    /// The checkpoint again after a failed revive: later by the next step
+    /// of [`REVIVE_BACKOFF_S`].
+    pub fn after_failed_revive(&self) -> Checkpoint {
+        let step = (self.reput_times as usize).min(REVIVE_BACKOFF_S.len() - 1);
+        Checkpoint {
+            invisible_time_ms: self.invisible_time_ms + REVIVE_BACKOFF_S[step] * 1000,
+            reput_times: self.reput_times + 1,
+            ..self.clone()
+        }
+    }
 }
 
 impl Checkpoint {
@@ -133,6 +155,24 @@ impl PopState {
             .entry((group.to_string(), topic.to_string(), queue_id))
             .or_insert(next);
         *slot = (*slot).max(next);
+    }
+
+    /// The first offset of a queue popped but not acked by `group` (from
+    /// its checkpoints or its ordered pop), for consume stats.
+    pub fn first_pending(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let from_checkpoints = self
+            .checkpoints
+            .iter()
+            .filter(|(k, _)| k.group == group && k.topic == topic && k.queue_id == queue_id)
+            .filter_map(|(_, ck)| ck.pending().first().copied())
+            .min();
+        let key = (group.to_string(), topic.to_string(), queue_id);
+        let from_order = self.orders.get(&key).and_then(|pop| {
+            (0..pop.offsets.len())
+                .find(|i| pop.acked & (1 << i) == 0)
+                .map(|i| pop.offsets[i])
+        });
+        from_checkpoints.into_iter().chain(from_order).min()
     }
 
     /// A queue's last ordered pop.
@@ -272,6 +312,8 @@ mod tests {
                 invisible_time_ms: 500,
                 offsets: vec![0, 1, 2],
                 acked: 0,
+
+                reput_times: 0,
             },
         );
         state.add(
@@ -280,6 +322,8 @@ mod tests {
                 invisible_time_ms: 500,
                 offsets: vec![3],
                 acked: 0,
+
+                reput_times: 0,
             },
         );
         assert_eq!(state.next_offset("G", "T", 0), Some(4));

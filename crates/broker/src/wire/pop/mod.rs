@@ -23,7 +23,7 @@ use crate::error::Reject;
 use crate::services::filter::TagFilter;
 use crate::services::pop::order::ORDER_REVIVE_QID;
 use crate::services::pop::POP_MESSAGES_MAX;
-use crate::shard::pop::{pop_retry_topic, PopQueue};
+use crate::shard::pop::{pop_retry_topic, PopQueue, Waiting};
 use crate::shard::Shard;
 
 pub(crate) mod ack;
@@ -131,6 +131,12 @@ pub(crate) async fn pop_message(
         if look.count > 0 || now_ms() >= deadline || shard.stopping.is_triggered() {
             return Ok(answer(request, &header, look, pop_time));
         }
+        let key = (
+            header.consumer_group.clone(),
+            header.topic.clone(),
+            header.queue_id.max(-1),
+        );
+        let _waiting = Waiting::new(&shard.pop, key);
         let wait = (deadline - now_ms()).clamp(1, POP_POLL_INTERVAL_MS as i64) as u64;
         if shard
             .stopping

@@ -1,6 +1,7 @@
 //! PEEK_MESSAGE (200052): the messages a group's next pop would get,
 //! without popping them; NOTIFICATION (200054): whether a pop would find
-//! anything, waiting up to `pollTime` for it.
+//! anything, waiting up to `pollTime` for it; POLLING_INFO (200055): how
+//! many pops wait for messages.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use bytes::BytesMut;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{
     NotificationRequestHeader, NotificationResponseHeader, PeekMessageRequestHeader,
-    PopMessageResponseHeader,
+    PollingInfoRequestHeader, PollingInfoResponseHeader, PopMessageResponseHeader,
 };
 use ferrocket_protocol::RemotingCommand;
 
@@ -17,7 +18,7 @@ use super::{readable_queues, refuse_on_slave, POP_POLL_INTERVAL_MS, POP_POLL_MS_
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::pop::POP_MESSAGES_MAX;
-use crate::shard::pop::{pop_retry_topic, PeekQueue, Popped};
+use crate::shard::pop::{pop_retry_topic, PeekQueue, Popped, WaitingPops};
 use crate::shard::Shard;
 
 /// The queues a request names: `queue_id`, or all read queues when negative.
@@ -149,5 +150,22 @@ pub(crate) async fn notification(
         polling_full: false,
     }
     .to_ext();
+    Ok(response)
+}
+
+/// POLLING_INFO: the pops of (group, topic, queue) waiting on every shard.
+pub(crate) async fn polling_info(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let header = PollingInfoRequestHeader::from_ext(&request.ext_fields)?;
+    readable_queues(shard, &header.topic)?;
+    let key = (header.consumer_group, header.topic, header.queue_id.max(-1));
+    let mut polling_num = 0;
+    for reply in shard.call_all(WaitingPops(key)).await {
+        polling_num += reply?;
+    }
+    let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
+    response.ext_fields = PollingInfoResponseHeader { polling_num }.to_ext();
     Ok(response)
 }

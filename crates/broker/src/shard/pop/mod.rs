@@ -16,6 +16,9 @@ use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::ConsumeQueue;
 
 use super::Shard;
+
+mod calls;
+
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::append::{copy_of, tag_hash};
@@ -23,19 +26,63 @@ use crate::services::filter::TagFilter;
 use crate::services::offsets::first_message_in_memory;
 use crate::services::pop::log::{PopLog, LOG_COMPACT_BYTES};
 use crate::services::pop::order::OrderPop;
-use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopState, CHECKPOINTS_MAX};
+use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopQueueKey, PopState, CHECKPOINTS_MAX};
 use crate::services::pull::gather_from;
 use crate::services::records::read_record;
 use crate::services::topics::{TopicChange, RETRY_TOPIC_PREFIX};
-
-/// Back-off added to a checkpoint whose messages could not be re-put.
-pub const REVIVE_RETRY_MS: i64 = 10_000;
+pub(crate) use calls::{AckPop, ChangeInvisible, PeekQueue};
 
 /// A shard's pop state and its log (opened when the shard starts).
 #[derive(Default)]
 pub(crate) struct PopStore {
     pub state: RefCell<PopState>,
     pub log: RefCell<Option<PopLog>>,
+    /// Pops received here and waiting for messages, per (group, topic,
+    /// queue id or -1): POLLING_INFO's answer.
+    pub waiting: RefCell<std::collections::HashMap<PopQueueKey, i32>>,
+}
+
+/// Counts a waiting pop for as long as it lives.
+pub(crate) struct Waiting<'a> {
+    store: &'a PopStore,
+    key: PopQueueKey,
+}
+
+impl<'a> Waiting<'a> {
+    pub fn new(store: &'a PopStore, key: PopQueueKey) -> Self {
+        *store.waiting.borrow_mut().entry(key.clone()).or_default() += 1;
+        Waiting { store, key }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.store.waiting.borrow_mut();
+        if let Some(count) = waiting.get_mut(&self.key) {
+            *count -= 1;
+            if *count <= 0 {
+                waiting.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// POLLING_INFO on every shard: its waiting pops for a key.
+#[derive(Debug, Clone)]
+pub(crate) struct WaitingPops(pub PopQueueKey);
+
+impl ShardCall<Shard> for WaitingPops {
+    type Reply = i32;
+
+    async fn run(self, shard: Rc<Shard>) -> i32 {
+        shard
+            .pop
+            .waiting
+            .borrow()
+            .get(&self.0)
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// `%RETRY%{group}_{topic}`: where a pop's un-acked messages come back.
@@ -154,6 +201,8 @@ impl Shard {
                 invisible_time_ms: pop.invisible_time_ms,
                 offsets: offsets.clone(),
                 acked: 0,
+
+                reput_times: 0,
             };
             if let Some(log) = self.pop.log.borrow_mut().as_mut() {
                 log.checkpoint(&key, &ck);
@@ -318,8 +367,7 @@ impl Shard {
                 Err(reject) => {
                     tracing::warn!(group = %key.group, topic = %key.topic, remark = %reject.remark,
                         "pop revive failed; trying again later");
-                    let mut again = ck.clone();
-                    again.invisible_time_ms += REVIVE_RETRY_MS;
+                    let again = ck.after_failed_revive();
                     if let Some(log) = self.pop.log.borrow_mut().as_mut() {
                         log.checkpoint(&key, &again);
                     }
@@ -443,127 +491,4 @@ fn queue_offset_of(record: &[u8]) -> i64 {
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&record[QUEUE_OFFSET_POS..QUEUE_OFFSET_POS + 8]);
     i64::from_be_bytes(bytes)
-}
-
-/// PEEK_MESSAGE / NOTIFICATION on a queue's owner: what the group's next
-/// pop of the queue would start with, changing nothing.
-#[derive(Debug, Clone)]
-pub(crate) struct PeekQueue {
-    pub group: String,
-    pub topic: String,
-    pub queue_id: i32,
-    pub max_messages: usize,
-    pub max_bytes: usize,
-}
-
-impl ShardCall<Shard> for PeekQueue {
-    type Reply = Result<Popped, Reject>;
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.assert_owns(&self.topic, self.queue_id);
-        let queue = shard.store.consume_queue(&self.topic, self.queue_id)?;
-        let (min, max) = (queue.min_offset(), queue.max_offset());
-        let committed = shard
-            .offsets
-            .borrow()
-            .query(&self.group, &self.topic, self.queue_id);
-        let popped = shard
-            .pop
-            .state
-            .borrow()
-            .next_offset(&self.group, &self.topic, self.queue_id);
-        let start = committed.max(popped).unwrap_or(min).max(min);
-        let limits = (self.max_messages, self.max_bytes);
-        let found = gather_from(&shard.store, &queue, start, limits, &TagFilter::All);
-        Ok(Popped {
-            offsets: found.records.iter().map(|r| queue_offset_of(r)).collect(),
-            records: found.records,
-            start,
-            rest: max - start,
-            counts: Vec::new(),
-        })
-    }
-}
-
-/// ACK_MESSAGE (one offset) or one entry of BATCH_ACK_MESSAGE, on the
-/// owner of the queue read.
-#[derive(Debug, Clone)]
-pub(crate) struct AckPop {
-    pub key: CkKey,
-    pub offsets: Vec<i64>,
-    /// The handle's reviveQid said an ordered pop.
-    pub order: bool,
-}
-
-impl ShardCall<Shard> for AckPop {
-    type Reply = Result<(), Reject>;
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.assert_owns(&self.key.topic, self.key.queue_id);
-        if let [offset] = self.offsets[..] {
-            shard.check_pop_offset(&self.key.topic, self.key.queue_id, offset)?;
-        }
-        if !self.order {
-            shard.ack_pop(&self.key, &self.offsets);
-            return Ok(());
-        }
-        for offset in self.offsets {
-            shard.ack_in_order(&self.key, offset);
-        }
-        Ok(())
-    }
-}
-
-/// CHANGE_MESSAGE_INVISIBLETIME: a new one-message checkpoint from now,
-/// then the old one acked (Java's order: the message is never unguarded).
-#[derive(Debug, Clone)]
-pub(crate) struct ChangeInvisible {
-    pub key: CkKey,
-    pub offset: i64,
-    pub invisible_time_ms: i64,
-    pub now_ms: i64,
-    /// The handle's reviveQid said an ordered pop.
-    pub order: bool,
-}
-
-impl ShardCall<Shard> for ChangeInvisible {
-    type Reply = Result<(), Reject>;
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.assert_owns(&self.key.topic, self.key.queue_id);
-        shard.check_pop_offset(&self.key.topic, self.key.queue_id, self.offset)?;
-        if self.order {
-            // The queue stays held until the new time (Java's
-            // updateNextVisibleTime).
-            let queue_key = (
-                self.key.group.clone(),
-                self.key.topic.clone(),
-                self.key.queue_id,
-            );
-            let visible_at = self.now_ms + self.invisible_time_ms;
-            let mut state = shard.pop.state.borrow_mut();
-            if state.extend_order(&queue_key, self.key.pop_time_ms, visible_at) {
-                if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
-                    log.order(&queue_key, state.order(&queue_key));
-                }
-            }
-            return Ok(());
-        }
-        let key = CkKey {
-            start_offset: self.offset,
-            pop_time_ms: self.now_ms,
-            ..self.key.clone()
-        };
-        let ck = Checkpoint {
-            invisible_time_ms: self.invisible_time_ms,
-            offsets: vec![self.offset],
-            acked: 0,
-        };
-        if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
-            log.checkpoint(&key, &ck);
-        }
-        shard.pop.state.borrow_mut().add(key, ck);
-        shard.ack_pop(&self.key, &[self.offset]);
-        Ok(())
-    }
 }

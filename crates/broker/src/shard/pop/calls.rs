@@ -1,0 +1,138 @@
+//! The calls acks, changes of invisible time, peeks and POLLING_INFO make
+//! on a queue's owner (or every) shard.
+
+use std::rc::Rc;
+
+use ferrocket_runtime::shard::ShardCall;
+
+use super::{queue_offset_of, Popped};
+use crate::error::Reject;
+use crate::services::filter::TagFilter;
+use crate::services::pop::{Checkpoint, CkKey};
+use crate::services::pull::gather_from;
+use crate::shard::Shard;
+
+/// PEEK_MESSAGE / NOTIFICATION on a queue's owner: what the group's next
+/// pop of the queue would start with, changing nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct PeekQueue {
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+    pub max_messages: usize,
+    pub max_bytes: usize,
+}
+
+impl ShardCall<Shard> for PeekQueue {
+    type Reply = Result<Popped, Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.topic, self.queue_id);
+        let queue = shard.store.consume_queue(&self.topic, self.queue_id)?;
+        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let committed = shard
+            .offsets
+            .borrow()
+            .query(&self.group, &self.topic, self.queue_id);
+        let popped = shard
+            .pop
+            .state
+            .borrow()
+            .next_offset(&self.group, &self.topic, self.queue_id);
+        let start = committed.max(popped).unwrap_or(min).max(min);
+        let limits = (self.max_messages, self.max_bytes);
+        let found = gather_from(&shard.store, &queue, start, limits, &TagFilter::All);
+        Ok(Popped {
+            offsets: found.records.iter().map(|r| queue_offset_of(r)).collect(),
+            records: found.records,
+            start,
+            rest: max - start,
+            counts: Vec::new(),
+        })
+    }
+}
+
+/// ACK_MESSAGE (one offset) or one entry of BATCH_ACK_MESSAGE, on the
+/// owner of the queue read.
+#[derive(Debug, Clone)]
+pub(crate) struct AckPop {
+    pub key: CkKey,
+    pub offsets: Vec<i64>,
+    /// The handle's reviveQid said an ordered pop.
+    pub order: bool,
+}
+
+impl ShardCall<Shard> for AckPop {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.key.topic, self.key.queue_id);
+        if let [offset] = self.offsets[..] {
+            shard.check_pop_offset(&self.key.topic, self.key.queue_id, offset)?;
+        }
+        if !self.order {
+            shard.ack_pop(&self.key, &self.offsets);
+            return Ok(());
+        }
+        for offset in self.offsets {
+            shard.ack_in_order(&self.key, offset);
+        }
+        Ok(())
+    }
+}
+
+/// CHANGE_MESSAGE_INVISIBLETIME: a new one-message checkpoint from now,
+/// then the old one acked (Java's order: the message is never unguarded).
+#[derive(Debug, Clone)]
+pub(crate) struct ChangeInvisible {
+    pub key: CkKey,
+    pub offset: i64,
+    pub invisible_time_ms: i64,
+    pub now_ms: i64,
+    /// The handle's reviveQid said an ordered pop.
+    pub order: bool,
+}
+
+impl ShardCall<Shard> for ChangeInvisible {
+    type Reply = Result<(), Reject>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.assert_owns(&self.key.topic, self.key.queue_id);
+        shard.check_pop_offset(&self.key.topic, self.key.queue_id, self.offset)?;
+        if self.order {
+            // The queue stays held until the new time (Java's
+            // updateNextVisibleTime).
+            let queue_key = (
+                self.key.group.clone(),
+                self.key.topic.clone(),
+                self.key.queue_id,
+            );
+            let visible_at = self.now_ms + self.invisible_time_ms;
+            let mut state = shard.pop.state.borrow_mut();
+            if state.extend_order(&queue_key, self.key.pop_time_ms, visible_at) {
+                if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
+                    log.order(&queue_key, state.order(&queue_key));
+                }
+            }
+            return Ok(());
+        }
+        let key = CkKey {
+            start_offset: self.offset,
+            pop_time_ms: self.now_ms,
+            ..self.key.clone()
+        };
+        let ck = Checkpoint {
+            invisible_time_ms: self.invisible_time_ms,
+            offsets: vec![self.offset],
+            acked: 0,
+
+            reput_times: 0,
+        };
+        if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
+            log.checkpoint(&key, &ck);
+        }
+        shard.pop.state.borrow_mut().add(key, ck);
+        shard.ack_pop(&self.key, &[self.offset]);
+        Ok(())
+    }
+}
