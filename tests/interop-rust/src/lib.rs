@@ -9,7 +9,11 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
+
+use rocketmq_client_rust::{ClientRuntime, ClientRuntimeConfig, TelemetryHandle};
+use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 
 /// How long a server may take to say it is listening.
 pub const READY_TIMEOUT_MS: u64 = 60_000;
@@ -179,4 +183,25 @@ fn wait_registered(namesrv: &str, broker: &str) {
     .join()
     .expect("the registration wait");
     assert!(listed, "the broker did not register with the name server");
+}
+
+static RUNTIME_OWNER: LazyLock<RuntimeOwner> = LazyLock::new(|| {
+    RuntimeOwner::plan(RuntimeConfig {
+        thread_name: "interop-rust-client".to_string(),
+        ..Default::default()
+    })
+    .expect("runtime configuration")
+    .build()
+    .expect("client runtime owner")
+});
+
+/// A `rocketmq-client-rust` client runtime named `component`, on one
+/// runtime owner shared by the tests of a binary.
+pub fn client_runtime(component: &'static str) -> Arc<ClientRuntime> {
+    ClientRuntime::try_new(
+        RUNTIME_OWNER.root_context().component(component),
+        ClientRuntimeConfig::default(),
+        TelemetryHandle::noop(),
+    )
+    .expect("client runtime")
 }

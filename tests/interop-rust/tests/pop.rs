@@ -8,41 +8,24 @@
 //! pop retry topic); every other message is consumed exactly once.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrocket_client::{Admin, CreateTopicOptions, Producer, ProducerConfig, SendOptions};
 use ferrocket_interop_rust::Cluster;
 use rocketmq_client_rust::{
-    ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus, DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently,
-    TelemetryHandle,
+    ClientResult, ClientRuntime, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+    DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently,
 };
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::MessageTrait;
-use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 
 const TOPIC: &str = "PopTopic";
 const GROUP: &str = "pop_consumer_group";
 const MESSAGES: usize = 40;
 
-static RUNTIME_OWNER: LazyLock<RuntimeOwner> = LazyLock::new(|| {
-    RuntimeOwner::plan(RuntimeConfig {
-        thread_name: "interop-rust-pop".to_string(),
-        ..Default::default()
-    })
-    .expect("runtime configuration")
-    .build()
-    .expect("client runtime owner")
-});
-
 fn client_runtime() -> Arc<ClientRuntime> {
-    ClientRuntime::try_new(
-        RUNTIME_OWNER.root_context().component("pop-test"),
-        ClientRuntimeConfig::default(),
-        TelemetryHandle::noop(),
-    )
-    .expect("client runtime")
+    ferrocket_interop_rust::client_runtime("pop-test")
 }
 
 /// Counts deliveries per body; fails "fail-once" the first time.
@@ -83,16 +66,23 @@ async fn a_push_consumer_told_to_pop_consumes_every_message_once() {
         write_queue_nums: 4,
         ..CreateTopicOptions::default()
     };
-    admin.create_topic(&cluster.broker.addr(), TOPIC, &options).await.unwrap();
+    admin
+        .create_topic(&cluster.broker.addr(), TOPIC, &options)
+        .await
+        .unwrap();
     admin
         .set_message_request_mode(&cluster.broker.addr(), TOPIC, GROUP, "POP", 0)
         .await
         .unwrap();
-    let producer = Producer::new(ProducerConfig::new("pop_producer", cluster.namesrv.addr())).unwrap();
+    let producer =
+        Producer::new(ProducerConfig::new("pop_producer", cluster.namesrv.addr())).unwrap();
     let mut expected = vec!["fail-once".to_string()];
     expected.extend((0..MESSAGES).map(|n| format!("pop-{n}")));
     for body in &expected {
-        producer.send(TOPIC, body.clone(), &SendOptions::default()).await.unwrap();
+        producer
+            .send(TOPIC, body.clone(), &SendOptions::default())
+            .await
+            .unwrap();
     }
 
     let listener = Listener::default();

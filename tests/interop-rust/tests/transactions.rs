@@ -12,19 +12,17 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrocket_client::{PullConsumer, PullConsumerConfig, PullStatus};
 use ferrocket_interop_rust::Cluster;
 use rocketmq_client_rust::{
-    ClientRuntime, ClientRuntimeConfig, LocalTransactionState, TelemetryHandle,
-    TransactionListener, TransactionMQProducer,
+    ClientRuntime, LocalTransactionState, TransactionListener, TransactionMQProducer,
 };
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_single::Message;
 use rocketmq_model::common::message::MessageTrait;
-use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 
 /// Broker settings: check every 500 ms anything older than 500 ms, roll
 /// back after 3 checks.
@@ -37,23 +35,8 @@ const CHECK_MAX: usize = 3;
 const TOPIC: &str = "TxnTopic";
 const GROUP: &str = "txn_producer_group";
 
-static RUNTIME_OWNER: LazyLock<RuntimeOwner> = LazyLock::new(|| {
-    RuntimeOwner::plan(RuntimeConfig {
-        thread_name: "interop-rust-client".to_string(),
-        ..Default::default()
-    })
-    .expect("runtime configuration")
-    .build()
-    .expect("client runtime owner")
-});
-
 fn client_runtime() -> Arc<ClientRuntime> {
-    ClientRuntime::try_new(
-        RUNTIME_OWNER.root_context().component("txn-test"),
-        ClientRuntimeConfig::default(),
-        TelemetryHandle::noop(),
-    )
-    .expect("client runtime")
+    ferrocket_interop_rust::client_runtime("txn-test")
 }
 
 fn body_of(msg: &dyn MessageTrait) -> String {

@@ -57,6 +57,22 @@ fn checkpoint_key(
     Ok((key, info.revive_qid == ORDER_REVIVE_QID))
 }
 
+/// Acks `offsets` of checkpoint `key` on its queue's owner.
+async fn ack_on_owner(
+    shard: &Shard,
+    key: CkKey,
+    offsets: Vec<i64>,
+    order: bool,
+) -> Result<(), Reject> {
+    let owner = shard.owner_of(&key.topic, key.queue_id);
+    let ack = AckPop {
+        key,
+        offsets,
+        order,
+    };
+    shard.call(owner, ack).await?
+}
+
 /// ACK_MESSAGE.
 pub(crate) async fn ack_message(
     shard: &Rc<Shard>,
@@ -71,18 +87,7 @@ pub(crate) async fn ack_message(
         header.queue_id,
         &header.extra_info,
     )?;
-    let owner = shard.owner_of(&key.topic, key.queue_id);
-    let offsets = vec![header.offset];
-    shard
-        .call(
-            owner,
-            AckPop {
-                key,
-                offsets,
-                order,
-            },
-        )
-        .await??;
+    ack_on_owner(shard, key, vec![header.offset], order).await?;
     Ok(RemotingCommand::response_to(
         request,
         response_code::SUCCESS,
@@ -243,18 +248,7 @@ pub(crate) async fn batch_ack(
             start_offset: ack.so,
             pop_time_ms: ack.pt,
         };
-        let owner = shard.owner_of(&key.topic, key.queue_id);
-        let order = ack.rq == ORDER_REVIVE_QID;
-        shard
-            .call(
-                owner,
-                AckPop {
-                    key,
-                    offsets,
-                    order,
-                },
-            )
-            .await??;
+        ack_on_owner(shard, key, offsets, ack.rq == ORDER_REVIVE_QID).await?;
     }
     Ok(RemotingCommand::response_to(
         request,
