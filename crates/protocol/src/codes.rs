@@ -67,6 +67,7 @@ pub mod request_code {
     pub const LITE_PULL_MESSAGE: i32 = 361;
     pub const QUERY_ASSIGNMENT: i32 = 400;
     pub const SET_MESSAGE_REQUEST_MODE: i32 = 401;
+    pub const GET_ALL_MESSAGE_REQUEST_MODE: i32 = 402;
     pub const BROKER_HEARTBEAT: i32 = 904;
     pub const POP_MESSAGE: i32 = 200050;
     pub const ACK_MESSAGE: i32 = 200051;
@@ -190,6 +191,7 @@ const REQUEST_CODE_NAMES: &[(i32, &str)] = named_request_codes![
     LITE_PULL_MESSAGE,
     QUERY_ASSIGNMENT,
     SET_MESSAGE_REQUEST_MODE,
+    GET_ALL_MESSAGE_REQUEST_MODE,
     BROKER_HEARTBEAT,
     POP_MESSAGE,
     ACK_MESSAGE,

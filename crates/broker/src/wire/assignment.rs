@@ -5,7 +5,8 @@
 //! every queue (the broker hands messages out); in PULL mode the queues
 //! are shared out averagely among the group's live consumers
 //! (`AllocateMessageQueueAveragely`), as a client-side rebalance would.
-//! Only this broker's queues are assigned.
+//! Only this broker's queues are assigned. GET_ALL_MESSAGE_REQUEST_MODE
+//! (402) answers the whole table.
 
 use std::rc::Rc;
 
@@ -167,6 +168,19 @@ fn share(queues: i32, clients: &[String], me: &str) -> Vec<i32> {
     (start..queues.min(start + size))
         .map(|q| q as i32)
         .collect()
+}
+
+/// GET_ALL_MESSAGE_REQUEST_MODE (402): the whole table, as
+/// messageRequestMode.json holds it (a slave's metadata sync reads it).
+pub(crate) fn all_request_modes(
+    shard: &Shard,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let body = shard
+        .request_modes
+        .with(serde_json::to_vec)
+        .map_err(|e| Reject::system(e.to_string()))?;
+    Ok(RemotingCommand::response_to(request, response_code::SUCCESS, None).with_body(body))
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ async fn dispatch(
         POP_MESSAGE => pop::pop_message(shard, request).await,
         QUERY_ASSIGNMENT => assignment::query_assignment(shard, request).await,
         SET_MESSAGE_REQUEST_MODE => assignment::set_request_mode(shard, request).await,
+        GET_ALL_MESSAGE_REQUEST_MODE => assignment::all_request_modes(shard, request),
         ACK_MESSAGE => pop::ack::ack_message(shard, request).await,
         BATCH_ACK_MESSAGE => pop::ack::batch_ack(shard, request).await,
         CHANGE_MESSAGE_INVISIBLETIME => pop::ack::change_invisible_time(shard, request).await,

@@ -42,6 +42,21 @@ pub(crate) struct PopStore {
     pub waiting: RefCell<std::collections::HashMap<PopQueueKey, i32>>,
 }
 
+/// Most pops waiting per (group, topic, queue) on a shard (`popPollingSize`).
+pub const POP_POLLING_PER_KEY_MAX: i32 = 1024;
+/// Most pops waiting on a shard (`maxPopPollingSize`).
+pub const POP_POLLING_MAX: i32 = 100_000;
+
+impl PopStore {
+    /// Whether one more pop may not wait here (Java answers POLLING_FULL).
+    pub fn polling_full(&self, key: &PopQueueKey) -> bool {
+        let waiting = self.waiting.borrow();
+        let total: i32 = waiting.values().sum();
+        total >= POP_POLLING_MAX
+            || waiting.get(key).copied().unwrap_or(0) >= POP_POLLING_PER_KEY_MAX
+    }
+}
+
 /// Counts a waiting pop for as long as it lives.
 pub(crate) struct Waiting<'a> {
     store: &'a PopStore,

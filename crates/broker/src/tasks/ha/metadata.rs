@@ -3,7 +3,8 @@
 //! groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG 201), replaced when their
 //! dataVersion differs; consumer offsets (GET_ALL_CONSUMER_OFFSET 43),
 //! merged every time; delay offsets (GET_ALL_DELAY_OFFSET 45), written
-//! verbatim to delayOffset.json. First after 3 s, then every 10 s (the
+//! verbatim to delayOffset.json; request modes (GET_ALL_MESSAGE_REQUEST_MODE
+//! 402), replaced when they differ. First after 3 s, then every 10 s (the
 //! 4.x schedule; 5.x checks every 3 s and syncs after 60 s).
 
 use std::rc::Rc;
@@ -20,6 +21,7 @@ use crate::error::Reject;
 use crate::services::delay_levels::DELAY_OFFSET_FILE;
 use crate::services::groups::GroupTable;
 use crate::services::offsets::{OffsetFile, OffsetMap};
+use crate::services::request_modes::RequestModeTable;
 use crate::services::topics::TopicTable;
 use crate::shard::Shard;
 
@@ -77,6 +79,17 @@ pub(crate) async fn sync_all(shard: &Rc<Shard>, master: &str) -> Result<(), Reje
             .write_bytes(DELAY_OFFSET_FILE, &delay.body)
             .map_err(|e| Reject::system(e.to_string()))?;
     }
+    let modes: RequestModeTable =
+        ask_json(shard, master, request_code::GET_ALL_MESSAGE_REQUEST_MODE).await?;
+    shard
+        .change_table::<RequestModeTable, ()>(|table| {
+            let changed = *table != modes;
+            if changed {
+                *table = modes;
+            }
+            Ok(((), changed))
+        })
+        .await?;
     let groups: GroupTable = ask_json(
         shard,
         master,

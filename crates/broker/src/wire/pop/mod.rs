@@ -125,18 +125,27 @@ pub(crate) async fn pop_message(
     )?;
     let poll_ms = header.poll_time.clamp(0, POP_POLL_MS_MAX);
     let deadline = now_ms() + poll_ms;
+    let mut waiting = None;
     loop {
         let pop_time = now_ms();
         let look = look_once(shard, &header, read_queues, &filter, pop_time).await?;
         if look.count > 0 || now_ms() >= deadline || shard.stopping.is_triggered() {
             return Ok(answer(request, &header, look, pop_time));
         }
-        let key = (
-            header.consumer_group.clone(),
-            header.topic.clone(),
-            header.queue_id.max(-1),
-        );
-        let _waiting = Waiting::new(&shard.pop, key);
+        if waiting.is_none() {
+            let key = (
+                header.consumer_group.clone(),
+                header.topic.clone(),
+                header.queue_id.max(-1),
+            );
+            if shard.pop.polling_full(&key) {
+                let mut full = answer(request, &header, Look::default(), pop_time);
+                full.code = response_code::POLLING_FULL;
+                full.remark = Some("POLLING_FULL".into());
+                return Ok(full);
+            }
+            waiting = Some(Waiting::new(&shard.pop, key));
+        }
         let wait = (deadline - now_ms()).clamp(1, POP_POLL_INTERVAL_MS as i64) as u64;
         if shard
             .stopping
