@@ -27,14 +27,14 @@ cleanup() {
 }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-NS_A=$(port); NS_B=$(port); BR_A=$(port); BR_B=$(port)
+NS_A=$(port); NS_B=$(port); BR_A=$(port); BR_B=$(port); HA_A=$(port); HA_B=$(port)
 "$A" namesrv --listen-addr 127.0.0.1 --listen-port "$NS_A" --set "kvConfigPath=$WORK/ns-a/kvConfig.json" > "$WORK/ns-a.log" 2>&1 & PIDS+=($!)
 "$B" namesrv --listen-addr 127.0.0.1 --listen-port "$NS_B" --set "kvConfigPath=$WORK/ns-b/kvConfig.json" > "$WORK/ns-b.log" 2>&1 & PIDS+=($!)
 sleep 1
 # shellcheck disable=SC2086
-"$A" broker --listen-addr 127.0.0.1 --listen-port "$BR_A" -n "127.0.0.1:$NS_A" --store-path-root-dir "$WORK/a" ${BROKER_ARGS_A:-${BROKER_ARGS:-}} > "$WORK/a.log" 2>&1 & PA=$!; PIDS+=($PA)
+"$A" broker --listen-addr 127.0.0.1 --listen-port "$BR_A" -n "127.0.0.1:$NS_A" --store-path-root-dir "$WORK/a" --set "haListenPort=$HA_A" ${BROKER_ARGS_A:-${BROKER_ARGS:-}} > "$WORK/a.log" 2>&1 & PA=$!; PIDS+=($PA)
 # shellcheck disable=SC2086
-"$B" broker --listen-addr 127.0.0.1 --listen-port "$BR_B" -n "127.0.0.1:$NS_B" --store-path-root-dir "$WORK/b" ${BROKER_ARGS_B:-${BROKER_ARGS:-}} > "$WORK/b.log" 2>&1 & PB=$!; PIDS+=($PB)
+"$B" broker --listen-addr 127.0.0.1 --listen-port "$BR_B" -n "127.0.0.1:$NS_B" --store-path-root-dir "$WORK/b" --set "haListenPort=$HA_B" ${BROKER_ARGS_B:-${BROKER_ARGS:-}} > "$WORK/b.log" 2>&1 & PB=$!; PIDS+=($PB)
 sleep 4
 uptime
 "$BENCH" compare --namesrv-a "127.0.0.1:$NS_A" --label-a "${LABEL_A:-a}" --namesrv-b "127.0.0.1:$NS_B" --label-b "${LABEL_B:-b}" \
