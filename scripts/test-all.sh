@@ -6,7 +6,8 @@
 #  3. creates or reuses a Python venv in target/interop-venv with the pinned
 #     Apache RocketMQ C++ client (PyPI rocketmq==0.4.4) and runs the interop
 #     suite in tests/interop against target/debug/ferrocket,
-#  4. runs tests/interop-rust (transactions through rocketmq-client-rust).
+#  4. runs tests/interop-rust (transactions and pop consumption through
+#     rocketmq-client-rust).
 #
 # Any failure fails the whole command. Environment:
 #   PYTHON           interpreter for the venv (default: python3.11, else python3)
@@ -95,8 +96,9 @@ if [[ "${SKIP_INTEROP_RUST:-0}" == "1" ]]; then
     step "SKIP_INTEROP_RUST=1: rocketmq-client-rust suite skipped"
     exit 0
 fi
-# Transactions through rocketmq-client-rust: a standalone crate (large
-# dependency tree, its own target dir; a cold build takes minutes).
+# Transactions and pop consumption through rocketmq-client-rust: a
+# standalone crate (large dependency tree, its own target dir; a cold
+# build takes minutes).
 step "cargo test tests/interop-rust (rocketmq-client-rust, target dir $TARGET_DIR/interop-rust)"
-FERROCKET_BIN="$FERROCKET_BIN" cargo test --locked --test transactions \
+FERROCKET_BIN="$FERROCKET_BIN" cargo test --locked --tests \
     --manifest-path "$ROOT/tests/interop-rust/Cargo.toml" --target-dir "$TARGET_DIR/interop-rust"
