@@ -136,3 +136,61 @@ impl ShardCall<Shard> for ChangeInvisible {
         Ok(())
     }
 }
+
+/// A pop of one queue that found nothing waits on the queue's owner for a
+/// dispatch to the queue (as a held pull does), at most `wait_ms`.
+#[derive(Debug, Clone)]
+pub(crate) struct HoldQueue {
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+    pub filter: TagFilter,
+    pub wait_ms: u64,
+}
+
+impl ShardCall<Shard> for HoldQueue {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        shard.assert_owns(&self.topic, self.queue_id);
+        let Ok(queue) = shard.store.consume_queue(&self.topic, self.queue_id) else {
+            return;
+        };
+        let committed = shard
+            .offsets
+            .borrow()
+            .query(&self.group, &self.topic, self.queue_id);
+        let popped = shard
+            .pop
+            .state
+            .borrow()
+            .next_offset(&self.group, &self.topic, self.queue_id);
+        let start = committed.max(popped).unwrap_or(queue.min_offset());
+        // Arrived since the look (no await between this check and the hold).
+        if start < queue.max_offset() {
+            return;
+        }
+        let wait = std::time::Duration::from_millis(self.wait_ms);
+        let Some(held) = shard
+            .polls
+            .hold(&self.topic, self.queue_id, self.filter.clone())
+        else {
+            glommio::timer::sleep(wait).await;
+            return;
+        };
+        let woken = futures_lite::future::or(
+            async {
+                held.woken.await;
+                true
+            },
+            async {
+                glommio::timer::sleep(wait).await;
+                false
+            },
+        )
+        .await;
+        if !woken {
+            shard.polls.forget(&self.topic, self.queue_id, held.id);
+        }
+    }
+}

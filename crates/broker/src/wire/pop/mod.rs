@@ -6,7 +6,8 @@
 //! owner shard (`shard::pop`); a pop of "any queue" walks the topic's
 //! queues from a rotating start, reads the group's pop retry topic first
 //! one time in five (Java's `popFromRetryProbability`), and with `pollTime`
-//! waits for messages, looking again every [`POP_POLL_INTERVAL_MS`].
+//! waits for messages: a pop of one queue held on its owner until one
+//! arrives, a pop of any queue looking again every [`POP_POLL_INTERVAL_MS`].
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -23,7 +24,7 @@ use crate::error::Reject;
 use crate::services::filter::TagFilter;
 use crate::services::pop::order::ORDER_REVIVE_QID;
 use crate::services::pop::POP_MESSAGES_MAX;
-use crate::shard::pop::{pop_retry_topic, PopQueue, Waiting};
+use crate::shard::pop::{pop_retry_topic, HoldQueue, PopQueue, Waiting};
 use crate::shard::Shard;
 
 pub(crate) mod ack;
@@ -38,6 +39,9 @@ pub const POP_LATE_MS_MAX: i64 = 500;
 pub const POP_FROM_RETRY_PERCENT: u64 = 20;
 /// `reviveQid` in answers and handles (Ferrocket has no revive queues).
 pub const REVIVE_QID: i32 = 0;
+/// Longest a pop of one queue waits on its owner between looks (Java
+/// forces a look every `popLongPollingForceNotifyInterval`, 800 ms).
+pub const POP_HOLD_MS_MAX: u64 = 800;
 /// Longest a pop may wait (`pollTime` is capped here).
 pub const POP_POLL_MS_MAX: i64 = 60_000;
 
@@ -146,15 +150,40 @@ pub(crate) async fn pop_message(
             }
             waiting = Some(Waiting::new(&shard.pop, key));
         }
-        let wait = (deadline - now_ms()).clamp(1, POP_POLL_INTERVAL_MS as i64) as u64;
-        if shard
-            .stopping
-            .interrupts_sleep(Duration::from_millis(wait))
-            .await
-        {
+        if wait_for_messages(shard, &header, &filter, deadline).await {
             return Ok(answer(request, &header, Look::default(), pop_time));
         }
     }
+}
+
+/// Waits before the next look: a pop of one queue on the queue's owner
+/// until a message arrives (at most [`POP_HOLD_MS_MAX`], so the pop retry
+/// topic is looked at again too), a pop of any queue
+/// [`POP_POLL_INTERVAL_MS`]. True when the shard stops.
+async fn wait_for_messages(
+    shard: &Rc<Shard>,
+    header: &PopMessageRequestHeader,
+    filter: &TagFilter,
+    deadline: i64,
+) -> bool {
+    let left = (deadline - now_ms()).max(1) as u64;
+    if header.queue_id < 0 {
+        let wait = Duration::from_millis(left.min(POP_POLL_INTERVAL_MS));
+        return shard.stopping.interrupts_sleep(wait).await;
+    }
+    let hold = HoldQueue {
+        group: header.consumer_group.clone(),
+        topic: header.topic.clone(),
+        queue_id: header.queue_id,
+        filter: filter.clone(),
+        wait_ms: left.min(POP_HOLD_MS_MAX),
+    };
+    let owner = shard.owner_of(&header.topic, header.queue_id);
+    let held = async {
+        // A failed call (the mesh stopping) just ends the wait.
+        let _ = shard.call(owner, hold).await;
+    };
+    shard.stopping.interrupts(held).await
 }
 
 fn answer(
