@@ -444,6 +444,9 @@ fn a_waiting_pop_of_one_queue_answers_when_a_message_arrives() {
     assert_eq!(code, response_code::SUCCESS);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].body, "arrived");
-    assert!(waited < Duration::from_secs(10), "answered on arrival, not at the poll deadline");
+    assert!(
+        waited < Duration::from_secs(10),
+        "answered on arrival, not at the poll deadline"
+    );
     broker.stop();
 }
