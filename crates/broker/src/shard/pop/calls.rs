@@ -30,16 +30,10 @@ impl ShardCall<Shard> for PeekQueue {
         shard.assert_owns(&self.topic, self.queue_id);
         let queue = shard.store.consume_queue(&self.topic, self.queue_id)?;
         let (min, max) = (queue.min_offset(), queue.max_offset());
-        let committed = shard
-            .offsets
-            .borrow()
-            .query(&self.group, &self.topic, self.queue_id);
-        let popped = shard
-            .pop
-            .state
-            .borrow()
-            .next_offset(&self.group, &self.topic, self.queue_id);
-        let start = committed.max(popped).unwrap_or(min).max(min);
+        let start = shard
+            .popped_up_to(&self.group, &self.topic, self.queue_id)
+            .unwrap_or(min)
+            .max(min);
         let limits = (self.max_messages, self.max_bytes);
         let found = gather_from(&shard.store, &queue, start, limits, &TagFilter::All);
         Ok(Popped {
@@ -156,16 +150,9 @@ impl ShardCall<Shard> for HoldQueue {
         let Ok(queue) = shard.store.consume_queue(&self.topic, self.queue_id) else {
             return;
         };
-        let committed = shard
-            .offsets
-            .borrow()
-            .query(&self.group, &self.topic, self.queue_id);
-        let popped = shard
-            .pop
-            .state
-            .borrow()
-            .next_offset(&self.group, &self.topic, self.queue_id);
-        let start = committed.max(popped).unwrap_or(queue.min_offset());
+        let start = shard
+            .popped_up_to(&self.group, &self.topic, self.queue_id)
+            .unwrap_or(queue.min_offset());
         // Arrived since the look (no await between this check and the hold).
         if start < queue.max_offset() {
             return;

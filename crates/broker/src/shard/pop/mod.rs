@@ -149,6 +149,14 @@ impl ShardCall<Shard> for PopQueue {
 }
 
 impl Shard {
+    /// Where a group's next pop of a queue starts, once it has one: its
+    /// committed offset or what this shard popped since, the later.
+    pub(crate) fn popped_up_to(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let committed = self.offsets.borrow().query(group, topic, queue_id);
+        let popped = self.pop.state.borrow().next_offset(group, topic, queue_id);
+        committed.max(popped)
+    }
+
     /// Where a group's first pop of a queue starts (`initMode`).
     fn initial_pop_offset(&self, pop: &PopQueue, queue: &ConsumeQueue) -> i64 {
         let (min, max) = (queue.min_offset(), queue.max_offset());
@@ -171,16 +179,7 @@ impl Shard {
             return self.pop_queue_in_order(pop, &queue);
         }
         let (min, max) = (queue.min_offset(), queue.max_offset());
-        let committed = self
-            .offsets
-            .borrow()
-            .query(&pop.group, &pop.topic, pop.queue_id);
-        let popped = self
-            .pop
-            .state
-            .borrow()
-            .next_offset(&pop.group, &pop.topic, pop.queue_id);
-        let start = match committed.max(popped) {
+        let start = match self.popped_up_to(&pop.group, &pop.topic, pop.queue_id) {
             Some(offset) => offset.max(min),
             None => self.initial_pop_offset(pop, &queue),
         };
