@@ -197,6 +197,9 @@ fn broker_retention_keys(
         "diskSpaceCleanForciblyRatio" => {
             config.disk_space_clean_forcibly_ratio = percent(key, setting)?
         }
+        "diskSpaceWarningLevelRatio" => {
+            config.disk_space_warning_level_ratio = ratio_percent(key, setting)?
+        }
         "cleanFileForciblyEnable" => config.clean_file_forcibly_enable = parse_bool(key, setting)?,
         "cleanResourceInterval" => config.clean_resource_interval_ms = positive(key, setting)?,
         _ => return Ok(false),
@@ -335,6 +338,21 @@ fn percent(key: &str, setting: &Setting) -> Result<u8, String> {
     Ok(value)
 }
 
+/// A percentage written either way: `90`, or Java's ratio form `0.90`.
+fn ratio_percent(key: &str, setting: &Setting) -> Result<u8, String> {
+    if !setting.value.contains('.') {
+        return percent(key, setting);
+    }
+    match setting.value.trim().parse::<f64>() {
+        Ok(ratio) if ratio > 0.0 && ratio <= 1.0 => Ok((ratio * 100.0).round().max(1.0) as u8),
+        _ => Err(invalid(
+            key,
+            setting,
+            "must be a ratio in (0, 1] or a percentage in 1..=100",
+        )),
+    }
+}
+
 fn non_empty(key: &str, setting: &Setting) -> Result<String, String> {
     if setting.value.is_empty() {
         return Err(invalid(key, setting, "must not be empty"));
@@ -397,6 +415,11 @@ mod tests {
         assert_eq!(config.delete_when, vec![1, 13]);
         assert!(apply_broker(&mut config, "deleteWhen", &setting("25")).is_err());
         assert!(apply_broker(&mut config, "diskMaxUsedSpaceRatio", &setting("101")).is_err());
+        apply_broker(&mut config, "diskSpaceWarningLevelRatio", &setting("0.95")).unwrap();
+        assert_eq!(config.disk_space_warning_level_ratio, 95);
+        apply_broker(&mut config, "diskSpaceWarningLevelRatio", &setting("80")).unwrap();
+        assert_eq!(config.disk_space_warning_level_ratio, 80);
+        assert!(apply_broker(&mut config, "diskSpaceWarningLevelRatio", &setting("1.5")).is_err());
         assert!(apply_broker(
             &mut config,
             "destroyMapedFileIntervalForcibly",

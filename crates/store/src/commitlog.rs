@@ -85,6 +85,8 @@ pub(crate) struct CommitLogShared {
     /// Everything below is on disk (fdatasync'ed).
     durable: AtomicI64,
     hot: Option<Mutex<HotTail>>,
+    /// Whether writes are stopped for lack of disk space.
+    pub(crate) disk: crate::disk::DiskState,
 }
 
 impl CommitLogShared {
@@ -109,6 +111,7 @@ impl CommitLogShared {
                     bytes_max,
                 })
             }),
+            disk: crate::disk::DiskState::default(),
         }
     }
 

@@ -166,6 +166,7 @@ impl StoreConfig {
         }
         if self.retention.disk_max_used_percent > 100
             || self.retention.disk_clean_forcibly_percent > 100
+            || self.retention.disk_warning_level_percent > 100
         {
             return bad("disk usage ratios must be at most 100".into());
         }

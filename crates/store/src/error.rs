@@ -23,6 +23,12 @@ pub enum StoreError {
     FlushFailed(String),
     #[error("the store is not accepting writes: {0}")]
     Unavailable(String),
+    /// The store's file system has no room for what a write needs (ENOSPC
+    /// on allocating a segment or a queue file, or its used share above
+    /// `diskSpaceWarningLevelRatio`). Nothing was written; writes resume by
+    /// themselves once space is back.
+    #[error("the broker's disk is full: {0}")]
+    DiskFull(String),
     #[error("append of {size_bytes} bytes exceeds the limit of {max_bytes} bytes")]
     TooLarge { size_bytes: usize, max_bytes: usize },
     #[error("invalid record handed to the store: {0}")]
@@ -44,13 +50,36 @@ impl StoreError {
     /// The RocketMQ response code a broker answers a send with.
     pub fn response_code(&self) -> i32 {
         match self {
-            StoreError::Unavailable(_) => response_code::SERVICE_NOT_AVAILABLE,
+            StoreError::Unavailable(_) | StoreError::DiskFull(_) => {
+                response_code::SERVICE_NOT_AVAILABLE
+            }
             StoreError::TooLarge { .. } | StoreError::InvalidRecord(_) => {
                 response_code::MESSAGE_ILLEGAL
             }
             _ => response_code::SYSTEM_ERROR,
         }
     }
+}
+
+impl StoreError {
+    /// Whether this failure is a lack of disk space (and passes when space
+    /// is freed), as opposed to a broken file or device.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StoreError::DiskFull(_) => true,
+            StoreError::Io { kind, .. } => is_no_space(*kind),
+            _ => false,
+        }
+    }
+}
+
+/// Whether an I/O error means the file system has no room left (ENOSPC,
+/// or the user's quota).
+pub(crate) fn is_no_space(kind: std::io::ErrorKind) -> bool {
+    matches!(
+        kind,
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// A failed I/O call with what the store was doing and on which file. The

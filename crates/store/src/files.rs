@@ -43,7 +43,6 @@ pub fn list_offset_files(dir: &Path) -> Result<Vec<(i64, PathBuf)>, StoreError> 
 /// Zeroes `[from, to)` of a file without writing every byte: punches a hole
 /// and allocates it again, falling back to writing zeros.
 pub fn zero_range(file: &fs::File, path: &Path, from: u64, to: u64) -> Result<(), StoreError> {
-    use std::os::unix::fs::FileExt;
     use std::os::unix::io::AsRawFd;
     if to <= from {
         return Ok(());
@@ -64,16 +63,81 @@ pub fn zero_range(file: &fs::File, path: &Path, from: u64, to: u64) -> Result<()
         let _ = unsafe { libc::fallocate(file.as_raw_fd(), 0, start, len) };
         return Ok(());
     }
+    write_zeros(file, from, to).io_context("zero file range", path)?;
+    Ok(())
+}
+
+/// Writes zeros over `[from, to)`: gives a range real blocks where
+/// `fallocate` is not supported.
+fn write_zeros(file: &fs::File, from: u64, to: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
     const ZEROS_BYTES: usize = 1 << 20;
-    let zeros = vec![0u8; ZEROS_BYTES];
+    let zeros = vec![0u8; ZEROS_BYTES.min((to - from) as usize)];
     let mut pos = from;
     while pos < to {
-        let n = ((to - pos) as usize).min(ZEROS_BYTES);
-        file.write_all_at(&zeros[..n], pos)
-            .io_context("zero file range", path)?;
+        let n = ((to - pos) as usize).min(zeros.len());
+        file.write_all_at(&zeros[..n], pos)?;
         pos += n as u64;
     }
     Ok(())
+}
+
+/// Gives `[from, to)` of a sparse file real blocks, so that stores through
+/// a mapping of it can never fault for lack of space: a full disk then
+/// surfaces here as an error of kind `StorageFull` instead of a SIGBUS.
+/// Uses `fallocate` (cheap, and a no-op where blocks exist, so data in the
+/// range is kept). A file system without `fallocate` keeps the file sparse,
+/// as before: there a full disk can still fault a mapped store.
+pub(crate) fn allocate(file: &fs::File, from: u64, to: u64) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    if to <= from {
+        return Ok(());
+    }
+    let len = (to - from) as libc::off_t;
+    // SAFETY: plain syscall on an open descriptor.
+    let done = unsafe { libc::fallocate(file.as_raw_fd(), 0, from as libc::off_t, len) };
+    if done == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => Ok(()),
+        _ => Err(error),
+    }
+}
+
+/// Bytes allocated at a time ahead of a mapped file's writes (see
+/// [`AllocatedPrefix`]): one `fallocate` per this many bytes written.
+pub(crate) const ALLOCATION_CHUNK_BYTES: u64 = 256 << 10;
+
+/// How much of a mapped, sparsely created file has real blocks, counted from
+/// its start; writes ask [`AllocatedPrefix::cover`] before they store.
+/// Chunked so that a large, mostly unwritten file (a ConsumeQueue, an index
+/// file's entries, a timer log segment) costs disk only as it fills.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct AllocatedPrefix {
+    bytes: u64,
+}
+
+impl AllocatedPrefix {
+    /// Makes sure `[0, end)` is allocated, extending the prefix a chunk
+    /// (at most up to `file_bytes`) at a time.
+    pub(crate) fn cover(
+        &mut self,
+        file: &fs::File,
+        end: u64,
+        file_bytes: u64,
+    ) -> std::io::Result<()> {
+        assert!(end <= file_bytes, "a write past the end of its file");
+        if end <= self.bytes {
+            return Ok(());
+        }
+        let chunk_end = end.div_ceil(ALLOCATION_CHUNK_BYTES) * ALLOCATION_CHUNK_BYTES;
+        let to = chunk_end.min(file_bytes);
+        allocate(file, self.bytes, to)?;
+        self.bytes = to;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

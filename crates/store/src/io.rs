@@ -101,7 +101,9 @@ impl StorageIo for GlommioIo {
             let file: Rc<dyn SegmentFile> = match mode {
                 WriteMode::Direct => {
                     let file = options.dma_open(path).await.map_err(io::Error::from)?;
-                    if file.pre_allocate(size_bytes, false).await.is_err() {
+                    let allocated = file.pre_allocate(size_bytes, false).await;
+                    if let Err(e) = allocated.map_err(io::Error::from) {
+                        no_room_removes(path, e)?;
                         // No fallocate on this file system: size it sparsely.
                         file.truncate(size_bytes).await.map_err(io::Error::from)?;
                     }
@@ -109,7 +111,9 @@ impl StorageIo for GlommioIo {
                 }
                 WriteMode::Buffered => {
                     let file = options.buffered_open(path).await.map_err(io::Error::from)?;
-                    if file.pre_allocate(size_bytes, false).await.is_err() {
+                    let allocated = file.pre_allocate(size_bytes, false).await;
+                    if let Err(e) = allocated.map_err(io::Error::from) {
+                        no_room_removes(path, e)?;
                         file.truncate(size_bytes).await.map_err(io::Error::from)?;
                     }
                     let writer = std::fs::OpenOptions::new().write(true).open(path)?;
@@ -119,6 +123,19 @@ impl StorageIo for GlommioIo {
             Ok(file)
         })
     }
+}
+
+/// A failed preallocation of a new segment: for lack of space the file is
+/// removed again and the error returned (a sparse segment would fail its
+/// writes later instead); any other failure (no `fallocate` here) is `Ok`.
+fn no_room_removes(path: &Path, error: io::Error) -> io::Result<()> {
+    if !crate::error::is_no_space(error.kind()) {
+        return Ok(());
+    }
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(path = %path.display(), error = %e, "cannot remove an unallocated segment");
+    }
+    Err(error)
 }
 
 struct DirectSegment {

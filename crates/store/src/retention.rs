@@ -11,7 +11,6 @@
 //! files of its queues whose entries all point below the new CommitLog
 //! start and moves each queue's min offset up (see `shard::retention`).
 
-use std::ffi::CString;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -46,6 +45,9 @@ pub struct RetentionConfig {
     pub disk_clean_forcibly_percent: u8,
     /// Allow that forced deletion (`cleanFileForciblyEnable`).
     pub clean_forcibly: bool,
+    /// At this disk usage (percent) writes stop until space is freed
+    /// (`diskSpaceWarningLevelRatio`); see `disk`.
+    pub disk_warning_level_percent: u8,
     /// How often retention runs (`cleanResourceInterval`).
     pub clean_interval_ms: u64,
 }
@@ -58,6 +60,7 @@ impl Default for RetentionConfig {
             disk_max_used_percent: DISK_MAX_USED_PERCENT_DEFAULT,
             disk_clean_forcibly_percent: DISK_CLEAN_FORCIBLY_PERCENT_DEFAULT,
             clean_forcibly: true,
+            disk_warning_level_percent: crate::disk::DISK_WARNING_LEVEL_PERCENT_DEFAULT,
             clean_interval_ms: CLEAN_INTERVAL_MS_DEFAULT,
         }
     }
@@ -158,23 +161,7 @@ pub(crate) fn local_hour() -> u8 {
 /// Percent of the file system holding `path` in use, or `None` when it
 /// cannot be told (`UtilAll.getDiskPartitionSpaceUsedPercent`).
 pub(crate) fn disk_used_percent(path: &Path) -> Option<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs writes only into `stats`; the path is NUL-terminated.
-    let stats = unsafe {
-        let mut stats: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(c_path.as_ptr(), &mut stats) != 0 {
-            return None;
-        }
-        stats
-    };
-    let total = stats.f_blocks as u128;
-    if total == 0 {
-        return None;
-    }
-    let free = stats.f_bavail as u128;
-    let used = total.saturating_sub(free);
-    Some(((used * 100) / total).min(100) as u8)
+    crate::disk::disk_space(path).map(|space| space.used_percent)
 }
 
 #[cfg(test)]

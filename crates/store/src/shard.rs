@@ -7,7 +7,7 @@
 //! far they are flushed for the checkpoint.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use crate::appender::InShardAppender;
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
 use crate::config::StoreConfig;
-use crate::consume_queue::{ConsumeQueue, CqEntry};
+use crate::consume_queue::ConsumeQueue;
 use crate::error::StoreError;
 use crate::messages::{
     AppendRequest, AppendResult, DispatchEntry, Envelope, ReplicaChunk, ShardBatch,
@@ -30,6 +30,7 @@ use crate::names::queue_dir;
 use crate::stop::Stop;
 use crate::types::QueueOwnerFn;
 
+mod dispatch;
 mod outbox;
 mod retention;
 
@@ -100,6 +101,11 @@ struct ShardInner {
     written_listener: RefCell<Option<Rc<dyn Fn()>>>,
     /// Every dispatch below this CommitLog position has been applied here.
     applied: Cell<i64>,
+    /// The latest batch watermark: `applied` once nothing is deferred.
+    watermark: Cell<i64>,
+    /// Dispatches that found no disk space for their ConsumeQueue, in order,
+    /// with whether they are a slave's; retried until they fit.
+    deferred: RefCell<VecDeque<(DispatchEntry, bool)>>,
     /// A ConsumeQueue write or flush failed: stop advancing the flushed
     /// watermark so recovery rebuilds from the last good point.
     cq_broken: Cell<bool>,
@@ -157,6 +163,8 @@ impl ShardStore {
             listener: RefCell::new(None),
             written_listener: RefCell::new(None),
             applied: Cell::new(start),
+            watermark: Cell::new(start),
+            deferred: RefCell::new(VecDeque::new()),
             cq_broken: Cell::new(false),
             done: Cell::new(false),
             done_waiters: RefCell::new(Vec::new()),
@@ -177,6 +185,7 @@ impl ShardStore {
         let flusher = glommio::spawn_local(async move {
             let interval = Duration::from_millis(flush_inner.ctx.config.cq_flush_interval_ms);
             while !flush_inner.flush_stop.sleep(interval).await {
+                flush_inner.retry_deferred();
                 flush_inner.flush_queues().await;
             }
         });
@@ -191,6 +200,17 @@ impl ShardStore {
 
     pub fn shard_count(&self) -> usize {
         self.inner.ctx.shard_count
+    }
+
+    /// Whether writes are stopped because the store's disk is full (see
+    /// [`StoreError::DiskFull`]); reads go on.
+    pub fn is_disk_full(&self) -> bool {
+        self.inner.ctx.shared.disk.is_full()
+    }
+
+    /// How many times [`ShardStore::is_disk_full`] changed since start.
+    pub fn disk_full_changes(&self) -> u64 {
+        self.inner.ctx.shared.disk.changes()
     }
 
     /// The shard that owns `(topic, queue_id)`.
@@ -411,30 +431,7 @@ impl ShardInner {
                 slot.complete(result);
             }
         }
-        let listener = self.listener.borrow().clone();
-        for entry in &batch.dispatches {
-            self.check_dispatch(entry, written);
-            if self.is_stale_dispatch(entry) {
-                continue;
-            }
-            if batch.replica {
-                self.prepare_replica_queue(entry);
-            }
-            match self.dispatch(entry) {
-                Ok(()) => {
-                    if let Some(listener) = &listener {
-                        listener(entry);
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, topic = %entry.topic, queue_id = entry.queue_id, "ConsumeQueue dispatch failed");
-                    self.cq_broken.set(true);
-                }
-            }
-        }
-        if batch.watermark > self.applied.get() {
-            self.applied.set(batch.watermark);
-        }
+        self.dispatch_batch(&batch.dispatches, batch.replica, batch.watermark, written);
         // Freed here, on the thread that allocated them.
         drop(batch.spent);
         drop(batch.resets);
@@ -442,103 +439,6 @@ impl ShardInner {
         if let Some(listener) = written_listener {
             listener();
         }
-    }
-
-    /// What holds for every dispatch by construction: it is for a queue of
-    /// this shard, and it points at one whole record below the written end
-    /// (`written`, published before the dispatch was sent), within one
-    /// segment (records never span segments).
-    fn check_dispatch(&self, entry: &DispatchEntry, written: i64) {
-        debug_assert_eq!(
-            (self.ctx.owner)(&entry.topic, entry.queue_id),
-            self.shard_id
-        );
-        let end = entry.physical_offset + i64::from(entry.size);
-        assert!(
-            entry.physical_offset >= 0 && entry.size > 0,
-            "dispatch of no record: {entry:?}"
-        );
-        assert!(
-            end <= written,
-            "dispatch beyond the written end {written}: {entry:?}"
-        );
-        let segment_bytes = self.ctx.shared.segment_bytes as i64;
-        assert_eq!(
-            entry.physical_offset / segment_bytes,
-            (end - 1) / segment_bytes,
-            "dispatch of a record across segments: {entry:?}"
-        );
-    }
-
-    /// A slave's queue follows the master's numbering: a queue the slave
-    /// never saw starts at the master's offset (a slave that began at the
-    /// master's last segment), and one the master restarted at 0 (it
-    /// deleted the topic) restarts here too.
-    fn prepare_replica_queue(&self, entry: &DispatchEntry) {
-        let Ok(queue) = self.queue(&entry.topic, entry.queue_id) else {
-            return;
-        };
-        let max = queue.max_offset();
-        if max == entry.queue_offset || (entry.queue_offset < max && entry.queue_offset != 0) {
-            // In step, or a dispatch behind the queue, which `dispatch` refuses.
-            return;
-        }
-        if queue.last_entry().is_some() {
-            tracing::warn!(
-                topic = %entry.topic,
-                queue_id = entry.queue_id,
-                from = max,
-                to = entry.queue_offset,
-                "the master renumbered this queue; the slave's copy restarts"
-            );
-        }
-        if let Err(e) = self.drop_queue(&entry.topic, entry.queue_id) {
-            tracing::error!(error = %e, "cannot restart a replica queue");
-            return;
-        }
-        if let Ok(queue) = self.queue(&entry.topic, entry.queue_id) {
-            if entry.queue_offset > 0 {
-                queue.begin_at(entry.queue_offset);
-            }
-        }
-    }
-
-    /// Destroys one queue's ConsumeQueue; the next use opens it empty.
-    fn drop_queue(&self, topic: &str, queue_id: i32) -> Result<(), StoreError> {
-        let queue = self
-            .queues
-            .borrow_mut()
-            .get_mut(topic)
-            .and_then(|ids| ids.remove(&queue_id));
-        match queue {
-            Some(queue) => queue.destroy(),
-            None => Ok(()),
-        }
-    }
-
-    /// Adds a dispatched entry to its ConsumeQueue.
-    fn dispatch(&self, entry: &DispatchEntry) -> Result<(), StoreError> {
-        let queue = self.queue(&entry.topic, entry.queue_id)?;
-        // Dense: the appender numbers a queue's records one after another
-        // from where recovery (or a reset) left the queue, and a deleted
-        // queue's stale dispatches never get here. Only an earlier failed
-        // ConsumeQueue write can have left this queue behind.
-        assert!(
-            self.cq_broken.get() || entry.queue_offset == queue.max_offset(),
-            "dispatch of queue offset {} to {}/{} whose next offset is {}",
-            entry.queue_offset,
-            entry.topic,
-            entry.queue_id,
-            queue.max_offset()
-        );
-        queue.append(
-            entry.queue_offset,
-            CqEntry {
-                physical_offset: entry.physical_offset,
-                size: entry.size,
-                tags_code: entry.tags_code,
-            },
-        )
     }
 
     /// The appender closed the result ring: nothing more will come.

@@ -204,6 +204,11 @@ pub struct BrokerConfig {
     /// Above this disk usage (percent) the oldest segments go even when not
     /// expired (RocketMQ's `diskSpaceCleanForciblyRatio` property, 0.85).
     pub disk_space_clean_forcibly_ratio: u8,
+    /// `diskSpaceWarningLevelRatio` (percent; Java's 0.90 form is accepted
+    /// too): at this disk usage the broker stops taking writes, answers
+    /// sends SERVICE_NOT_AVAILABLE "disk full" and registers read-only,
+    /// until usage is below it again.
+    pub disk_space_warning_level_ratio: u8,
     /// `cleanFileForciblyEnable`.
     pub clean_file_forcibly_enable: bool,
     /// `cleanResourceInterval`: how often retention runs.
@@ -268,6 +273,7 @@ impl Default for BrokerConfig {
             delete_when: vec![4],
             disk_max_used_space_ratio: retention::DISK_MAX_USED_PERCENT_DEFAULT,
             disk_space_clean_forcibly_ratio: retention::DISK_CLEAN_FORCIBLY_PERCENT_DEFAULT,
+            disk_space_warning_level_ratio: ferrocket_store::DISK_WARNING_LEVEL_PERCENT_DEFAULT,
             clean_file_forcibly_enable: true,
             clean_resource_interval_ms: retention::CLEAN_INTERVAL_MS_DEFAULT,
             topic_count_max: TOPIC_COUNT_MAX_DEFAULT,
@@ -417,6 +423,7 @@ impl BrokerConfig {
             disk_max_used_percent: self.disk_max_used_space_ratio,
             disk_clean_forcibly_percent: self.disk_space_clean_forcibly_ratio,
             clean_forcibly: self.clean_file_forcibly_enable,
+            disk_warning_level_percent: self.disk_space_warning_level_ratio,
             clean_interval_ms: self.clean_resource_interval_ms,
         };
         store.replica = self.replication.broker_role.is_slave();

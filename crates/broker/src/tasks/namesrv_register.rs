@@ -2,7 +2,7 @@
 //! topic table at start, every `registerBrokerIntervalMs` and after topic
 //! changes; UNREGISTER_BROKER at shutdown.
 
-use ferrocket_protocol::body::{encode_compressed, RegisterBrokerBody};
+use ferrocket_protocol::body::{encode_compressed, perm, RegisterBrokerBody};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{BrokerIdentityHeader, RegisterBrokerRequestHeader};
 use ferrocket_protocol::record::body_crc;
@@ -20,8 +20,25 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
     // RocketMQ's compressed form (`compressedRegister`): the JSON form of a
     // broker with ~100,000 topics passes the 16 MiB frame limit, and a
     // broker whose registration fails drops out of every route.
+    let mut topics = control.topics.read(Clone::clone);
+    // The name server updates a broker's queues only when the version
+    // differs: each disk-state change is a new one (Java bumps the topic
+    // table's version when the broker permission changes).
+    let disk_changes = shard.store.disk_full_changes();
+    topics.data_version.counter = topics
+        .data_version
+        .counter
+        .saturating_add(i64::try_from(disk_changes).unwrap_or(i64::MAX));
+    if shard.store.is_disk_full() {
+        // Routed as read-only, so producers pick other brokers; consumers
+        // keep reading. Java does the same with a broker permission
+        // without PERM_WRITE.
+        for topic in topics.topic_config_table.values_mut() {
+            topic.perm &= !perm::WRITE;
+        }
+    }
     let body = encode_compressed(&RegisterBrokerBody {
-        topic_config_serialize_wrapper: control.topics.read(Clone::clone),
+        topic_config_serialize_wrapper: topics,
         filter_server_list: Vec::new(),
     });
     let header = RegisterBrokerRequestHeader {
@@ -136,6 +153,9 @@ pub(crate) async fn unregister_all(shard: &Shard) {
     }
 }
 
+/// First wait before registering again with a name server that failed.
+const REGISTER_RETRY_MS_MIN: u64 = 500;
+
 /// Registers at start, then every interval and whenever topics change,
 /// until the shard stops. Shard 0 only.
 pub(crate) async fn registration_loop(shard: Rc<Shard>) {
@@ -146,16 +166,35 @@ pub(crate) async fn registration_loop(shard: Rc<Shard>) {
         return;
     }
     let interval = Duration::from_millis(shard.config().register_broker_interval_ms);
+    // A name server that refused or was not up yet (`ferrocket start` runs
+    // both at once) is tried again soon, backing off to the interval.
+    let mut retry = Duration::from_millis(REGISTER_RETRY_MS_MIN);
     loop {
+        let disk_full = shard.store.is_disk_full();
         let accepted = register_all(&shard).await;
-        tracing::debug!(
-            accepted,
-            total = shard.env.namesrvs.len(),
-            "registered with name servers"
-        );
-        let wake = future::or(glommio::timer::sleep(interval), control.register_now.wait());
+        let total = shard.env.namesrvs.len();
+        tracing::debug!(accepted, total, disk_full, "registered with name servers");
+        let wait = match accepted < total {
+            true => retry.min(interval),
+            false => interval,
+        };
+        retry = match accepted < total {
+            true => retry.saturating_mul(2),
+            false => Duration::from_millis(REGISTER_RETRY_MS_MIN),
+        };
+        let wake = future::or(glommio::timer::sleep(wait), control.register_now.wait());
+        let wake = future::or(wake, disk_state_change(&shard, disk_full));
         if shard.stopping.interrupts(wake).await {
             return;
         }
+    }
+}
+
+/// Resolves once the store's disk-full state differs from `registered`:
+/// the routes must say at once whether this broker takes writes.
+async fn disk_state_change(shard: &Shard, registered: bool) {
+    const DISK_POLL_MS: u64 = 500;
+    while shard.store.is_disk_full() == registered {
+        glommio::timer::sleep(Duration::from_millis(DISK_POLL_MS)).await;
     }
 }

@@ -222,7 +222,11 @@ impl Appender {
         }
         // A slave's CommitLog is the master's copy; nothing else enters it.
         assert!(!self.config.replica, "an append reached a slave's appender");
-        if let Some(error) = self.common.failure() {
+        let refusal = self.common.failure().or_else(|| {
+            let disk = &self.common.shared.disk;
+            disk.is_full().then(|| disk.refusal())
+        });
+        if let Some(error) = refusal {
             for append in &appends {
                 answers.fail(append.shard, append.seq, &error);
             }
@@ -333,7 +337,10 @@ impl Appender {
     }
 
     /// Numbers appends into `job` until they run out or a segment roll
-    /// fails (the append that needed the roll is answered then).
+    /// fails (the append that needed the roll is answered then). A roll that
+    /// finds no room for the next segment changes nothing: the disk is marked
+    /// full, this append and the rest are refused with that, and the job
+    /// numbered so far (all in the current segment) is still written.
     async fn fill(
         &mut self,
         appends: &mut impl Iterator<Item = Append>,
@@ -341,11 +348,23 @@ impl Appender {
         accepted: &mut Vec<Accepted>,
         answers: &mut Answers,
     ) -> Result<(), StoreError> {
-        for append in appends {
+        while let Some(append) = appends.next() {
             if !self.fits(append.request.len_bytes()) {
-                if let Err(e) = self.roll(job).await {
-                    answers.fail(append.shard, append.seq, &e);
-                    return Err(e);
+                match self.roll(job).await {
+                    Ok(()) => {}
+                    Err(e) if e.is_disk_full() => {
+                        self.common.shared.disk.mark_full(&e.to_string());
+                        let refusal = self.common.shared.disk.refusal();
+                        answers.fail(append.shard, append.seq, &refusal);
+                        for append in appends.by_ref() {
+                            answers.fail(append.shard, append.seq, &refusal);
+                        }
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        answers.fail(append.shard, append.seq, &e);
+                        return Err(e);
+                    }
                 }
             }
             accepted.push(self.number(append, job, answers));
@@ -365,15 +384,17 @@ impl Appender {
         in_seg + size + BLANK_BYTES_MIN as i64 <= self.seg_bytes
     }
 
-    /// Ends the segment with a blank record, writes and syncs `job`, and
-    /// starts the job again at the next segment.
+    /// Creates the next segment, then ends this one with a blank record,
+    /// writes and syncs `job`, and starts the job again at the next segment.
+    /// When the next segment cannot be created nothing has changed.
     async fn roll(&mut self, job: &mut Job) -> Result<(), StoreError> {
+        let next = self.writer.create_next().await?;
         let in_seg = self.pos - self.writer.segment_start();
         let blank = (self.seg_bytes - in_seg) as usize;
         record::encode_blank(blank, &mut job.bytes);
         self.pos += blank as i64;
         let finished = std::mem::take(&mut job.bytes).freeze();
-        self.writer.roll(job.start, finished).await?;
+        self.writer.roll(job.start, finished, next).await?;
         job.start = self.pos;
         Ok(())
     }

@@ -160,6 +160,7 @@ struct Background {
     flusher: Option<Task<()>>,
     checkpointer: Task<()>,
     retention: Task<()>,
+    disk_check: Task<()>,
 }
 
 impl Background {
@@ -178,10 +179,15 @@ impl Background {
         ));
         let retention =
             glommio::spawn_local(retention::retention_task(Rc::clone(common), config.clone()));
+        let disk_check = glommio::spawn_local(retention::disk_check_task(
+            Rc::clone(common),
+            config.clone(),
+        ));
         Background {
             flusher,
             checkpointer,
             retention,
+            disk_check,
         }
     }
 
@@ -191,11 +197,13 @@ impl Background {
         common.flush_stop.stop();
         common.checkpoint_stop.stop();
         common.retention_stop.stop();
+        common.disk_stop.stop();
         if let Some(flusher) = self.flusher {
             flusher.await;
         }
         self.checkpointer.await;
         self.retention.await;
+        self.disk_check.await;
     }
 }
 

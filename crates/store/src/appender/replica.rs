@@ -76,19 +76,22 @@ impl Appender {
             )));
         }
         let start = chunk.start;
-        let count = self.number_replica(&chunk.bytes, start, dispatches)?;
-        let bytes = chunk.bytes.len();
-        let end = start + bytes as i64;
+        let end = start + chunk.bytes.len() as i64;
         let segment_end = self.writer.segment_start() + self.seg_bytes;
         assert!(
             end <= segment_end,
             "validated: a chunk stays in its segment"
         );
+        // Before anything changes: the disk may have no room for it.
+        let next = match end == segment_end {
+            true => Some(self.writer.create_next().await?),
+            false => None,
+        };
+        let count = self.number_replica(&chunk.bytes, start, dispatches)?;
         self.pos = end;
-        let outcome = if end == segment_end {
-            self.writer.roll(start, chunk.bytes.freeze()).await
-        } else {
-            self.writer.write(start, chunk.bytes.freeze()).await
+        let outcome = match next {
+            Some(next) => self.writer.roll(start, chunk.bytes.freeze(), next).await,
+            None => self.writer.write(start, chunk.bytes.freeze()).await,
         };
         if let Err(error) = outcome {
             self.common.fail(error.to_string());
@@ -98,7 +101,7 @@ impl Appender {
             physical_offset: start,
             queue_offset: -1,
             record_count: count as u32,
-            total_bytes: bytes as u32,
+            total_bytes: (end - start) as u32,
             status: AppendStatus::Ok,
         })
     }

@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use super::tasks::Common;
 use crate::config::StoreConfig;
+use crate::disk::{disk_space, has_room, DISK_CHECK_INTERVAL_MS};
 use crate::files::offset_file_name;
+use crate::files::ALLOCATION_CHUNK_BYTES;
 use crate::retention::{disk_used_percent, local_hour, PassReason};
 
 /// Runs retention passes until stopped.
@@ -91,6 +93,32 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
         Err(e) => {
             tracing::error!(error = %e, "CommitLog directory sync after retention failed");
             count
+        }
+    }
+}
+
+/// Re-reads the store disk's space every second: stops writes at
+/// `disk_warning_level_percent`, and lets them in again (after that, or
+/// after an allocation found no room) once usage is below the level and a
+/// whole segment, with room for queue files beside it, fits.
+pub(crate) async fn disk_check_task(common: Rc<Common>, config: StoreConfig) {
+    let interval = Duration::from_millis(DISK_CHECK_INTERVAL_MS);
+    let level = config.retention.disk_warning_level_percent;
+    let needed = config.segment_bytes + 4 * ALLOCATION_CHUNK_BYTES;
+    while !common.disk_stop.sleep(interval).await {
+        let root = config.root_dir.clone();
+        let space = glommio::executor()
+            .spawn_blocking(move || disk_space(&root))
+            .await;
+        let Some(space) = space else { continue };
+        let disk = &common.shared.disk;
+        if has_room(space, level, needed) {
+            disk.mark_ok(space.free_bytes);
+        } else if space.used_percent >= level {
+            disk.mark_full(&format!(
+                "{}% of the store's file system is used (diskSpaceWarningLevelRatio is {level}%)",
+                space.used_percent
+            ));
         }
     }
 }

@@ -32,6 +32,7 @@ pub(crate) struct Common {
     pub(crate) flush_stop: Stop,
     pub(crate) checkpoint_stop: Stop,
     pub(crate) retention_stop: Stop,
+    pub(crate) disk_stop: Stop,
     pub(crate) senders: Vec<ConnectedSender<ShardBatch>>,
 }
 
@@ -52,6 +53,7 @@ impl Common {
             flush_stop: Stop::default(),
             checkpoint_stop: Stop::default(),
             retention_stop: Stop::default(),
+            disk_stop: Stop::default(),
             senders,
         })
     }

@@ -15,6 +15,13 @@ use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::offset_file_name;
 use crate::io::{IoBuffer, SegmentFile, StorageIo};
 
+/// A segment created for the next roll, not yet in the published list.
+pub(super) struct NextSegment {
+    start: i64,
+    file: Rc<dyn SegmentFile>,
+    map: Arc<SegmentMap>,
+}
+
 /// Writes jobs into the current segment and rolls to the next one.
 pub(super) struct SegmentWriter {
     dir: PathBuf,
@@ -203,11 +210,13 @@ impl SegmentWriter {
         Ok(())
     }
 
-    /// Creates the segment at `start` and publishes its map.
-    async fn open_new(&self, start: i64) -> Result<Rc<dyn SegmentFile>, StoreError> {
+    /// Creates (and allocates) the segment after the current one, not yet
+    /// published: the first half of a roll, the one that can find the disk
+    /// full.
+    pub(super) async fn create_next(&self) -> Result<NextSegment, StoreError> {
+        let start = self.segment_start() + self.seg_bytes;
         let (file, map) = self.open_file(start).await?;
-        self.common.shared.push_segment(map);
-        Ok(file)
+        Ok(NextSegment { start, file, map })
     }
 
     /// Creates the segment file at `start` and maps it.
@@ -228,8 +237,13 @@ impl SegmentWriter {
     }
 
     /// Writes the last bytes of the current segment (ending in the blank
-    /// filler), makes them durable, and opens the next segment.
-    pub(super) async fn roll(&mut self, job_start: i64, job: Bytes) -> Result<(), StoreError> {
+    /// filler), makes them durable, and moves on to `next`.
+    pub(super) async fn roll(
+        &mut self,
+        job_start: i64,
+        job: Bytes,
+        next: NextSegment,
+    ) -> Result<(), StoreError> {
         let job_end = job_start + job.len() as i64;
         self.write(job_start, job).await?;
         let old = self.current();
@@ -237,9 +251,14 @@ impl SegmentWriter {
             .sync_data()
             .await
             .map_err(|e| StoreError::FlushFailed(format!("fdatasync before segment roll: {e}")))?;
-        let start = old.start + self.seg_bytes;
+        let NextSegment { start, file, map } = next;
+        assert_eq!(
+            start,
+            old.start + self.seg_bytes,
+            "rolls go to the next segment"
+        );
         assert_eq!(job_end, start, "a segment must be full before the next one");
-        let file = self.open_new(start).await?;
+        self.common.shared.push_segment(map);
         *self.common.current.borrow_mut() = Rc::new(OpenSegment { start, file });
         self.tail.clear();
         Ok(())

@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{IoContext, IoFailure, StoreError};
-use crate::files::{list_offset_files, offset_file_name};
+use crate::files::{list_offset_files, offset_file_name, AllocatedPrefix};
 
 mod entry;
 
@@ -26,6 +26,8 @@ struct CqFile {
     path: PathBuf,
     file: fs::File,
     map: memmap2::MmapMut,
+    /// Blocks exist below this: entries are stored only there.
+    allocated: AllocatedPrefix,
     dirty: bool,
 }
 
@@ -255,6 +257,10 @@ impl ConsumeQueue {
             file.start
         );
         let at = index as usize * CQ_ENTRY_BYTES;
+        let file_bytes = self.entries_per_file * CQ_ENTRY_BYTES as u64;
+        file.allocated
+            .cover(&file.file, (at + CQ_ENTRY_BYTES) as u64, file_bytes)
+            .io_context("allocate ConsumeQueue file", &file.path)?;
         entry.encode(&mut file.map[at..at + CQ_ENTRY_BYTES]);
         file.dirty = true;
         // Dense: the checks above allow only the next offset.
@@ -493,6 +499,7 @@ fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<Cq
         path: path.to_path_buf(),
         file,
         map,
+        allocated: AllocatedPrefix::default(),
         dirty: create,
     })
 }

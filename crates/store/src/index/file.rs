@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::IndexError;
 use crate::error::IoContext;
+use crate::files::AllocatedPrefix;
 
 pub(crate) const HEADER_BYTES: usize = 40;
 pub(crate) const SLOT_BYTES: usize = 4;
@@ -57,6 +58,9 @@ pub(crate) struct IndexFile {
     pub name_ms: i64,
     file: fs::File,
     map: memmap2::MmapMut,
+    /// Blocks exist below this: the header and hash slots from creation
+    /// (they are written anywhere), the entries as they fill.
+    allocated: AllocatedPrefix,
     slots: u32,
     entries: u32,
     pub header: Header,
@@ -198,11 +202,17 @@ impl IndexFile {
         // never truncated while mapped.
         let map =
             unsafe { memmap2::MmapMut::map_mut(&file) }.io_context("mmap index file", path)?;
+        let slots_end = HEADER_BYTES as u64 + u64::from(slots) * SLOT_BYTES as u64;
+        let mut allocated = AllocatedPrefix::default();
+        allocated
+            .cover(&file, slots_end, file_bytes(slots, entries))
+            .io_context("allocate index file", path)?;
         Ok(Self {
             path: path.to_path_buf(),
             name_ms,
             file,
             map,
+            allocated,
             slots,
             entries,
             header: Header::default(),
@@ -248,6 +258,17 @@ impl IndexFile {
     /// No room for another entry (`isWriteFull`).
     pub fn is_full(&self) -> bool {
         i64::from(self.header.index_count) >= i64::from(self.entries)
+    }
+
+    /// Gives the next entry's bytes real blocks, so that [`IndexFile::put`]
+    /// cannot fault on a full disk.
+    pub fn reserve_next(&mut self) -> Result<(), IndexError> {
+        let end = self.entry_at(self.header.index_count) + ENTRY_BYTES;
+        let file_bytes = self.map.len() as u64;
+        self.allocated
+            .cover(&self.file, (end as u64).min(file_bytes), file_bytes)
+            .io_context("allocate index file", &self.path)?;
+        Ok(())
     }
 
     /// Adds one entry; `false` when the file is full.

@@ -242,6 +242,7 @@ impl IndexService {
             let Some(file) = self.files.last_mut() else {
                 return Err(IndexError::Config("no index file to write".into()));
             };
+            file.reserve_next()?;
             if !file.put(hash, physical_offset, store_timestamp_ms) {
                 return Err(IndexError::corrupt(
                     &file.path,

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::TimerError;
 use crate::error::IoContext;
-use crate::files::{list_offset_files, offset_file_name};
+use crate::files::{list_offset_files, offset_file_name, AllocatedPrefix};
 
 /// Bytes of one record.
 pub const RECORD_BYTES: usize = 32;
@@ -130,7 +130,10 @@ fn record_crc(pos: i64, record: &[u8]) -> u32 {
 pub(crate) struct Segment {
     pub start: i64,
     path: PathBuf,
+    file: fs::File,
     map: memmap2::MmapMut,
+    /// Blocks exist below this: records are stored only there.
+    allocated: AllocatedPrefix,
     dirty: bool,
     /// Latest deliver second of the ADDs in this segment (-1: none).
     pub max_second: i64,
@@ -302,12 +305,16 @@ impl TimerLog {
             return Err(TimerError::corrupt(&self.dir, "no timer log segment"));
         };
         let at = (pos - seg.start) as usize;
-        let Some(dst) = seg.map.get_mut(at..at + RECORD_BYTES) else {
+        if at + RECORD_BYTES > seg.map.len() {
             return Err(TimerError::corrupt(
                 &seg.path,
                 format!("append at {pos} outside segment"),
             ));
-        };
+        }
+        seg.allocated
+            .cover(&seg.file, (at + RECORD_BYTES) as u64, seg.map.len() as u64)
+            .io_context("allocate timer log segment", &seg.path)?;
+        let dst = &mut seg.map[at..at + RECORD_BYTES];
         dst.copy_from_slice(&record.encode(pos));
         seg.dirty = true;
         if let Record::Add { deliver_at_ms, .. } = record {
@@ -386,7 +393,9 @@ fn map_segment(path: &Path, start: i64, bytes: u64, create: bool) -> Result<Segm
     Ok(Segment {
         start,
         path: path.to_path_buf(),
+        file,
         map,
+        allocated: AllocatedPrefix::default(),
         dirty: create,
         max_second: -1,
     })
