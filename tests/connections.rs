@@ -251,3 +251,51 @@ fn over_the_shard_budget_the_biggest_non_readers_are_closed_first() {
     );
     still_served(&mut bystander, &topic);
 }
+
+/// `pullHoldingCount` from GET_BROKER_RUNTIME_INFO: pulls held right now.
+fn held_pulls(conn: &mut RemotingConn) -> u64 {
+    let answer = conn.request(RemotingCommand::request(
+        ferrocket_protocol::codes::request_code::GET_BROKER_RUNTIME_INFO,
+    ));
+    let info: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    info["table"]["pullHoldingCount"]
+        .as_str()
+        .and_then(|n| n.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn long_polls_of_a_closed_connection_are_dropped() {
+    let namesrv = Namesrv::start();
+    // Two shards: some queues' holds sit on the other shard.
+    let broker = Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            shards: Some(2),
+            ..Default::default()
+        },
+    );
+    let mut admin = broker.connect();
+    let topic = unique_name("HeldPulls");
+    create_topic(&mut admin, &topic, 4);
+    let mut client = broker.connect();
+    for queue_id in 0..4 {
+        let mut held = harness::requests::pull_request("HeldGroup", &topic, queue_id, 0, 1, 30_000);
+        client.send(&mut held).unwrap();
+    }
+    let holding = wait_for(Duration::from_secs(10), || {
+        (held_pulls(&mut admin) == 4).then_some(())
+    });
+    assert!(holding.is_some(), "four pulls held");
+    drop(client);
+    // Within a second or so, not at the 30 s suspend timeout.
+    let dropped = wait_for(Duration::from_secs(5), || {
+        (held_pulls(&mut admin) == 0).then_some(())
+    });
+    assert!(
+        dropped.is_some(),
+        "held pulls of a closed connection are dropped: {}",
+        held_pulls(&mut admin)
+    );
+    still_served(&mut admin, &topic);
+}

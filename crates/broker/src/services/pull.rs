@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use ferrocket_protocol::codes::response_code;
+use ferrocket_runtime::server::ClientGone;
 use ferrocket_store::{ConsumeQueue, ShardStore};
 use futures_lite::future;
 
@@ -37,6 +38,8 @@ pub(crate) struct PullQuery {
     pub commit_offset: Option<i64>,
     /// How long to hold the pull when nothing is there; 0: answer at once.
     pub suspend_ms: u64,
+    /// Set when the puller's connection closes: a held pull ends then.
+    pub client_gone: Option<ClientGone>,
 }
 
 /// The owner's answer.
@@ -99,10 +102,20 @@ pub(crate) async fn execute(
             glommio::timer::sleep(Duration::from_millis(query.suspend_ms)).await;
             true
         },
-    )
-    .await;
-    if timed_out {
+    );
+    let gone = async {
+        match &query.client_gone {
+            Some(gone) => gone.wait().await,
+            None => future::pending().await,
+        }
+        true
+    };
+    if future::or(timed_out, gone).await {
         polls.forget(&query.topic, query.queue_id, held.id);
+    }
+    if query.client_gone.as_ref().is_some_and(ClientGone::is_gone) {
+        // Nobody to answer: skip the read.
+        return first;
     }
     read(store, &query)
 }

@@ -38,7 +38,7 @@ async fn dispatch(
     match request.code {
         SEND_MESSAGE | SEND_MESSAGE_V2 => send::send_message(shard, conn, request).await,
         SEND_BATCH_MESSAGE => send::send_batch(shard, conn, request).await,
-        PULL_MESSAGE => pull::pull_message(shard, request).await,
+        PULL_MESSAGE => pull::pull_message(shard, conn, request).await,
         QUERY_CONSUMER_OFFSET => offsets::query_consumer_offset(shard, request).await,
         UPDATE_CONSUMER_OFFSET => offsets::update_consumer_offset(shard, request).await,
         GET_MAX_OFFSET => offsets::queue_offset(shard, request, true).await,
@@ -72,7 +72,7 @@ async fn dispatch(
         INVOKE_BROKER_TO_RESET_OFFSET => reset::reset_offset(shard, request).await,
         GET_ALL_DELAY_OFFSET => topic_admin::all_delay_offsets(shard, request).await,
         GET_BROKER_HA_STATUS => replication::ha_status(shard, request).await,
-        POP_MESSAGE => pop::pop_message(shard, request).await,
+        POP_MESSAGE => pop::pop_message(shard, conn, request).await,
         QUERY_ASSIGNMENT => assignment::query_assignment(shard, request).await,
         SET_MESSAGE_REQUEST_MODE => assignment::set_request_mode(shard, request).await,
         GET_ALL_MESSAGE_REQUEST_MODE => assignment::all_request_modes(shard, request),

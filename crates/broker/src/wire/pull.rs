@@ -10,6 +10,7 @@ use ferrocket_protocol::header::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
 };
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::Connection;
 
 use crate::error::Reject;
 use crate::services::filter::TagFilter;
@@ -66,6 +67,7 @@ fn suggest_broker(shard: &Shard, group: &str, behind_bytes: i64) -> i64 {
 /// PULL_MESSAGE on the receiving shard.
 pub(crate) async fn pull_message(
     shard: &Rc<Shard>,
+    conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = PullMessageRequestHeader::from_ext(&request.ext_fields)?;
@@ -130,6 +132,7 @@ pub(crate) async fn pull_message(
         filter,
         commit_offset,
         suspend_ms,
+        client_gone: (suspend_ms > 0).then(|| conn.client_gone()),
     };
     let owner = shard.owner_of(&query.topic, query.queue_id);
     let group = query.group.clone();

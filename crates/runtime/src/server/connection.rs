@@ -112,8 +112,36 @@ pub struct Connection {
     local_addr: SocketAddr,
     limits: ServerLimits,
     state: RefCell<State>,
+    /// Made when a handler first asks (a long poll): set on close.
+    gone: std::cell::OnceCell<ClientGone>,
     /// Last traffic, a partial frame, a blocked writer (for the sweeper).
     pub(crate) watch: super::watch::Watch,
+}
+
+/// Tells work done for a connection, on any shard, that its client is gone
+/// (the connection closed), so a long poll held for it ends instead of
+/// running to its timeout. `Send`: it travels with a cross-shard call.
+#[derive(Debug, Clone, Default)]
+pub struct ClientGone(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl ClientGone {
+    /// How often [`ClientGone::wait`] looks.
+    const POLL_MS: u64 = 200;
+
+    pub fn is_gone(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Completes (within 200 ms) once the client is gone; never otherwise.
+    pub async fn wait(&self) {
+        while !self.is_gone() {
+            glommio::timer::sleep(std::time::Duration::from_millis(Self::POLL_MS)).await;
+        }
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -174,6 +202,7 @@ impl Connection {
                 pending: HashMap::new(),
                 next_opaque: 1,
             }),
+            gone: std::cell::OnceCell::new(),
             watch: super::watch::Watch::new(),
         }
     }
@@ -271,6 +300,15 @@ impl Connection {
         }
     }
 
+    /// The flag that says this connection's client is gone.
+    pub fn client_gone(&self) -> ClientGone {
+        let gone = self.gone.get_or_init(ClientGone::default).clone();
+        if self.is_closed() {
+            gone.set();
+        }
+        gone
+    }
+
     /// Closes the connection now: queued output is dropped, waiting requests
     /// fail with [`ConnectionError::Closed`], and the socket closes once its
     /// reader and writer notice (on their next poll).
@@ -293,6 +331,9 @@ impl Connection {
         };
         for slot in pending.into_values() {
             slot.complete(Err(self.closed_error()));
+        }
+        if let Some(gone) = self.gone.get() {
+            gone.set();
         }
         wake(reader);
         wake(writer);

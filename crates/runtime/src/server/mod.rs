@@ -35,7 +35,9 @@ pub use budget::held_bytes;
 pub use conn_loop::{
     READ_BYTES_MAX, READ_CHUNK_BYTES, READ_CHUNK_BYTES_BUSY_MAX, WRITE_BATCH_BYTES_MAX,
 };
-pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
+pub use connection::{
+    shard_of_conn_id, ClientGone, Connection, ConnectionError, CONN_ID_SHARD_SHIFT,
+};
 pub use listener::{bind_listener, bind_waiting, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
 pub use serve::serve;
 

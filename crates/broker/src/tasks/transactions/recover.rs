@@ -34,6 +34,7 @@ pub(crate) async fn recover(shard: &Shard, txn: &TxnService) -> Result<(), Rejec
             filter: TagFilter::All,
             commit_offset: None,
             suspend_ms: 0,
+            client_gone: None,
         };
         let answer = shard.call(owner, query).await?;
         match answer.code {

@@ -18,6 +18,7 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
 use ferrocket_protocol::pop::OffsetInfo;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::Connection;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
@@ -117,6 +118,7 @@ struct Look {
 /// POP_MESSAGE.
 pub(crate) async fn pop_message(
     shard: &Rc<Shard>,
+    conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = PopMessageRequestHeader::from_ext(&request.ext_fields)?;
@@ -132,6 +134,11 @@ pub(crate) async fn pop_message(
     let mut waiting = None;
     loop {
         let pop_time = now_ms();
+        if conn.is_closed() {
+            // The long poll of a gone client ends here, within a wait (at
+            // most POP_HOLD_MS_MAX), and pops nothing nobody would get.
+            return Ok(answer(request, &header, Look::default(), pop_time));
+        }
         let look = look_once(shard, &header, read_queues, &filter, pop_time).await?;
         if look.count > 0 || now_ms() >= deadline || shard.stopping.is_triggered() {
             return Ok(answer(request, &header, look, pop_time));
