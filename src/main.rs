@@ -5,6 +5,7 @@ mod admin;
 mod config;
 mod config_keys;
 mod properties;
+mod proxy;
 mod start;
 mod tune;
 
@@ -40,6 +41,8 @@ enum Command {
     Broker(config::BrokerArgs),
     /// Local development: one name server and one broker as child processes.
     Start(start::StartArgs),
+    /// The RocketMQ 5 gRPC endpoint (port 8081) for a cluster's v5 clients.
+    Proxy(proxy::ProxyArgs),
     /// mqadmin-style operations against a running cluster.
     Admin(admin::AdminArgs),
     /// Host checks for running a broker well (`tune check`).
@@ -80,6 +83,7 @@ fn run(cli: Cli) -> Result<(), String> {
             ferrocket_broker::run(config, stop_flag()?).map_err(|e| format!("broker: {e}"))
         }
         Command::Start(args) => start::run(args, stop_flag()?),
+        Command::Proxy(args) => proxy::run(args, stop_flag()?),
         Command::Admin(args) => admin::run(args),
         Command::Tune(args) => {
             // A report piped into `head` ends quietly when the reader goes,

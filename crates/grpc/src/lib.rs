@@ -1,0 +1,39 @@
+//! Ferrocket's RocketMQ 5 gRPC endpoint: `apache.rocketmq.v2.MessagingService`
+//! (what the official v5 clients speak) served over any Remoting cluster
+//! through its name server, as RocketMQ's proxy does in cluster mode.
+//!
+//! The proxy is stateless but for the clients' settings (from their
+//! Telemetry streams): every call becomes Remoting requests to the brokers
+//! the name server lists: routes from GET_ROUTEINFO_BY_TOPIC, sends as
+//! SEND_MESSAGE, receives as POP_MESSAGE, acks as ACK_MESSAGE, and so on.
+//!
+//! Layout: `service` implements the gRPC trait and reads the metadata;
+//! `route`, `send`, `receive`, `offsets` and `telemetry` hold one family of
+//! calls each; `convert` maps messages between v5 and Remoting; `status`
+//! the codes; `limits` the proxy's limits; `backend` the Remoting side.
+
+// tonic's service trait answers `Result<_, tonic::Status>` (176 bytes):
+// the calls that feed it return the same.
+#![allow(clippy::result_large_err)]
+
+pub mod backend;
+pub mod convert;
+pub mod limits;
+pub mod receive;
+pub mod route;
+pub mod send;
+pub mod service;
+pub mod status;
+pub mod telemetry;
+
+/// The generated `apache.rocketmq.v2` types, client and server.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    tonic::include_proto!("apache.rocketmq.v2");
+}
+
+pub use backend::Backend;
+pub use service::{serve, ProxyConfig};
+
+/// Default gRPC port of RocketMQ's proxy (`grpcServerPort`).
+pub const GRPC_PORT_DEFAULT: u16 = 8081;

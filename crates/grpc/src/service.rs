@@ -1,0 +1,278 @@
+//! The gRPC server: `MessagingService` calls checked for a client id and
+//! handed to their family's module.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Streaming};
+
+use crate::backend::Backend;
+use crate::limits::GRPC_MESSAGE_BYTES_MAX;
+use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
+use crate::pb::{self, Code};
+use crate::status::{ok, status};
+use crate::{receive, route, send, telemetry};
+
+/// The metadata key every v5 client sends with its id.
+const CLIENT_ID: &str = "x-mq-client-id";
+
+/// Where the proxy listens and which cluster it serves.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    pub listen: SocketAddr,
+    /// Name servers, "host:port;host:port".
+    pub namesrv_addr: String,
+}
+
+/// Binds `config.listen` and serves until `shutdown` completes. `bound`
+/// is told the address actually bound (port 0 picks one).
+pub async fn serve(
+    config: ProxyConfig,
+    bound: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let backend = Backend::new(&config.namesrv_addr)?;
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    bound(listener.local_addr()?);
+    let service = MessagingServiceServer::new(Proxy { backend })
+        .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
+        .max_encoding_message_size(GRPC_MESSAGE_BYTES_MAX);
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await?;
+    Ok(())
+}
+
+struct Proxy {
+    backend: Arc<Backend>,
+}
+
+type Answer<T> = Result<Response<T>, tonic::Status>;
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, tonic::Status>> + Send>>;
+
+/// The caller's client id; every v5 client sends one.
+fn client_id<T>(request: &Request<T>) -> Result<String, tonic::Status> {
+    request
+        .metadata()
+        .get(CLIENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            tonic::Status::invalid_argument(format!(
+                "{CLIENT_ID} is required (code {})",
+                Code::ClientIdRequired as i32
+            ))
+        })
+}
+
+fn stream_of<T: Send + 'static>(items: Vec<T>) -> BoxStream<T> {
+    Box::pin(tokio_stream::iter(items.into_iter().map(Ok)))
+}
+
+#[tonic::async_trait]
+impl MessagingService for Proxy {
+    async fn query_route(
+        &self,
+        request: Request<pb::QueryRouteRequest>,
+    ) -> Answer<pb::QueryRouteResponse> {
+        client_id(&request)?;
+        Ok(Response::new(
+            route::query_route(&self.backend, request.into_inner()).await,
+        ))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Answer<pb::HeartbeatResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::HeartbeatResponse { status: Some(ok()) }))
+    }
+
+    async fn send_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Answer<pb::SendMessageResponse> {
+        client_id(&request)?;
+        Ok(Response::new(
+            send::send_message(&self.backend, request.into_inner()).await,
+        ))
+    }
+
+    async fn query_assignment(
+        &self,
+        request: Request<pb::QueryAssignmentRequest>,
+    ) -> Answer<pb::QueryAssignmentResponse> {
+        client_id(&request)?;
+        Ok(Response::new(
+            route::query_assignment(&self.backend, request.into_inner()).await,
+        ))
+    }
+
+    type ReceiveMessageStream = BoxStream<pb::ReceiveMessageResponse>;
+
+    async fn receive_message(
+        &self,
+        request: Request<pb::ReceiveMessageRequest>,
+    ) -> Answer<Self::ReceiveMessageStream> {
+        client_id(&request)?;
+        let items = receive::receive_message(&self.backend, request.into_inner()).await;
+        Ok(Response::new(stream_of(items)))
+    }
+
+    async fn ack_message(
+        &self,
+        request: Request<pb::AckMessageRequest>,
+    ) -> Answer<pb::AckMessageResponse> {
+        client_id(&request)?;
+        Ok(Response::new(
+            receive::ack_message(&self.backend, request.into_inner()).await,
+        ))
+    }
+
+    async fn forward_message_to_dead_letter_queue(
+        &self,
+        request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
+    ) -> Answer<pb::ForwardMessageToDeadLetterQueueResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::ForwardMessageToDeadLetterQueueResponse {
+            status: Some(status(
+                Code::NotImplemented,
+                "not supported by this proxy yet",
+            )),
+        }))
+    }
+
+    type PullMessageStream = BoxStream<pb::PullMessageResponse>;
+
+    async fn pull_message(
+        &self,
+        request: Request<pb::PullMessageRequest>,
+    ) -> Answer<Self::PullMessageStream> {
+        client_id(&request)?;
+        let refused = pb::PullMessageResponse {
+            content: Some(pb::pull_message_response::Content::Status(status(
+                Code::NotImplemented,
+                "PullMessage is not supported by this proxy yet",
+            ))),
+        };
+        Ok(Response::new(stream_of(vec![refused])))
+    }
+
+    async fn update_offset(
+        &self,
+        request: Request<pb::UpdateOffsetRequest>,
+    ) -> Answer<pb::UpdateOffsetResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::UpdateOffsetResponse {
+            status: Some(status(
+                Code::NotImplemented,
+                "not supported by this proxy yet",
+            )),
+        }))
+    }
+
+    async fn get_offset(
+        &self,
+        request: Request<pb::GetOffsetRequest>,
+    ) -> Answer<pb::GetOffsetResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::GetOffsetResponse {
+            status: Some(status(
+                Code::NotImplemented,
+                "not supported by this proxy yet",
+            )),
+            offset: 0,
+        }))
+    }
+
+    async fn query_offset(
+        &self,
+        request: Request<pb::QueryOffsetRequest>,
+    ) -> Answer<pb::QueryOffsetResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::QueryOffsetResponse {
+            status: Some(status(
+                Code::NotImplemented,
+                "not supported by this proxy yet",
+            )),
+            offset: 0,
+        }))
+    }
+
+    async fn end_transaction(
+        &self,
+        request: Request<pb::EndTransactionRequest>,
+    ) -> Answer<pb::EndTransactionResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::EndTransactionResponse {
+            status: Some(status(
+                Code::NotImplemented,
+                "transactions are not supported by this proxy yet",
+            )),
+        }))
+    }
+
+    type TelemetryStream = ReceiverStream<telemetry::Outbound>;
+
+    async fn telemetry(
+        &self,
+        request: Request<Streaming<pb::TelemetryCommand>>,
+    ) -> Answer<Self::TelemetryStream> {
+        let client = client_id(&request)?;
+        let inbound = request.into_inner();
+        let outbound = telemetry::open(Arc::clone(&self.backend), client, inbound);
+        Ok(Response::new(ReceiverStream::new(outbound)))
+    }
+
+    async fn notify_client_termination(
+        &self,
+        request: Request<pb::NotifyClientTerminationRequest>,
+    ) -> Answer<pb::NotifyClientTerminationResponse> {
+        let client = client_id(&request)?;
+        self.backend.sessions.forget(&client);
+        Ok(Response::new(pb::NotifyClientTerminationResponse {
+            status: Some(ok()),
+        }))
+    }
+
+    async fn change_invisible_duration(
+        &self,
+        request: Request<pb::ChangeInvisibleDurationRequest>,
+    ) -> Answer<pb::ChangeInvisibleDurationResponse> {
+        client_id(&request)?;
+        Ok(Response::new(
+            receive::change_invisible(&self.backend, request.into_inner()).await,
+        ))
+    }
+
+    async fn recall_message(
+        &self,
+        request: Request<pb::RecallMessageRequest>,
+    ) -> Answer<pb::RecallMessageResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::RecallMessageResponse {
+            status: Some(status(Code::NotImplemented, "recall is not supported")),
+            message_id: String::new(),
+        }))
+    }
+
+    async fn sync_lite_subscription(
+        &self,
+        request: Request<pb::SyncLiteSubscriptionRequest>,
+    ) -> Answer<pb::SyncLiteSubscriptionResponse> {
+        client_id(&request)?;
+        Ok(Response::new(pb::SyncLiteSubscriptionResponse {
+            status: Some(status(
+                Code::NotImplemented,
+                "lite topics are not supported",
+            )),
+        }))
+    }
+}
