@@ -155,33 +155,20 @@ impl Properties {
 
     /// Parses the wire/disk form. Never fails; see the module doc.
     pub fn decode(bytes: &[u8]) -> Self {
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            // One validation for the whole string, not two per entry.
+            return Self::decode_str(text);
+        }
         let mut properties = Properties::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut index = HashMap::new();
         for segment in bytes.split(|b| *b == PROPERTY_SEPARATOR) {
             let Some(sep) = segment.iter().position(|b| *b == NAME_VALUE_SEPARATOR) else {
                 continue;
             };
             let (name, value) = (&segment[..sep], &segment[sep + 1..]);
-            if name.is_empty() || value.is_empty() {
-                continue;
-            }
-            let name = String::from_utf8_lossy(name).into_owned();
-            let value = String::from_utf8_lossy(value).into_owned();
-            if properties.entries.len() < LINEAR_SCAN_ENTRIES_MAX && index.is_empty() {
-                properties.insert(name, value);
-                continue;
-            }
-            if index.is_empty() {
-                for (i, (k, _)) in properties.entries.iter().enumerate() {
-                    index.insert(k.clone(), i);
-                }
-            }
-            match index.get(&name) {
-                Some(&i) => properties.entries[i].1 = value,
-                None => {
-                    index.insert(name.clone(), properties.entries.len());
-                    properties.entries.push((name, value));
-                }
+            if !name.is_empty() && !value.is_empty() {
+                let text = |part| String::from_utf8_lossy(part).into_owned();
+                properties.decoded(&mut index, text(name), text(value));
             }
         }
         properties
@@ -189,7 +176,38 @@ impl Properties {
 
     /// Parses a properties string (e.g. the `properties` send header field).
     pub fn decode_str(text: &str) -> Self {
-        Self::decode(text.as_bytes())
+        let mut properties = Properties::new();
+        let mut index = HashMap::new();
+        for segment in text.split(PROPERTY_SEPARATOR as char) {
+            let Some((name, value)) = segment.split_once(NAME_VALUE_SEPARATOR as char) else {
+                continue;
+            };
+            if !name.is_empty() && !value.is_empty() {
+                properties.decoded(&mut index, name.to_owned(), value.to_owned());
+            }
+        }
+        properties
+    }
+
+    /// One decoded pair; a later duplicate wins. `index` (name to position)
+    /// is built only past [`LINEAR_SCAN_ENTRIES_MAX`] entries.
+    fn decoded(&mut self, index: &mut HashMap<String, usize>, name: String, value: String) {
+        if self.entries.len() < LINEAR_SCAN_ENTRIES_MAX && index.is_empty() {
+            self.insert(name, value);
+            return;
+        }
+        if index.is_empty() {
+            for (i, (k, _)) in self.entries.iter().enumerate() {
+                index.insert(k.clone(), i);
+            }
+        }
+        match index.get(&name) {
+            Some(&i) => self.entries[i].1 = value,
+            None => {
+                index.insert(name.clone(), self.entries.len());
+                self.entries.push((name, value));
+            }
+        }
     }
 
     /// Bytes [`Properties::encode`] writes.
