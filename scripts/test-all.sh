@@ -6,14 +6,17 @@
 #  3. creates or reuses a Python venv in target/interop-venv with the pinned
 #     Apache RocketMQ C++ client (PyPI rocketmq==0.4.4) and runs the interop
 #     suite in tests/interop against target/debug/ferrocket,
-#  4. runs tests/interop-rust (transactions and pop consumption through
+#  4. creates or reuses a second venv (target/interop-v5-venv) with the
+#     official RocketMQ 5 Python client (PyPI rocketmq-python-client==5.1.2)
+#     and runs tests/interop-v5 against `ferrocket proxy`,
+#  5. runs tests/interop-rust (transactions and pop consumption through
 #     rocketmq-client-rust).
 #
 # Any failure fails the whole command. Environment:
 #   PYTHON           interpreter for the venv (default: python3.11, else python3)
 #   SKIP_INTEROP=1   stop after the Rust tests
 #   PYTEST_ARGS      extra pytest arguments, e.g. "-k send_sync -x"
-#   SKIP_INTEROP_RUST=1  skip step 4
+#   SKIP_INTEROP_RUST=1  skip step 5
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,10 +43,6 @@ if [[ ! -x "$FERROCKET_BIN" ]]; then
     exit 1
 fi
 
-VENV="$TARGET_DIR/interop-venv"
-REQUIREMENTS="$ROOT/tests/interop/requirements.txt"
-STAMP="$VENV/.requirements.sha256"
-
 pick_python() {
     if [[ -n "${PYTHON:-}" ]]; then
         echo "$PYTHON"
@@ -54,27 +53,38 @@ pick_python() {
     fi
 }
 
-want_hash="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
-if [[ -x "$VENV/bin/python" ]] && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1 \
-    && [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$want_hash" ]]; then
-    step "reusing the interop venv at $VENV"
-else
-    PY="$(pick_python)"
-    step "creating the interop venv at $VENV with $PY ($("$PY" --version 2>&1))"
-    rm -rf "$VENV"
-    if "$PY" -m venv "$VENV"; then
-        "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQUIREMENTS"
+# make_venv DIR REQUIREMENTS: creates (or reuses, while REQUIREMENTS is
+# unchanged) a venv with those pinned packages.
+make_venv() {
+    local venv="$1" requirements="$2"
+    local stamp="$venv/.requirements.sha256"
+    local want_hash
+    want_hash="$(sha256sum "$requirements" | cut -d' ' -f1)"
+    if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import sys' >/dev/null 2>&1 \
+        && [[ -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$want_hash" ]]; then
+        step "reusing the venv at $venv"
+        return
+    fi
+    local py
+    py="$(pick_python)"
+    step "creating the venv at $venv with $py ($("$py" --version 2>&1))"
+    rm -rf "$venv"
+    if "$py" -m venv "$venv"; then
+        "$venv/bin/python" -m pip install --disable-pip-version-check --quiet -r "$requirements"
     else
         # Some distributions ship Python without ensurepip: make the venv
         # without pip and install into it with the interpreter's own pip.
         echo "python -m venv failed; retrying without pip in the venv" >&2
-        rm -rf "$VENV"
-        "$PY" -m venv --without-pip "$VENV"
-        "$PY" -m pip --python "$VENV/bin/python" install --disable-pip-version-check --quiet \
-            -r "$REQUIREMENTS"
+        rm -rf "$venv"
+        "$py" -m venv --without-pip "$venv"
+        "$py" -m pip --python "$venv/bin/python" install --disable-pip-version-check --quiet \
+            -r "$requirements"
     fi
-    echo "$want_hash" >"$STAMP"
-fi
+    echo "$want_hash" >"$stamp"
+}
+
+VENV="$TARGET_DIR/interop-venv"
+make_venv "$VENV" "$ROOT/tests/interop/requirements.txt"
 # The wheel bundles librocketmq.so; fail here, clearly, if it cannot load.
 "$VENV/bin/python" -c 'import rocketmq.client' || {
     echo "error: the rocketmq client library does not load in $VENV (see above)" >&2
@@ -91,6 +101,20 @@ step "pytest tests/interop (C++ client logs and server logs under $INTEROP_HOME)
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose.
 env FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$INTEROP_HOME" \
     "$VENV/bin/python" -m pytest "$ROOT/tests/interop" ${PYTEST_ARGS:-}
+
+# The RocketMQ 5 clients (gRPC) through `ferrocket proxy`: the official
+# Python v5 client, which also imports as `rocketmq`, in its own venv; the
+# cross-protocol tests run the C++ client from the first venv.
+V5_VENV="$TARGET_DIR/interop-v5-venv"
+make_venv "$V5_VENV" "$ROOT/tests/interop-v5/requirements.txt"
+V5_HOME="$TARGET_DIR/interop-v5-home"
+rm -rf "$V5_HOME"
+mkdir -p "$V5_HOME"
+step "pytest tests/interop-v5 (Python v5 client; its logs under $V5_HOME)"
+# shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose.
+env HOME="$V5_HOME" FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$V5_HOME" \
+    FERROCKET_CPP_PYTHON="$VENV/bin/python" \
+    "$V5_VENV/bin/python" -m pytest "$ROOT/tests/interop-v5" ${PYTEST_ARGS:-}
 
 if [[ "${SKIP_INTEROP_RUST:-0}" == "1" ]]; then
     step "SKIP_INTEROP_RUST=1: rocketmq-client-rust suite skipped"
