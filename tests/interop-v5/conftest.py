@@ -50,7 +50,14 @@ class V5Cluster:
     """Name server, broker and the gRPC proxy in front of them."""
 
     def __init__(self):
-        self.remoting = harness.Cluster("v5", auto_create_topic=False, broker_args=("--shards", "1"))
+        # Transaction checks soon after a half message, so the orphaned
+        # transaction test is quick.
+        broker_args = (
+            "--shards", "1",
+            "--set", "transactionTimeOut=2000",
+            "--set", "transactionCheckInterval=1000",
+        )
+        self.remoting = harness.Cluster("v5", auto_create_topic=False, broker_args=broker_args)
         try:
             self.proxy = start_proxy(self.remoting.workdir / "proxy", self.remoting.namesrv_addr)
         except BaseException:

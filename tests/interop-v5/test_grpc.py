@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
+from rocketmq import (ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer,
+                      TransactionChecker, TransactionResolution)
 
 from conftest import HERE, harness
 
@@ -45,8 +46,8 @@ class Clients:
         self.v5 = v5
         self.started = []
 
-    def producer(self, topic):
-        producer = Producer(config(self.v5), (topic,))
+    def producer(self, topic, checker=None):
+        producer = Producer(config(self.v5), (topic,), checker)
         producer.startup()
         self.started.append(producer)
         return producer
@@ -204,3 +205,34 @@ def test_cpp_producer_to_grpc_consumer(clients, v5, topic):
     got = receive_all(consumer, 10)
     assert sorted(m.body.decode() for m in got) == sorted(f"from-cpp-{i}" for i in range(10))
     assert all(m.tag == "cpp" for m in got)
+
+
+class CommitChecker(TransactionChecker):
+    """Commits every orphaned half message it is asked about."""
+
+    def __init__(self):
+        self.checked = []
+
+    def check(self, message):
+        self.checked.append(message.body)
+        return TransactionResolution.COMMIT
+
+
+def test_transactions_commit_rollback_and_an_orphan_committed_by_the_checker(clients, topic):
+    consumer = clients.consumer(topic)
+    checker = CommitChecker()
+    producer = clients.producer(topic, checker)
+    committed = producer.begin_transaction()
+    producer.send(message(topic, "tx-commit"), committed)
+    committed.commit()
+    rolled_back = producer.begin_transaction()
+    producer.send(message(topic, "tx-rollback"), rolled_back)
+    rolled_back.rollback()
+    # Neither committed nor rolled back: the broker checks it, through the
+    # proxy, with this producer's checker, which commits it.
+    orphan = producer.begin_transaction()
+    producer.send(message(topic, "tx-orphan"), orphan)
+    got = receive_all(consumer, 2, timeout_s=60)
+    assert sorted(m.body for m in got) == [b"tx-commit", b"tx-orphan"]
+    assert b"tx-orphan" in checker.checked
+    assert receive_all(consumer, 1, timeout_s=6) == [], "the rolled back message must never arrive"

@@ -6,33 +6,57 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrocket_client::{ClientError, ConnectionConfig, ConnectionPool, NameServerClient};
+use ferrocket_client::{
+    ClientError, ConnectionConfig, ConnectionPool, NameServerClient, RequestHandler,
+};
 use ferrocket_protocol::body::TopicRouteData;
-use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
+use tokio::sync::mpsc;
 
 use crate::pb::{Code, Status};
 use crate::status::status;
 use crate::telemetry::Sessions;
+use crate::transaction::Halves;
+
+/// Requests brokers send the proxy (transaction checks) waiting for the
+/// proxy's task; more are dropped (a broker checks again later).
+const BROKER_REQUESTS_QUEUED_MAX: usize = 4096;
 
 /// Everything a call needs: routes, broker connections, client sessions.
 pub struct Backend {
     namesrv: NameServerClient,
     next: AtomicUsize,
     pub sessions: Sessions,
+    pub halves: Halves,
 }
 
 impl Backend {
     /// A backend for the cluster behind the name servers `namesrv_addr`
     /// ("host:port;host:port").
-    pub fn new(namesrv_addr: &str) -> Result<Arc<Self>, ClientError> {
-        let pool = ConnectionPool::new(ConnectionConfig::default(), None);
+    /// Requests the brokers send (CHECK_TRANSACTION_STATE) come out of the
+    /// receiver.
+    pub fn new(
+        namesrv_addr: &str,
+    ) -> Result<(Arc<Self>, mpsc::Receiver<RemotingCommand>), ClientError> {
+        let (requests, received) = mpsc::channel(BROKER_REQUESTS_QUEUED_MAX);
+        let handler: RequestHandler = Arc::new(move |request: RemotingCommand| {
+            if request.code == request_code::CHECK_TRANSACTION_STATE
+                && requests.try_send(request).is_err()
+            {
+                tracing::warn!("transaction checks queue full; a check is dropped");
+            }
+            None
+        });
+        let pool = ConnectionPool::new(ConnectionConfig::default(), Some(handler));
         let namesrv = NameServerClient::new(namesrv_addr, pool)?;
-        Ok(Arc::new(Backend {
+        let backend = Arc::new(Backend {
             namesrv,
             next: AtomicUsize::new(0),
             sessions: Sessions::default(),
-        }))
+            halves: Halves::default(),
+        });
+        Ok((backend, received))
     }
 
     /// A number that grows by one a call: round-robin choices.

@@ -8,7 +8,7 @@
 //! SEND_MESSAGE, receives as POP_MESSAGE, acks as ACK_MESSAGE, and so on.
 //!
 //! Layout: `service` implements the gRPC trait and reads the metadata;
-//! `route`, `send`, `receive`, `offsets` and `telemetry` hold one family of
+//! `route`, `send`, `receive`, `offsets`, `transaction` and `telemetry` hold one family of
 //! calls each; `convert` maps messages between v5 and Remoting; `status`
 //! the codes; `limits` the proxy's limits; `backend` the Remoting side.
 
@@ -18,13 +18,16 @@
 
 pub mod backend;
 pub mod convert;
+pub mod dead_letter;
 pub mod limits;
+pub mod offsets;
 pub mod receive;
 pub mod route;
 pub mod send;
 pub mod service;
 pub mod status;
 pub mod telemetry;
+pub mod transaction;
 
 /// The generated `apache.rocketmq.v2` types, client and server.
 #[allow(clippy::all, missing_docs)]

@@ -237,14 +237,14 @@ fn popped(answer: &RemotingCommand, broker: &str, topic: &str) -> Responses {
 
 /// A receipt handle taken apart: the extraInfo the broker wants back and
 /// the queue the message is in.
-struct Handle {
-    extra_info: String,
-    info: ExtraInfo,
-    queue_offset: i64,
-    commit_log_offset: i64,
+pub(crate) struct Handle {
+    pub(crate) extra_info: String,
+    pub(crate) info: ExtraInfo,
+    pub(crate) queue_offset: i64,
+    pub(crate) commit_log_offset: i64,
 }
 
-fn parse_handle(handle: &str) -> Result<Handle, Status> {
+pub(crate) fn parse_handle(handle: &str) -> Result<Handle, Status> {
     let invalid = || status(Code::InvalidReceiptHandle, "invalid receipt handle");
     let (extra_info, last) = handle.trim().rsplit_once(' ').ok_or_else(invalid)?;
     let commit_log_offset = last.parse().map_err(|_| invalid())?;
@@ -283,7 +283,7 @@ fn names(
     Ok((group.to_string(), topic.to_string()))
 }
 
-async fn ack_one(
+pub(crate) async fn ack_one(
     backend: &Backend,
     group: &str,
     topic: &str,

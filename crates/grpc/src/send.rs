@@ -11,8 +11,9 @@ use ferrocket_protocol::header::SendMessageResponseHeader;
 use crate::backend::Backend;
 use crate::convert::{send_request, SendTarget};
 use crate::limits::SEND_BATCH_MAX;
-use crate::pb::{self, Code, Status};
+use crate::pb::{self, Code, MessageType, Status};
 use crate::status::{from_answer, ok, status};
+use crate::transaction::half_of_send;
 
 const SEND_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -93,13 +94,31 @@ async fn send_one(
         return failed(from_answer(answer.code, answer.remark.as_deref()));
     }
     let header = SendMessageResponseHeader::from_ext(&answer.ext_fields).ok();
+    // As the Java client names it: the message's unique key.
+    let transaction_id = header
+        .as_ref()
+        .and_then(|h| h.transaction_id.clone())
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| message_id.clone());
+    let transactional = message
+        .system_properties
+        .as_ref()
+        .is_some_and(|s| s.message_type == MessageType::Transaction as i32);
+    if transactional {
+        let topic = message.topic.as_ref().map_or("", |t| t.name.as_str());
+        match half_of_send(broker_name, topic, &message_id, &answer) {
+            Some(half) => backend.halves.remember(&transaction_id, half),
+            None => tracing::warn!(%message_id, "a half message's send answer lacks its offsets"),
+        }
+    }
     pb::SendResultEntry {
         status: Some(ok()),
         message_id: message_id.clone(),
-        transaction_id: header
-            .as_ref()
-            .and_then(|h| h.transaction_id.clone())
-            .unwrap_or_default(),
+        transaction_id: if transactional {
+            transaction_id
+        } else {
+            String::new()
+        },
         offset: header.as_ref().map_or(0, |h| h.queue_offset),
         recall_handle: String::new(),
     }

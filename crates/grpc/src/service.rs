@@ -15,7 +15,7 @@ use crate::limits::GRPC_MESSAGE_BYTES_MAX;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::pb::{self, Code};
 use crate::status::{ok, status};
-use crate::{receive, route, send, telemetry};
+use crate::{dead_letter, offsets, receive, route, send, telemetry, transaction};
 
 /// The metadata key every v5 client sends with its id.
 const CLIENT_ID: &str = "x-mq-client-id";
@@ -35,17 +35,52 @@ pub async fn serve(
     bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let backend = Backend::new(&config.namesrv_addr)?;
+    let (backend, broker_requests) = Backend::new(&config.namesrv_addr)?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
-    bound(listener.local_addr()?);
+    let local = listener.local_addr()?;
+    bound(local);
+    let background = start_background(&backend, broker_requests, local);
     let service = MessagingServiceServer::new(Proxy { backend })
         .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(GRPC_MESSAGE_BYTES_MAX);
-    tonic::transport::Server::builder()
+    let served = tonic::transport::Server::builder()
         .add_service(service)
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
-        .await?;
+        .await;
+    for task in background {
+        task.abort();
+    }
+    served?;
     Ok(())
+}
+
+/// The proxy's own loops: broker requests (transaction checks) to their
+/// producers, and the producer heartbeat that makes brokers send them here.
+fn start_background(
+    backend: &Arc<Backend>,
+    mut broker_requests: tokio::sync::mpsc::Receiver<ferrocket_protocol::RemotingCommand>,
+    local: SocketAddr,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let checks = {
+        let backend = Arc::clone(backend);
+        tokio::spawn(async move {
+            while let Some(check) = broker_requests.recv().await {
+                transaction::on_check(&backend, &check);
+            }
+        })
+    };
+    let heartbeat = {
+        let backend = Arc::clone(backend);
+        let client_id = format!("ferrocket-proxy@{local}@{}", std::process::id());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(transaction::PRODUCER_HEARTBEAT_INTERVAL);
+            loop {
+                tick.tick().await;
+                transaction::heartbeat_producers(&backend, &client_id).await;
+            }
+        })
+    };
+    vec![checks, heartbeat]
 }
 
 struct Proxy {
@@ -141,12 +176,9 @@ impl MessagingService for Proxy {
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<pb::ForwardMessageToDeadLetterQueueResponse> {
         client_id(&request)?;
-        Ok(Response::new(pb::ForwardMessageToDeadLetterQueueResponse {
-            status: Some(status(
-                Code::NotImplemented,
-                "not supported by this proxy yet",
-            )),
-        }))
+        Ok(Response::new(
+            dead_letter::forward(&self.backend, request.into_inner()).await,
+        ))
     }
 
     type PullMessageStream = BoxStream<pb::PullMessageResponse>;
@@ -170,12 +202,9 @@ impl MessagingService for Proxy {
         request: Request<pb::UpdateOffsetRequest>,
     ) -> Answer<pb::UpdateOffsetResponse> {
         client_id(&request)?;
-        Ok(Response::new(pb::UpdateOffsetResponse {
-            status: Some(status(
-                Code::NotImplemented,
-                "not supported by this proxy yet",
-            )),
-        }))
+        Ok(Response::new(
+            offsets::update_offset(&self.backend, request.into_inner()).await,
+        ))
     }
 
     async fn get_offset(
@@ -183,13 +212,9 @@ impl MessagingService for Proxy {
         request: Request<pb::GetOffsetRequest>,
     ) -> Answer<pb::GetOffsetResponse> {
         client_id(&request)?;
-        Ok(Response::new(pb::GetOffsetResponse {
-            status: Some(status(
-                Code::NotImplemented,
-                "not supported by this proxy yet",
-            )),
-            offset: 0,
-        }))
+        Ok(Response::new(
+            offsets::get_offset(&self.backend, request.into_inner()).await,
+        ))
     }
 
     async fn query_offset(
@@ -197,13 +222,9 @@ impl MessagingService for Proxy {
         request: Request<pb::QueryOffsetRequest>,
     ) -> Answer<pb::QueryOffsetResponse> {
         client_id(&request)?;
-        Ok(Response::new(pb::QueryOffsetResponse {
-            status: Some(status(
-                Code::NotImplemented,
-                "not supported by this proxy yet",
-            )),
-            offset: 0,
-        }))
+        Ok(Response::new(
+            offsets::query_offset(&self.backend, request.into_inner()).await,
+        ))
     }
 
     async fn end_transaction(
@@ -211,12 +232,9 @@ impl MessagingService for Proxy {
         request: Request<pb::EndTransactionRequest>,
     ) -> Answer<pb::EndTransactionResponse> {
         client_id(&request)?;
-        Ok(Response::new(pb::EndTransactionResponse {
-            status: Some(status(
-                Code::NotImplemented,
-                "transactions are not supported by this proxy yet",
-            )),
-        }))
+        Ok(Response::new(
+            transaction::end_transaction(&self.backend, request.into_inner()).await,
+        ))
     }
 
     type TelemetryStream = ReceiverStream<telemetry::Outbound>;

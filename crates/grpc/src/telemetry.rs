@@ -63,7 +63,33 @@ impl Sessions {
         self.lock().remove(client_id);
     }
 
-    /// Clients whose settings say they consume `group` (for commands).
+    /// Every topic some connected producer publishes.
+    pub fn published_topics(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .lock()
+            .values()
+            .filter_map(|s| publishing(&s.settings))
+            .flat_map(|p| p.topics.iter().map(|t| t.name.clone()))
+            .collect();
+        topics.sort();
+        topics.dedup();
+        topics
+    }
+
+    /// Sends `command` to one connected producer of `topic`; false when
+    /// there is none (or its stream is full).
+    pub fn send_to_publisher(&self, topic: &str, command: pb::TelemetryCommand) -> bool {
+        let clients = self.lock();
+        let producer = clients.values().find(|s| {
+            publishing(&s.settings).is_some_and(|p| p.topics.iter().any(|t| t.name == topic))
+        });
+        match producer {
+            Some(session) => session.outbound.try_send(Ok(command)).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Connected clients.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
@@ -90,6 +116,13 @@ impl Sessions {
         {
             clients.remove(client_id);
         }
+    }
+}
+
+fn publishing(settings: &Settings) -> Option<&pb::Publishing> {
+    match settings.pub_sub.as_ref() {
+        Some(PubSub::Publishing(publishing)) => Some(publishing),
+        _ => None,
     }
 }
 

@@ -71,7 +71,7 @@ impl DiskState {
 /// What statvfs says of the file system holding a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DiskSpace {
-    /// Percent in use, as `df` counts it (blocks not available to us).
+    /// Percent of the blocks in use by files (Java's measure).
     pub(crate) used_percent: u8,
     /// Bytes an unprivileged writer can still allocate.
     pub(crate) free_bytes: u64,
@@ -94,11 +94,14 @@ pub(crate) fn disk_space(path: &Path) -> Option<DiskSpace> {
     if total == 0 {
         return None;
     }
-    let free = stats.f_bavail as u128;
-    let used = total.saturating_sub(free);
+    // Used as Java counts it (`getTotalSpace - getFreeSpace`): blocks held
+    // by files, not the blocks reserved for root, which on some hosts are
+    // most of the disk.
+    let used = total.saturating_sub(stats.f_bfree as u128);
+    let available = stats.f_bavail as u128 * stats.f_frsize as u128;
     Some(DiskSpace {
         used_percent: ((used * 100) / total).min(100) as u8,
-        free_bytes: (free * stats.f_frsize as u128).min(u128::from(u64::MAX)) as u64,
+        free_bytes: available.min(u128::from(u64::MAX)) as u64,
     })
 }
 
