@@ -28,6 +28,9 @@ pub enum Mode {
     E2e(SingleArgs),
     /// The same workload against two name servers, in alternating rounds.
     Compare(CompareArgs),
+    /// Send, then receive and ack, through a RocketMQ 5 gRPC endpoint
+    /// (`ferrocket proxy`).
+    Grpc(crate::grpc::GrpcArgs),
 }
 
 /// How producers drive their connections.

@@ -14,6 +14,7 @@ mod control;
 mod error;
 #[cfg(test)]
 mod fake;
+mod grpc;
 mod hist;
 mod host;
 mod message;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         Mode::Consume(args) => run::run_consume(args),
         Mode::E2e(args) => run::run_single(SingleMode::E2e, args, 0),
         Mode::Compare(args) => run::run_compare(args),
+        Mode::Grpc(args) => grpc::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -334,14 +334,22 @@ pub async fn ack_message(
             entries: Vec::new(),
         };
     }
-    let mut entries = Vec::with_capacity(request.entries.len());
-    for entry in &request.entries {
-        entries.push(pb::AckMessageResultEntry {
+    // Every entry's ACK_MESSAGE at once (a batch of 32 is 32 round trips).
+    let acks = request
+        .entries
+        .iter()
+        .map(|entry| ack_one(backend, &group, &topic, entry));
+    let statuses = futures_util::future::join_all(acks).await;
+    let entries: Vec<pb::AckMessageResultEntry> = request
+        .entries
+        .iter()
+        .zip(statuses)
+        .map(|(entry, status)| pb::AckMessageResultEntry {
             message_id: entry.message_id.clone(),
             receipt_handle: entry.receipt_handle.clone(),
-            status: Some(ack_one(backend, &group, &topic, entry).await),
-        });
-    }
+            status: Some(status),
+        })
+        .collect();
     let codes: Vec<i32> = entries
         .iter()
         .map(|e| e.status.as_ref().map_or(0, |s| s.code))

@@ -164,10 +164,12 @@ pub async fn send_message(
             format!("topic {topic} has no writable queue"),
         ));
     }
-    let mut entries = Vec::with_capacity(request.messages.len());
-    for message in &request.messages {
-        entries.push(send_one(backend, &queues, message).await);
-    }
+    // Sent together; each answer lands in its message's entry.
+    let sends = request
+        .messages
+        .iter()
+        .map(|m| send_one(backend, &queues, m));
+    let entries = futures_util::future::join_all(sends).await;
     let overall = overall_status(&entries);
     pb::SendMessageResponse {
         status: Some(overall),
