@@ -110,10 +110,21 @@ make_venv "$V5_VENV" "$ROOT/tests/interop-v5/requirements.txt"
 V5_HOME="$TARGET_DIR/interop-v5-home"
 rm -rf "$V5_HOME"
 mkdir -p "$V5_HOME"
+# The Node.js v5 client (npm rocketmq-client-nodejs, pinned in
+# tests/interop-v5/node/package.json), installed under target/.
+NODE_DIR="$TARGET_DIR/interop-v5-node"
+if command -v npm >/dev/null 2>&1; then
+    step "npm install tests/interop-v5/node into $NODE_DIR"
+    mkdir -p "$NODE_DIR"
+    cp "$ROOT/tests/interop-v5/node/package.json" "$NODE_DIR/package.json"
+    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error)
+else
+    echo "npm not found: the Node.js v5 client test will be skipped" >&2
+fi
 step "pytest tests/interop-v5 (Python v5 client; its logs under $V5_HOME)"
 # shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose.
 env HOME="$V5_HOME" FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$V5_HOME" \
-    FERROCKET_CPP_PYTHON="$VENV/bin/python" \
+    FERROCKET_CPP_PYTHON="$VENV/bin/python" FERROCKET_NODE_DIR="$NODE_DIR" \
     "$V5_VENV/bin/python" -m pytest "$ROOT/tests/interop-v5" ${PYTEST_ARGS:-}
 
 if [[ "${SKIP_INTEROP_RUST:-0}" == "1" ]]; then

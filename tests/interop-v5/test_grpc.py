@@ -236,3 +236,20 @@ def test_transactions_commit_rollback_and_an_orphan_committed_by_the_checker(cli
     assert sorted(m.body for m in got) == [b"tx-commit", b"tx-orphan"]
     assert b"tx-orphan" in checker.checked
     assert receive_all(consumer, 1, timeout_s=6) == [], "the rolled back message must never arrive"
+
+
+def test_nodejs_client_sends_and_receives(v5, topic):
+    node_dir = os.environ.get("FERROCKET_NODE_DIR")
+    if not node_dir or not (Path(node_dir) / "node_modules" / "rocketmq-client-nodejs").is_dir():
+        pytest.skip("FERROCKET_NODE_DIR with npm rocketmq-client-nodejs is not set up")
+    script = Path(node_dir) / "send_and_receive.mjs"
+    script.write_bytes((HERE / "node" / "send_and_receive.mjs").read_bytes())
+    group = harness.unique_name("NodeGroup")
+    ran = subprocess.run(
+        ["node", str(script), v5.endpoint, topic, group, "10"],
+        capture_output=True, text=True, timeout=120, cwd=node_dir,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    import json
+    got = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert got == sorted(f"node-{i}" for i in range(10))
