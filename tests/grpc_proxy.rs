@@ -262,6 +262,26 @@ fn proxy_limits_offsets_and_dead_letters() {
         let stored = client.get_offset(stored).await.unwrap().into_inner();
         assert_eq!((code(&stored.status), stored.offset), (Code::Ok as i32, 2));
 
+        // PullMessage: the three messages of queue 0, then where to go on.
+        let pull = request(pb::PullMessageRequest {
+            group: resource(&group),
+            message_queue: queue(&topic, &broker_name, 0),
+            offset: 0,
+            batch_size: 32,
+            filter_expression: None,
+            long_polling_timeout: None,
+        });
+        let mut stream = client.pull_message(pull).await.unwrap().into_inner();
+        let (mut pulled, mut next) = (0, None);
+        while let Some(item) = stream.message().await.unwrap() {
+            match item.content {
+                Some(pb::pull_message_response::Content::Message(_)) => pulled += 1,
+                Some(pb::pull_message_response::Content::NextOffset(n)) => next = Some(n),
+                _ => {}
+            }
+        }
+        assert_eq!((pulled, next), (3, Some(3)));
+
         // A received message forwarded to the dead-letter queue lands in
         // %DLQ%group and is not delivered again.
         let dlq_group = unique_name("DlqGroup");

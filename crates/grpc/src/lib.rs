@@ -21,6 +21,7 @@ pub mod convert;
 pub mod dead_letter;
 pub mod limits;
 pub mod offsets;
+pub mod pull;
 pub mod receive;
 pub mod route;
 pub mod send;

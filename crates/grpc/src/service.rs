@@ -15,7 +15,7 @@ use crate::limits::GRPC_MESSAGE_BYTES_MAX;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::pb::{self, Code};
 use crate::status::{ok, status};
-use crate::{dead_letter, offsets, receive, route, send, telemetry, transaction};
+use crate::{dead_letter, offsets, pull, receive, route, send, telemetry, transaction};
 
 /// The metadata key every v5 client sends with its id.
 const CLIENT_ID: &str = "x-mq-client-id";
@@ -188,13 +188,8 @@ impl MessagingService for Proxy {
         request: Request<pb::PullMessageRequest>,
     ) -> Answer<Self::PullMessageStream> {
         client_id(&request)?;
-        let refused = pb::PullMessageResponse {
-            content: Some(pb::pull_message_response::Content::Status(status(
-                Code::NotImplemented,
-                "PullMessage is not supported by this proxy yet",
-            ))),
-        };
-        Ok(Response::new(stream_of(vec![refused])))
+        let items = pull::pull_message(&self.backend, request.into_inner()).await;
+        Ok(Response::new(stream_of(items)))
     }
 
     async fn update_offset(
