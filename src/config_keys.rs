@@ -154,6 +154,7 @@ fn broker_store_keys(
 ) -> Result<bool, String> {
     match key {
         "storePathRootDir" => config.store_path_root_dir = non_empty(key, setting)?.into(),
+        "enableProxy" => config.enable_proxy = parse_bool(key, setting)?,
         "flushDiskType" => {
             config.flush_disk_type = FlushDiskType::parse(&setting.value)
                 .ok_or_else(|| invalid(key, setting, "expected ASYNC_FLUSH or SYNC_FLUSH"))?

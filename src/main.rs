@@ -79,8 +79,26 @@ fn run(cli: Cli) -> Result<(), String> {
             ferrocket_namesrv::run(config, stop_flag()?).map_err(|e| format!("namesrv: {e}"))
         }
         Command::Broker(args) => {
-            let config = config::broker_config(&args)?;
-            ferrocket_broker::run(config, stop_flag()?).map_err(|e| format!("broker: {e}"))
+            let mut config = config::broker_config(&args)?;
+            let stop = stop_flag()?;
+            let endpoint = match config.enable_proxy {
+                true => {
+                    let local = std::net::SocketAddr::new(config.listen_addr, config.listen_port);
+                    let (handoff, thread) =
+                        proxy::in_broker(&config.namesrv_addr, local, Arc::clone(&stop))?;
+                    config.grpc_handoff = Some(handoff);
+                    Some(thread)
+                }
+                false => None,
+            };
+            let ran = ferrocket_broker::run(config, Arc::clone(&stop))
+                .map_err(|e| format!("broker: {e}"));
+            if let Some(thread) = endpoint {
+                // A broker that failed to start leaves the endpoint to stop.
+                stop.store(true, std::sync::atomic::Ordering::Release);
+                let _ = thread.join();
+            }
+            ran
         }
         Command::Start(args) => start::run(args, stop_flag()?),
         Command::Proxy(args) => proxy::run(args, stop_flag()?),

@@ -48,3 +48,65 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
         .block_on(ferrocket_grpc::serve(config, bound, shutdown))
         .map_err(|e| format!("proxy: {e}"))
 }
+
+/// Worker threads of the in-broker endpoint's runtime: the shards keep the
+/// cores, the proxy is a guest on them.
+const IN_BROKER_THREADS: usize = 2;
+
+/// The in-broker endpoint (`enableProxy=true`): the proxy on its own tokio
+/// threads, fed the broker port's HTTP/2 connections through the returned
+/// handoff, serving the broker's cluster through its name servers. It stops
+/// with `stop`; join the thread after the broker returns.
+pub fn in_broker(
+    namesrv_addr: &str,
+    local: SocketAddr,
+    stop: Arc<AtomicBool>,
+) -> Result<
+    (
+        ferrocket_runtime::server::Handoff,
+        std::thread::JoinHandle<()>,
+    ),
+    String,
+> {
+    if namesrv_addr.trim().is_empty() {
+        return Err(
+            "enableProxy needs namesrvAddr: the gRPC endpoint routes through the name server"
+                .into(),
+        );
+    }
+    let (connections, incoming) = tokio::sync::mpsc::unbounded_channel::<std::net::TcpStream>();
+    let handoff = ferrocket_runtime::server::Handoff::new(move |socket| {
+        // Closed only when the endpoint is gone (the broker is stopping).
+        let _ = connections.send(socket);
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(IN_BROKER_THREADS)
+        .enable_all()
+        .thread_name("ferrocket-grpc")
+        .build()
+        .map_err(|e| format!("cannot start the gRPC endpoint's runtime: {e}"))?;
+    let namesrv = namesrv_addr.to_string();
+    let thread = std::thread::Builder::new()
+        .name("ferrocket-grpc".into())
+        .spawn(move || {
+            // Made tokio sockets inside the runtime, as they are taken.
+            let incoming = tokio_stream::StreamExt::map(
+                tokio_stream::wrappers::UnboundedReceiverStream::new(incoming),
+                tokio::net::TcpStream::from_std,
+            );
+            let shutdown = async move {
+                while !stop.load(Ordering::Acquire) {
+                    tokio::time::sleep(Duration::from_millis(STOP_POLL_MS)).await;
+                }
+            };
+            tracing::info!(%local, "gRPC endpoint serving on the broker port");
+            let served = runtime.block_on(ferrocket_grpc::serve_incoming(
+                &namesrv, local, incoming, shutdown,
+            ));
+            if let Err(e) = served {
+                tracing::error!(error = %e, "the in-broker gRPC endpoint stopped");
+            }
+        })
+        .map_err(|e| format!("cannot start the gRPC endpoint's thread: {e}"))?;
+    Ok((handoff, thread))
+}

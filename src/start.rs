@@ -115,6 +115,9 @@ pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
         namesrv_addr,
         "--store-path-root-dir".into(),
         args.data_dir.join("broker").display().to_string(),
+        // RocketMQ 5 (gRPC) clients reach the same port.
+        "--set".into(),
+        "enableProxy=true".into(),
     ];
     for setting in &args.broker_settings {
         broker_args.push("--set".into());

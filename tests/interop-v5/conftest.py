@@ -90,3 +90,33 @@ def v5():
 @pytest.fixture
 def topic(v5):
     return v5.create_topic(harness.unique_name("V5Topic"))
+
+
+class LocalV5Cluster:
+    """Name server and a broker with `enableProxy=true`: gRPC on the
+    broker's own port, beside Remoting."""
+
+    def __init__(self):
+        broker_args = ("--shards", "2", "--set", "enableProxy=true")
+        self.remoting = harness.Cluster("v5-local", auto_create_topic=False, broker_args=broker_args)
+
+    @property
+    def endpoint(self):
+        return self.remoting.broker_addr
+
+    @property
+    def namesrv_addr(self):
+        return self.remoting.namesrv_addr
+
+    def create_topic(self, topic):
+        return self.remoting.create_topic(topic)
+
+    def stop(self):
+        self.remoting.stop()
+
+
+@pytest.fixture(scope="session")
+def v5_local():
+    cluster = LocalV5Cluster()
+    yield cluster
+    cluster.stop()

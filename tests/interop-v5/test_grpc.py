@@ -253,3 +253,23 @@ def test_nodejs_client_sends_and_receives(v5, topic):
     import json
     got = json.loads(ran.stdout.strip().splitlines()[-1])
     assert got == sorted(f"node-{i}" for i in range(10))
+
+
+def test_the_broker_port_serves_grpc_beside_remoting(v5_local):
+    """`enableProxy=true`: a v5 client and the C++ client use one address."""
+    topic = v5_local.create_topic(harness.unique_name("LocalTopic"))
+    clients = Clients(v5_local)
+    try:
+        consumer = clients.consumer(topic)
+        producer = clients.producer(topic)
+        for i in range(5):
+            producer.send(message(topic, f"local-{i}", tag="TagL"))
+        sent = subprocess.run(
+            cpp("send", v5_local.namesrv_addr, topic, "5", "remoting"), capture_output=True, text=True, timeout=60
+        )
+        assert sent.returncode == 0, sent.stderr
+        got = receive_all(consumer, 10)
+        expected = [f"local-{i}" for i in range(5)] + [f"remoting-{i}" for i in range(5)]
+        assert sorted(m.body.decode() for m in got) == sorted(expected)
+    finally:
+        clients.shutdown()

@@ -37,7 +37,7 @@ pub mod pb {
 }
 
 pub use backend::Backend;
-pub use service::{serve, ProxyConfig};
+pub use service::{serve, serve_incoming, ProxyConfig};
 
 /// Default gRPC port of RocketMQ's proxy (`grpcServerPort`).
 pub const GRPC_PORT_DEFAULT: u16 = 8081;

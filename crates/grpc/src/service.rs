@@ -35,17 +35,33 @@ pub async fn serve(
     bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let (backend, broker_requests) = Backend::new(&config.namesrv_addr)?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let local = listener.local_addr()?;
     bound(local);
+    let incoming = TcpListenerStream::new(listener);
+    serve_incoming(&config.namesrv_addr, local, incoming, shutdown).await
+}
+
+/// Serves the connections `incoming` yields (the in-broker endpoint: the
+/// broker hands over its HTTP/2 connections) until `shutdown` completes.
+/// `local` names this endpoint to the brokers (in the producer heartbeat).
+pub async fn serve_incoming<S>(
+    namesrv_addr: &str,
+    local: SocketAddr,
+    incoming: S,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    S: Stream<Item = std::io::Result<tokio::net::TcpStream>> + Send + 'static,
+{
+    let (backend, broker_requests) = Backend::new(namesrv_addr)?;
     let background = start_background(&backend, broker_requests, local);
     let service = MessagingServiceServer::new(Proxy { backend })
         .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(GRPC_MESSAGE_BYTES_MAX);
     let served = tonic::transport::Server::builder()
         .add_service(service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await;
     for task in background {
         task.abort();

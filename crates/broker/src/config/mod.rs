@@ -224,6 +224,13 @@ pub struct BrokerConfig {
     pub server_limits: ServerLimits,
     /// `brokerRole` and the HA settings.
     pub replication: ReplicationConfig,
+    /// `enableProxy`: serve RocketMQ 5 (gRPC) clients on the broker's own
+    /// port too, through an in-process proxy (see the README).
+    pub enable_proxy: bool,
+    /// Where connections that open with HTTP/2 go: the in-broker gRPC
+    /// endpoint (`enableProxy`), set by whoever runs the broker. `None`:
+    /// the port is Remoting only.
+    pub grpc_handoff: Option<ferrocket_runtime::server::Handoff>,
 }
 
 impl Default for BrokerConfig {
@@ -281,6 +288,8 @@ impl Default for BrokerConfig {
             clients_per_group_max: CLIENTS_PER_GROUP_MAX_DEFAULT,
             server_limits: ServerLimits::default(),
             replication: ReplicationConfig::default(),
+            enable_proxy: false,
+            grpc_handoff: None,
         }
     }
 }

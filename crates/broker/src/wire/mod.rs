@@ -106,6 +106,10 @@ impl RequestHandler for Shard {
         })
     }
 
+    fn handoff(&self) -> Option<&ferrocket_runtime::server::Handoff> {
+        self.config().grpc_handoff.as_ref()
+    }
+
     fn on_open(&self, conn: &Rc<Connection>) {
         self.connection_opened(conn);
     }

@@ -14,6 +14,7 @@ mod announce;
 mod budget;
 mod conn_loop;
 mod connection;
+mod handoff;
 mod listener;
 mod read_buf;
 mod serve;
@@ -38,6 +39,7 @@ pub use conn_loop::{
 pub use connection::{
     shard_of_conn_id, ClientGone, Connection, ConnectionError, CONN_ID_SHARD_SHIFT,
 };
+pub use handoff::Handoff;
 pub use listener::{bind_listener, bind_waiting, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
 pub use serve::serve;
 
@@ -59,6 +61,12 @@ pub trait RequestHandler: 'static {
     /// A connection is closed (called once, after its reader and writer
     /// ended; requests still running may finish later, their answers dropped).
     fn on_close(&self, _conn: &Connection) {}
+
+    /// Where connections that open with HTTP/2 go (gRPC on the Remoting
+    /// port); `None`: every connection is Remoting. See [`Handoff`].
+    fn handoff(&self) -> Option<&Handoff> {
+        None
+    }
 }
 
 /// Default most simultaneous connections per `serve` call.

@@ -13,6 +13,7 @@ use glommio::net::{TcpListener, TcpStream};
 
 use super::conn_loop::run_connection;
 use super::connection::{next_conn_id, Connection};
+use super::handoff::{hand_over, opening, Opening};
 use super::{RequestHandler, ServerConfig};
 
 /// Pause after a failed accept (out of file descriptors, say) so the loop
@@ -232,6 +233,39 @@ fn start_connection<H: RequestHandler>(
         tracing::warn!(%peer, count, "connection limit reached; closing new connection");
         return;
     }
+    if let Some(handoff) = handler.handoff().cloned() {
+        // Look at the first byte before it is Remoting's to read.
+        let (handler, config, registry) = (handler.clone(), *config, registry.clone());
+        glommio::spawn_local(async move {
+            let timeout = Duration::from_millis(config.limits.partial_frame_timeout_ms);
+            match opening(&stream, timeout).await {
+                Opening::Remoting => {
+                    run_remoting(stream, (peer, local), &handler, &config, &registry)
+                }
+                Opening::Http2 => {
+                    if let Err(e) = hand_over(stream, &handoff) {
+                        tracing::debug!(%peer, "cannot hand an HTTP/2 connection over: {e}");
+                    }
+                }
+                Opening::Nothing => {
+                    tracing::debug!(%peer, "connection closed before its first byte")
+                }
+            }
+        })
+        .detach();
+        return;
+    }
+    run_remoting(stream, (peer, local), handler, config, registry);
+}
+
+/// Serves an accepted connection as Remoting.
+fn run_remoting<H: RequestHandler>(
+    stream: TcpStream,
+    (peer, local): (std::net::SocketAddr, std::net::SocketAddr),
+    handler: &Rc<H>,
+    config: &ServerConfig,
+    registry: &Rc<Registry>,
+) {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "could not set TCP_NODELAY: {e}");
     }

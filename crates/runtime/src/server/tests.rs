@@ -31,6 +31,7 @@ struct TestHandler {
     handled: Arc<AtomicUsize>,
     ask_timeout_ms: u64,
     open: RefCell<Vec<u64>>,
+    handoff: Option<Handoff>,
 }
 
 impl RequestHandler for TestHandler {
@@ -73,6 +74,10 @@ impl RequestHandler for TestHandler {
     fn on_close(&self, _conn: &Connection) {
         self.closed.fetch_add(1, Ordering::SeqCst);
     }
+
+    fn handoff(&self) -> Option<&Handoff> {
+        self.handoff.as_ref()
+    }
 }
 
 struct TestServer {
@@ -85,6 +90,10 @@ struct TestServer {
 
 impl TestServer {
     fn start(limits: ServerLimits, ask_timeout_ms: u64) -> Self {
+        Self::start_with(limits, ask_timeout_ms, None)
+    }
+
+    fn start_with(limits: ServerLimits, ask_timeout_ms: u64, handoff: Option<Handoff>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let closed = Arc::new(AtomicUsize::new(0));
         let handled = Arc::new(AtomicUsize::new(0));
@@ -99,6 +108,7 @@ impl TestServer {
                     closed: closed2,
                     handled: handled2,
                     ask_timeout_ms,
+                    handoff,
                     ..TestHandler::default()
                 });
                 let config = ServerConfig {
@@ -420,4 +430,36 @@ fn detached_connection_collects_what_is_sent() {
         conn.close();
         assert!(conn.send(RemotingCommand::request(42)).is_err());
     });
+}
+
+#[test]
+fn http2_connections_are_handed_over_and_remoting_is_served_beside_them() {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let (given, taken) = std::sync::mpsc::channel::<TcpStream>();
+    let given = std::sync::Mutex::new(given);
+    let handoff = Handoff::new(move |socket| {
+        let _ = given.lock().unwrap().send(socket);
+    });
+    let server = TestServer::start_with(ServerLimits::default(), 1000, Some(handoff));
+    let mut h2 = server.connect();
+    h2.write_all(PREFACE).unwrap();
+    let mut socket = taken.recv_timeout(Duration::from_secs(10)).unwrap();
+    socket.set_nonblocking(false).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // Nothing was taken from it: the new owner reads the preface.
+    let mut read = vec![0u8; PREFACE.len()];
+    socket.read_exact(&mut read).unwrap();
+    assert_eq!(read, PREFACE);
+    socket.write_all(b"settings").unwrap();
+    let mut answer = [0u8; 8];
+    h2.read_exact(&mut answer).unwrap();
+    assert_eq!(
+        &answer, b"settings",
+        "the handed-over socket is the client's connection"
+    );
+    // Remoting connections on the same port are served as before.
+    echo_works(&server);
+    assert_eq!(server.handled.load(Ordering::SeqCst), 1);
 }
