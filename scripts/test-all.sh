@@ -10,7 +10,8 @@
 #     official RocketMQ 5 Python client (PyPI rocketmq-python-client==5.1.2)
 #     and runs tests/interop-v5 against `ferrocket proxy`,
 #  5. runs tests/interop-rust (transactions and pop consumption through
-#     rocketmq-client-rust).
+#     rocketmq-client-rust, and the RocketMQ 5 Rust client, the crate
+#     `rocketmq` 5.0.0, through the broker's gRPC port).
 #
 # Any failure fails the whole command. Environment:
 #   PYTHON           interpreter for the venv (default: python3.11, else python3)
