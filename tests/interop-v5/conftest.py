@@ -47,17 +47,24 @@ def start_proxy(workdir, namesrv_addr):
 
 
 class V5Cluster:
-    """Name server, broker and the gRPC proxy in front of them."""
+    """Name server, broker and the gRPC proxy in front of them; with
+    `local`, no proxy process: the broker serves gRPC on its own port
+    (`enableProxy=true`)."""
 
-    def __init__(self):
+    def __init__(self, local=False):
         # Transaction checks soon after a half message, so the orphaned
         # transaction test is quick.
         broker_args = (
-            "--shards", "1",
+            "--shards", "2" if local else "1",
             "--set", "transactionTimeOut=2000",
             "--set", "transactionCheckInterval=1000",
+            *(("--set", "enableProxy=true") if local else ()),
         )
-        self.remoting = harness.Cluster("v5", auto_create_topic=False, broker_args=broker_args)
+        name = "v5-local" if local else "v5"
+        self.remoting = harness.Cluster(name, auto_create_topic=False, broker_args=broker_args)
+        self.proxy = None
+        if local:
+            return
         try:
             self.proxy = start_proxy(self.remoting.workdir / "proxy", self.remoting.namesrv_addr)
         except BaseException:
@@ -66,7 +73,7 @@ class V5Cluster:
 
     @property
     def endpoint(self):
-        return self.proxy.addr
+        return self.proxy.addr if self.proxy else self.remoting.broker_addr
 
     @property
     def namesrv_addr(self):
@@ -76,7 +83,8 @@ class V5Cluster:
         return self.remoting.create_topic(topic)
 
     def stop(self):
-        self.proxy.stop()
+        if self.proxy:
+            self.proxy.stop()
         self.remoting.stop()
 
 
@@ -92,31 +100,8 @@ def topic(v5):
     return v5.create_topic(harness.unique_name("V5Topic"))
 
 
-class LocalV5Cluster:
-    """Name server and a broker with `enableProxy=true`: gRPC on the
-    broker's own port, beside Remoting."""
-
-    def __init__(self):
-        broker_args = ("--shards", "2", "--set", "enableProxy=true")
-        self.remoting = harness.Cluster("v5-local", auto_create_topic=False, broker_args=broker_args)
-
-    @property
-    def endpoint(self):
-        return self.remoting.broker_addr
-
-    @property
-    def namesrv_addr(self):
-        return self.remoting.namesrv_addr
-
-    def create_topic(self, topic):
-        return self.remoting.create_topic(topic)
-
-    def stop(self):
-        self.remoting.stop()
-
-
 @pytest.fixture(scope="session")
 def v5_local():
-    cluster = LocalV5Cluster()
+    cluster = V5Cluster(local=True)
     yield cluster
     cluster.stop()

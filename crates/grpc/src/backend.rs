@@ -14,10 +14,10 @@ use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
 use tokio::sync::mpsc;
 
+use crate::halves::Halves;
 use crate::pb::{Code, Status};
 use crate::status::status;
 use crate::telemetry::Sessions;
-use crate::transaction::Halves;
 
 /// Requests brokers send the proxy (transaction checks) waiting for the
 /// proxy's task; more are dropped (a broker checks again later).

@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod convert;
 pub mod dead_letter;
+pub mod halves;
 pub mod limits;
 pub mod offsets;
 pub mod pull;

@@ -8,8 +8,7 @@
 //! RecoverOrphanedTransactionCommand over its Telemetry stream; the
 //! producer's checker answers with EndTransaction (source SERVER_CHECK).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use ferrocket_protocol::body::{encode_json, HeartbeatData, ProducerData};
@@ -19,53 +18,16 @@ use ferrocket_protocol::record::decode_record;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::backend::Backend;
+pub use crate::halves::{Half, Halves};
 use crate::pb::{self, Code, TransactionResolution, TransactionSource};
 use crate::status::{from_answer, status};
 
-/// Half messages remembered for an EndTransaction; the oldest go first.
-const HALVES_MAX: usize = 100_000;
 /// `commitOrRollback` values (Java `MessageSysFlag`).
 const COMMIT: i32 = 0x8;
 const ROLLBACK: i32 = 0xC;
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// How often the proxy tells the brokers which producer groups it holds.
 pub const PRODUCER_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
-
-/// What END_TRANSACTION needs of one half message.
-#[derive(Debug, Clone)]
-pub struct Half {
-    pub broker_name: String,
-    pub topic: String,
-    pub queue_offset: i64,
-    pub commit_log_offset: i64,
-    pub message_id: String,
-}
-
-/// Half messages by transaction id, bounded.
-#[derive(Default)]
-pub struct Halves {
-    inner: Mutex<(HashMap<String, Half>, VecDeque<String>)>,
-}
-
-impl Halves {
-    pub fn remember(&self, transaction_id: &str, half: Half) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let (by_id, order) = &mut *inner;
-        if by_id.insert(transaction_id.to_string(), half).is_none() {
-            order.push_back(transaction_id.to_string());
-        }
-        while order.len() > HALVES_MAX {
-            if let Some(oldest) = order.pop_front() {
-                by_id.remove(&oldest);
-            }
-        }
-    }
-
-    fn take(&self, transaction_id: &str) -> Option<Half> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.0.remove(transaction_id)
-    }
-}
 
 /// The half message of a transactional send the broker accepted.
 pub fn half_of_send(

@@ -18,6 +18,7 @@ use ferrocket_protocol::frame::{FLAG_ONEWAY, FLAG_RESPONSE};
 use ferrocket_protocol::limits::FRAME_BYTES_MAX;
 use ferrocket_protocol::{FrameDecoder, RemotingCommand};
 
+use super::client_gone::ClientGone;
 use super::ServerLimits;
 
 /// Bodies at least this large are queued as their own chunk and written
@@ -118,32 +119,6 @@ pub struct Connection {
     pub(crate) watch: super::watch::Watch,
 }
 
-/// Tells work done for a connection, on any shard, that its client is gone
-/// (the connection closed), so a long poll held for it ends instead of
-/// running to its timeout. `Send`: it travels with a cross-shard call.
-#[derive(Debug, Clone, Default)]
-pub struct ClientGone(std::sync::Arc<std::sync::atomic::AtomicBool>);
-
-impl ClientGone {
-    /// How often [`ClientGone::wait`] looks.
-    const POLL_MS: u64 = 200;
-
-    pub fn is_gone(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    fn set(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::Release);
-    }
-
-    /// Completes (within 200 ms) once the client is gone; never otherwise.
-    pub async fn wait(&self) {
-        while !self.is_gone() {
-            glommio::timer::sleep(std::time::Duration::from_millis(Self::POLL_MS)).await;
-        }
-    }
-}
-
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
@@ -155,28 +130,8 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// Bit position of the shard index inside a connection id.
-pub const CONN_ID_SHARD_SHIFT: u32 = 48;
-
-/// The shard (executor) that owns the connection with this id.
-pub fn shard_of_conn_id(conn_id: u64) -> u16 {
-    (conn_id >> CONN_ID_SHARD_SHIFT) as u16
-}
-
-thread_local! {
-    static NEXT_CONN_SEQ: Cell<u64> = const { Cell::new(1) };
-}
-
-/// A connection id unique across shards: the shard index in the top 16 bits,
-/// a per-thread sequence below.
-pub(crate) fn next_conn_id(shard_index: u16) -> u64 {
-    let seq = NEXT_CONN_SEQ.with(|next| {
-        let seq = next.get();
-        next.set(seq.wrapping_add(1) & ((1 << CONN_ID_SHARD_SHIFT) - 1));
-        seq
-    });
-    ((shard_index as u64) << CONN_ID_SHARD_SHIFT) | seq
-}
+pub(crate) use super::conn_id::next_conn_id;
+pub use super::conn_id::{shard_of_conn_id, CONN_ID_SHARD_SHIFT};
 
 impl Connection {
     pub(crate) fn new(

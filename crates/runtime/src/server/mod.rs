@@ -12,6 +12,8 @@
 
 mod announce;
 mod budget;
+mod client_gone;
+mod conn_id;
 mod conn_loop;
 mod connection;
 mod handoff;
@@ -33,12 +35,11 @@ use ferrocket_protocol::RemotingCommand;
 pub use crate::sync::{flag_set, StopSignal, STOP_POLL_INTERVAL_MS};
 pub use announce::announce_listening;
 pub use budget::held_bytes;
+pub use client_gone::ClientGone;
 pub use conn_loop::{
     READ_BYTES_MAX, READ_CHUNK_BYTES, READ_CHUNK_BYTES_BUSY_MAX, WRITE_BATCH_BYTES_MAX,
 };
-pub use connection::{
-    shard_of_conn_id, ClientGone, Connection, ConnectionError, CONN_ID_SHARD_SHIFT,
-};
+pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
 pub use handoff::Handoff;
 pub use listener::{bind_listener, bind_waiting, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
 pub use serve::serve;
