@@ -73,39 +73,58 @@ pub struct BrokerArgs {
 }
 
 /// All settings in force: the file's, then the flags' on top.
+/// A flag that sets one key: (key, flag as typed, value if given).
+type KeyFlag<'a> = (&'a str, &'a str, Option<String>);
+
+/// All settings in force: the file's, then the flags' on top. Each keeps
+/// where it came from, for error messages.
 fn collect(
     common: &CommonArgs,
-    flags: Vec<(&str, Option<String>)>,
+    flags: Vec<KeyFlag<'_>>,
 ) -> Result<BTreeMap<String, Setting>, String> {
     let mut settings = match &common.config_file {
         Some(path) => properties::load(path)?,
         None => BTreeMap::new(),
     };
-    let mut put = |key: &str, value: String| {
-        settings.insert(key.to_string(), Setting { value, line: 0 });
+    let mut put = |key: &str, value: String, origin: String| {
+        settings.insert(key.to_string(), Setting::from_flag(value, origin));
     };
-    if let Some(addr) = &common.listen_addr {
-        put("listenAddr", addr.clone());
-    }
-    if let Some(port) = common.listen_port {
-        put("listenPort", port.to_string());
-    }
-    for (key, value) in flags {
+    let common_flags = [
+        ("listenAddr", "--listen-addr", common.listen_addr.clone()),
+        (
+            "listenPort",
+            "--listen-port",
+            common.listen_port.map(|p| p.to_string()),
+        ),
+    ];
+    for (key, flag, value) in common_flags.into_iter().chain(flags) {
         if let Some(value) = value {
-            put(key, value);
+            put(key, value, flag.to_string());
         }
     }
     for entry in &common.settings {
         let (key, value) = entry
             .split_once('=')
             .ok_or_else(|| format!("--set expects KEY=VALUE, found `{entry}`"))?;
-        put(key.trim(), value.trim().to_string());
+        put(
+            key.trim(),
+            value.trim().to_string(),
+            format!("--set {entry}"),
+        );
     }
     Ok(settings)
 }
 
-fn warn_unknown(key: &str) {
-    tracing::warn!("ignoring unknown setting `{key}`");
+/// An unknown key is ignored, as Java ignores it, with a warning that says
+/// where it was and which known key it most resembles.
+fn warn_unknown(key: &str, setting: &Setting, known: &[&str]) {
+    match crate::known_keys::closest(key, known) {
+        Some(meant) => tracing::warn!(
+            "{}: ignoring unknown setting `{key}`: did you mean `{meant}`?",
+            setting.origin
+        ),
+        None => tracing::warn!("{}: ignoring unknown setting `{key}`", setting.origin),
+    }
 }
 
 pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvConfig, String> {
@@ -113,6 +132,7 @@ pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvCo
         &args.common,
         vec![(
             "brokerExpiryMs",
+            "--broker-expiry-ms",
             args.broker_expiry_ms.map(|v| v.to_string()),
         )],
     )?;
@@ -124,7 +144,7 @@ pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvCo
     };
     for (key, setting) in &settings {
         if !crate::config_keys::apply_namesrv(&mut config, key, setting)? {
-            warn_unknown(key);
+            warn_unknown(key, setting, crate::known_keys::NAMESRV_KEYS);
         }
     }
     Ok(config)
@@ -132,23 +152,38 @@ pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvCo
 
 pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig, String> {
     let flags = vec![
-        ("namesrvAddr", args.namesrv_addr.clone()),
-        ("storePathRootDir", args.store_path_root_dir.clone()),
-        ("brokerName", args.broker_name.clone()),
-        ("brokerClusterName", args.broker_cluster_name.clone()),
-        ("brokerIP1", args.broker_ip1.clone()),
-        ("shardCount", args.shards.map(|v| v.to_string())),
-        ("flushDiskType", args.flush_disk_type.clone()),
+        ("namesrvAddr", "--namesrv-addr", args.namesrv_addr.clone()),
+        (
+            "storePathRootDir",
+            "--store-path-root-dir",
+            args.store_path_root_dir.clone(),
+        ),
+        ("brokerName", "--broker-name", args.broker_name.clone()),
+        (
+            "brokerClusterName",
+            "--broker-cluster-name",
+            args.broker_cluster_name.clone(),
+        ),
+        ("brokerIP1", "--broker-ip1", args.broker_ip1.clone()),
+        ("shardCount", "--shards", args.shards.map(|v| v.to_string())),
+        (
+            "flushDiskType",
+            "--flush-disk-type",
+            args.flush_disk_type.clone(),
+        ),
         (
             "autoCreateTopicEnable",
+            "--auto-create-topic-enable",
             args.auto_create_topic_enable.map(|v| v.to_string()),
         ),
         (
             "mappedFileSizeCommitLog",
+            "--mapped-file-size-commit-log",
             args.mapped_file_size_commit_log.map(|v| v.to_string()),
         ),
         (
             "registerBrokerIntervalMs",
+            "--register-interval-ms",
             args.register_interval_ms.map(|v| v.to_string()),
         ),
     ];
@@ -156,7 +191,7 @@ pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig
     let mut config = ferrocket_broker::BrokerConfig::default();
     for (key, setting) in &settings {
         if !crate::config_keys::apply_broker(&mut config, key, setting)? {
-            warn_unknown(key);
+            warn_unknown(key, setting, crate::known_keys::BROKER_KEYS);
         }
     }
     Ok(config)

@@ -2,7 +2,7 @@
 //! own keys where RocketMQ has none). Each `apply_*` returns `Ok(false)` for
 //! a key it does not know, so the caller can warn about it.
 
-use crate::properties::{parse_bool, parse_value, Setting};
+use crate::properties::{invalid, parse_bool, parse_port, parse_value, Setting};
 use ferrocket_broker::{BrokerConfig, BrokerRole, CommitLogWriteMode, FlushDiskType};
 use ferrocket_namesrv::NamesrvConfig;
 
@@ -13,7 +13,7 @@ pub fn apply_namesrv(
 ) -> Result<bool, String> {
     match key {
         "listenAddr" => config.listen_addr = parse_value(key, setting)?,
-        "listenPort" => config.listen_port = parse_value(key, setting)?,
+        "listenPort" => config.listen_port = parse_port(key, setting)?,
         "brokerExpiryMs" => config.broker_expiry_ms = positive(key, setting)?,
         "scanNotActiveBrokerInterval" | "scanIntervalMs" => {
             config.scan_interval_ms = positive(key, setting)?
@@ -85,7 +85,7 @@ fn broker_identity_keys(
 ) -> Result<bool, String> {
     match key {
         "listenAddr" => config.listen_addr = parse_value(key, setting)?,
-        "listenPort" => config.listen_port = parse_value(key, setting)?,
+        "listenPort" => config.listen_port = parse_port(key, setting)?,
         "namesrvAddr" => config.namesrv_addr = setting.value.clone(),
         "brokerClusterName" => config.broker_cluster_name = non_empty(key, setting)?,
         "brokerName" => config.broker_name = non_empty(key, setting)?,
@@ -122,7 +122,13 @@ fn broker_replication_keys(
             ha.ha_listen_port = match port {
                 ..=0 => None,
                 1..=65535 => Some(port as u16),
-                _ => return Err(invalid(key, setting, "expected a port number")),
+                _ => {
+                    return Err(invalid(
+                        key,
+                        setting,
+                        "expected a port, 1-65535, or 0 for listenPort + 1",
+                    ))
+                }
             }
         }
         "haMasterAddress" => ha.ha_master_address = setting.value.trim().to_owned(),
@@ -186,7 +192,7 @@ fn broker_retention_keys(
             let hours = positive(key, setting)?;
             config.file_reserved_time_ms = hours
                 .checked_mul(3_600_000)
-                .ok_or_else(|| invalid(key, setting, "too large"))?
+                .ok_or_else(|| invalid(key, setting, "expected hours, at most 2562047788015"))?
         }
         // Ferrocket's own: the same in milliseconds (tests expire in seconds).
         "fileReservedTimeMs" => config.file_reserved_time_ms = parse_value(key, setting)?,
@@ -284,17 +290,10 @@ fn broker_consume_keys(
     Ok(true)
 }
 
-fn invalid(key: &str, setting: &Setting, why: &str) -> String {
-    format!(
-        "line {}: invalid value `{}` for {key}: {why}",
-        setting.line, setting.value
-    )
-}
-
 fn positive(key: &str, setting: &Setting) -> Result<u64, String> {
     let value: u64 = parse_value(key, setting)?;
     if value == 0 {
-        return Err(invalid(key, setting, "must be greater than 0"));
+        return Err(invalid(key, setting, "expected a whole number, 1 or more"));
     }
     Ok(value)
 }
@@ -326,7 +325,7 @@ fn apply_server_limits(
 fn positive_count(key: &str, setting: &Setting) -> Result<usize, String> {
     let value: usize = parse_value(key, setting)?;
     if value == 0 {
-        return Err(invalid(key, setting, "must be greater than 0"));
+        return Err(invalid(key, setting, "expected a whole number, 1 or more"));
     }
     Ok(value)
 }
@@ -334,7 +333,7 @@ fn positive_count(key: &str, setting: &Setting) -> Result<usize, String> {
 fn percent(key: &str, setting: &Setting) -> Result<u8, String> {
     let value: u8 = parse_value(key, setting)?;
     if value == 0 || value > 100 {
-        return Err(invalid(key, setting, "must be a percentage in 1..=100"));
+        return Err(invalid(key, setting, "expected a percentage, 1-100"));
     }
     Ok(value)
 }
@@ -349,7 +348,7 @@ fn ratio_percent(key: &str, setting: &Setting) -> Result<u8, String> {
         _ => Err(invalid(
             key,
             setting,
-            "must be a ratio in (0, 1] or a percentage in 1..=100",
+            "expected a percentage, 1-100, or a ratio such as 0.90",
         )),
     }
 }
@@ -369,7 +368,7 @@ fn core_list(key: &str, setting: &Setting) -> Result<Vec<usize>, String> {
         .map(|part| {
             part.trim()
                 .parse::<usize>()
-                .map_err(|e| invalid(key, setting, &e.to_string()))
+                .map_err(|_| invalid(key, setting, "expected core numbers, comma-separated: 0,1"))
         })
         .collect()
 }
@@ -379,10 +378,7 @@ mod tests {
     use super::*;
 
     fn setting(value: &str) -> Setting {
-        Setting {
-            value: value.into(),
-            line: 7,
-        }
+        Setting::from_flag(value.into(), "line 7".into())
     }
 
     #[test]

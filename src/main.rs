@@ -4,6 +4,7 @@
 mod admin;
 mod config;
 mod config_keys;
+mod known_keys;
 mod properties;
 mod proxy;
 mod start;

@@ -6,11 +6,19 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// One setting and the line it came from, for error messages.
+/// One setting and where it came from, for error messages: `broker.conf
+/// line 5`, `--set listenPort=99999`, `--shards`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setting {
     pub value: String,
-    pub line: usize,
+    pub origin: String,
+}
+
+impl Setting {
+    /// A setting from a command-line flag or `--set`, named as typed.
+    pub fn from_flag(value: String, origin: String) -> Setting {
+        Setting { value, origin }
+    }
 }
 
 /// Parses properties text into key -> setting; a later key wins, as in Java.
@@ -47,7 +55,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Setting>, String> {
             key.to_string(),
             Setting {
                 value,
-                line: pending_line,
+                origin: format!("line {pending_line}"),
             },
         );
     }
@@ -63,31 +71,61 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Setting>, String> {
 pub fn load(path: &Path) -> Result<BTreeMap<String, Setting>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let mut settings = parse(&text).map_err(|e| format!("{} {e}", path.display()))?;
+    for setting in settings.values_mut() {
+        setting.origin = format!("{} {}", path.display(), setting.origin);
+    }
+    Ok(settings)
 }
 
-/// Parses a value for `key`, naming both in the error.
-pub fn parse_value<T: std::str::FromStr>(key: &str, setting: &Setting) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    setting.value.parse::<T>().map_err(|e| {
-        format!(
-            "line {}: invalid value `{}` for {key}: {e}",
-            setting.line, setting.value
-        )
-    })
+/// The error for a refused value: where it came from, the key, the value
+/// and what is allowed, in words.
+pub fn invalid(key: &str, setting: &Setting, allowed: &str) -> String {
+    format!(
+        "{}: invalid value `{}` for {key}: {allowed}",
+        setting.origin, setting.value
+    )
+}
+
+/// Parses a value for `key`; the error says in words what the key takes,
+/// never the Rust parser's wording.
+pub fn parse_value<T: std::str::FromStr>(key: &str, setting: &Setting) -> Result<T, String> {
+    setting
+        .value
+        .trim()
+        .parse::<T>()
+        .map_err(|_| invalid(key, setting, allowed::<T>()))
+}
+
+/// What a value of type `T` may be, as a user reads it.
+fn allowed<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    match name.rsplit("::").next().unwrap_or(name) {
+        "u8" => "expected a whole number from 0 to 255",
+        "u16" => "expected a whole number from 0 to 65535",
+        "u32" => "expected a whole number from 0 to 4294967295",
+        "u64" | "usize" => "expected a whole number, 0 or more",
+        "i32" | "i64" => "expected a whole number",
+        "f32" | "f64" => "expected a number such as 0.75",
+        "IpAddr" => "expected an IP address such as 127.0.0.1 or 0.0.0.0",
+        _ => "not a valid value for this key",
+    }
+}
+
+/// A TCP port to listen on: 1-65535.
+pub fn parse_port(key: &str, setting: &Setting) -> Result<u16, String> {
+    match setting.value.trim().parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(invalid(key, setting, "expected a port, 1-65535")),
+    }
 }
 
 /// Parses a Java-style boolean strictly: `true` or `false`, any case.
 pub fn parse_bool(key: &str, setting: &Setting) -> Result<bool, String> {
-    match setting.value.to_ascii_lowercase().as_str() {
+    match setting.value.trim().to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),
-        _ => Err(format!(
-            "line {}: invalid value `{}` for {key}: expected true or false",
-            setting.line, setting.value
-        )),
+        _ => Err(invalid(key, setting, "expected true or false")),
     }
 }
 
@@ -101,25 +139,25 @@ mod tests {
         let settings = parse(text).unwrap();
         assert_eq!(settings["brokerName"].value, "broker-a");
         assert_eq!(settings["listenPort"].value, "10911");
-        assert_eq!(settings["listenPort"].line, 4);
+        assert_eq!(settings["listenPort"].origin, "line 4");
         assert_eq!(settings["namesrvAddr"].value, "a:1;b:2");
         assert!(parse("novalue\n").is_err());
         assert!(parse("=x\n").is_err());
-        let port: Result<u16, _> = parse_value(
-            "listenPort",
-            &Setting {
-                value: "70000".into(),
-                line: 3,
-            },
+        let at = |value: &str| Setting::from_flag(value.into(), "broker.conf line 3".into());
+        let port = parse_port("listenPort", &at("70000")).unwrap_err();
+        assert_eq!(
+            port,
+            "broker.conf line 3: invalid value `70000` for listenPort: expected a port, 1-65535"
         );
-        assert!(port.unwrap_err().contains("listenPort"));
-        assert!(parse_bool(
-            "autoCreateTopicEnable",
-            &Setting {
-                value: "yes".into(),
-                line: 1
-            }
-        )
-        .is_err());
+        assert!(parse_port("listenPort", &at("0")).is_err());
+        assert_eq!(parse_port("listenPort", &at("10911")), Ok(10911));
+        let count = parse_value::<u64>("fileReservedTime", &at("-4")).unwrap_err();
+        assert!(
+            count.ends_with("expected a whole number, 0 or more"),
+            "{count}"
+        );
+        let addr = parse_value::<std::net::IpAddr>("listenAddr", &at("localhost")).unwrap_err();
+        assert!(addr.contains("an IP address such as 127.0.0.1"), "{addr}");
+        assert!(parse_bool("autoCreateTopicEnable", &at("yes")).is_err());
     }
 }

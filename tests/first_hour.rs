@@ -1,6 +1,6 @@
 //! Papercuts a newcomer hits first: logs redirected to a file carry no
-//! colour codes, a broker without `namesrvAddr` says so, and a report piped
-//! into `head` does not panic.
+//! colour codes, a broker without `namesrvAddr` says so, config errors say
+//! where and what, and a report piped into `head` does not panic.
 
 mod harness;
 
@@ -10,15 +10,12 @@ use std::time::{Duration, Instant};
 
 use harness::{ferrocket_bin, free_port};
 
-#[test]
-fn a_broker_without_namesrv_addr_warns_in_plain_text_logs() {
-    let store = tempfile::tempdir().unwrap();
+/// Starts `ferrocket ARGS` with plain-text logs, collects its stderr until
+/// it says it listens (or the ready timeout passes), kills it by pid and
+/// returns what it logged.
+fn log_until_listening(args: &[String]) -> String {
     let mut child = Command::new(ferrocket_bin())
-        .args(["broker", "--listen-addr", "127.0.0.1", "--listen-port"])
-        .arg(free_port().to_string())
-        .args(["--set", &format!("haListenPort={}", free_port())])
-        .arg("--store-path-root-dir")
-        .arg(store.path())
+        .args(args)
         .env_remove("NO_COLOR")
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
@@ -50,12 +47,107 @@ fn a_broker_without_namesrv_addr_warns_in_plain_text_logs() {
     // SAFETY: signalling the child this test started, by its pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
-    let text = lines.join("\n");
+    lines.join("\n")
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_broker_without_namesrv_addr_warns_in_plain_text_logs() {
+    let store = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let ha_port = format!("haListenPort={}", free_port());
+    let store_dir = store.path().display().to_string();
+    let text = log_until_listening(&strings(&[
+        "broker",
+        "--listen-addr",
+        "127.0.0.1",
+        "--listen-port",
+        &port,
+        "--set",
+        &ha_port,
+        "--store-path-root-dir",
+        &store_dir,
+    ]));
     assert!(text.contains("listening on"), "{text}");
     assert!(text.contains("namesrvAddr is not set"), "{text}");
     assert!(
         !text.contains('\u{1b}'),
         "colour codes in a log that is not a terminal:\n{text}"
+    );
+}
+
+/// Runs `ferrocket ARGS` that must refuse its settings before it opens a
+/// store or a port; returns its stderr.
+fn refused(args: &[&str]) -> String {
+    let output = Command::new(ferrocket_bin())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !output.status.success(),
+        "`{args:?}` was accepted: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn config_errors_name_their_source_and_say_what_is_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = refused(&["broker", "--set", "listenPort=99999"]);
+    assert!(
+        set.contains(
+            "--set listenPort=99999: invalid value `99999` for listenPort: expected a port, 1-65535"
+        ),
+        "{set}"
+    );
+    assert!(
+        !set.contains("line 0") && !set.contains("target type"),
+        "{set}"
+    );
+
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(&conf, "# a broker\nbrokerName=b\nfileReservedTime=-2\n").unwrap();
+    let file = refused(&["broker", "-c", conf.to_str().unwrap()]);
+    let expected = format!(
+        "{} line 3: invalid value `-2` for fileReservedTime: expected a whole number",
+        conf.display()
+    );
+    assert!(file.contains(&expected), "{file}");
+
+    let flag = refused(&["namesrv", "--set", "brokerExpiryMs=soon"]);
+    assert!(
+        flag.contains("--set brokerExpiryMs=soon: invalid value `soon`"),
+        "{flag}"
+    );
+}
+
+#[test]
+fn an_unknown_key_is_warned_with_its_line_and_the_key_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("namesrv.conf");
+    let port = free_port();
+    std::fs::write(
+        &conf,
+        format!("listenPort={port}\nbrokerExpiryMS=60000\nsomeUnknownKeyXyz=1\n"),
+    )
+    .unwrap();
+    let conf = conf.display().to_string();
+    let text = log_until_listening(&strings(&["namesrv", "-c", &conf]));
+    assert!(text.contains("listening on"), "{text}");
+    let meant = format!(
+        "{conf} line 2: ignoring unknown setting `brokerExpiryMS`: did you mean `brokerExpiryMs`?"
+    );
+    assert!(text.contains(&meant), "{text}");
+    let plain = format!("{conf} line 3: ignoring unknown setting `someUnknownKeyXyz`");
+    assert!(
+        text.contains(&plain) && !text.contains("Xyz`: did"),
+        "{text}"
     );
 }
 

@@ -1,0 +1,216 @@
+//! Every key each server understands, for "did you mean ...?" on an
+//! unknown one. A test keeps these lists equal to what `config_keys`
+//! accepts.
+
+/// The name server's keys.
+pub const NAMESRV_KEYS: &[&str] = &[
+    "listenAddr",
+    "listenPort",
+    "brokerExpiryMs",
+    "scanNotActiveBrokerInterval",
+    "scanIntervalMs",
+    "unregisterOnDisconnect",
+    "kvConfigEntriesMax",
+    "kvConfigBytesMax",
+    "deleteTopicWithBrokerRegistration",
+    "kvConfigPath",
+    "rocketmqHome",
+    "configStorePath",
+    "orderMessageEnable",
+    "serverChannelMaxIdleTimeSeconds",
+    "channelMaxIdleTimeSeconds",
+    "idleTimeoutMs",
+    "partialFrameTimeoutMs",
+    "writeStallTimeoutMs",
+    "connectionInflightBytesMax",
+    "connectionWriteQueueBytesMax",
+    "shardHeldBytesMax",
+    "serverConnectionsMax",
+];
+
+/// The broker's keys.
+pub const BROKER_KEYS: &[&str] = &[
+    "destroyMapedFileIntervalForcibly",
+    "deleteCommitLogFilesInterval",
+    "deleteConsumeQueueFilesInterval",
+    "rocketmqHome",
+    "storePathCommitLog",
+    "storePathConsumeQueue",
+    "listenAddr",
+    "listenPort",
+    "namesrvAddr",
+    "brokerClusterName",
+    "brokerName",
+    "brokerId",
+    "brokerIP1",
+    "registerBrokerIntervalMs",
+    "registerNameServerPeriod",
+    "registerBrokerTimeoutMills",
+    "channelExpiredTimeout",
+    "regionId",
+    "traceOn",
+    "brokerRole",
+    "haListenPort",
+    "haMasterAddress",
+    "brokerIP2",
+    "haSendHeartbeatInterval",
+    "haHousekeepingInterval",
+    "haTransferBatchSize",
+    "haMaxGapNotInSync",
+    "haSlaveFallbehindMax",
+    "slaveTimeout",
+    "inSyncReplicas",
+    "haFlowControlEnable",
+    "maxHaTransferByteInSecond",
+    "slaveReadEnable",
+    "accessMessageInMemoryMaxRatio",
+    "storePathRootDir",
+    "enableProxy",
+    "flushDiskType",
+    "flushIntervalCommitLog",
+    "syncFlushTimeout",
+    "writeMode",
+    "mappedFileSizeCommitLog",
+    "maxMessageSize",
+    "flushConsumerOffsetInterval",
+    "fileReservedTime",
+    "fileReservedTimeMs",
+    "deleteWhen",
+    "diskMaxUsedSpaceRatio",
+    "diskSpaceCleanForciblyRatio",
+    "diskSpaceWarningLevelRatio",
+    "cleanFileForciblyEnable",
+    "cleanResourceInterval",
+    "shardCount",
+    "shardCores",
+    "pinShards",
+    "appenderInShard",
+    "appenderCore",
+    "autoCreateTopicEnable",
+    "defaultTopicQueueNums",
+    "topicCountMax",
+    "subscriptionGroupCountMax",
+    "clientsPerGroupMax",
+    "autoCreateSubscriptionGroup",
+    "longPollingEnable",
+    "suspendTimeoutMsMax",
+    "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInMemory",
+    "messageDelayLevel",
+    "enablePropertyFilter",
+    "timerMaxDelaySec",
+    "transactionTimeOut",
+    "transactionCheckInterval",
+    "transactionCheckMax",
+    "serverChannelMaxIdleTimeSeconds",
+    "channelMaxIdleTimeSeconds",
+    "idleTimeoutMs",
+    "partialFrameTimeoutMs",
+    "writeStallTimeoutMs",
+    "connectionInflightBytesMax",
+    "connectionWriteQueueBytesMax",
+    "shardHeldBytesMax",
+    "serverConnectionsMax",
+];
+
+/// Most edits a misspelling may be from the key it is taken for.
+const SUGGEST_EDITS_MAX: usize = 3;
+
+/// The known key closest to `unknown`, if it is close enough to be the
+/// one meant: same letters in another case, or a few edits away.
+pub fn closest<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
+    let unknown_lower = unknown.to_ascii_lowercase();
+    let edits_max = SUGGEST_EDITS_MAX.min(unknown.len() / 3).max(1);
+    known
+        .iter()
+        .map(|key| {
+            (
+                edit_distance(&unknown_lower, &key.to_ascii_lowercase()),
+                *key,
+            )
+        })
+        .filter(|(edits, _)| *edits <= edits_max)
+        .min_by_key(|(edits, _)| *edits)
+        .map(|(_, key)| key)
+}
+
+/// Levenshtein distance over bytes (keys are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for (i, &ca) in a.iter().enumerate() {
+        current[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config_keys::{apply_broker, apply_namesrv};
+    use crate::properties::Setting;
+
+    /// Every quoted word followed by `=>` or `|`, or after `|`, in the
+    /// key matchers' source: the keys, and a few values (`auto`).
+    fn quoted_in_matchers() -> Vec<String> {
+        let source = include_str!("config_keys.rs");
+        let source = &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        let mut words = Vec::new();
+        for (i, part) in source.split('"').enumerate() {
+            let is_word = i % 2 == 1 && part.chars().all(|c| c.is_ascii_alphanumeric());
+            if is_word && !part.is_empty() {
+                words.push(part.to_string());
+            }
+        }
+        words
+    }
+
+    #[test]
+    fn the_lists_are_exactly_the_keys_the_servers_accept() {
+        let probe = Setting::from_flag("\u{1}".into(), "probe".into());
+        let broker_knows = |key: &str| {
+            let mut config = ferrocket_broker::BrokerConfig::default();
+            !matches!(apply_broker(&mut config, key, &probe), Ok(false))
+        };
+        let namesrv_knows = |key: &str| {
+            let mut config = ferrocket_namesrv::NamesrvConfig::default();
+            !matches!(apply_namesrv(&mut config, key, &probe), Ok(false))
+        };
+        for key in BROKER_KEYS {
+            assert!(
+                broker_knows(key),
+                "{key} is listed but the broker refuses it"
+            );
+        }
+        for key in NAMESRV_KEYS {
+            assert!(
+                namesrv_knows(key),
+                "{key} is listed but the namesrv refuses it"
+            );
+        }
+        for word in quoted_in_matchers() {
+            if broker_knows(&word) {
+                assert!(BROKER_KEYS.contains(&word.as_str()), "{word} missing");
+            }
+            if namesrv_knows(&word) {
+                assert!(NAMESRV_KEYS.contains(&word.as_str()), "{word} missing");
+            }
+        }
+    }
+
+    #[test]
+    fn misspellings_get_the_key_meant() {
+        assert_eq!(closest("flushDiskTyp", BROKER_KEYS), Some("flushDiskType"));
+        assert_eq!(closest("flushdisktype", BROKER_KEYS), Some("flushDiskType"));
+        assert_eq!(closest("namesrvAdr", BROKER_KEYS), Some("namesrvAddr"));
+        assert_eq!(closest("listenport", NAMESRV_KEYS), Some("listenPort"));
+        assert_eq!(closest("someUnknownKeyXyz", BROKER_KEYS), None);
+        assert_eq!(closest("x", BROKER_KEYS), None);
+    }
+}
