@@ -41,9 +41,14 @@ pub struct CheckArgs {
     /// The broker's data directory (storePathRootDir); need not exist yet.
     #[arg(long, default_value = "./data")]
     pub data_dir: PathBuf,
-    /// Shards planned (default: one per online core), for the memlock need.
+    /// Shards planned (default: the host's default, as the broker picks
+    /// it), for the memlock need.
     #[arg(long)]
     pub shards: Option<u64>,
+    /// The broker's config file: checked for what a broker needs to be
+    /// found (namesrvAddr), and its shardCount used.
+    #[arg(short = 'c', long = "config")]
+    pub config: Option<PathBuf>,
     /// Print the findings as JSON.
     #[arg(long)]
     pub json: bool,
@@ -131,9 +136,23 @@ fn check_all(args: &CheckArgs) -> Vec<Finding> {
     let isolated = read("/sys/devices/system/cpu/isolated")
         .map(|s| parse_cpu_list(&s))
         .unwrap_or_default();
-    let shards = args.shards.unwrap_or(cores as u64).max(1);
+    let config = args.config.as_deref().map(crate::properties::load);
+    let configured_shards = match &config {
+        Some(Ok(settings)) => settings
+            .get("shardCount")
+            .and_then(|s| s.value.parse::<u64>().ok())
+            .filter(|n| *n > 0),
+        _ => None,
+    };
+    let host_default = ferrocket_runtime::shard::host_shard_cores(&online).len() as u64;
+    let shards = args
+        .shards
+        .or(configured_shards)
+        .unwrap_or(host_default)
+        .max(1);
     let dir = existing_ancestor(&args.data_dir);
     vec![
+        check_broker_config(args.config.as_deref(), config),
         check_cpus(&online, cores),
         check_isolated(&isolated, &online),
         check_governor(),
@@ -212,15 +231,55 @@ fn numa_nodes() -> Vec<(String, Vec<usize>)> {
 /// Shard/appender placement for `cpus` (the isolated ones, or all online).
 pub fn suggest_layout(cpus: &[usize]) -> String {
     match cpus {
-        [] => "shardCount=0 (one shard per online core)".into(),
-        [only] => format!("shardCores={only} (one core: shards and appender share it)"),
-        [first, rest @ ..] if cpus.len() >= 4 => {
-            format!("appenderCore={first} shardCores={}", comma_list(rest))
-        }
-        _ => format!(
-            "shardCores={} (too few cores to give the appender its own)",
-            comma_list(cpus)
+        [] => "shardCount=0 (the host's default)".into(),
+        [only] => format!("shardCores={only} (one shard, the appender on its executor)"),
+        [first, _] => format!(
+            "shardCount=1 shardCores={first} (the default on 2 cores: one shard, the appender \
+             on its executor; 2 shards and an appender thread cost more CPU per message here)"
         ),
+        [first, rest @ ..] if cpus.len() >= 4 => format!(
+            "appenderCore={first} shardCores={} (the default leaves core {first} to the \
+             appender, unpinned)",
+            comma_list(rest)
+        ),
+        [first, rest @ ..] => format!(
+            "shardCores={} (the default: core {first} is left to the appender thread)",
+            comma_list(rest)
+        ),
+    }
+}
+
+/// What a broker config must say for clients to find the broker.
+fn check_broker_config(
+    path: Option<&Path>,
+    loaded: Option<Result<std::collections::BTreeMap<String, crate::properties::Setting>, String>>,
+) -> Finding {
+    let item = "broker config";
+    let (Some(path), Some(loaded)) = (path, loaded) else {
+        return finding(
+            item,
+            Level::Info,
+            "none given".into(),
+            "pass -c broker.conf to check it too (namesrvAddr, shardCount)",
+        );
+    };
+    match loaded {
+        Err(error) => finding(item, Level::Warn, error, "fix the file before starting"),
+        Ok(settings) => match settings.get("namesrvAddr").filter(|s| !s.value.is_empty()) {
+            Some(setting) => finding(
+                item,
+                Level::Ok,
+                format!("{}: namesrvAddr={}", path.display(), setting.value),
+                "",
+            ),
+            None => finding(
+                item,
+                Level::Warn,
+                format!("{}: namesrvAddr is not set", path.display()),
+                "without it the broker registers with no name server and no client can find \
+                 it: add namesrvAddr=HOST:9876",
+            ),
+        },
     }
 }
 

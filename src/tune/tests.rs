@@ -11,12 +11,10 @@ fn cpu_lists_parse_ranges_and_singles() {
 
 #[test]
 fn layout_keeps_a_core_for_the_appender_when_there_are_enough() {
-    assert_eq!(
-        suggest_layout(&[0, 1, 2, 3]),
-        "appenderCore=0 shardCores=1,2,3"
-    );
-    assert!(suggest_layout(&[0, 1]).starts_with("shardCores=0,1"));
-    assert!(suggest_layout(&[7]).starts_with("shardCores=7"));
+    assert!(suggest_layout(&[0, 1, 2, 3]).starts_with("appenderCore=0 shardCores=1,2,3 "));
+    assert!(suggest_layout(&[0, 1, 2]).starts_with("shardCores=1,2 "));
+    assert!(suggest_layout(&[0, 1]).starts_with("shardCount=1 shardCores=0 "));
+    assert!(suggest_layout(&[7]).starts_with("shardCores=7 "));
     assert!(suggest_layout(&[]).starts_with("shardCount=0"));
 }
 
@@ -63,13 +61,44 @@ fn every_check_reports_something_on_this_host() {
     let args = CheckArgs {
         data_dir: PathBuf::from("/nonexistent/ferrocket/data"),
         shards: Some(2),
+        config: None,
         json: false,
     };
     let findings = check_all(&args);
-    assert_eq!(findings.len(), 10);
+    assert_eq!(findings.len(), 11);
     assert!(findings.iter().all(|f| !f.observed.is_empty()));
     assert_eq!(
         existing_ancestor(Path::new("/nonexistent/ferrocket/data")),
         PathBuf::from("/")
     );
+}
+
+#[test]
+fn a_broker_config_without_namesrv_addr_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let lonely = dir.path().join("lonely.conf");
+    std::fs::write(&lonely, "brokerName=b\nshardCount=3\n").unwrap();
+    let found = dir.path().join("found.conf");
+    std::fs::write(&found, "namesrvAddr=10.0.0.1:9876\n").unwrap();
+    let check = |path: &Path| {
+        let args = CheckArgs {
+            data_dir: dir.path().to_path_buf(),
+            shards: None,
+            config: Some(path.to_path_buf()),
+            json: false,
+        };
+        let findings = check_all(&args);
+        findings
+            .into_iter()
+            .find(|f| f.item == "broker config")
+            .unwrap()
+    };
+    let warned = check(&lonely);
+    assert_eq!(warned.level, Level::Warn);
+    assert!(
+        warned.observed.contains("namesrvAddr is not set"),
+        "{warned:?}"
+    );
+    assert_eq!(check(&found).level, Level::Ok);
+    assert_eq!(check(&dir.path().join("missing.conf")).level, Level::Warn);
 }

@@ -96,6 +96,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let _store_lock = ProcessLock::acquire_dir(&config.store_path_root_dir)?;
     let plan = config.shards_config().plan()?;
     let count = plan.shard_count();
+    warn_if_oversubscribed(count);
     let (listen, holder) = reserve_port(SocketAddr::new(config.listen_addr, config.listen_port))?;
     if config.namesrv_addr.trim().is_empty() {
         tracing::warn!(
@@ -149,6 +150,21 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     stored?;
     tracing::info!("broker stopped");
     Ok(())
+}
+
+/// More shards than cores share cores: each then costs more CPU per message
+/// than fewer shards would (tuning/RESULTS.md). Allowed, but said.
+fn warn_if_oversubscribed(count: usize) {
+    let online = ferrocket_runtime::shard::online_cores();
+    if count > online.len() {
+        let default = ferrocket_runtime::shard::host_shard_cores(&online).len();
+        tracing::warn!(
+            "shardCount {count} is more than this host's {} online core(s): shards will share \
+             cores and cost more CPU per message; unset shardCount for this host's default \
+             ({default} shard(s))",
+            online.len()
+        );
+    }
 }
 
 /// Starts the CommitLog appender: on its own thread, or as tasks of the one

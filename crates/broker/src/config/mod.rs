@@ -149,7 +149,9 @@ pub struct BrokerConfig {
     pub register_broker_timeout_ms: u64,
     /// `flushConsumerOffsetInterval`.
     pub offset_persist_interval_ms: u64,
-    /// Shards (executors); 0 means one per core of `shard_cores`.
+    /// Shards (executors); 0 means one per core of `shard_cores`, or with
+    /// no `shard_cores` the host's default (one shard on 1-2 cores, else
+    /// one per core but the first; `host_shard_cores`).
     pub shard_count: usize,
     /// Cores the shards run on; empty means every online core.
     pub shard_cores: Vec<usize>,

@@ -29,7 +29,8 @@ pub enum ShardError {
 /// Where shards run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardsConfig {
-    /// Number of shards; 0 means one per core of `cores`.
+    /// Number of shards; 0 means one per core of `cores`, or with `cores`
+    /// empty the host's default ([`host_shard_cores`]).
     pub shard_count: usize,
     /// Cores to run on; empty means every online core. Shard `i` runs on
     /// `cores[i % cores.len()]`.
@@ -81,11 +82,27 @@ pub fn online_cores() -> Vec<usize> {
     cores
 }
 
+/// The cores a host's shards get when neither a shard count nor cores
+/// are configured. On one or two cores: one shard (its executor also runs
+/// the CommitLog appender): two shards plus an appender are three busy
+/// threads on two cores, and one shard measured more messages at less CPU
+/// per message there (tuning/RESULTS.md). On three or more: every core but
+/// the first, which is left to the appender thread, interrupts and clients.
+pub fn host_shard_cores(online: &[usize]) -> Vec<usize> {
+    match online {
+        [] => Vec::new(),
+        [first] | [first, _] => vec![*first],
+        [_, rest @ ..] => rest.to_vec(),
+    }
+}
+
 impl ShardsConfig {
     /// Resolves the shard count and each shard's core.
     pub fn plan(&self) -> Result<ShardPlan, ShardError> {
         let online = online_cores();
-        let cores = if self.cores.is_empty() {
+        let cores = if self.cores.is_empty() && self.shard_count == 0 {
+            host_shard_cores(&online)
+        } else if self.cores.is_empty() {
             online.clone()
         } else {
             for core in &self.cores {

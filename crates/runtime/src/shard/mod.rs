@@ -35,7 +35,8 @@ mod tests;
 
 pub use call::{AnyReply, CallMesh, ErasedCall, ShardCall};
 pub use executors::{
-    online_cores, start_shards, ShardContext, ShardError, ShardPlan, ShardSet, ShardsConfig,
+    host_shard_cores, online_cores, start_shards, ShardContext, ShardError, ShardPlan, ShardSet,
+    ShardsConfig,
 };
 pub use master::{ChangeError, Master};
 pub use mesh::{

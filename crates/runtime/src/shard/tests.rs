@@ -81,6 +81,23 @@ fn plan_rejects_unknown_cores_and_wraps_shards() {
     };
     let plan = wrap.plan().unwrap();
     assert_eq!(plan.cores[online.len()], Some(online[0]));
+    let host = ShardsConfig::default().plan().unwrap();
+    assert_eq!(
+        host.cores,
+        host_shard_cores(&online)
+            .into_iter()
+            .map(Some)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn the_host_default_is_one_shard_on_two_cores_and_leaves_a_core_on_more() {
+    assert_eq!(host_shard_cores(&[]), Vec::<usize>::new());
+    assert_eq!(host_shard_cores(&[3]), vec![3]);
+    assert_eq!(host_shard_cores(&[0, 1]), vec![0]);
+    assert_eq!(host_shard_cores(&[0, 1, 2]), vec![1, 2]);
+    assert_eq!(host_shard_cores(&[0, 2, 4, 6]), vec![2, 4, 6]);
 }
 
 /// A shard context for typed calls: its index.
