@@ -1,6 +1,7 @@
 //! Papercuts a newcomer hits first: logs redirected to a file carry no
 //! colour codes, a broker without `namesrvAddr` says so, config errors say
-//! where and what, and a report piped into `head` does not panic.
+//! where and what, refused sends are logged, and a report piped into
+//! `head` does not panic.
 
 mod harness;
 
@@ -8,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::{ferrocket_bin, free_port};
+use harness::{ferrocket_bin, free_port, ready_timeout};
 
 /// Starts `ferrocket ARGS` with plain-text logs, collects its stderr until
 /// it says it listens (or the ready timeout passes), kills it by pid and
@@ -178,4 +179,41 @@ fn admin_pointed_at_a_broker_says_to_give_the_name_server() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("give the name server"), "{stderr}");
+}
+
+#[test]
+fn the_broker_logs_refused_sends_with_the_client_and_the_reason_rate_limited() {
+    let namesrv = harness::Namesrv::start();
+    let mut broker = harness::Broker::start(&namesrv.addr(), harness::BrokerOpts::default());
+    let header = harness::requests::send_header("g", "bad topic", 0);
+    let request = harness::requests::send_request(&header, "x");
+    let mut conn = broker.connect();
+    let first = conn.request(request.clone());
+    assert_ne!(first.code, 0, "{first:?}");
+    let line = broker
+        .process
+        .wait_for_line("refused SEND_MESSAGE from 127.0.0.1:", ready_timeout())
+        .unwrap();
+    assert!(
+        line.contains("WARN")
+            && line.contains("MESSAGE_ILLEGAL (13): invalid topic name `bad topic`"),
+        "{line}"
+    );
+    // A burst of refusals is logged at most ten lines a second per shard;
+    // the rest are counted in the next line.
+    for _ in 0..100 {
+        assert_ne!(conn.request(request.clone()).code, 0);
+    }
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert_ne!(conn.request(request).code, 0);
+    broker
+        .process
+        .wait_for_line("refusals in the last window not logged", ready_timeout())
+        .unwrap();
+    let logged = broker
+        .process
+        .output()
+        .matches("refused SEND_MESSAGE")
+        .count();
+    assert!(logged < 50, "{logged} lines for 102 refusals");
 }

@@ -209,3 +209,58 @@ pub fn request_code_name(code: i32) -> &'static str {
         .find(|(known, _)| *known == code)
         .map_or("UNKNOWN", |(_, name)| name)
 }
+
+/// Response codes and their RocketMQ names.
+macro_rules! named_response_codes {
+    ($($code:ident),* $(,)?) => {
+        &[$((response_code::$code, stringify!($code))),*]
+    };
+}
+
+const RESPONSE_CODE_NAMES: &[(i32, &str)] = named_response_codes![
+    SUCCESS,
+    SYSTEM_ERROR,
+    SYSTEM_BUSY,
+    REQUEST_CODE_NOT_SUPPORTED,
+    TRANSACTION_FAILED,
+    FLUSH_DISK_TIMEOUT,
+    SLAVE_NOT_AVAILABLE,
+    FLUSH_SLAVE_TIMEOUT,
+    MESSAGE_ILLEGAL,
+    SERVICE_NOT_AVAILABLE,
+    VERSION_NOT_SUPPORTED,
+    NO_PERMISSION,
+    TOPIC_NOT_EXIST,
+    TOPIC_EXIST_ALREADY,
+    PULL_NOT_FOUND,
+    PULL_RETRY_IMMEDIATELY,
+    PULL_OFFSET_MOVED,
+    QUERY_NOT_FOUND,
+    SUBSCRIPTION_PARSE_FAILED,
+    SUBSCRIPTION_NOT_EXIST,
+    SUBSCRIPTION_NOT_LATEST,
+    SUBSCRIPTION_GROUP_NOT_EXIST,
+    FILTER_DATA_NOT_EXIST,
+    FILTER_DATA_NOT_LATEST,
+    INVALID_PARAMETER,
+    TRANSACTION_SHOULD_COMMIT,
+    TRANSACTION_SHOULD_ROLLBACK,
+    TRANSACTION_STATE_UNKNOW,
+    TRANSACTION_STATE_GROUP_WRONG,
+    NO_BUYER_ID,
+    NOT_IN_CURRENT_UNIT,
+    CONSUMER_NOT_ONLINE,
+    CONSUME_MSG_TIMEOUT,
+    NO_MESSAGE,
+    POLLING_FULL,
+    POLLING_TIMEOUT,
+    FLOW_CONTROL,
+];
+
+/// The RocketMQ name of a response code, for logs and error messages.
+pub fn response_code_name(code: i32) -> &'static str {
+    RESPONSE_CODE_NAMES
+        .iter()
+        .find(|(known, _)| *known == code)
+        .map_or("UNKNOWN", |(_, name)| name)
+}

@@ -12,6 +12,7 @@ pub(crate) mod offsets;
 pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod query;
+mod refusals;
 pub(crate) mod replication;
 pub(crate) mod reply;
 pub(crate) mod reset;
@@ -102,6 +103,10 @@ impl RequestHandler for Shard {
                     reject.to_response(&request)
                 }
             };
+            if refusals::is_refusal(request.code, response.code) {
+                let remark = response.remark.as_deref().unwrap_or("");
+                refusals::log_refusal(conn.peer_addr(), request.code, response.code, remark);
+            }
             Some(response)
         })
     }
