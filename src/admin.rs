@@ -5,6 +5,7 @@ use std::time::Duration;
 
 mod consumer;
 mod message;
+mod time;
 
 use clap::{Args, Subcommand};
 use ferrocket_client::admin::{BrokerEntry, CreateTopicOptions};

@@ -22,7 +22,7 @@ pub struct CommonArgs {
     /// Port to listen on (`listenPort`).
     #[arg(long)]
     pub listen_port: Option<u16>,
-    /// Any setting by its key name, repeatable: `--set brokerName=broker-a`.
+    /// Any setting by its key name, repeatable: `--set listenPort=9876`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
 }

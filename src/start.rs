@@ -89,7 +89,36 @@ impl Supervised {
     }
 }
 
+/// Refuses at once a port another live process listens on, with the flag
+/// that changes it (a port nobody holds any more is left to the servers,
+/// which wait for a killed server's socket to go).
+fn check_ports(args: &StartArgs) -> Result<(), String> {
+    let ha_port = args.broker_port.checked_add(1).unwrap_or(args.broker_port);
+    let ports = [
+        (
+            args.namesrv_port,
+            "the name server's",
+            "--namesrv-port PORT",
+        ),
+        (args.broker_port, "the broker's", "--broker-port PORT"),
+        (
+            ha_port,
+            "the broker's HA port (broker port + 1)",
+            "--broker-port PORT or --broker-set haListenPort=PORT",
+        ),
+    ];
+    for (port, whose, flag) in ports {
+        if let Some(holder) = ferrocket_runtime::server::port_holder(port) {
+            return Err(format!(
+                "port {port}, {whose}, is in use by {holder}: stop it, or pass {flag}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
+    check_ports(&args)?;
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", args.data_dir.display()))?;
     let namesrv_addr = format!("{}:{}", args.listen_addr, args.namesrv_port);

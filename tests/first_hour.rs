@@ -217,3 +217,118 @@ fn the_broker_logs_refused_sends_with_the_client_and_the_reason_rate_limited() {
         .count();
     assert!(logged < 50, "{logged} lines for 102 refusals");
 }
+
+/// Runs `ferrocket admin -n NAMESRV ARGS`: (success, stdout, stderr).
+fn admin(namesrv: &str, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(ferrocket_bin())
+        .args(["admin", "-n", namesrv])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn admin_fails_for_groups_that_are_not_there_and_says_why() {
+    let namesrv = harness::Namesrv::start();
+    let _broker = harness::Broker::start(&namesrv.addr(), harness::BrokerOpts::default());
+    let ns = namesrv.addr();
+    let (ok, _, err) = admin(&ns, &["consumer", "progress", "-g", "NoSuchGroupX"]);
+    assert!(
+        !ok && err.contains("no consumer group `NoSuchGroupX`"),
+        "{err}"
+    );
+    let (ok, _, err) = admin(&ns, &["group", "get", "-g", "NoSuchGroupX"]);
+    assert!(
+        !ok && err.contains("no subscription group `NoSuchGroupX`"),
+        "{err}"
+    );
+    let (ok, _, err) = admin(&ns, &["consumer", "connection", "-g", "NoSuchGroupX"]);
+    assert!(!ok && err.contains("`NoSuchGroupX` is offline"), "{err}");
+    assert!(!err.contains("invalid argument"), "{err}");
+    // A group that exists but has committed nothing is not an error.
+    let (ok, _, err) = admin(&ns, &["group", "update", "-g", "QuietGroup"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = admin(&ns, &["consumer", "progress", "-g", "QuietGroup"]);
+    assert!(
+        ok && out.contains("has no committed offsets yet"),
+        "{out}{err}"
+    );
+    let (ok, _, err) = admin(
+        &ns,
+        &[
+            "offset",
+            "reset-by-time",
+            "-g",
+            "QuietGroup",
+            "-t",
+            "T",
+            "-s",
+            "yesterday",
+        ],
+    );
+    assert!(!ok && err.contains("yyyy-MM-dd#HH:mm:ss:SSS"), "{err}");
+}
+
+#[test]
+fn cluster_list_shows_live_in_and_out_tps() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), harness::BrokerOpts::default());
+    let mut conn = broker.connect();
+    harness::requests::create_topic(&mut conn, "TpsTopic", 1);
+    let header = harness::requests::send_header("g", "TpsTopic", 0);
+    // The broker samples its counters once a second and InTPS is the
+    // 10 s average of the samples: sends on both sides of a sample show.
+    for _ in 0..2 {
+        for _ in 0..100 {
+            let answer = conn.request(harness::requests::send_request(&header, "x"));
+            assert_eq!(answer.code, 0, "{answer:?}");
+        }
+        std::thread::sleep(Duration::from_millis(1_200));
+    }
+    let in_tps = harness::wait_for(ready_timeout(), || {
+        let (ok, out, _) = admin(&namesrv.addr(), &["cluster", "list"]);
+        let row = out
+            .lines()
+            .find(|l| l.contains(&broker.addr()))?
+            .to_string();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let in_tps: f64 = cells.get(6)?.parse().ok()?;
+        (ok && in_tps > 0.0).then_some(row)
+    });
+    let (_, table, _) = admin(&namesrv.addr(), &["cluster", "list"]);
+    assert!(in_tps.is_some(), "InTPS stayed 0 or `-`:\n{table}");
+}
+
+#[test]
+fn start_refuses_a_port_another_process_listens_on_at_once() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let data = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let output = Command::new(ferrocket_bin())
+        .args(["start", "--namesrv-port", &port, "--broker-port"])
+        .arg(free_port().to_string())
+        .arg("--data-dir")
+        .arg(data.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let expected = format!(
+        "port {port}, the name server's, is in use by pid {}",
+        std::process::id()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(stderr.contains("--namesrv-port PORT"), "{stderr}");
+    // Before the servers' own wait for a released port (10 s).
+    assert!(started.elapsed() < Duration::from_secs(8), "{stderr}");
+}

@@ -45,8 +45,9 @@ pub enum OffsetCommand {
         group: String,
         #[arg(short = 't', long)]
         topic: String,
-        /// Milliseconds since the Unix epoch.
-        #[arg(short = 's', long)]
+        /// `now`, milliseconds since the Unix epoch, or local time as
+        /// mqadmin takes it: `yyyy-MM-dd#HH:mm:ss:SSS`.
+        #[arg(short = 's', long, value_parser = super::time::parse_timestamp)]
         timestamp: i64,
         /// Also move offsets forward (mqadmin's `-f`, default true);
         /// `--force false` only moves them back.
@@ -170,13 +171,15 @@ async fn progress(
         "Consumer Offset",
         "Diff",
         "In flight",
+        "Last Time",
         "Last Time (ms)",
     ]
     .map(String::from)];
     let mut total_diff = 0;
     let mut tps = 0.0;
-    for addr in masters(admin, broker_addr, None).await? {
-        let stats = admin.consume_stats(&addr, group, topic).await?;
+    let addrs = masters(admin, broker_addr, None).await?;
+    for addr in &addrs {
+        let stats = admin.consume_stats(addr, group, topic).await?;
         tps += stats.consume_tps;
         for (queue, offsets) in &stats.offsets {
             total_diff += offsets.lag();
@@ -191,6 +194,11 @@ async fn progress(
                     .max(0)
                     .to_string(),
                 if offsets.last_timestamp > 0 {
+                    super::time::format_local(offsets.last_timestamp)
+                } else {
+                    "-".into()
+                },
+                if offsets.last_timestamp > 0 {
                     offsets.last_timestamp.to_string()
                 } else {
                     "-".into()
@@ -198,10 +206,40 @@ async fn progress(
             ]);
         }
     }
+    if rows.len() == 1 {
+        return no_progress(admin, group, topic, &addrs).await;
+    }
     print_table(&rows);
     println!();
     println!("Consume TPS: {tps:.2}");
     println!("Consume Diff Total: {total_diff}");
+    Ok(())
+}
+
+/// Why a progress table would be empty: no such group (an error), or a
+/// group with nothing committed yet (said, not an error).
+async fn no_progress(
+    admin: &Admin,
+    group: &str,
+    topic: Option<&str>,
+    addrs: &[String],
+) -> Result<(), ClientError> {
+    let mut exists = false;
+    for addr in addrs {
+        let table = admin.subscription_groups(addr).await?;
+        exists |= table.subscription_group_table.contains_key(group);
+    }
+    if !exists {
+        return Err(ClientError::NotFound(format!(
+            "no consumer group `{group}` on {}: it has no subscription group and no \
+             committed offsets there",
+            addrs.join(", ")
+        )));
+    }
+    match topic {
+        Some(topic) => println!("group `{group}` has no committed offsets of topic `{topic}` yet"),
+        None => println!("group `{group}` has no committed offsets yet"),
+    }
     Ok(())
 }
 
@@ -211,8 +249,9 @@ async fn connection(
     broker_addr: Option<&str>,
 ) -> Result<(), ClientError> {
     let mut found: Option<ConsumerConnection> = None;
-    for addr in masters(admin, broker_addr, None).await? {
-        if let Some(conn) = admin.consumer_connection(&addr, group).await? {
+    let addrs = masters(admin, broker_addr, None).await?;
+    for addr in &addrs {
+        if let Some(conn) = admin.consumer_connection(addr, group).await? {
             match &mut found {
                 None => found = Some(conn),
                 Some(all) => {
@@ -227,8 +266,9 @@ async fn connection(
         }
     }
     let Some(conn) = found else {
-        return Err(ClientError::InvalidArgument(format!(
-            "the consumer group {group} is not online"
+        return Err(ClientError::NotFound(format!(
+            "consumer group `{group}` is offline: no client of it is connected to {}",
+            addrs.join(", ")
         )));
     };
     let mut rows = vec![["#", "ClientId", "ClientAddr", "Language", "Version"].map(String::from)];
@@ -490,18 +530,29 @@ async fn update_group(
 }
 
 /// Prints the group's settings on each master as JSON.
+/// Fails when no master has the group.
 async fn print_group(admin: &Admin, target: &GroupTarget) -> Result<(), ClientError> {
-    for addr in target.masters(admin).await? {
-        let table = admin.subscription_groups(&addr).await?;
+    let addrs = target.masters(admin).await?;
+    let mut found = false;
+    for addr in &addrs {
+        let table = admin.subscription_groups(addr).await?;
         match table.subscription_group_table.get(&target.group) {
             Some(group) => {
                 let json = serde_json::to_string_pretty(group).map_err(|e| {
                     ClientError::InvalidArgument(format!("cannot print the group: {e}"))
                 })?;
                 println!("{addr}: {json}");
+                found = true;
             }
             None => println!("{addr}: no subscription group {}", target.group),
         }
+    }
+    if !found {
+        return Err(ClientError::NotFound(format!(
+            "no subscription group `{}` on {}",
+            target.group,
+            addrs.join(", ")
+        )));
     }
     Ok(())
 }

@@ -12,10 +12,15 @@ use ferrocket_store::StoreError;
 pub enum BrokerError {
     #[error("invalid broker configuration: {0}")]
     Config(String),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error(
+        "cannot listen on {addr}: {source}{}",
+        ferrocket_runtime::server::in_use_hint(source, port_key)
+    )]
     Bind {
         addr: std::net::SocketAddr,
         source: std::io::Error,
+        /// The setting that chose the port, for the hint.
+        port_key: &'static str,
     },
     #[error("store directory: {0}")]
     Lock(#[from] LockError),

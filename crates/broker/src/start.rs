@@ -47,7 +47,11 @@ struct ShardInput {
 /// then holds it with a bound, non-listening SO_REUSEPORT socket until
 /// every shard has its own listener on it.
 fn reserve_port(addr: SocketAddr) -> Result<(SocketAddr, Socket), BrokerError> {
-    let bind_err = |source| BrokerError::Bind { addr, source };
+    let bind_err = |source| BrokerError::Bind {
+        addr,
+        source,
+        port_key: "listenPort",
+    };
     let domain = Domain::for_address(addr);
     // Without SO_REUSEPORT, so it fails while any listener (a killed
     // broker's, still closing) holds the port, instead of sharing it.
@@ -315,7 +319,11 @@ async fn prepare(shard: &Rc<Shard>, mesh: ShardEndpoints) -> Result<TcpListener,
     shard.set_mesh(mesh.connect(handler, in_flight_max).await?);
     crate::tasks::start(shard)?;
     let addr = shard.env.listen;
-    bind_listener(addr, true).map_err(|source| BrokerError::Bind { addr, source })
+    bind_listener(addr, true).map_err(|source| BrokerError::Bind {
+        addr,
+        source,
+        port_key: "listenPort",
+    })
 }
 
 /// Starts the serving-time loops and serves until the stop flag is set.

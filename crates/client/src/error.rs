@@ -46,6 +46,10 @@ pub enum ClientError {
     /// A caller-side mistake (bad address list, bad option, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// What was asked about is not there: no such group or topic, or a
+    /// group with no client online. The text says which.
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl ClientError {

@@ -4,7 +4,10 @@ use std::net::SocketAddr;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NamesrvError {
-    #[error("cannot listen on {addr}: {source}")]
+    #[error(
+        "cannot listen on {addr}: {source}{}",
+        ferrocket_runtime::server::in_use_hint(source, "listenPort")
+    )]
     Bind {
         addr: SocketAddr,
         source: std::io::Error,

@@ -13,6 +13,7 @@ use crate::services::clients::ClientTable;
 use crate::services::groups::GroupTable;
 use crate::services::namesrv::NamesrvClient;
 use crate::services::offsets::OffsetMap;
+use crate::services::throughput::Throughput;
 use crate::services::topics::TopicTable;
 
 /// Shard 0's writer state of the control plane.
@@ -30,6 +31,8 @@ pub(crate) struct ControlPlane {
     pub namesrv: NamesrvClient,
     /// Master/slave links (`services::replication`).
     pub ha: HaState,
+    /// Messages in and out per second, sampled once a second.
+    pub throughput: RefCell<Throughput>,
 }
 
 impl ControlPlane {
@@ -49,6 +52,7 @@ impl ControlPlane {
             stopped_notify: Notify::default(),
             namesrv: NamesrvClient::new(),
             ha: HaState::default(),
+            throughput: RefCell::default(),
         }
     }
 }

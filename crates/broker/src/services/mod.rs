@@ -24,6 +24,7 @@ pub(crate) mod request_modes;
 pub(crate) mod routing;
 pub(crate) mod schedule;
 pub(crate) mod search;
+pub(crate) mod throughput;
 pub(crate) mod timer;
 pub(crate) mod topics;
 pub(crate) mod transaction;

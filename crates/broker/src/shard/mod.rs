@@ -13,6 +13,7 @@ pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod replication;
+pub(crate) mod stats;
 pub(crate) mod tables;
 pub(crate) mod topics;
 pub(crate) mod transactions;

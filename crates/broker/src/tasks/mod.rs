@@ -81,6 +81,10 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
             "client expiry",
             control_plane::client_expiry_loop(shard.clone()),
         );
+        tasks.spawn(
+            "throughput sampling",
+            crate::shard::stats::throughput_sample_loop(shard.clone()),
+        );
     }
     schedule::spawn(shard);
     if !shard.config().replication.broker_role.is_slave() {

@@ -16,7 +16,7 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::delay_levels::DelayOffsetFile;
 use crate::services::topics::{is_system_topic, TopicChange};
-use crate::shard::{Shard, ShardStats};
+use crate::shard::{stats, Shard};
 
 /// Version string reported by GET_BROKER_RUNTIME_INFO.
 pub const BROKER_VERSION_DESC: &str = concat!("ferrocket-", env!("CARGO_PKG_VERSION"));
@@ -112,30 +112,10 @@ impl ShardCall<Shard> for ForgetTopic {
     }
 }
 
-/// On every shard: its counters.
-#[derive(Clone)]
-struct Stats;
-
-impl ShardCall<Shard> for Stats {
-    type Reply = ShardStats;
-
-    async fn run(self, shard: Rc<Shard>) -> ShardStats {
-        let mut stats = shard.stats.get();
-        stats.held_pulls = shard.polls.held_count() as u64;
-        stats
-    }
-}
-
 /// GET_BROKER_RUNTIME_INFO: a few counters summed over the shards.
 pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -> RemotingCommand {
-    let mut total = ShardStats::default();
-    for stats in shard.call_all(Stats).await.into_iter().flatten() {
-        total.put_messages += stats.put_messages;
-        total.put_bytes += stats.put_bytes;
-        total.got_messages += stats.got_messages;
-        total.held_pulls += stats.held_pulls;
-        total.skipped_redeliveries += stats.skipped_redeliveries;
-    }
+    let total = stats::broker_totals(shard).await;
+    let (put_tps, got_tps) = shard.call(0, stats::Rates).await.unwrap_or_default();
     let env = &shard.env;
     let reader = shard.store.reader();
     let mut table = KvTable::default();
@@ -149,6 +129,9 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     );
     put("bootTimestamp", env.boot_ms.to_string());
     put("runtime", format!("{} ms", now_ms() - env.boot_ms));
+    put("putTps", put_tps);
+    // Java's spelling of the key.
+    put("getTransferedTps", got_tps);
     put("msgPutTotalTodayNow", total.put_messages.to_string());
     put("msgGetTotalTodayNow", total.got_messages.to_string());
     put("putMessageTotalBytes", total.put_bytes.to_string());

@@ -19,9 +19,10 @@ pub const BIND_RETRY_INTERVAL_MS: u64 = 100;
 /// listening socket can stay in LISTEN for a moment: the kernel tears
 /// down the dead process's io_uring (which may hold the socket through a
 /// pending accept) asynchronously, so an immediate restart on the same
-/// port would fail for no lasting reason. Blocking: call it before a
-/// server starts serving (from a plain thread, or on an executor that runs
-/// nothing else yet).
+/// port would fail for no lasting reason. A port that a live process
+/// listens on fails at once, naming the process. Blocking: call it before
+/// a server starts serving (from a plain thread, or on an executor that
+/// runs nothing else yet).
 pub fn bind_waiting<T>(addr: SocketAddr, mut bind: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(BIND_WAIT_MS_MAX);
     let mut warned = false;
@@ -30,6 +31,10 @@ pub fn bind_waiting<T>(addr: SocketAddr, mut bind: impl FnMut() -> io::Result<T>
             Err(e)
                 if e.kind() == io::ErrorKind::AddrInUse && std::time::Instant::now() < deadline =>
             {
+                if let Some(holder) = super::port_holder(addr.port()) {
+                    let why = format!("port {} is in use by {holder}", addr.port());
+                    return Err(io::Error::new(io::ErrorKind::AddrInUse, why));
+                }
                 if !warned {
                     tracing::warn!(%addr, "port busy; waiting up to {BIND_WAIT_MS_MAX} ms for it to be released");
                     warned = true;
@@ -39,6 +44,15 @@ pub fn bind_waiting<T>(addr: SocketAddr, mut bind: impl FnMut() -> io::Result<T>
             other => return other,
         }
     }
+}
+
+/// For a bind that failed because the port is in use: what to do about it,
+/// naming the setting that chose the port; empty for any other failure.
+pub fn in_use_hint(error: &io::Error, port_key: &str) -> String {
+    if error.kind() != io::ErrorKind::AddrInUse {
+        return String::new();
+    }
+    format!("; stop that server, or set {port_key} to a free port")
 }
 
 /// Binds a TCP listener on `addr` for the current glommio executor.

@@ -18,6 +18,7 @@ mod conn_loop;
 mod connection;
 mod handoff;
 mod listener;
+mod port_holder;
 mod read_buf;
 mod serve;
 mod watch;
@@ -41,7 +42,8 @@ pub use conn_loop::{
 };
 pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
 pub use handoff::Handoff;
-pub use listener::{bind_listener, bind_waiting, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
+pub use listener::{bind_listener, bind_waiting, in_use_hint, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
+pub use port_holder::port_holder;
 pub use serve::serve;
 
 /// What a request handler returns: the response, or `None` for no response

@@ -24,10 +24,15 @@ pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
     let config = shard.config();
     let port = config.replication.ha_port(shard.env.listen.port())?;
     let addr = SocketAddr::new(config.listen_addr, port);
-    let listener = bind_waiting(addr, || bind_listener(addr, false))
-        .map_err(|source| BrokerError::Bind { addr, source })?;
+    let listener =
+        bind_waiting(addr, || bind_listener(addr, false)).map_err(|source| BrokerError::Bind {
+            addr,
+            source,
+            port_key: "haListenPort",
+        })?;
     let bound = listener.local_addr().map_err(|e| BrokerError::Bind {
         addr,
+        port_key: "haListenPort",
         source: std::io::Error::other(e.to_string()),
     })?;
     if let Some(control) = shard.control.as_ref() {

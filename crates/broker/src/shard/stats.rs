@@ -1,0 +1,72 @@
+//! The broker's counters: each shard's, summed over the shards, and the
+//! messages-per-second rates shard 0 samples from them.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ferrocket_runtime::shard::ShardCall;
+
+use crate::services::throughput::{Sample, THROUGHPUT_SAMPLE_INTERVAL_MS};
+use crate::shard::{Shard, ShardStats};
+
+/// On every shard: its counters.
+#[derive(Clone)]
+pub(crate) struct Stats;
+
+impl ShardCall<Shard> for Stats {
+    type Reply = ShardStats;
+
+    async fn run(self, shard: Rc<Shard>) -> ShardStats {
+        let mut stats = shard.stats.get();
+        stats.held_pulls = shard.polls.held_count() as u64;
+        stats
+    }
+}
+
+/// Every shard's counters, summed (a shard that cannot answer counts 0).
+pub(crate) async fn broker_totals(shard: &Rc<Shard>) -> ShardStats {
+    let mut total = ShardStats::default();
+    for stats in shard.call_all(Stats).await.into_iter().flatten() {
+        total.put_messages += stats.put_messages;
+        total.put_bytes += stats.put_bytes;
+        total.got_messages += stats.got_messages;
+        total.held_pulls += stats.held_pulls;
+        total.skipped_redeliveries += stats.skipped_redeliveries;
+    }
+    total
+}
+
+/// On shard 0: (`putTps`, `getTransferedTps`) as runtime info reports them.
+pub(crate) struct Rates;
+
+impl ShardCall<Shard> for Rates {
+    type Reply = (String, String);
+
+    async fn run(self, shard: Rc<Shard>) -> (String, String) {
+        match &shard.control {
+            Some(control) => control.throughput.borrow().report(),
+            None => Default::default(),
+        }
+    }
+}
+
+/// Shard 0's loop: samples the broker's counters once a second.
+pub(crate) async fn throughput_sample_loop(shard: Rc<Shard>) {
+    let interval = Duration::from_millis(THROUGHPUT_SAMPLE_INTERVAL_MS);
+    // Monotonic: a wall clock stepped back must not reorder samples.
+    let started = Instant::now();
+    loop {
+        let total = broker_totals(&shard).await;
+        let Some(control) = &shard.control else {
+            return;
+        };
+        control.throughput.borrow_mut().push(Sample {
+            at_ms: started.elapsed().as_millis() as u64,
+            put_messages: total.put_messages,
+            got_messages: total.got_messages,
+        });
+        if shard.stopping.interrupts_sleep(interval).await {
+            return;
+        }
+    }
+}
