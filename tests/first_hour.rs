@@ -15,6 +15,11 @@ use harness::{ferrocket_bin, free_port, ready_timeout};
 /// it says it listens (or the ready timeout passes), kills it by pid and
 /// returns what it logged.
 fn log_until_listening(args: &[String]) -> String {
+    log_until_listening_and(args, Duration::ZERO)
+}
+
+/// The same, collecting for `linger` more after the listening line.
+fn log_until_listening_and(args: &[String], linger: Duration) -> String {
     let mut child = Command::new(ferrocket_bin())
         .args(args)
         .env_remove("NO_COLOR")
@@ -43,6 +48,12 @@ fn log_until_listening(args: &[String]) -> String {
         lines.push(line);
         if done {
             break;
+        }
+    }
+    let linger_end = Instant::now() + linger;
+    while let Some(left) = linger_end.checked_duration_since(Instant::now()) {
+        if let Ok(line) = rx.recv_timeout(left) {
+            lines.push(line);
         }
     }
     // SAFETY: signalling the child this test started, by its pid.
@@ -331,4 +342,34 @@ fn start_refuses_a_port_another_process_listens_on_at_once() {
     assert!(stderr.contains("--namesrv-port PORT"), "{stderr}");
     // Before the servers' own wait for a released port (10 s).
     assert!(started.elapsed() < Duration::from_secs(8), "{stderr}");
+}
+
+#[test]
+fn the_direct_write_profiles_start_without_an_error() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for profile in ["durable.conf", "low-latency.conf"] {
+        let store = tempfile::tempdir().unwrap();
+        let conf = root.join("tuning").join(profile).display().to_string();
+        let port = free_port().to_string();
+        let ha_port = format!("haListenPort={}", free_port());
+        let store_dir = store.path().display().to_string();
+        let args = strings(&[
+            "broker",
+            "-c",
+            &conf,
+            "--listen-port",
+            &port,
+            "--set",
+            &ha_port,
+            "--set",
+            "namesrvAddr=127.0.0.1:1",
+            "--store-path-root-dir",
+            &store_dir,
+        ]);
+        // The CommitLog segment opens (and glommio probes its device) just
+        // after the broker starts listening.
+        let text = log_until_listening_and(&args, Duration::from_secs(2));
+        assert!(text.contains("listening on"), "{profile}: {text}");
+        assert!(!text.contains(" ERROR "), "{profile}: {text}");
+    }
 }

@@ -68,9 +68,10 @@ pub struct TargetArgs {
     /// Name server address list, "host:port;host:port".
     #[arg(short = 'n', long, default_value = "127.0.0.1:9876")]
     pub namesrv: String,
-    /// Name used in tables and plots.
-    #[arg(long, default_value = "target")]
-    pub label: String,
+    /// Name used in tables and plots (default: the broker's version and
+    /// the name server, e.g. `ferrocket-0.1.0@127.0.0.1:9876`).
+    #[arg(long)]
+    pub label: Option<String>,
     /// Broker process id(s), comma-separated: measures broker CPU per message.
     #[arg(long, value_delimiter = ',')]
     pub broker_pid: Vec<u32>,
@@ -193,10 +194,13 @@ pub struct CompareArgs {
     /// Name server of system B.
     #[arg(long)]
     pub namesrv_b: String,
-    #[arg(long, default_value = "A")]
-    pub label_a: String,
-    #[arg(long, default_value = "B")]
-    pub label_b: String,
+    /// Name of A in tables and plots (default: its broker's version and
+    /// name server).
+    #[arg(long)]
+    pub label_a: Option<String>,
+    /// Name of B (default as for A).
+    #[arg(long)]
+    pub label_b: Option<String>,
     /// Broker pid(s) of A, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub broker_pid_a: Vec<u32>,
@@ -233,6 +237,37 @@ pub const INFLIGHT_MAX: usize = 65_536;
 pub const CONNECTIONS_MAX: usize = 1_024;
 
 impl WorkloadArgs {
+    /// The workload in one line, for the top of a plot; with `consumers`,
+    /// how they pull or pop too.
+    pub fn describe(&self, consumers: bool) -> String {
+        let sends = match self.send_mode {
+            SendMode::Sync => "sync sends".to_string(),
+            SendMode::Oneway => "oneway sends".to_string(),
+            SendMode::Batch => format!("batches of {}", self.batch),
+        };
+        let headers = match self.header_encoding {
+            HeaderEncoding::Json => "JSON headers",
+            HeaderEncoding::Rocketmq => "binary headers",
+        };
+        let rate = self.rate.map_or("as fast as possible".to_string(), |r| {
+            format!("{r:.0} msg/s offered")
+        });
+        let consume = match (consumers, self.pop) {
+            (false, _) => String::new(),
+            (true, pop) => format!(
+                ", {} consumer connection(s) {} up to {}",
+                self.consumer_connections,
+                if pop { "popping" } else { "pulling" },
+                self.pull_batch
+            ),
+        };
+        format!(
+            "{} B bodies, {} connection(s) x {} in flight, {sends}, {headers}, {rate}{consume}, \
+             {} queues",
+            self.size, self.connections, self.inflight, self.queues
+        )
+    }
+
     /// Messages per request.
     pub fn messages_per_request(&self) -> usize {
         match self.send_mode {

@@ -157,13 +157,20 @@ impl CpuProbe {
         Ok(())
     }
 
-    /// Summed CPU ticks of every watched process that exists now.
-    pub fn sample(&self) -> CpuTicks {
+    /// Every process watched now: the roots and, when children are
+    /// counted, their descendants.
+    pub fn measured_pids(&self) -> BTreeSet<u32> {
         let mut pids = BTreeSet::new();
         for root in &self.roots {
             pids.extend(process_tree(*root, self.children));
         }
-        pids.into_iter()
+        pids
+    }
+
+    /// Summed CPU ticks of every watched process that exists now.
+    pub fn sample(&self) -> CpuTicks {
+        self.measured_pids()
+            .into_iter()
             .filter_map(|pid| read_ticks(pid).ok())
             .fold(CpuTicks::default(), |sum, ticks| sum.add(&ticks))
     }

@@ -48,6 +48,8 @@ pub struct TargetReport {
     pub queues: usize,
     pub brokers: BTreeMap<String, String>,
     pub broker_config: Option<BTreeMap<String, String>>,
+    /// What the first master broker says of itself.
+    pub broker: crate::target::BrokerFacts,
     pub windows: u32,
     pub measured_s: f64,
     pub headline: Headline,
@@ -120,6 +122,7 @@ impl TargetReport {
             queues,
             brokers,
             broker_config,
+            broker: Default::default(),
             windows: result.windows,
             measured_s: result.measured_s,
             headline,
@@ -145,6 +148,40 @@ impl TargetReport {
     }
 }
 
+/// One line of a target's headline numbers, for the top of a plot: rate,
+/// latency, broker CPU per message and the broker's shards.
+pub fn headline_line(report: &TargetReport) -> String {
+    let ms = |us: f64| us / 1_000.0;
+    let lat = &report.request_latency;
+    let mut line = format!(
+        "{}: {} msg/s ({:.1} MB/s), {} p50 {:.2} / p99 {:.2} ms",
+        report.label,
+        thousands(report.msgs_per_s),
+        report.mb_per_s,
+        report.request_latency_kind,
+        ms(lat.p50_us),
+        ms(lat.p99_us)
+    );
+    if let Some(e2e) = &report.e2e_latency {
+        let _ = write!(
+            line,
+            ", e2e p50 {:.2} / p99 {:.2} ms",
+            ms(e2e.p50_us),
+            ms(e2e.p99_us)
+        );
+    }
+    if let Some(cpu) = &report.broker_cpu {
+        let _ = write!(line, ", broker {:.2} CPU-µs/msg", cpu.cpu_us_per_msg);
+    }
+    if let Some(shards) = report.broker.shards {
+        let _ = write!(line, ", {shards} shard(s)");
+    }
+    if report.error_total > 0 {
+        let _ = write!(line, ", {} errors", report.error_total);
+    }
+    line
+}
+
 /// A/B ratios of a compare run (every ratio is A divided by B).
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
@@ -158,7 +195,7 @@ pub struct Comparison {
 impl Comparison {
     pub fn build(a: &TargetReport, b: &TargetReport, rounds: u32, round_s: u64) -> Comparison {
         let mut ratios = BTreeMap::new();
-        for (name, va, vb) in comparable(a, b) {
+        for (name, _, va, vb) in comparable(a, b) {
             ratios.insert(name.to_string(), ratio(va, vb));
         }
         Comparison {
@@ -179,29 +216,67 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// (metric, value of A, value of B) for every compared metric.
-fn comparable(a: &TargetReport, b: &TargetReport) -> Vec<(&'static str, Option<f64>, Option<f64>)> {
+/// Which way a compared metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+impl Better {
+    fn words(self) -> &'static str {
+        match self {
+            Better::Higher => "higher is better",
+            Better::Lower => "lower is better",
+        }
+    }
+}
+
+/// A compared metric: its name, which way is better, A's and B's values.
+type Compared = (&'static str, Better, Option<f64>, Option<f64>);
+
+/// Every compared metric.
+fn comparable(a: &TargetReport, b: &TargetReport) -> Vec<Compared> {
+    use Better::{Higher, Lower};
     let lat = |r: &TargetReport, f: fn(&LatencySummary) -> f64| Some(f(&r.request_latency));
     let e2e = |r: &TargetReport, f: fn(&LatencySummary) -> f64| r.e2e_latency.as_ref().map(f);
     let cpu = |r: &TargetReport| r.broker_cpu.as_ref().map(|c| c.cpu_us_per_msg);
+    let errors = |r: &TargetReport| Some(r.error_total as f64);
     vec![
-        ("msgs_per_s", Some(a.msgs_per_s), Some(b.msgs_per_s)),
-        ("mb_per_s", Some(a.mb_per_s), Some(b.mb_per_s)),
-        ("request_p50_us", lat(a, |s| s.p50_us), lat(b, |s| s.p50_us)),
-        ("request_p99_us", lat(a, |s| s.p99_us), lat(b, |s| s.p99_us)),
+        ("msgs_per_s", Higher, Some(a.msgs_per_s), Some(b.msgs_per_s)),
+        ("mb_per_s", Higher, Some(a.mb_per_s), Some(b.mb_per_s)),
+        (
+            "request_p50_us",
+            Lower,
+            lat(a, |s| s.p50_us),
+            lat(b, |s| s.p50_us),
+        ),
+        (
+            "request_p99_us",
+            Lower,
+            lat(a, |s| s.p99_us),
+            lat(b, |s| s.p99_us),
+        ),
         (
             "request_p999_us",
+            Lower,
             lat(a, |s| s.p999_us),
             lat(b, |s| s.p999_us),
         ),
-        ("e2e_p50_us", e2e(a, |s| s.p50_us), e2e(b, |s| s.p50_us)),
-        ("e2e_p99_us", e2e(a, |s| s.p99_us), e2e(b, |s| s.p99_us)),
-        ("broker_cpu_us_per_msg", cpu(a), cpu(b)),
         (
-            "errors",
-            Some(a.error_total as f64),
-            Some(b.error_total as f64),
+            "e2e_p50_us",
+            Lower,
+            e2e(a, |s| s.p50_us),
+            e2e(b, |s| s.p50_us),
         ),
+        (
+            "e2e_p99_us",
+            Lower,
+            e2e(a, |s| s.p99_us),
+            e2e(b, |s| s.p99_us),
+        ),
+        ("broker_cpu_us_per_msg", Lower, cpu(a), cpu(b)),
+        ("errors", Lower, errors(a), errors(b)),
     ]
 }
 
@@ -290,17 +365,18 @@ pub fn comparison_table(a: &TargetReport, b: &TargetReport, comparison: &Compari
     );
     let _ = writeln!(
         out,
-        "  {:<24} {:>14} {:>14} {:>10}",
+        "  {:<24} {:>14} {:>14} {:>10}  direction",
         "metric", a.label, b.label, "A/B"
     );
-    for (name, va, vb) in comparable(a, b) {
+    for (name, better, va, vb) in comparable(a, b) {
         let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
         let r = ratio(va, vb).map_or("-".to_string(), |r| format!("{r:.2}x"));
         let _ = writeln!(
             out,
-            "  {name:<24} {:>14} {:>14} {r:>10}",
+            "  {name:<24} {:>14} {:>14} {r:>10}  {}",
             show(va),
-            show(vb)
+            show(vb),
+            better.words()
         );
     }
     out
@@ -384,6 +460,21 @@ mod tests {
         assert_eq!(comparison.ratios["e2e_p99_us"], None);
         let table = comparison_table(&a, &b, &comparison);
         assert!(table.contains("2.00x"), "{table}");
+        let row = |name: &str| {
+            table
+                .lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .unwrap()
+        };
+        assert!(row("msgs_per_s").ends_with("higher is better"), "{table}");
+        assert!(
+            row("request_p99_us").ends_with("lower is better"),
+            "{table}"
+        );
+        assert!(
+            row("broker_cpu_us_per_msg").ends_with("lower is better"),
+            "{table}"
+        );
     }
 
     #[test]

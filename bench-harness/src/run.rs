@@ -83,20 +83,24 @@ fn report_of(
     e2e: bool,
 ) -> TargetReport {
     let target = &session.target;
-    TargetReport::build(
+    let mut report = TargetReport::build(
         &target.label,
         &target.namesrv,
         &target.topic,
         target.queues.len(),
         target.brokers.clone(),
         target.broker_config.clone(),
-        target.broker_cpu.as_ref().map_or(&[], |p| p.roots()),
+        &target.broker_cpu.as_ref().map_or_else(Vec::new, |p| {
+            p.measured_pids().into_iter().collect::<Vec<_>>()
+        }),
         crate::proc_stat::clock_ticks_per_s(),
         &session.result,
         headline,
         kind,
         e2e,
-    )
+    );
+    report.broker = target.broker.clone();
+    report
 }
 
 /// produce, consume and e2e.
@@ -146,7 +150,12 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: u64) -> Result<()
         targets: vec![report],
         comparison: None,
     };
-    write_outputs(mode.name(), &args.output, &report)
+    let mut workload = args.workload.describe(mode != SingleMode::Produce);
+    match mode {
+        SingleMode::Consume => workload.push_str(&format!(", preload {preload}")),
+        _ => workload.push_str(&format!(", {} s measured", args.workload.duration)),
+    }
+    write_outputs(mode.name(), &args.output, &report, &workload)
 }
 
 pub fn run_consume(args: ConsumeArgs) -> Result<(), BenchError> {
@@ -181,7 +190,13 @@ pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
         targets: vec![a, b],
         comparison: Some(comparison),
     };
-    write_outputs("compare", &args.output, &report)
+    let workload = format!(
+        "{}, {} rounds of {} s each, interleaved",
+        args.workload_args.describe(e2e),
+        args.rounds,
+        args.round_secs
+    );
+    write_outputs("compare", &args.output, &report, &workload)
 }
 
 /// Opens both targets and runs the rounds, alternating; their reports.
@@ -218,12 +233,14 @@ async fn compare_rounds(args: &CompareArgs) -> Result<(TargetReport, TargetRepor
 
 /// Targets A and B of a compare run.
 fn compare_specs(args: &CompareArgs) -> (TargetSpec, TargetSpec) {
-    let spec = |label: &str, namesrv: &str, pids: &[u32], config: &Option<PathBuf>| TargetSpec {
-        label: label.to_string(),
-        namesrv: namesrv.to_string(),
-        broker_pids: pids.to_vec(),
-        broker_pid_children: args.broker_pid_children,
-        broker_config: config.clone(),
+    let spec = |label: &Option<String>, namesrv: &str, pids: &[u32], config: &Option<PathBuf>| {
+        TargetSpec {
+            label: label.clone(),
+            namesrv: namesrv.to_string(),
+            broker_pids: pids.to_vec(),
+            broker_pid_children: args.broker_pid_children,
+            broker_config: config.clone(),
+        }
     };
     (
         spec(
@@ -252,7 +269,12 @@ fn parameters(args: &SingleArgs, preload: u64) -> Result<serde_json::Value, Benc
         .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))
 }
 
-fn write_outputs(mode: &str, output: &OutputArgs, report: &Report) -> Result<(), BenchError> {
+fn write_outputs(
+    mode: &str,
+    output: &OutputArgs,
+    report: &Report,
+    workload: &str,
+) -> Result<(), BenchError> {
     let dir = output.out.clone().unwrap_or_else(|| {
         Path::new("target")
             .join("bench")
@@ -274,8 +296,10 @@ fn write_outputs(mode: &str, output: &OutputArgs, report: &Report) -> Result<(),
         report.host.git_revision.as_deref().unwrap_or("unknown")
     );
     let targets: Vec<&TargetReport> = report.targets.iter().collect();
+    let mut header = vec![subtitle, workload.to_string()];
+    header.extend(targets.iter().map(|t| crate::report::headline_line(t)));
     let svg_path = dir.join("report.svg");
-    std::fs::write(&svg_path, svg::render(&title, &subtitle, &targets))
+    std::fs::write(&svg_path, svg::render(&title, &header, &targets))
         .map_err(|e| BenchError::io(svg_path.display().to_string(), e))?;
     println!(
         "reports: {} and {}",

@@ -9,11 +9,14 @@ use crate::recorder::Sample;
 use crate::report::{Headline, TargetReport};
 
 const WIDTH: f64 = 960.0;
-const HEIGHT: f64 = 800.0;
+const HEIGHT: f64 = 845.0;
 const LEFT: f64 = 90.0;
 const RIGHT: f64 = 920.0;
 /// Top and bottom of each panel's plot area.
-const PANELS: [(f64, f64); 2] = [(90.0, 370.0), (480.0, 740.0)];
+const PANELS: [(f64, f64); 2] = [(135.0, 415.0), (525.0, 785.0)];
+/// Header lines under the title: the host, the workload, one headline
+/// per target; more are left out (the JSON report has everything).
+const HEADER_LINES_MAX: usize = 4;
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
@@ -442,7 +445,9 @@ fn timeline_line(
 }
 
 /// The whole SVG document.
-pub fn render(title: &str, subtitle: &str, targets: &[&TargetReport]) -> String {
+/// The whole plot: the title, then `header` lines (the host, the workload,
+/// each target's headline numbers), then the latency and throughput panels.
+pub fn render(title: &str, header: &[String], targets: &[&TargetReport]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -455,12 +460,15 @@ pub fn render(title: &str, subtitle: &str, targets: &[&TargetReport]) -> String 
         WIDTH / 2.0,
         escape(title)
     );
-    let _ = writeln!(
-        out,
-        r##"<text x="{}" y="48" font-size="12" text-anchor="middle" fill="#555">{}</text>"##,
-        WIDTH / 2.0,
-        escape(subtitle)
-    );
+    for (i, line) in header.iter().take(HEADER_LINES_MAX).enumerate() {
+        let _ = writeln!(
+            out,
+            r##"<text x="{}" y="{}" font-size="12" text-anchor="middle" fill="#555">{}</text>"##,
+            WIDTH / 2.0,
+            48 + 16 * i,
+            escape(line)
+        );
+    }
     latency_panel(&mut out, targets);
     throughput_panel(&mut out, targets);
     out.push_str("</svg>\n");
@@ -471,6 +479,7 @@ pub fn render(title: &str, subtitle: &str, targets: &[&TargetReport]) -> String 
 mod tests {
     use super::*;
     use crate::recorder::Sample;
+    use crate::report::headline_line;
     use crate::window::TargetResult;
     use std::collections::BTreeMap;
 
@@ -525,12 +534,19 @@ mod tests {
             (crate::report::RequestLatency::Send, "send ack"),
             false,
         );
-        let svg = render("bench & co", "sub", &[&report]);
+        let header = [
+            "host".to_string(),
+            "1024 B bodies".to_string(),
+            headline_line(&report),
+        ];
+        let svg = render("bench & co", &header, &[&report]);
         assert!(svg.starts_with("<svg"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("Latency by percentile"));
         assert!(svg.contains("Throughput over time"));
         assert!(svg.contains("bench &amp; co"));
+        assert!(svg.contains("1024 B bodies"));
+        assert!(svg.contains("a&lt;b: 500 msg/s"), "{svg}");
         assert!(svg.contains("a&lt;b — send ack"));
         assert!(!svg.contains("a<b"));
         assert!(svg.matches("<polyline").count() >= 2);

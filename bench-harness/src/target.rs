@@ -25,7 +25,8 @@ const ROUTE_POLL_MS: u64 = 200;
 /// Who to benchmark, before connecting.
 #[derive(Debug, Clone)]
 pub struct TargetSpec {
-    pub label: String,
+    /// Given by the user; `None`: named after the broker once connected.
+    pub label: Option<String>,
     pub namesrv: String,
     pub broker_pids: Vec<u32>,
     pub broker_pid_children: bool,
@@ -36,6 +37,8 @@ pub struct TargetSpec {
 #[derive(Debug)]
 pub struct Target {
     pub label: String,
+    /// What the first master broker says of itself, for the report.
+    pub broker: BrokerFacts,
     pub namesrv: String,
     pub topic: String,
     /// Writable queues, ordered by broker then queue id.
@@ -65,6 +68,36 @@ impl Target {
     }
 }
 
+/// What a broker's runtime info says that a report should carry.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct BrokerFacts {
+    /// `brokerVersionDesc`, e.g. `ferrocket-0.1.0` or `V5_3_0`.
+    pub version: Option<String>,
+    /// `shardCount` (Ferrocket's own key; other brokers have none).
+    pub shards: Option<u32>,
+}
+
+impl TargetSpec {
+    /// The name in messages before the target is connected.
+    fn name(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.namesrv)
+    }
+}
+
+/// The first master's runtime facts; nothing where it does not answer.
+async fn broker_facts(admin: &Admin, masters: &[BrokerEntry]) -> BrokerFacts {
+    let Some(master) = masters.first() else {
+        return BrokerFacts::default();
+    };
+    match admin.broker_runtime_info(&master.addr).await {
+        Ok(table) => BrokerFacts {
+            version: table.get("brokerVersionDesc").cloned(),
+            shards: table.get("shardCount").and_then(|v| v.parse().ok()),
+        },
+        Err(_) => BrokerFacts::default(),
+    }
+}
+
 /// Connects to the name server, creates the topic (unless told not to),
 /// waits until its route lists the queues, and checks the broker pids.
 pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Target, BenchError> {
@@ -79,7 +112,8 @@ pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Targe
     if masters.is_empty() {
         return Err(BenchError::Setup(format!(
             "{}: no master broker is registered with name server {}",
-            spec.label, spec.namesrv
+            spec.name(),
+            spec.namesrv
         )));
     }
     if !workload.no_create_topic {
@@ -89,11 +123,18 @@ pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Targe
     if queues.is_empty() {
         return Err(BenchError::Setup(format!(
             "{}: topic {} has no writable queue on a master broker",
-            spec.label, workload.topic
+            spec.name(),
+            workload.topic
         )));
     }
+    let broker = broker_facts(&admin, &masters).await;
+    let label = spec.label.clone().unwrap_or_else(|| match &broker.version {
+        Some(version) => format!("{version}@{}", spec.namesrv),
+        None => spec.namesrv.clone(),
+    });
     Ok(Target {
-        label: spec.label.clone(),
+        label,
+        broker,
         namesrv: spec.namesrv.clone(),
         topic: workload.topic.clone(),
         queues,
@@ -134,7 +175,9 @@ async fn create_topic(
         {
             eprintln!(
                 "warning: {}: creating topic {} on {} failed: {error}",
-                spec.label, workload.topic, master.addr
+                spec.name(),
+                workload.topic,
+                master.addr
             );
         }
     }
@@ -156,7 +199,7 @@ async fn route_and_queues(
             // Auto-creation: the template topic says which brokers accept it.
             eprintln!(
                 "note: {}: no route for {} ({error}); relying on auto-creation from {DEFAULT_TOPIC}",
-                spec.label, workload.topic
+                spec.name(), workload.topic
             );
             let route = admin.topic_route(DEFAULT_TOPIC).await?;
             let per_broker = usize::try_from(workload.queues).unwrap_or(1);

@@ -28,6 +28,10 @@ pub const SAMPLE_INTERVAL_MS: u64 = 1_000;
 const STOP_GRACE_MS: u64 = 1_000;
 /// Longest preload of consume mode, seconds.
 const PRELOAD_S_MAX: u64 = 3_600;
+/// Most preload-and-drain rounds of one consume run.
+const DRAIN_ROUNDS_MAX: u32 = 1_000;
+/// A drain round is not started for less measured time than this.
+const DRAIN_LEFT_S_MIN: f64 = 0.05;
 /// How long e2e consumers may catch up after producers stopped, beyond the
 /// long-poll time.
 const CATCH_UP_MS: u64 = 2_000;
@@ -378,7 +382,31 @@ impl Session {
 
     /// Consume mode: produce `preload` messages (unmeasured), then measure
     /// pulling them back from where the preload started.
+    /// Preloads `preload` messages and drains them, measured; again and
+    /// again until `measure_s` seconds of draining are measured (a fast
+    /// drain of a small preload would otherwise measure a fraction of a
+    /// second), at most [`DRAIN_ROUNDS_MAX`] times.
     pub async fn drain(
+        &mut self,
+        preload: u64,
+        measure_s: u64,
+        t0: Instant,
+    ) -> Result<(), BenchError> {
+        let before = self.result.measured_s;
+        for _ in 0..DRAIN_ROUNDS_MAX {
+            let left_s = measure_s as f64 - (self.result.measured_s - before);
+            if left_s < DRAIN_LEFT_S_MIN {
+                break;
+            }
+            self.drain_once(preload, left_s.ceil() as u64, t0).await?;
+            if preload == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    async fn drain_once(
         &mut self,
         preload: u64,
         measure_s: u64,

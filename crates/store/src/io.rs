@@ -100,6 +100,11 @@ impl StorageIo for GlommioIo {
             options.write(true).create(true);
             let file: Rc<dyn SegmentFile> = match mode {
                 WriteMode::Direct => {
+                    // Readable too: glommio probes whether the device can
+                    // poll for completions by reading the file once, and
+                    // a write-only descriptor failed that probe with EBADF
+                    // (an ERROR in the log on every start).
+                    options.read(true);
                     let file = options.dma_open(path).await.map_err(io::Error::from)?;
                     let allocated = file.pre_allocate(size_bytes, false).await;
                     if let Err(e) = allocated.map_err(io::Error::from) {

@@ -1,8 +1,9 @@
-//! Who holds a busy TCP port: the process with a listening socket on it,
-//! found in /proc (the sockets in `/proc/net/tcp{,6}`, their inodes in
-//! `/proc/PID/fd`). A busy port held by a live process is reported at
-//! once; one held by nobody (a killed server's socket the kernel is still
-//! tearing down) is worth waiting for.
+//! Who holds a busy TCP port: another process with a listening socket on
+//! it, found in /proc (the sockets in `/proc/net/tcp{,6}`, their inodes in
+//! `/proc/PID/fd`). A busy port held by another live process is reported
+//! at once; one held by nobody (a killed server's socket the kernel is
+//! still tearing down) or by this process (a listener of its own still
+//! closing, as when a server restarts in-process) is worth waiting for.
 
 use std::collections::HashSet;
 
@@ -11,20 +12,21 @@ const TCP_LISTEN: &str = "0A";
 /// Processes looked at, at most (a bound on the scan).
 const PROCESSES_SCANNED_MAX: usize = 65_536;
 
-/// "pid 1234 (java)" for the process listening on `port`, if one can be
-/// seen (processes of other users may not be).
+/// "pid 1234 (java)" for another process listening on `port`, if one can
+/// be seen (processes of other users may not be).
 pub fn port_holder(port: u16) -> Option<String> {
     let inodes = listening_inodes(port);
     if inodes.is_empty() {
         return None;
     }
+    let own = std::process::id();
     let processes = std::fs::read_dir("/proc").ok()?;
     for entry in processes.flatten().take(PROCESSES_SCANNED_MAX) {
         let name = entry.file_name();
         let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if holds_any(pid, &inodes) {
+        if pid != own && holds_any(pid, &inodes) {
             let command = std::fs::read_to_string(format!("/proc/{pid}/comm"))
                 .map(|c| c.trim().to_string())
                 .unwrap_or_default();
@@ -81,15 +83,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_listener_of_this_process_is_found_by_its_port() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let holder = port_holder(port).unwrap();
+    fn another_process_listening_is_found_by_its_port_and_this_one_is_not() {
+        use std::io::BufRead;
+        let own = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert_eq!(port_holder(own.local_addr().unwrap().port()), None);
+        // A listener in a child process (python3 is on every test host).
+        let script = "import socket,sys\n\
+                      s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen()\n\
+                      print(s.getsockname()[1], flush=True); sys.stdin.read()";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let stdout = child.stdout.take().unwrap();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line.trim().parse().unwrap();
+        let holder = port_holder(port);
+        drop(child.stdin.take());
+        let _ = child.wait();
+        let holder = holder.unwrap();
         assert!(
-            holder.starts_with(&format!("pid {} (", std::process::id())),
+            holder.starts_with(&format!("pid {} (python", child.id())),
             "{holder}"
         );
-        drop(listener);
         assert_eq!(port_holder(port), None);
     }
 
