@@ -103,16 +103,24 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Start(args) => start::run(args, stop_flag()?),
         Command::Proxy(args) => proxy::run(args, stop_flag()?),
-        Command::Admin(args) => admin::run(args),
+        Command::Admin(args) => {
+            quiet_on_closed_stdout();
+            admin::run(args)
+        }
         Command::Tune(args) => {
-            // A report piped into `head` ends quietly when the reader goes,
-            // as other Unix tools do (Rust ignores SIGPIPE, so printing
-            // would panic). Tune opens no sockets.
-            // SAFETY: restoring the default disposition of one signal.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            quiet_on_closed_stdout();
             tune::run(args)
         }
     }
+}
+
+/// For the commands that print a report: piped into `head`, they end
+/// quietly when the reader goes, as other Unix tools do (Rust ignores
+/// SIGPIPE, so printing would panic). Their sockets are unaffected: Rust
+/// writes to sockets with MSG_NOSIGNAL.
+fn quiet_on_closed_stdout() {
+    // SAFETY: restoring the default disposition of one signal.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 fn main() -> ExitCode {

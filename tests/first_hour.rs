@@ -163,18 +163,31 @@ fn an_unknown_key_is_warned_with_its_line_and_the_key_meant() {
     );
 }
 
-#[test]
-fn tune_check_piped_into_a_closed_reader_does_not_panic() {
+/// Runs `BIN ARGS | (reader that closes at once)`; fails on a panic.
+fn piped_into_a_closed_reader(bin: &str, args: &str) {
     let output = Command::new("bash")
         .arg("-c")
-        .arg(r#"set -o pipefail; "$0" tune check --json | (exec 0<&-; true)"#)
-        .arg(ferrocket_bin())
+        .arg(format!(
+            r#"set -o pipefail; "$0" {args} | (exec 0<&-; true)"#
+        ))
+        .arg(bin)
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_ne!(output.status.code(), Some(101), "panicked: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(output.status.code(), Some(101), "{args} panicked: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args}: {stderr}");
+}
+
+#[test]
+fn reports_piped_into_a_closed_reader_do_not_panic() {
+    piped_into_a_closed_reader(ferrocket_bin(), "tune check --json");
+    let namesrv = harness::Namesrv::start();
+    let _broker = harness::Broker::start(&namesrv.addr(), harness::BrokerOpts::default());
+    // The reader is gone before the name server answers: the first line
+    // printed meets a closed pipe.
+    let list = format!("admin -n {} topic list", namesrv.addr());
+    piped_into_a_closed_reader(ferrocket_bin(), &list);
 }
 
 #[test]

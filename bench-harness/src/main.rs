@@ -39,6 +39,11 @@ use crate::args::{Cli, Mode};
 use crate::run::SingleMode;
 
 fn main() -> ExitCode {
+    // Tables piped into `head` end quietly when the reader goes, as other
+    // Unix tools do (Rust ignores SIGPIPE, so printing would panic). The
+    // harness's sockets are unaffected: Rust writes them with MSG_NOSIGNAL.
+    // SAFETY: restoring the default disposition of one signal.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let outcome = match cli.mode {
         Mode::Produce(args) => run::run_single(SingleMode::Produce, args, 0),
