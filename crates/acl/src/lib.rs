@@ -1,0 +1,36 @@
+//! RocketMQ's ACL 1.0 ("plain ACL"): accounts in `plain_acl.yml`, each
+//! request signed by the client with HMAC-SHA1 over its header values and
+//! body, checked against the account's topic and group permissions.
+//!
+//! Java's classes: `PlainPermissionManager` (the check), `PlainAccessResource`
+//! (what a request needs), `Permission`, `AclUtils` / `AclSigner` (the
+//! signature), `RemoteAddressStrategyFactory` (white-listed addresses).
+//! What the broker does with a refusal (the answer's code and remark) is the
+//! caller's; this crate only decides.
+
+mod address;
+mod config;
+mod perm;
+mod resources;
+mod signature;
+mod store;
+mod validator;
+
+pub use address::AddressPattern;
+pub use config::{acl_files, Account, AclConfig, ACL_DIR, PLAIN_ACL_FILE};
+pub use perm::{parse_perm, Perm};
+pub use signature::{sign, sign_request, signed_content, ACCESS_KEY, SIGNATURE};
+pub use store::AclStore;
+pub use validator::{Denied, RELOAD_INTERVAL_MS};
+
+/// Why an ACL file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AclError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    Invalid { path: String, reason: String },
+}

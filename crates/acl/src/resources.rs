@@ -1,0 +1,79 @@
+//! What each request needs (Java's `PlainAccessResource.parse`): the
+//! topics and groups it touches and the permission each must grant. A
+//! group's resource is `%RETRY%{group}`.
+
+use ferrocket_protocol::body::{decode_json, HeartbeatData};
+use ferrocket_protocol::codes::request_code::*;
+use ferrocket_protocol::RemotingCommand;
+
+use crate::config::RETRY_PREFIX;
+use crate::perm::{Perm, PUB, SUB};
+
+/// Requests only an admin account may make (Java's `Permission.ADMIN_CODE`
+/// and the 5.3 additions: static topics, ACL config updates).
+const ADMIN_CODES: [i32; 9] = [
+    UPDATE_AND_CREATE_TOPIC,
+    UPDATE_BROKER_CONFIG,
+    DELETE_TOPIC_IN_BROKER,
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+    DELETE_SUBSCRIPTIONGROUP,
+    513, // UPDATE_AND_CREATE_STATIC_TOPIC
+    50,  // UPDATE_AND_CREATE_ACL_CONFIG
+    51,  // DELETE_ACL_CONFIG
+    52,  // GET_BROKER_CLUSTER_ACL_INFO
+];
+
+pub(crate) fn is_admin_code(code: i32) -> bool {
+    ADMIN_CODES.contains(&code)
+}
+
+/// (resource, permission needed) for each thing `request` touches.
+pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, String> {
+    let ext = &request.ext_fields;
+    let mut needs = Vec::new();
+    let mut topic = |name: Option<&str>, perm: Perm| {
+        if let Some(name) = name {
+            let perm = if name.starts_with(RETRY_PREFIX) { SUB } else { perm };
+            needs.push((name.to_string(), perm));
+        }
+    };
+    match request.code {
+        SEND_MESSAGE => topic(ext.get("topic"), PUB),
+        SEND_MESSAGE_V2 | SEND_BATCH_MESSAGE => topic(ext.get("b"), PUB),
+        PULL_MESSAGE | UPDATE_CONSUMER_OFFSET | QUERY_MESSAGE => topic(ext.get("topic"), SUB),
+        // Pop consumption: not checked by Java's ACL 1.0 (which predates
+        // it); here it needs what a pull needs.
+        POP_MESSAGE | PEEK_MESSAGE | ACK_MESSAGE | CHANGE_MESSAGE_INVISIBLETIME | NOTIFICATION => {
+            topic(ext.get("topic"), SUB)
+        }
+        _ => {}
+    }
+    let group = match request.code {
+        CONSUMER_SEND_MSG_BACK => ext.get("group"),
+        PULL_MESSAGE | UPDATE_CONSUMER_OFFSET | UNREGISTER_CLIENT | GET_CONSUMER_LIST_BY_GROUP
+        | POP_MESSAGE | PEEK_MESSAGE | ACK_MESSAGE | CHANGE_MESSAGE_INVISIBLETIME | NOTIFICATION => {
+            ext.get("consumerGroup")
+        }
+        _ => None,
+    };
+    if let Some(group) = group {
+        needs.push((format!("{RETRY_PREFIX}{group}"), SUB));
+    }
+    if request.code == HEART_BEAT {
+        heartbeat_needs(request, &mut needs)?;
+    }
+    Ok(needs)
+}
+
+/// A heartbeat's consumer groups and their subscribed topics, SUB each.
+fn heartbeat_needs(request: &RemotingCommand, needs: &mut Vec<(String, Perm)>) -> Result<(), String> {
+    let data: HeartbeatData =
+        decode_json(&request.body).map_err(|e| format!("cannot read the HEART_BEAT body: {e}"))?;
+    for consumer in &data.consumer_data_set {
+        needs.push((format!("{RETRY_PREFIX}{}", consumer.group_name), SUB));
+        for subscription in &consumer.subscription_data_set {
+            needs.push((subscription.topic.clone(), SUB));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! The check of one request (Java's `PlainPermissionManager.validate` and
+//! `PlainPermissionChecker`), in Java's order: a globally white-listed
+//! address passes; otherwise the account must exist; an account's own
+//! white address passes; otherwise the signature must be right, then an
+//! admin passes, admin-only requests are refused to others, and each
+//! topic and group touched needs its permission (the account's entry for
+//! it, else its default).
+
+use std::net::IpAddr;
+
+use ferrocket_protocol::RemotingCommand;
+
+use crate::config::{AclConfig, RETRY_PREFIX};
+use crate::perm::{grants, PUB};
+use crate::resources::{is_admin_code, needs};
+use crate::signature::{signed_content, verify, ACCESS_KEY, SIGNATURE};
+
+/// How often the broker looks for changed ACL files (Java's watcher: 5 s).
+pub const RELOAD_INTERVAL_MS: u64 = 5_000;
+/// Sends to the trace topic pass whatever the account's permissions.
+const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+
+/// A refusal, with Java's words for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied(pub String);
+
+impl AclConfig {
+    /// Whether `request` from `peer` may go on.
+    pub fn check(&self, request: &RemotingCommand, peer: IpAddr) -> Result<(), Denied> {
+        let resources = needs(request).map_err(Denied)?;
+        if self.global_white.iter().any(|p| p.matches(peer)) {
+            return Ok(());
+        }
+        let ext = &request.ext_fields;
+        let access_key = ext
+            .get(ACCESS_KEY)
+            .ok_or_else(|| Denied("No accessKey is configured".into()))?;
+        let account = self
+            .accounts
+            .get(access_key)
+            .ok_or_else(|| Denied(format!("No acl config for {access_key}")))?;
+        if account.white_address.matches(peer) {
+            return Ok(());
+        }
+        let signature = ext.get(SIGNATURE).unwrap_or("");
+        if !verify(&signed_content(request), &account.secret_key, signature) {
+            return Err(Denied(format!(
+                "Check signature failed for accessKey={access_key}"
+            )));
+        }
+        if resources.iter().any(|(name, perm)| name == TRACE_TOPIC && *perm == PUB) || account.admin {
+            return Ok(());
+        }
+        if is_admin_code(request.code) {
+            return Err(Denied(format!(
+                "Need admin permission for request code={}, but accessKey={access_key} is not",
+                request.code
+            )));
+        }
+        for (name, needed) in &resources {
+            let is_group = name.starts_with(RETRY_PREFIX);
+            let shown = match name.strip_prefix(RETRY_PREFIX) {
+                Some(group) => format!("group:{group}"),
+                None => format!("topic:{name}"),
+            };
+            match account.perms.get(name) {
+                Some(owned) if !grants(*needed, *owned) => {
+                    return Err(Denied(format!("No permission for {shown}")));
+                }
+                Some(_) => {}
+                None => {
+                    let default = match is_group {
+                        true => account.default_group_perm,
+                        false => account.default_topic_perm,
+                    };
+                    if !grants(*needed, default) {
+                        return Err(Denied(format!("No default permission for {shown}")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::AddressPattern;
+    use crate::config::Account;
+    use crate::perm::{DENY, SUB};
+    use crate::signature::sign_request;
+    use ferrocket_protocol::codes::request_code;
+    use std::collections::HashMap;
+
+    fn config() -> AclConfig {
+        let user = Account {
+            secret_key: "userSecret".into(),
+            white_address: AddressPattern::Never,
+            admin: false,
+            default_topic_perm: DENY,
+            default_group_perm: SUB,
+            perms: HashMap::from([
+                ("Orders".to_string(), PUB | SUB),
+                ("Audit".to_string(), SUB),
+                ("%RETRY%blocked".to_string(), DENY),
+            ]),
+        };
+        let admin = Account {
+            secret_key: "adminSecret".into(),
+            admin: true,
+            ..user.clone()
+        };
+        AclConfig {
+            global_white: vec![AddressPattern::parse("10.9.9.*").unwrap()],
+            accounts: HashMap::from([("userKey1".into(), user), ("adminKey1".into(), admin)]),
+        }
+    }
+
+    fn send(topic: &str) -> RemotingCommand {
+        let mut request = RemotingCommand::request(request_code::SEND_MESSAGE_V2);
+        request.ext_fields.insert("a", "PG");
+        request.ext_fields.insert("b", topic);
+        request
+    }
+
+    fn signed(mut request: RemotingCommand, key: &str, secret: &str) -> RemotingCommand {
+        sign_request(&mut request, key, secret);
+        request
+    }
+
+    fn check(request: &RemotingCommand) -> Result<(), String> {
+        let peer: IpAddr = "127.0.0.1".parse().unwrap();
+        config().check(request, peer).map_err(|d| d.0)
+    }
+
+    #[test]
+    fn requests_are_checked_in_javas_order_with_javas_words() {
+        assert_eq!(check(&signed(send("Orders"), "userKey1", "userSecret")), Ok(()));
+        assert_eq!(check(&send("Orders")), Err("No accessKey is configured".into()));
+        assert_eq!(
+            check(&signed(send("Orders"), "nobody1", "x")),
+            Err("No acl config for nobody1".into())
+        );
+        assert_eq!(
+            check(&signed(send("Orders"), "userKey1", "wrongSecret")),
+            Err("Check signature failed for accessKey=userKey1".into())
+        );
+        let mut tampered = signed(send("Orders"), "userKey1", "userSecret");
+        tampered.ext_fields.insert("b", "Audit");
+        assert!(check(&tampered).unwrap_err().starts_with("Check signature failed"));
+        assert_eq!(
+            check(&signed(send("Audit"), "userKey1", "userSecret")),
+            Err("No permission for topic:Audit".into())
+        );
+        assert_eq!(
+            check(&signed(send("Other"), "userKey1", "userSecret")),
+            Err("No default permission for topic:Other".into())
+        );
+        // A retry-topic send needs SUB on the group; the default grants it.
+        assert_eq!(check(&signed(send("%RETRY%g1"), "userKey1", "userSecret")), Ok(()));
+        assert_eq!(
+            check(&signed(send("%RETRY%blocked"), "userKey1", "userSecret")),
+            Err("No permission for group:blocked".into())
+        );
+        let create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
+        assert_eq!(
+            check(&signed(create.clone(), "userKey1", "userSecret")),
+            Err("Need admin permission for request code=17, but accessKey=userKey1 is not".into())
+        );
+        assert_eq!(check(&signed(create, "adminKey1", "adminSecret")), Ok(()));
+        assert_eq!(check(&signed(send("Other"), "adminKey1", "adminSecret")), Ok(()));
+        let trace = signed(send("RMQ_SYS_TRACE_TOPIC"), "userKey1", "userSecret");
+        assert_eq!(check(&trace), Ok(()));
+    }
+
+    #[test]
+    fn white_listed_addresses_pass_unsigned() {
+        let config = config();
+        let white: IpAddr = "10.9.9.4".parse().unwrap();
+        assert_eq!(config.check(&send("Other"), white), Ok(()));
+        let mut pull = RemotingCommand::request(request_code::PULL_MESSAGE);
+        pull.ext_fields.insert("topic", "Orders");
+        pull.ext_fields.insert("consumerGroup", "blocked");
+        let pull = signed(pull, "userKey1", "userSecret");
+        assert_eq!(check(&pull), Err("No permission for group:blocked".into()));
+    }
+}
