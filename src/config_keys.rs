@@ -71,7 +71,6 @@ pub fn apply_broker(
         "destroyMapedFileIntervalForcibly"
             | "deleteCommitLogFilesInterval"
             | "deleteConsumeQueueFilesInterval"
-            | "rocketmqHome"
             | "storePathCommitLog"
             | "storePathConsumeQueue"
     ))
@@ -98,6 +97,12 @@ fn broker_identity_keys(
         "channelExpiredTimeout" => config.client_expiry_ms = positive(key, setting)?,
         "regionId" => config.region_id = setting.value.clone(),
         "traceOn" => config.trace_on = parse_bool(key, setting)?,
+        "aclEnable" => config.acl_enable = parse_bool(key, setting)?,
+        "rocketmqHome" => {
+            config.rocketmq_home = Some(setting.value.as_str())
+                .filter(|v| !v.is_empty())
+                .map(Into::into)
+        }
         _ => return Ok(false),
     }
     Ok(true)

@@ -49,6 +49,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "channelExpiredTimeout",
     "regionId",
     "traceOn",
+    "aclEnable",
     "brokerRole",
     "haListenPort",
     "haMasterAddress",

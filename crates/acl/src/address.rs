@@ -86,7 +86,9 @@ fn braced_list(text: &str) -> Result<AddressPattern, String> {
         .ok_or_else(|| format!("`{text}`: `}}` without `{{`"))?;
     let (prefix, list) = (&text[..open], &text[open + 1..text.len() - 1]);
     if !(prefix.ends_with('.') || prefix.ends_with(':')) {
-        return Err(format!("`{text}`: the list must be the address's last part"));
+        return Err(format!(
+            "`{text}`: the list must be the address's last part"
+        ));
     }
     let addrs = list
         .split(',')

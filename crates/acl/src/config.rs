@@ -113,7 +113,10 @@ impl AclConfig {
         let Some(doc) = docs.first() else {
             return Ok(());
         };
-        for pattern in strings(&doc["globalWhiteRemoteAddresses"], "globalWhiteRemoteAddresses")? {
+        for pattern in strings(
+            &doc["globalWhiteRemoteAddresses"],
+            "globalWhiteRemoteAddresses",
+        )? {
             self.global_white.push(AddressPattern::parse(&pattern)?);
         }
         let accounts = match &doc["accounts"] {
@@ -166,11 +169,16 @@ fn account(entry: &Yaml) -> Result<(String, Account), String> {
     }
     let white = scalar(&entry["whiteRemoteAddress"]).unwrap_or_default();
     let mut perms = HashMap::new();
-    for (kind, key, prefix) in [("group", "groupPerms", RETRY_PREFIX), ("topic", "topicPerms", "")] {
+    for (kind, key, prefix) in [
+        ("group", "groupPerms", RETRY_PREFIX),
+        ("topic", "topicPerms", ""),
+    ] {
         for item in strings(&entry[key], key)? {
             let parts: Vec<&str> = item.split('=').filter(|p| !p.is_empty()).collect();
             let [name, perm] = parts.as_slice() else {
-                return Err(format!("Parse resource permission failed for {kind}:{item}"));
+                return Err(format!(
+                    "Parse resource permission failed for {kind}:{item}"
+                ));
             };
             perms.insert(format!("{prefix}{}", name.trim()), parse_perm(Some(perm)));
         }
@@ -231,7 +239,10 @@ accounts:
         let rocketmq = &config.accounts["RocketMQ"];
         assert_eq!(rocketmq.secret_key, "12345678");
         assert!(!rocketmq.admin);
-        assert_eq!((rocketmq.default_topic_perm, rocketmq.default_group_perm), (DENY, SUB));
+        assert_eq!(
+            (rocketmq.default_topic_perm, rocketmq.default_group_perm),
+            (DENY, SUB)
+        );
         assert_eq!(rocketmq.perms["topicB"], PUB | SUB);
         assert_eq!(rocketmq.perms["%RETRY%groupA"], DENY);
         assert_eq!(rocketmq.white_address, AddressPattern::Never);
@@ -243,13 +254,18 @@ accounts:
     fn bad_files_are_refused_with_javas_words() {
         let mut config = AclConfig::default();
         let short = "accounts:\n  - accessKey: ak\n    secretKey: 12345678\n";
-        assert!(config.read(short, "f").unwrap_err().contains("length should longer than 6"));
+        assert!(config
+            .read(short, "f")
+            .unwrap_err()
+            .contains("length should longer than 6"));
         let perm = "accounts:\n  - accessKey: ak12345\n    secretKey: 12345678\n    topicPerms: [\"a=b=c\"]\n";
         assert_eq!(
             config.read(perm, "f").unwrap_err(),
             "Parse resource permission failed for topic:a=b=c"
         );
-        assert!(config.read("globalWhiteRemoteAddresses: [\"300.1.1.*\"]", "f").is_err());
+        assert!(config
+            .read("globalWhiteRemoteAddresses: [\"300.1.1.*\"]", "f")
+            .is_err());
         assert!(acl_files(Path::new("/nonexistent/rocketmq/home")).is_err());
     }
 }

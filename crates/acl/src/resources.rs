@@ -33,7 +33,11 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
     let mut needs = Vec::new();
     let mut topic = |name: Option<&str>, perm: Perm| {
         if let Some(name) = name {
-            let perm = if name.starts_with(RETRY_PREFIX) { SUB } else { perm };
+            let perm = if name.starts_with(RETRY_PREFIX) {
+                SUB
+            } else {
+                perm
+            };
             needs.push((name.to_string(), perm));
         }
     };
@@ -50,10 +54,15 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
     }
     let group = match request.code {
         CONSUMER_SEND_MSG_BACK => ext.get("group"),
-        PULL_MESSAGE | UPDATE_CONSUMER_OFFSET | UNREGISTER_CLIENT | GET_CONSUMER_LIST_BY_GROUP
-        | POP_MESSAGE | PEEK_MESSAGE | ACK_MESSAGE | CHANGE_MESSAGE_INVISIBLETIME | NOTIFICATION => {
-            ext.get("consumerGroup")
-        }
+        PULL_MESSAGE
+        | UPDATE_CONSUMER_OFFSET
+        | UNREGISTER_CLIENT
+        | GET_CONSUMER_LIST_BY_GROUP
+        | POP_MESSAGE
+        | PEEK_MESSAGE
+        | ACK_MESSAGE
+        | CHANGE_MESSAGE_INVISIBLETIME
+        | NOTIFICATION => ext.get("consumerGroup"),
         _ => None,
     };
     if let Some(group) = group {
@@ -66,7 +75,10 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
 }
 
 /// A heartbeat's consumer groups and their subscribed topics, SUB each.
-fn heartbeat_needs(request: &RemotingCommand, needs: &mut Vec<(String, Perm)>) -> Result<(), String> {
+fn heartbeat_needs(
+    request: &RemotingCommand,
+    needs: &mut Vec<(String, Perm)>,
+) -> Result<(), String> {
     let data: HeartbeatData =
         decode_json(&request.body).map_err(|e| format!("cannot read the HEART_BEAT body: {e}"))?;
     for consumer in &data.consumer_data_set {

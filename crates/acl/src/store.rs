@@ -52,9 +52,10 @@ impl AclStore {
             let loaded = self.current.lock().unwrap_or_else(|p| p.into_inner());
             let now = acl_files(&self.home)?;
             now.len() == loaded.files.len()
-                && now.iter().zip(&loaded.files).all(|(path, (old, mtime))| {
-                    path == old && modified(path) == *mtime
-                })
+                && now
+                    .iter()
+                    .zip(&loaded.files)
+                    .all(|(path, (old, mtime))| path == old && modified(path) == *mtime)
         };
         if unchanged {
             return Ok(false);

@@ -48,7 +48,11 @@ impl AclConfig {
                 "Check signature failed for accessKey={access_key}"
             )));
         }
-        if resources.iter().any(|(name, perm)| name == TRACE_TOPIC && *perm == PUB) || account.admin {
+        if resources
+            .iter()
+            .any(|(name, perm)| name == TRACE_TOPIC && *perm == PUB)
+            || account.admin
+        {
             return Ok(());
         }
         if is_admin_code(request.code) {
@@ -136,8 +140,14 @@ mod tests {
 
     #[test]
     fn requests_are_checked_in_javas_order_with_javas_words() {
-        assert_eq!(check(&signed(send("Orders"), "userKey1", "userSecret")), Ok(()));
-        assert_eq!(check(&send("Orders")), Err("No accessKey is configured".into()));
+        assert_eq!(
+            check(&signed(send("Orders"), "userKey1", "userSecret")),
+            Ok(())
+        );
+        assert_eq!(
+            check(&send("Orders")),
+            Err("No accessKey is configured".into())
+        );
         assert_eq!(
             check(&signed(send("Orders"), "nobody1", "x")),
             Err("No acl config for nobody1".into())
@@ -148,7 +158,9 @@ mod tests {
         );
         let mut tampered = signed(send("Orders"), "userKey1", "userSecret");
         tampered.ext_fields.insert("b", "Audit");
-        assert!(check(&tampered).unwrap_err().starts_with("Check signature failed"));
+        assert!(check(&tampered)
+            .unwrap_err()
+            .starts_with("Check signature failed"));
         assert_eq!(
             check(&signed(send("Audit"), "userKey1", "userSecret")),
             Err("No permission for topic:Audit".into())
@@ -158,7 +170,10 @@ mod tests {
             Err("No default permission for topic:Other".into())
         );
         // A retry-topic send needs SUB on the group; the default grants it.
-        assert_eq!(check(&signed(send("%RETRY%g1"), "userKey1", "userSecret")), Ok(()));
+        assert_eq!(
+            check(&signed(send("%RETRY%g1"), "userKey1", "userSecret")),
+            Ok(())
+        );
         assert_eq!(
             check(&signed(send("%RETRY%blocked"), "userKey1", "userSecret")),
             Err("No permission for group:blocked".into())
@@ -169,7 +184,10 @@ mod tests {
             Err("Need admin permission for request code=17, but accessKey=userKey1 is not".into())
         );
         assert_eq!(check(&signed(create, "adminKey1", "adminSecret")), Ok(()));
-        assert_eq!(check(&signed(send("Other"), "adminKey1", "adminSecret")), Ok(()));
+        assert_eq!(
+            check(&signed(send("Other"), "adminKey1", "adminSecret")),
+            Ok(())
+        );
         let trace = signed(send("RMQ_SYS_TRACE_TOPIC"), "userKey1", "userSecret");
         assert_eq!(check(&trace), Ok(()));
     }

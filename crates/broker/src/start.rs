@@ -267,9 +267,30 @@ impl ConfigFiles {
                 b / 100 * i64::from(config.replication.access_message_in_memory_max_ratio)
             }),
             loaded: self.loaded,
+            acl: open_acl(&config)?,
             config,
         })
     }
+}
+
+/// With `aclEnable=true`: the ACL files under the RocketMQ home, loaded
+/// (a missing home or a bad file stops the start, naming it).
+fn open_acl(config: &BrokerConfig) -> Result<Option<Arc<ferrocket_acl::AclStore>>, BrokerError> {
+    if !config.acl_enable {
+        return Ok(None);
+    }
+    let home = config.rocketmq_home().ok_or_else(|| {
+        BrokerError::Config(
+            "aclEnable=true needs rocketmqHome (or $ROCKETMQ_HOME): the directory whose \
+             conf/plain_acl.yml lists the accounts"
+                .into(),
+        )
+    })?;
+    let store = ferrocket_acl::AclStore::open(&home)
+        .map_err(|e| BrokerError::Config(format!("ACL: {e}")))?;
+    let accounts = store.current().accounts.len();
+    tracing::info!(home = %home.display(), accounts, "ACL 1.0 enabled");
+    Ok(Some(Arc::new(store)))
 }
 
 /// Why a shard could not start, and which.

@@ -62,6 +62,16 @@ pub struct ConnectionConfig {
     pub frame_bytes_max: usize,
     /// Queued bytes beyond which senders wait (backpressure).
     pub write_buffer_bytes_max: usize,
+    /// ACL 1.0 credentials: every request is signed with them (as Java's
+    /// `AclClientRPCHook` signs), for brokers with `aclEnable=true`.
+    pub credentials: Option<Credentials>,
+}
+
+/// An ACL account's access key and secret key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
 }
 
 impl Default for ConnectionConfig {
@@ -73,6 +83,7 @@ impl Default for ConnectionConfig {
             language: LanguageCode::Java,
             frame_bytes_max: FRAME_BYTES_MAX,
             write_buffer_bytes_max: WRITE_BUFFER_BYTES_MAX_DEFAULT,
+            credentials: None,
         }
     }
 }
@@ -200,6 +211,10 @@ impl Shared {
         request.serialize_type = self.config.serialize_type;
         request.language = self.config.language;
         request.flag &= !FLAG_RESPONSE;
+        if let Some(credentials) = &self.config.credentials {
+            let (access_key, secret_key) = (&credentials.access_key, &credentials.secret_key);
+            ferrocket_acl::sign_request(request, access_key, secret_key);
+        }
     }
 }
 

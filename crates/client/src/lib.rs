@@ -32,7 +32,7 @@ pub mod route;
 pub mod send;
 
 pub use admin::{Admin, BrokerEntry, CreateTopicOptions};
-pub use connection::{Connection, ConnectionConfig, RequestHandler};
+pub use connection::{Connection, ConnectionConfig, Credentials, RequestHandler};
 pub use consume_admin::{ConsumeStats, ConsumerConnection, QueueOffsets, SubscriptionGroup};
 pub use consumer::{PullConsumer, PullConsumerConfig, PullResult, PullStatus};
 pub use error::{expect_success, ClientError};

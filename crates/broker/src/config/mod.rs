@@ -180,6 +180,11 @@ pub struct BrokerConfig {
     pub region_id: String,
     /// `traceOn`, returned in send responses (`TRACE_ON`).
     pub trace_on: bool,
+    /// `aclEnable`: check every request against ACL 1.0's accounts
+    /// (`{rocketmqHome}/conf/plain_acl.yml` and `conf/acl/*.yml`).
+    pub acl_enable: bool,
+    /// `rocketmqHome`: where `conf/` is; unset: `$ROCKETMQ_HOME`.
+    pub rocketmq_home: Option<PathBuf>,
     /// `messageDelayLevel`: the delay of each level, "1s 5s ... 2h".
     pub message_delay_level: String,
     /// `enablePropertyFilter`: evaluate SQL92 subscriptions on pulls.
@@ -271,6 +276,8 @@ impl Default for BrokerConfig {
             client_expiry_ms: CLIENT_EXPIRY_MS_DEFAULT,
             region_id: "DefaultRegion".into(),
             trace_on: true,
+            acl_enable: false,
+            rocketmq_home: None,
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.into(),
             enable_property_filter: false,
             auto_create_subscription_group: true,
@@ -341,6 +348,15 @@ impl BrokerConfig {
         }
         ip2.parse()
             .map_err(|_| BrokerError::Config(format!("brokerIP2 `{ip2}` is not an IP address")))
+    }
+
+    /// The RocketMQ home (`rocketmqHome`, else `$ROCKETMQ_HOME`), if any.
+    pub fn rocketmq_home(&self) -> Option<PathBuf> {
+        self.rocketmq_home.clone().or_else(|| {
+            std::env::var_os("ROCKETMQ_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
     }
 
     /// Whether a broker of `shard_count` shards runs its appender on its

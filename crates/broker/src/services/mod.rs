@@ -2,6 +2,7 @@
 //! names `Shard`, `Connection` or `RemotingCommand`'s transport, so the
 //! Remoting front end, background tasks and later front ends share it.
 
+pub(crate) mod acl;
 pub(crate) mod append;
 pub(crate) mod clients;
 pub(crate) mod control;

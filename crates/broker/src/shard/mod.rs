@@ -76,6 +76,8 @@ pub(crate) struct BrokerEnv {
     pub in_memory_bytes: i64,
     /// Subscription groups and delay-level state loaded at start.
     pub loaded: LoadedState,
+    /// ACL 1.0 accounts, with `aclEnable=true`.
+    pub acl: Option<Arc<ferrocket_acl::AclStore>>,
 }
 
 pub(crate) type ShardMesh = CallMesh<Shard>;
@@ -127,6 +129,8 @@ pub(crate) struct Shard {
     pub services: PlacedServices,
     /// Pop checkpoints of the queues this shard owns (`pop`).
     pub pop: pop::PopStore,
+    /// This shard's copy of the ACL in force (`wire::acl`).
+    pub acl: crate::services::acl::AclCache,
 }
 
 impl Shard {
@@ -181,6 +185,7 @@ impl Shard {
             ),
             services: PlacedServices::default(),
             pop: pop::PopStore::default(),
+            acl: Default::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             store,

@@ -2,6 +2,7 @@
 //! all started into the shard's [`TaskSet`](ferrocket_runtime::task_set::TaskSet)
 //! and stopped through it, bounded, in one place.
 
+pub(crate) mod acl_reload;
 pub(crate) mod control_plane;
 pub(crate) mod ha;
 pub(crate) mod index_feed;
@@ -81,6 +82,7 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
             "client expiry",
             control_plane::client_expiry_loop(shard.clone()),
         );
+        tasks.spawn("ACL reload", acl_reload::reload_loop(shard.clone()));
         tasks.spawn(
             "throughput sampling",
             crate::shard::stats::throughput_sample_loop(shard.clone()),

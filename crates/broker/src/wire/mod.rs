@@ -3,6 +3,7 @@
 //! REQUEST_CODE_NOT_SUPPORTED; a processor's rejection becomes an error
 //! response, never a dropped connection.
 
+pub(crate) mod acl;
 pub(crate) mod assignment;
 pub(crate) mod client;
 pub(crate) mod consumer_admin;
@@ -90,7 +91,11 @@ async fn dispatch(
 impl RequestHandler for Shard {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
         Box::pin(async move {
-            let response = match dispatch(&self, &conn, &request).await {
+            let response = match acl::refusal(&self, &conn, &request) {
+                Some(refusal) => Ok(refusal),
+                None => dispatch(&self, &conn, &request).await,
+            };
+            let response = match response {
                 Ok(response) => response,
                 Err(reject) => {
                     tracing::debug!(
