@@ -153,6 +153,27 @@ pub struct WorkloadArgs {
     /// least 1), so the harness leaves room for a broker on the same host.
     #[arg(long)]
     pub client_threads: Option<usize>,
+    /// ACL 1.0 account every request is signed with (brokers with
+    /// aclEnable=true), on every target alike.
+    #[arg(long, requires = "secret_key")]
+    pub access_key: Option<String>,
+    /// The account's secret key (not written to the report).
+    #[arg(long, requires = "access_key")]
+    #[serde(skip)]
+    pub secret_key: Option<String>,
+}
+
+impl WorkloadArgs {
+    /// The account to sign with, if one was given.
+    pub fn credentials(&self) -> Option<ferrocket_client::Credentials> {
+        match (&self.access_key, &self.secret_key) {
+            (Some(access_key), Some(secret_key)) => Some(ferrocket_client::Credentials {
+                access_key: access_key.clone(),
+                secret_key: secret_key.clone(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Where reports go.

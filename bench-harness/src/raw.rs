@@ -111,6 +111,8 @@ pub struct RawPlan {
     pub inflight: usize,
     pub oneway: bool,
     pub serialize_type: SerializeType,
+    /// Signs every request (ACL 1.0), as the client connections do.
+    pub credentials: Option<ferrocket_client::Credentials>,
     pub timeout: Duration,
     pub pacer: Option<Arc<Pacer>>,
 }
@@ -324,6 +326,10 @@ impl RawWriter {
             }
         };
         request.serialize_type = self.plan.serialize_type;
+        if let Some(credentials) = &self.plan.credentials {
+            let (key, secret) = (&credentials.access_key, &credentials.secret_key);
+            ferrocket_acl::sign_request(&mut request, key, secret);
+        }
         if self.plan.oneway {
             request.mark_oneway();
             request.opaque = self.sequence as i32;

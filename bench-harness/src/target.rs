@@ -152,6 +152,7 @@ fn connection_config(workload: &WorkloadArgs) -> ConnectionConfig {
             HeaderEncoding::Json => SerializeType::Json,
             HeaderEncoding::Rocketmq => SerializeType::RocketMq,
         },
+        credentials: workload.credentials(),
         ..ConnectionConfig::default()
     }
 }

@@ -235,6 +235,7 @@ impl Session {
                     inflight: self.workload.inflight,
                     oneway: self.workload.send_mode == SendMode::Oneway,
                     serialize_type: self.target.connection_config.serialize_type,
+                    credentials: self.target.connection_config.credentials.clone(),
                     timeout,
                     pacer: pacer.clone(),
                 };
