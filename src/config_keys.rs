@@ -33,7 +33,13 @@ pub fn apply_namesrv(
         }
         // RocketMQ settings with no effect here, accepted so a Java
         // namesrv.conf loads without noise.
-        "rocketmqHome" | "configStorePath" | "orderMessageEnable" => {}
+        "aclEnable" => config.acl_enable = parse_bool(key, setting)?,
+        "rocketmqHome" => {
+            config.rocketmq_home = Some(setting.value.as_str())
+                .filter(|v| !v.is_empty())
+                .map(Into::into)
+        }
+        "configStorePath" | "orderMessageEnable" => {}
         _ => return Ok(false),
     }
     Ok(true)
@@ -102,6 +108,9 @@ fn broker_identity_keys(
             config.rocketmq_home = Some(setting.value.as_str())
                 .filter(|v| !v.is_empty())
                 .map(Into::into)
+        }
+        "innerClientAuthenticationCredentials" => {
+            config.inner_credentials = credentials(key, setting)?
         }
         _ => return Ok(false),
     }
@@ -355,6 +364,21 @@ fn ratio_percent(key: &str, setting: &Setting) -> Result<u8, String> {
             setting,
             "expected a percentage, 1-100, or a ratio such as 0.90",
         )),
+    }
+}
+
+/// `{"accessKey": "...", "secretKey": "..."}`, as Java's AuthConfig
+/// takes it; empty for none.
+fn credentials(key: &str, setting: &Setting) -> Result<Option<(String, String)>, String> {
+    if setting.value.trim().is_empty() {
+        return Ok(None);
+    }
+    let allowed = r#"expected {"accessKey":"...","secretKey":"..."}"#;
+    let json: serde_json::Value =
+        serde_json::from_str(&setting.value).map_err(|_| invalid(key, setting, allowed))?;
+    match (json["accessKey"].as_str(), json["secretKey"].as_str()) {
+        (Some(access), Some(secret)) => Ok(Some((access.to_string(), secret.to_string()))),
+        _ => Err(invalid(key, setting, allowed)),
     }
 }
 

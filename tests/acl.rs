@@ -100,3 +100,60 @@ fn a_broker_with_acl_on_and_no_acl_file_does_not_start() {
         "{stderr}"
     );
 }
+
+const NAMESRV_ACCOUNTS: &str = "accounts:\n  - accessKey: adminAccess1\n    secretKey: adminSecret1\n    admin: true\n  - accessKey: appAccess1\n    secretKey: appSecret1\n";
+
+#[test]
+fn the_name_server_takes_writes_only_from_admins_and_brokers_sign_theirs() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("conf")).unwrap();
+    std::fs::write(home.path().join("conf/plain_acl.yml"), NAMESRV_ACCOUNTS).unwrap();
+    let acl_args = vec![
+        "--set".to_string(),
+        "aclEnable=true".to_string(),
+        "--set".to_string(),
+        format!("rocketmqHome={}", home.path().display()),
+    ];
+    let namesrv = harness::Namesrv::start_with(harness::NamesrvOpts {
+        extra_args: acl_args,
+        ..Default::default()
+    });
+    let mut conn = namesrv.connect();
+    let put_kv = || {
+        let mut request = ferrocket_protocol::RemotingCommand::request(
+            ferrocket_protocol::codes::request_code::PUT_KV_CONFIG,
+        );
+        request.ext_fields.insert("namespace", "ns");
+        request.ext_fields.insert("key", "k");
+        request.ext_fields.insert("value", "v");
+        request
+    };
+    let unsigned = conn.request(put_kv());
+    assert_eq!(unsigned.code, response_code::SYSTEM_ERROR);
+    assert!(unsigned
+        .remark
+        .unwrap_or_default()
+        .ends_with("No accessKey is configured"));
+    let mut normal = put_kv();
+    ferrocket_acl::sign_request(&mut normal, "appAccess1", "appSecret1");
+    let normal = conn.request(normal);
+    assert!(normal
+        .remark
+        .unwrap_or_default()
+        .ends_with("Need admin permission for request code=100, but accessKey=appAccess1 is not"));
+    let mut admin = put_kv();
+    ferrocket_acl::sign_request(&mut admin, "adminAccess1", "adminSecret1");
+    assert_eq!(conn.request(admin).code, response_code::SUCCESS);
+    // Reads stay open: clients look routes up unsigned.
+    let route = harness::remoting::route_request("NoSuchTopic");
+    assert_eq!(conn.request(route).code, response_code::TOPIC_NOT_EXIST);
+    // A broker with the admin credentials registers (Broker::start waits for it).
+    let credentials = r#"innerClientAuthenticationCredentials={"accessKey":"adminAccess1","secretKey":"adminSecret1"}"#;
+    let _broker = harness::Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            extra_args: vec!["--set".into(), credentials.into()],
+            ..BrokerOpts::default()
+        },
+    );
+}

@@ -10,10 +10,10 @@ use std::net::IpAddr;
 
 use ferrocket_protocol::RemotingCommand;
 
-use crate::config::{AclConfig, RETRY_PREFIX};
+use crate::config::{Account, AclConfig, RETRY_PREFIX};
 use crate::perm::{grants, PUB};
 use crate::resources::{is_admin_code, needs};
-use crate::signature::{signed_content, verify, ACCESS_KEY, SIGNATURE};
+use crate::signature::{verify, ACCESS_KEY, SIGNATURE};
 
 /// How often the broker looks for changed ACL files (Java's watcher: 5 s).
 pub const RELOAD_INTERVAL_MS: u64 = 5_000;
@@ -24,30 +24,22 @@ const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denied(pub String);
 
+/// Who sent a request, once its signature is checked.
+enum Sender<'a> {
+    /// A white-listed address: no account, no further check.
+    WhiteListed,
+    /// A signed request of this account.
+    Account(&'a str, &'a Account),
+}
+
 impl AclConfig {
     /// Whether `request` from `peer` may go on.
     pub fn check(&self, request: &RemotingCommand, peer: IpAddr) -> Result<(), Denied> {
         let resources = needs(request).map_err(Denied)?;
-        if self.global_white.iter().any(|p| p.matches(peer)) {
-            return Ok(());
-        }
-        let ext = &request.ext_fields;
-        let access_key = ext
-            .get(ACCESS_KEY)
-            .ok_or_else(|| Denied("No accessKey is configured".into()))?;
-        let account = self
-            .accounts
-            .get(access_key)
-            .ok_or_else(|| Denied(format!("No acl config for {access_key}")))?;
-        if account.white_address.matches(peer) {
-            return Ok(());
-        }
-        let signature = ext.get(SIGNATURE).unwrap_or("");
-        if !verify(&signed_content(request), &account.secret_key, signature) {
-            return Err(Denied(format!(
-                "Check signature failed for accessKey={access_key}"
-            )));
-        }
+        let (access_key, account) = match self.authenticate(request, peer)? {
+            Sender::WhiteListed => return Ok(()),
+            Sender::Account(key, account) => (key, account),
+        };
         if resources
             .iter()
             .any(|(name, perm)| name == TRACE_TOPIC && *perm == PUB)
@@ -85,13 +77,55 @@ impl AclConfig {
         }
         Ok(())
     }
+
+    /// For the name server's write requests (Ferrocket's own; Java's name
+    /// server checks nothing): a white-listed address, or a signed request
+    /// of an admin account.
+    pub fn check_admin(&self, request: &RemotingCommand, peer: IpAddr) -> Result<(), Denied> {
+        match self.authenticate(request, peer)? {
+            Sender::Account(key, account) if !account.admin => Err(Denied(format!(
+                "Need admin permission for request code={}, but accessKey={key} is not",
+                request.code
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Java's first steps: white-listed addresses pass; otherwise a known
+    /// account (or its own white address) and a right signature.
+    fn authenticate<'a>(
+        &'a self,
+        request: &'a RemotingCommand,
+        peer: IpAddr,
+    ) -> Result<Sender<'a>, Denied> {
+        if self.global_white.iter().any(|p| p.matches(peer)) {
+            return Ok(Sender::WhiteListed);
+        }
+        let ext = &request.ext_fields;
+        let access_key = ext
+            .get(ACCESS_KEY)
+            .ok_or_else(|| Denied("No accessKey is configured".into()))?;
+        let account = self
+            .accounts
+            .get(access_key)
+            .ok_or_else(|| Denied(format!("No acl config for {access_key}")))?;
+        if account.white_address.matches(peer) {
+            return Ok(Sender::WhiteListed);
+        }
+        let signature = ext.get(SIGNATURE).unwrap_or("");
+        if !verify(request, &account.secret_key, signature) {
+            return Err(Denied(format!(
+                "Check signature failed for accessKey={access_key}"
+            )));
+        }
+        Ok(Sender::Account(access_key, account))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::address::AddressPattern;
-    use crate::config::Account;
     use crate::perm::{DENY, SUB};
     use crate::signature::sign_request;
     use ferrocket_protocol::codes::request_code;
@@ -190,6 +224,20 @@ mod tests {
         );
         let trace = signed(send("RMQ_SYS_TRACE_TOPIC"), "userKey1", "userSecret");
         assert_eq!(check(&trace), Ok(()));
+    }
+
+    #[test]
+    fn name_server_writes_need_an_admin() {
+        let config = config();
+        let peer: IpAddr = "127.0.0.1".parse().unwrap();
+        let register = RemotingCommand::request(request_code::REGISTER_BROKER);
+        let by = |key, secret| config.check_admin(&signed(register.clone(), key, secret), peer);
+        assert_eq!(by("adminKey1", "adminSecret"), Ok(()));
+        let refused = "Need admin permission for request code=103, but accessKey=userKey1 is not";
+        assert_eq!(by("userKey1", "userSecret"), Err(Denied(refused.into())));
+        assert!(by("adminKey1", "nope").is_err());
+        let white: IpAddr = "10.9.9.1".parse().unwrap();
+        assert_eq!(config.check_admin(&register, white), Ok(()));
     }
 
     #[test]

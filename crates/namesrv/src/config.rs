@@ -36,6 +36,11 @@ pub struct NamesrvConfig {
     pub kv_config_path: Option<PathBuf>,
     /// `kvConfigEntriesMax` and `kvConfigBytesMax` (Ferrocket's own).
     pub kv_limits: crate::kv::KvLimits,
+    /// `aclEnable`: write requests need an admin account (`crate::acl`).
+    pub acl_enable: bool,
+    /// `rocketmqHome`: where `conf/plain_acl.yml` is; unset:
+    /// `$ROCKETMQ_HOME`.
+    pub rocketmq_home: Option<PathBuf>,
 }
 
 impl Default for NamesrvConfig {
@@ -51,11 +56,22 @@ impl Default for NamesrvConfig {
             limits: ServerLimits::default(),
             kv_config_path: None,
             kv_limits: crate::kv::KvLimits::default(),
+            acl_enable: false,
+            rocketmq_home: None,
         }
     }
 }
 
 impl NamesrvConfig {
+    /// The RocketMQ home (`rocketmqHome`, else `$ROCKETMQ_HOME`), if any.
+    pub fn rocketmq_home(&self) -> Option<PathBuf> {
+        self.rocketmq_home.clone().or_else(|| {
+            std::env::var_os("ROCKETMQ_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+
     pub fn listen_socket_addr(&self) -> SocketAddr {
         SocketAddr::new(self.listen_addr, self.listen_port)
     }

@@ -7,6 +7,7 @@
 //! across restarts (brokers register with every name server every 30 s);
 //! the KV config is, in `kvConfigPath` when one is set.
 
+mod acl;
 mod config;
 mod error;
 pub mod kv;

@@ -42,6 +42,8 @@ pub struct NamesrvHandler {
     routes: RefCell<RouteTable>,
     kv: RefCell<KvStore>,
     unregister_on_disconnect: bool,
+    /// With `aclEnable=true`: who may change things (`crate::acl`).
+    pub(crate) acl: Option<std::sync::Arc<ferrocket_acl::AclStore>>,
 }
 
 impl NamesrvHandler {
@@ -63,6 +65,7 @@ impl NamesrvHandler {
             )),
             kv: RefCell::new(kv),
             unregister_on_disconnect: config.unregister_on_disconnect,
+            acl: crate::acl::open(config.acl_enable, config.rocketmq_home())?,
         })
     }
 
@@ -328,7 +331,9 @@ impl NamesrvHandler {
 
 impl RequestHandler for NamesrvHandler {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
-        let response = self.process(Some(conn.id()), &request);
+        let refusal = (self.acl.as_deref())
+            .and_then(|acl| crate::acl::refusal(acl, &request, conn.peer_addr().ip()));
+        let response = refusal.unwrap_or_else(|| self.process(Some(conn.id()), &request));
         Box::pin(std::future::ready(Some(response)))
     }
 

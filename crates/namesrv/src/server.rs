@@ -137,6 +137,15 @@ async fn serve_namesrv(
             }
         }
     });
+    let acl_reloader = handler.acl.clone().map(|acl| {
+        let interval = Duration::from_millis(ferrocket_acl::RELOAD_INTERVAL_MS);
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(interval).await;
+                crate::acl::reload(&acl);
+            }
+        })
+    });
     ferrocket_runtime::server::announce_listening("namesrv", bound);
     tracing::info!(%bound, "name server listening");
     on_bound(bound);
@@ -147,6 +156,7 @@ async fn serve_namesrv(
     let stop_poll = Duration::from_millis(config.stop_poll_interval_ms);
     serve(listener, handler, server_config, flag_set(stop, stop_poll)).await;
     drop(scanner);
+    drop(acl_reloader);
     tracing::info!(%bound, "name server stopped");
     Ok(())
 }

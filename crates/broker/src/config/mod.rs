@@ -185,6 +185,11 @@ pub struct BrokerConfig {
     pub acl_enable: bool,
     /// `rocketmqHome`: where `conf/` is; unset: `$ROCKETMQ_HOME`.
     pub rocketmq_home: Option<PathBuf>,
+    /// `innerClientAuthenticationCredentials` (`{"accessKey": ..,
+    /// "secretKey": ..}`): what the broker signs its own requests with —
+    /// registrations with ACL-protected name servers, a slave's calls to
+    /// its master.
+    pub inner_credentials: Option<(String, String)>,
     /// `messageDelayLevel`: the delay of each level, "1s 5s ... 2h".
     pub message_delay_level: String,
     /// `enablePropertyFilter`: evaluate SQL92 subscriptions on pulls.
@@ -278,6 +283,7 @@ impl Default for BrokerConfig {
             trace_on: true,
             acl_enable: false,
             rocketmq_home: None,
+            inner_credentials: None,
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.into(),
             enable_property_filter: false,
             auto_create_subscription_group: true,

@@ -41,6 +41,7 @@ impl ControlPlane {
         clients: Versioned<ClientTable>,
         groups: Versioned<GroupTable>,
         request_modes: Versioned<RequestModeTable>,
+        credentials: Option<(String, String)>,
     ) -> Self {
         Self {
             topics: Master::new(topics),
@@ -50,7 +51,7 @@ impl ControlPlane {
             register_now: Notify::default(),
             stopped: RefCell::new(BTreeMap::new()),
             stopped_notify: Notify::default(),
-            namesrv: NamesrvClient::new(),
+            namesrv: NamesrvClient::new(credentials),
             ha: HaState::default(),
             throughput: RefCell::default(),
         }

@@ -49,13 +49,16 @@ struct Namesrv {
 pub(crate) struct NamesrvClient {
     servers: RefCell<HashMap<SocketAddr, Rc<Namesrv>>>,
     next_opaque: Cell<i32>,
+    /// (access key, secret key) every request is signed with (ACL 1.0).
+    credentials: Option<(String, String)>,
 }
 
 impl NamesrvClient {
-    pub fn new() -> Self {
+    pub fn new(credentials: Option<(String, String)>) -> Self {
         Self {
             servers: RefCell::new(HashMap::new()),
             next_opaque: Cell::new(1),
+            credentials,
         }
     }
 
@@ -87,6 +90,9 @@ impl NamesrvClient {
             .acquire_permit(1)
             .await
             .map_err(|e| NamesrvCallError::Io(e.to_string()))?;
+        if let Some((access_key, secret_key)) = &self.credentials {
+            ferrocket_acl::sign_request(&mut request, access_key, secret_key);
+        }
         request.opaque = self.next_opaque.get();
         self.next_opaque.set(request.opaque.wrapping_add(1));
         let held = server.link.borrow_mut().take();

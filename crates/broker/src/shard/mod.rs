@@ -152,7 +152,14 @@ impl Shard {
         };
         let control = (index == 0).then(|| {
             let tables = (env.initial_topics.clone(), clients.clone(), groups.clone());
-            ControlPlane::new(tables.0, tables.1, tables.2, request_modes.clone())
+            let credentials = env.config.inner_credentials.clone();
+            ControlPlane::new(
+                tables.0,
+                tables.1,
+                tables.2,
+                request_modes.clone(),
+                credentials,
+            )
         });
         let seed = (now_ms() as u64) ^ ((index as u64 + 1) << 48) ^ u64::from(std::process::id());
         let uniq = UniqueKeyGenerator::new(

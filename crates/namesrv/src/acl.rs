@@ -1,0 +1,88 @@
+//! ACL 1.0 on the name server's write requests (`aclEnable=true`;
+//! Ferrocket's own, Java's name server checks nothing): registering and
+//! unregistering brokers, KV config changes, topic deletion and write
+//! permission changes need a white-listed address or a request signed by an
+//! admin account of `{rocketmqHome}/conf/plain_acl.yml`. Route and cluster
+//! lookups stay open, as clients send them unsigned.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ferrocket_acl::AclStore;
+use ferrocket_protocol::codes::{request_code::*, response_code};
+use ferrocket_protocol::RemotingCommand;
+
+use crate::error::NamesrvError;
+
+/// Java's exception class, which its remark starts with.
+const ACL_EXCEPTION: &str = "org.apache.rocketmq.acl.common.AclException";
+/// REGISTER_TOPIC_IN_NAMESRV and UPDATE_NAMESRV_CONFIG.
+const REGISTER_TOPIC_IN_NAMESRV: i32 = 217;
+const UPDATE_NAMESRV_CONFIG: i32 = 318;
+
+/// The requests that change the name server's state.
+pub(crate) fn is_write(code: i32) -> bool {
+    matches!(
+        code,
+        REGISTER_BROKER
+            | UNREGISTER_BROKER
+            | PUT_KV_CONFIG
+            | DELETE_KV_CONFIG
+            | DELETE_TOPIC_IN_NAMESRV
+            | WIPE_WRITE_PERM_OF_BROKER
+            | ADD_WRITE_PERM_OF_BROKER
+            | REGISTER_TOPIC_IN_NAMESRV
+            | UPDATE_NAMESRV_CONFIG
+    )
+}
+
+/// The ACL files under the RocketMQ home, when `aclEnable=true`.
+pub(crate) fn open(
+    enabled: bool,
+    home: Option<PathBuf>,
+) -> Result<Option<Arc<AclStore>>, NamesrvError> {
+    if !enabled {
+        return Ok(None);
+    }
+    let home = home.ok_or_else(|| {
+        NamesrvError::Config(
+            "aclEnable=true needs rocketmqHome (or $ROCKETMQ_HOME): the directory whose \
+             conf/plain_acl.yml lists the accounts"
+                .into(),
+        )
+    })?;
+    let store = AclStore::open(&home).map_err(|e| NamesrvError::Config(format!("ACL: {e}")))?;
+    tracing::info!(home = %home.display(), "ACL 1.0 enabled for write requests");
+    Ok(Some(Arc::new(store)))
+}
+
+/// The answer to a write request the ACL refuses; `None` to go on.
+pub(crate) fn refusal(
+    store: &AclStore,
+    request: &RemotingCommand,
+    peer: IpAddr,
+) -> Option<RemotingCommand> {
+    if !is_write(request.code) {
+        return None;
+    }
+    let denied = store.current().check_admin(request, peer).err()?;
+    tracing::warn!(code = request.code, %peer, reason = %denied.0, "refused a write request");
+    let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
+    Some(RemotingCommand::response_to(
+        request,
+        response_code::SYSTEM_ERROR,
+        Some(remark),
+    ))
+}
+
+/// Reads the files again when they changed (the name server's loop).
+pub(crate) fn reload(store: &AclStore) {
+    match store.reload_if_changed() {
+        Ok(true) => tracing::info!("ACL files changed; reloaded"),
+        Ok(false) => {}
+        Err(error) => {
+            tracing::warn!(%error, "ACL files changed but do not load; the old ACL stays")
+        }
+    }
+}
