@@ -373,12 +373,17 @@ fn credentials(key: &str, setting: &Setting) -> Result<Option<(String, String)>,
     if setting.value.trim().is_empty() {
         return Ok(None);
     }
-    let allowed = r#"expected {"accessKey":"...","secretKey":"..."}"#;
-    let json: serde_json::Value =
-        serde_json::from_str(&setting.value).map_err(|_| invalid(key, setting, allowed))?;
+    // The value holds a secret: the error does not repeat it.
+    let refused = || {
+        format!(
+            r#"{}: invalid value for {key}: expected {{"accessKey":"...","secretKey":"..."}}"#,
+            setting.origin
+        )
+    };
+    let json: serde_json::Value = serde_json::from_str(&setting.value).map_err(|_| refused())?;
     match (json["accessKey"].as_str(), json["secretKey"].as_str()) {
         (Some(access), Some(secret)) => Ok(Some((access.to_string(), secret.to_string()))),
-        _ => Err(invalid(key, setting, allowed)),
+        _ => Err(refused()),
     }
 }
 

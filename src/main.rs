@@ -82,6 +82,14 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Broker(args) => {
             let mut config = config::broker_config(&args)?;
             let stop = stop_flag()?;
+            if config.enable_proxy && config.acl_enable {
+                tracing::warn!(
+                    "aclEnable=true with enableProxy=true: the gRPC endpoint does not check v5 \
+                     clients' credentials yet and calls the broker unsigned, so its calls are \
+                     refused unless 127.0.0.1 is white-listed (which would let every local \
+                     process past the ACL); set enableProxy=false to serve only Remoting clients"
+                );
+            }
             let endpoint = match config.enable_proxy {
                 true => {
                     let local = std::net::SocketAddr::new(config.listen_addr, config.listen_port);

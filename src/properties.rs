@@ -112,12 +112,13 @@ fn allowed<T>() -> &'static str {
     }
 }
 
-/// A TCP port to listen on: 1-65535.
+/// A TCP port to listen on: 1-65535, or 0 for any free port.
 pub fn parse_port(key: &str, setting: &Setting) -> Result<u16, String> {
-    match setting.value.trim().parse::<u16>() {
-        Ok(port) if port > 0 => Ok(port),
-        _ => Err(invalid(key, setting, "expected a port, 1-65535")),
-    }
+    setting
+        .value
+        .trim()
+        .parse::<u16>()
+        .map_err(|_| invalid(key, setting, "expected a port, 1-65535 (0: any free port)"))
 }
 
 /// Parses a Java-style boolean strictly: `true` or `false`, any case.
@@ -147,9 +148,10 @@ mod tests {
         let port = parse_port("listenPort", &at("70000")).unwrap_err();
         assert_eq!(
             port,
-            "broker.conf line 3: invalid value `70000` for listenPort: expected a port, 1-65535"
+            "broker.conf line 3: invalid value `70000` for listenPort: expected a port, 1-65535 (0: any free port)"
         );
-        assert!(parse_port("listenPort", &at("0")).is_err());
+        assert_eq!(parse_port("listenPort", &at("0")), Ok(0));
+        assert!(parse_port("listenPort", &at("-1")).is_err());
         assert_eq!(parse_port("listenPort", &at("10911")), Ok(10911));
         let count = parse_value::<u64>("fileReservedTime", &at("-4")).unwrap_err();
         assert!(

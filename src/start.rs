@@ -93,7 +93,12 @@ impl Supervised {
 /// that changes it (a port nobody holds any more is left to the servers,
 /// which wait for a killed server's socket to go).
 fn check_ports(args: &StartArgs) -> Result<(), String> {
-    let ha_port = args.broker_port.checked_add(1).unwrap_or(args.broker_port);
+    let ha_set = args.broker_settings.iter().find_map(|s| {
+        let (key, value) = s.split_once('=')?;
+        (key.trim() == "haListenPort").then(|| value.trim().parse::<u16>().ok())?
+    });
+    let ha_default = args.broker_port.checked_add(1).unwrap_or(args.broker_port);
+    let ha_port = ha_set.filter(|p| *p > 0).unwrap_or(ha_default);
     let ports = [
         (
             args.namesrv_port,

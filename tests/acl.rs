@@ -77,6 +77,12 @@ fn unsigned_requests_are_refused_and_signed_ones_pass_until_the_file_changes() {
         conn.request(signed("appAccess1", "appSecret1")).code,
         response_code::SUCCESS
     );
+    // Both accounts still known, and still checked: not an ACL switched off.
+    let other = conn.request(signed("otherAccess1", "otherSecret1"));
+    assert_eq!(other.code, response_code::SUCCESS);
+    assert_eq!(conn.request(send.clone()).code, response_code::SYSTEM_ERROR);
+    let log = broker.process.output();
+    assert!(log.contains("do not load; the old ACL stays"), "{log}");
 }
 
 #[test]

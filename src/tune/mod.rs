@@ -138,10 +138,15 @@ fn check_all(args: &CheckArgs) -> Vec<Finding> {
         .unwrap_or_default();
     let config = args.config.as_deref().map(crate::properties::load);
     let configured_shards = match &config {
-        Some(Ok(settings)) => settings
-            .get("shardCount")
-            .and_then(|s| s.value.parse::<u64>().ok())
-            .filter(|n| *n > 0),
+        Some(Ok(settings)) => {
+            let count = settings
+                .get("shardCount")
+                .and_then(|s| s.value.parse::<u64>().ok());
+            let cores = settings
+                .get("shardCores")
+                .map(|s| s.value.split(',').filter(|c| !c.trim().is_empty()).count() as u64);
+            count.filter(|n| *n > 0).or(cores.filter(|n| *n > 0))
+        }
         _ => None,
     };
     let host_default = ferrocket_runtime::shard::host_shard_cores(&online).len() as u64;

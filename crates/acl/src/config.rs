@@ -162,8 +162,10 @@ fn account(entry: &Yaml) -> Result<(String, Account), String> {
     let access_key = scalar(&entry["accessKey"]).unwrap_or_default();
     let secret_key = scalar(&entry["secretKey"]).unwrap_or_default();
     if access_key.len() < KEY_LENGTH_MIN || secret_key.len() < KEY_LENGTH_MIN {
+        // Java's words, without the secret itself.
+        let secret_shown = if secret_key.is_empty() { "" } else { "***" };
         return Err(format!(
-            "The accessKey={access_key} and secretKey={secret_key} cannot be null and length \
+            "The accessKey={access_key} and secretKey={secret_shown} cannot be null and length \
              should longer than 6"
         ));
     }

@@ -4,6 +4,7 @@
 
 use ferrocket_protocol::body::{decode_json, HeartbeatData};
 use ferrocket_protocol::codes::request_code::*;
+use ferrocket_protocol::header::SendMessageRequestHeader;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::config::RETRY_PREFIX;
@@ -42,8 +43,13 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
         }
     };
     match request.code {
-        SEND_MESSAGE => topic(ext.get("topic"), PUB),
-        SEND_MESSAGE_V2 | SEND_BATCH_MESSAGE => topic(ext.get("b"), PUB),
+        // The topic as the send handler reads it (either name, V1's or
+        // V2's), so the checked topic is the one written to.
+        SEND_MESSAGE | SEND_MESSAGE_V2 | SEND_BATCH_MESSAGE => {
+            let header = SendMessageRequestHeader::from_ext(ext)
+                .map_err(|e| format!("cannot read the send header: {e}"))?;
+            topic(Some(&header.topic), PUB)
+        }
         PULL_MESSAGE | UPDATE_CONSUMER_OFFSET | QUERY_MESSAGE => topic(ext.get("topic"), SUB),
         // Pop consumption: not checked by Java's ACL 1.0 (which predates
         // it); here it needs what a pull needs.
@@ -68,10 +74,30 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
     if let Some(group) = group {
         needs.push((format!("{RETRY_PREFIX}{group}"), SUB));
     }
-    if request.code == HEART_BEAT {
-        heartbeat_needs(request, &mut needs)?;
+    match request.code {
+        HEART_BEAT => heartbeat_needs(request, &mut needs)?,
+        BATCH_ACK_MESSAGE => batch_ack_needs(request, &mut needs)?,
+        _ => {}
     }
     Ok(needs)
+}
+
+/// A batch ack's groups and topics (`c` and `t` of each entry), SUB each.
+fn batch_ack_needs(
+    request: &RemotingCommand,
+    needs: &mut Vec<(String, Perm)>,
+) -> Result<(), String> {
+    let body: serde_json::Value = serde_json::from_slice(&request.body)
+        .map_err(|e| format!("cannot read the BATCH_ACK_MESSAGE body: {e}"))?;
+    let acks = body["acks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    for ack in acks {
+        let (Some(group), Some(topic)) = (ack["c"].as_str(), ack["t"].as_str()) else {
+            return Err("a BATCH_ACK_MESSAGE entry without its group (c) or topic (t)".into());
+        };
+        needs.push((format!("{RETRY_PREFIX}{group}"), SUB));
+        needs.push((topic.to_string(), SUB));
+    }
+    Ok(())
 }
 
 /// A heartbeat's consumer groups and their subscribed topics, SUB each.

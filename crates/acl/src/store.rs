@@ -19,8 +19,8 @@ pub struct AclStore {
 
 struct Loaded {
     config: Arc<AclConfig>,
-    /// Each file read and its modification time then.
-    files: Vec<(PathBuf, Option<SystemTime>)>,
+    /// Each file read and its modification time and length then.
+    files: Vec<(PathBuf, Stamp)>,
 }
 
 impl AclStore {
@@ -67,8 +67,13 @@ impl AclStore {
     }
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+/// What tells a changed file: its modification time and length (a write
+/// within one tick of a coarse clock still changes the length, mostly).
+type Stamp = Option<(SystemTime, u64)>;
+
+fn modified(path: &Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
 }
 
 fn load(home: &Path) -> Result<Loaded, AclError> {

@@ -35,11 +35,13 @@ enum Sender<'a> {
 impl AclConfig {
     /// Whether `request` from `peer` may go on.
     pub fn check(&self, request: &RemotingCommand, peer: IpAddr) -> Result<(), Denied> {
-        let resources = needs(request).map_err(Denied)?;
+        // Authenticated first (Java reads the resources first): a body is
+        // parsed only for a signed request of a known account.
         let (access_key, account) = match self.authenticate(request, peer)? {
             Sender::WhiteListed => return Ok(()),
             Sender::Account(key, account) => (key, account),
         };
+        let resources = needs(request).map_err(Denied)?;
         if resources
             .iter()
             .any(|(name, perm)| name == TRACE_TOPIC && *perm == PUB)
@@ -224,6 +226,45 @@ mod tests {
         );
         let trace = signed(send("RMQ_SYS_TRACE_TOPIC"), "userKey1", "userSecret");
         assert_eq!(check(&trace), Ok(()));
+    }
+
+    #[test]
+    fn the_topic_checked_is_the_one_the_send_handler_reads() {
+        // V2 with V1's long name only, and with both names: the handler
+        // takes `topic`, so the check must too.
+        let mut long_only = RemotingCommand::request(request_code::SEND_MESSAGE_V2);
+        long_only.ext_fields.insert("a", "PG");
+        long_only.ext_fields.insert("topic", "Other");
+        let long_only = signed(long_only, "userKey1", "userSecret");
+        assert_eq!(
+            check(&long_only),
+            Err("No default permission for topic:Other".into())
+        );
+        let mut both = send("Orders");
+        both.ext_fields.insert("topic", "Audit");
+        let both = signed(both, "userKey1", "userSecret");
+        assert_eq!(check(&both), Err("No permission for topic:Audit".into()));
+        let nameless = signed(
+            RemotingCommand::request(request_code::SEND_MESSAGE),
+            "userKey1",
+            "userSecret",
+        );
+        assert!(check(&nameless)
+            .unwrap_err()
+            .starts_with("cannot read the send header"));
+    }
+
+    #[test]
+    fn batch_acks_need_sub_on_each_group_and_topic() {
+        let mut ack = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE);
+        ack.body = bytes::Bytes::from_static(
+            br#"{"acks":[{"c":"g1","t":"Orders"},{"c":"blocked","t":"Orders"}]}"#,
+        );
+        let ack = signed(ack, "userKey1", "userSecret");
+        assert_eq!(check(&ack), Err("No permission for group:blocked".into()));
+        let mut bad = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE);
+        bad.body = bytes::Bytes::from_static(br#"{"acks":[{"t":"Orders"}]}"#);
+        assert!(check(&signed(bad, "userKey1", "userSecret")).is_err());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! ACL 1.0 on the name server's write requests (`aclEnable=true`;
 //! Ferrocket's own, Java's name server checks nothing): registering and
 //! unregistering brokers, KV config changes, topic deletion and write
-//! permission changes need a white-listed address or a request signed by an
+//! permission changes, and the heartbeats and data-version queries that
+//! keep a broker's routes alive, need a white-listed address or a request
+//! signed by an
 //! admin account of `{rocketmqHome}/conf/plain_acl.yml`. Route and cluster
 //! lookups stay open, as clients send them unsigned.
 
@@ -27,6 +29,9 @@ pub(crate) fn is_write(code: i32) -> bool {
         code,
         REGISTER_BROKER
             | UNREGISTER_BROKER
+            // Both keep a broker's routes alive.
+            | BROKER_HEARTBEAT
+            | QUERY_DATA_VERSION
             | PUT_KV_CONFIG
             | DELETE_KV_CONFIG
             | DELETE_TOPIC_IN_NAMESRV

@@ -25,8 +25,12 @@ impl ShardCall<Shard> for Stats {
 
 /// Every shard's counters, summed (a shard that cannot answer counts 0).
 pub(crate) async fn broker_totals(shard: &Rc<Shard>) -> ShardStats {
+    sum(shard.call_all(Stats).await.into_iter().flatten())
+}
+
+fn sum(all: impl Iterator<Item = ShardStats>) -> ShardStats {
     let mut total = ShardStats::default();
-    for stats in shard.call_all(Stats).await.into_iter().flatten() {
+    for stats in all {
         total.put_messages += stats.put_messages;
         total.put_bytes += stats.put_bytes;
         total.got_messages += stats.got_messages;
@@ -56,15 +60,20 @@ pub(crate) async fn throughput_sample_loop(shard: Rc<Shard>) {
     // Monotonic: a wall clock stepped back must not reorder samples.
     let started = Instant::now();
     loop {
-        let total = broker_totals(&shard).await;
+        // A sample missing a shard would read as a drop, then a jump.
+        let replies = shard.call_all(Stats).await.into_iter();
+        let answers: Option<Vec<ShardStats>> = replies.map(Result::ok).collect();
         let Some(control) = &shard.control else {
             return;
         };
-        control.throughput.borrow_mut().push(Sample {
-            at_ms: started.elapsed().as_millis() as u64,
-            put_messages: total.put_messages,
-            got_messages: total.got_messages,
-        });
+        if let Some(answers) = answers {
+            let total = sum(answers.into_iter());
+            control.throughput.borrow_mut().push(Sample {
+                at_ms: started.elapsed().as_millis() as u64,
+                put_messages: total.put_messages,
+                got_messages: total.got_messages,
+            });
+        }
         if shard.stopping.interrupts_sleep(interval).await {
             return;
         }

@@ -92,7 +92,14 @@ impl RequestHandler for Shard {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
         Box::pin(async move {
             let response = match acl::refusal(&self, &conn, &request) {
-                Some(refusal) => Ok(refusal),
+                Some(refusal) => {
+                    // Sends, pulls and pops are logged below with the rest.
+                    if !refusals::is_refusal(request.code, refusal.code) {
+                        let remark = refusal.remark.as_deref().unwrap_or("");
+                        refusals::log_refusal(conn.peer_addr(), request.code, refusal.code, remark);
+                    }
+                    Ok(refusal)
+                }
                 None => dispatch(&self, &conn, &request).await,
             };
             let response = match response {

@@ -13,27 +13,39 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 pub const BIND_WAIT_MS_MAX: u64 = 10_000;
 /// Pause between bind attempts while the port is busy.
 pub const BIND_RETRY_INTERVAL_MS: u64 = 100;
+/// How long another live process may hold the port before the bind fails
+/// (a server killed a moment ago can still show its socket while it exits).
+pub const PORT_HOLDER_GRACE_MS: u64 = 1_000;
 
 /// Runs `bind` until it stops failing with `AddrInUse` or
 /// [`BIND_WAIT_MS_MAX`] passes. After a server is killed with SIGKILL its
 /// listening socket can stay in LISTEN for a moment: the kernel tears
 /// down the dead process's io_uring (which may hold the socket through a
 /// pending accept) asynchronously, so an immediate restart on the same
-/// port would fail for no lasting reason. A port that a live process
-/// listens on fails at once, naming the process. Blocking: call it before
+/// port would fail for no lasting reason. A port that another live process
+/// listens on for [`PORT_HOLDER_GRACE_MS`] fails, naming the process.
+/// Blocking: call it before
 /// a server starts serving (from a plain thread, or on an executor that
 /// runs nothing else yet).
 pub fn bind_waiting<T>(addr: SocketAddr, mut bind: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(BIND_WAIT_MS_MAX);
     let mut warned = false;
+    let mut held_since = None;
     loop {
         match bind() {
             Err(e)
                 if e.kind() == io::ErrorKind::AddrInUse && std::time::Instant::now() < deadline =>
             {
-                if let Some(holder) = super::port_holder(addr.port()) {
-                    let why = format!("port {} is in use by {holder}", addr.port());
-                    return Err(io::Error::new(io::ErrorKind::AddrInUse, why));
+                match super::port_holder(addr.port()) {
+                    Some(holder) => {
+                        let since = *held_since.get_or_insert_with(std::time::Instant::now);
+                        if since.elapsed() >= std::time::Duration::from_millis(PORT_HOLDER_GRACE_MS)
+                        {
+                            let why = format!("port {} is in use by {holder}", addr.port());
+                            return Err(io::Error::new(io::ErrorKind::AddrInUse, why));
+                        }
+                    }
+                    None => held_since = None,
                 }
                 if !warned {
                     tracing::warn!(%addr, "port busy; waiting up to {BIND_WAIT_MS_MAX} ms for it to be released");
