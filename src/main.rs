@@ -82,19 +82,12 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Broker(args) => {
             let mut config = config::broker_config(&args)?;
             let stop = stop_flag()?;
-            if config.enable_proxy && config.acl_enable {
-                tracing::warn!(
-                    "aclEnable=true with enableProxy=true: the gRPC endpoint does not check v5 \
-                     clients' credentials yet and calls the broker unsigned, so its calls are \
-                     refused unless 127.0.0.1 is white-listed (which would let every local \
-                     process past the ACL); set enableProxy=false to serve only Remoting clients"
-                );
-            }
             let endpoint = match config.enable_proxy {
                 true => {
                     let local = std::net::SocketAddr::new(config.listen_addr, config.listen_port);
+                    let security = in_broker_security(&config)?;
                     let (handoff, thread) =
-                        proxy::in_broker(&config.namesrv_addr, local, Arc::clone(&stop))?;
+                        proxy::in_broker(&config.namesrv_addr, security, local, Arc::clone(&stop))?;
                     config.grpc_handoff = Some(handoff);
                     Some(thread)
                 }
@@ -120,6 +113,25 @@ fn run(cli: Cli) -> Result<(), String> {
             tune::run(args)
         }
     }
+}
+
+/// The in-broker gRPC endpoint's ACL: the broker's accounts, checked for v5
+/// clients too, and the broker's own credentials for its calls.
+fn in_broker_security(
+    config: &ferrocket_broker::BrokerConfig,
+) -> Result<ferrocket_grpc::Security, String> {
+    if !config.acl_enable {
+        return proxy::security(None, config.inner_credentials.clone());
+    }
+    if config.inner_credentials.is_none() {
+        tracing::warn!(
+            "aclEnable=true with enableProxy=true but no innerClientAuthenticationCredentials: \
+             the gRPC endpoint's calls to the broker are unsigned and will be refused; give it \
+             an account with permission for what v5 clients do"
+        );
+    }
+    let home = config.rocketmq_home();
+    proxy::security(home.as_deref(), config.inner_credentials.clone())
 }
 
 /// For the commands that print a report: piped into `head`, they end

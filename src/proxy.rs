@@ -21,12 +21,52 @@ pub struct ProxyArgs {
     /// gRPC port (RocketMQ's `grpcServerPort`); 0 picks a free one.
     #[arg(long, default_value_t = ferrocket_grpc::GRPC_PORT_DEFAULT)]
     listen_port: u16,
+    /// Check v5 clients' credentials against ACL 1.0's accounts in
+    /// `{DIR}/conf/plain_acl.yml` (RocketMQ's home).
+    #[arg(long, value_name = "DIR")]
+    acl_home: Option<std::path::PathBuf>,
+    /// Account the proxy signs its calls to brokers with (brokers with
+    /// aclEnable=true); it needs permission for everything clients do.
+    #[arg(long, requires = "secret_key", env = "FERROCKET_ACCESS_KEY")]
+    access_key: Option<String>,
+    /// That account's secret key.
+    #[arg(
+        long,
+        requires = "access_key",
+        env = "FERROCKET_SECRET_KEY",
+        hide_env_values = true
+    )]
+    secret_key: Option<String>,
+}
+
+/// ACL on both sides of the endpoint: the accounts under `acl_home` (none:
+/// no check) and the account its broker calls are signed with.
+pub fn security(
+    acl_home: Option<&std::path::Path>,
+    credentials: Option<(String, String)>,
+) -> Result<ferrocket_grpc::Security, String> {
+    let acl = match acl_home {
+        Some(home) => {
+            let store = ferrocket_acl::AclStore::open(home).map_err(|e| format!("ACL: {e}"))?;
+            Some(Arc::new(store))
+        }
+        None => None,
+    };
+    Ok(ferrocket_grpc::Security {
+        access: ferrocket_grpc::Access { acl },
+        credentials: credentials.map(|(access_key, secret_key)| ferrocket_client::Credentials {
+            access_key,
+            secret_key,
+        }),
+    })
 }
 
 pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
+    let credentials = args.access_key.zip(args.secret_key);
     let config = ferrocket_grpc::ProxyConfig {
         listen: SocketAddr::new(args.listen_addr, args.listen_port),
         namesrv_addr: args.namesrv_addr.clone(),
+        security: security(args.acl_home.as_deref(), credentials)?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -59,6 +99,7 @@ const IN_BROKER_THREADS: usize = 2;
 /// with `stop`; join the thread after the broker returns.
 pub fn in_broker(
     namesrv_addr: &str,
+    security: ferrocket_grpc::Security,
     local: SocketAddr,
     stop: Arc<AtomicBool>,
 ) -> Result<
@@ -101,7 +142,7 @@ pub fn in_broker(
             };
             tracing::info!(%local, "gRPC endpoint serving on the broker port");
             let served = runtime.block_on(ferrocket_grpc::serve_incoming(
-                &namesrv, local, incoming, shutdown,
+                &namesrv, security, local, incoming, shutdown,
             ));
             if let Err(e) = served {
                 tracing::error!(error = %e, "the in-broker gRPC endpoint stopped");

@@ -10,6 +10,7 @@
 
 mod address;
 mod config;
+mod grpc;
 mod perm;
 mod resources;
 mod signature;
@@ -18,7 +19,8 @@ mod validator;
 
 pub use address::AddressPattern;
 pub use config::{acl_files, Account, AclConfig, ACL_DIR, PLAIN_ACL_FILE};
-pub use perm::{parse_perm, Perm};
+pub use grpc::{grpc_authorization, parse_authorization, GrpcCredential};
+pub use perm::{parse_perm, Perm, ANY, PUB, SUB};
 pub use signature::{sign, sign_request, signed_content, ACCESS_KEY, SIGNATURE};
 pub use store::AclStore;
 pub use validator::{Denied, RELOAD_INTERVAL_MS};

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::config::{Account, AclConfig, RETRY_PREFIX};
-use crate::perm::{grants, PUB};
+use crate::perm::{grants, Perm, PUB};
 use crate::resources::{is_admin_code, needs};
 use crate::signature::{verify, ACCESS_KEY, SIGNATURE};
 
@@ -55,29 +55,7 @@ impl AclConfig {
                 request.code
             )));
         }
-        for (name, needed) in &resources {
-            let is_group = name.starts_with(RETRY_PREFIX);
-            let shown = match name.strip_prefix(RETRY_PREFIX) {
-                Some(group) => format!("group:{group}"),
-                None => format!("topic:{name}"),
-            };
-            match account.perms.get(name) {
-                Some(owned) if !grants(*needed, *owned) => {
-                    return Err(Denied(format!("No permission for {shown}")));
-                }
-                Some(_) => {}
-                None => {
-                    let default = match is_group {
-                        true => account.default_group_perm,
-                        false => account.default_topic_perm,
-                    };
-                    if !grants(*needed, default) {
-                        return Err(Denied(format!("No default permission for {shown}")));
-                    }
-                }
-            }
-        }
-        Ok(())
+        grants_all(account, &resources)
     }
 
     /// For the name server's write requests (Ferrocket's own; Java's name
@@ -122,6 +100,34 @@ impl AclConfig {
         }
         Ok(Sender::Account(access_key, account))
     }
+}
+
+/// Whether `account` grants each resource its permission: its entry for
+/// the resource, else its default for topics or groups.
+pub(crate) fn grants_all(account: &Account, resources: &[(String, Perm)]) -> Result<(), Denied> {
+    for (name, needed) in resources {
+        let is_group = name.starts_with(RETRY_PREFIX);
+        let shown = match name.strip_prefix(RETRY_PREFIX) {
+            Some(group) => format!("group:{group}"),
+            None => format!("topic:{name}"),
+        };
+        match account.perms.get(name) {
+            Some(owned) if !grants(*needed, *owned) => {
+                return Err(Denied(format!("No permission for {shown}")));
+            }
+            Some(_) => {}
+            None => {
+                let default = match is_group {
+                    true => account.default_group_perm,
+                    false => account.default_topic_perm,
+                };
+                if !grants(*needed, default) {
+                    return Err(Denied(format!("No default permission for {shown}")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -36,8 +36,10 @@ impl Backend {
     /// ("host:port;host:port").
     /// Requests the brokers send (CHECK_TRANSACTION_STATE) come out of the
     /// receiver.
+    /// `credentials` sign every Remoting request (brokers with ACL on).
     pub fn new(
         namesrv_addr: &str,
+        credentials: Option<ferrocket_client::Credentials>,
     ) -> Result<(Arc<Self>, mpsc::Receiver<RemotingCommand>), ClientError> {
         let (requests, received) = mpsc::channel(BROKER_REQUESTS_QUEUED_MAX);
         let handler: RequestHandler = Arc::new(move |request: RemotingCommand| {
@@ -48,7 +50,11 @@ impl Backend {
             }
             None
         });
-        let pool = ConnectionPool::new(ConnectionConfig::default(), Some(handler));
+        let config = ConnectionConfig {
+            credentials,
+            ..ConnectionConfig::default()
+        };
+        let pool = ConnectionPool::new(config, Some(handler));
         let namesrv = NameServerClient::new(namesrv_addr, pool)?;
         let backend = Arc::new(Backend {
             namesrv,

@@ -16,6 +16,7 @@
 // the calls that feed it return the same.
 #![allow(clippy::result_large_err)]
 
+pub mod auth;
 pub mod backend;
 pub mod convert;
 pub mod dead_letter;
@@ -37,8 +38,9 @@ pub mod pb {
     tonic::include_proto!("apache.rocketmq.v2");
 }
 
+pub use auth::Access;
 pub use backend::Backend;
-pub use service::{serve, serve_incoming, ProxyConfig};
+pub use service::{serve, serve_incoming, ProxyConfig, Security};
 
 /// Default gRPC port of RocketMQ's proxy (`grpcServerPort`).
 pub const GRPC_PORT_DEFAULT: u16 = 8081;

@@ -10,6 +10,7 @@ use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Streaming};
 
+use crate::auth::Access;
 use crate::backend::Backend;
 use crate::limits::GRPC_MESSAGE_BYTES_MAX;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
@@ -21,11 +22,20 @@ use crate::{dead_letter, offsets, pull, receive, route, send, telemetry, transac
 const CLIENT_ID: &str = "x-mq-client-id";
 
 /// Where the proxy listens and which cluster it serves.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProxyConfig {
     pub listen: SocketAddr,
     /// Name servers, "host:port;host:port".
     pub namesrv_addr: String,
+    pub security: Security,
+}
+
+/// ACL 1.0 on both sides of the proxy: the accounts v5 clients are checked
+/// against, and the account its own Remoting calls are signed with.
+#[derive(Clone, Default)]
+pub struct Security {
+    pub access: Access,
+    pub credentials: Option<ferrocket_client::Credentials>,
 }
 
 /// Binds `config.listen` and serves until `shutdown` completes. `bound`
@@ -39,7 +49,14 @@ pub async fn serve(
     let local = listener.local_addr()?;
     bound(local);
     let incoming = TcpListenerStream::new(listener);
-    serve_incoming(&config.namesrv_addr, local, incoming, shutdown).await
+    serve_incoming(
+        &config.namesrv_addr,
+        config.security,
+        local,
+        incoming,
+        shutdown,
+    )
+    .await
 }
 
 /// Serves the connections `incoming` yields (the in-broker endpoint: the
@@ -47,6 +64,7 @@ pub async fn serve(
 /// `local` names this endpoint to the brokers (in the producer heartbeat).
 pub async fn serve_incoming<S>(
     namesrv_addr: &str,
+    security: Security,
     local: SocketAddr,
     incoming: S,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -54,9 +72,11 @@ pub async fn serve_incoming<S>(
 where
     S: Stream<Item = std::io::Result<tokio::net::TcpStream>> + Send + 'static,
 {
-    let (backend, broker_requests) = Backend::new(namesrv_addr)?;
-    let background = start_background(&backend, broker_requests, local);
-    let service = MessagingServiceServer::new(Proxy { backend })
+    let (backend, broker_requests) = Backend::new(namesrv_addr, security.credentials)?;
+    let mut background = start_background(&backend, broker_requests, local);
+    background.extend(reload_acl(&security.access));
+    let access = security.access;
+    let service = MessagingServiceServer::new(Proxy { backend, access })
         .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(GRPC_MESSAGE_BYTES_MAX);
     let served = tonic::transport::Server::builder()
@@ -101,6 +121,26 @@ fn start_background(
 
 struct Proxy {
     backend: Arc<Backend>,
+    access: Access,
+}
+
+/// Reads the ACL files again when they change, as the broker does.
+fn reload_acl(access: &Access) -> Option<tokio::task::JoinHandle<()>> {
+    let acl = access.acl.clone()?;
+    Some(tokio::spawn(async move {
+        let interval = std::time::Duration::from_millis(ferrocket_acl::RELOAD_INTERVAL_MS);
+        let mut tick = tokio::time::interval(interval);
+        loop {
+            tick.tick().await;
+            match acl.reload_if_changed() {
+                Ok(true) => tracing::info!("ACL files changed; reloaded"),
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "ACL files changed but do not load; the old ACL stays")
+                }
+            }
+        }
+    }))
 }
 
 type Answer<T> = Result<Response<T>, tonic::Status>;
@@ -133,6 +173,7 @@ impl MessagingService for Proxy {
         request: Request<pb::QueryRouteRequest>,
     ) -> Answer<pb::QueryRouteResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             route::query_route(&self.backend, request.into_inner()).await,
         ))
@@ -143,6 +184,7 @@ impl MessagingService for Proxy {
         request: Request<pb::HeartbeatRequest>,
     ) -> Answer<pb::HeartbeatResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(pb::HeartbeatResponse { status: Some(ok()) }))
     }
 
@@ -151,6 +193,7 @@ impl MessagingService for Proxy {
         request: Request<pb::SendMessageRequest>,
     ) -> Answer<pb::SendMessageResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             send::send_message(&self.backend, request.into_inner()).await,
         ))
@@ -161,6 +204,7 @@ impl MessagingService for Proxy {
         request: Request<pb::QueryAssignmentRequest>,
     ) -> Answer<pb::QueryAssignmentResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             route::query_assignment(&self.backend, request.into_inner()).await,
         ))
@@ -173,6 +217,7 @@ impl MessagingService for Proxy {
         request: Request<pb::ReceiveMessageRequest>,
     ) -> Answer<Self::ReceiveMessageStream> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         let items = receive::receive_message(&self.backend, request.into_inner()).await;
         Ok(Response::new(stream_of(items)))
     }
@@ -182,6 +227,7 @@ impl MessagingService for Proxy {
         request: Request<pb::AckMessageRequest>,
     ) -> Answer<pb::AckMessageResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             receive::ack_message(&self.backend, request.into_inner()).await,
         ))
@@ -192,6 +238,7 @@ impl MessagingService for Proxy {
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<pb::ForwardMessageToDeadLetterQueueResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             dead_letter::forward(&self.backend, request.into_inner()).await,
         ))
@@ -204,6 +251,7 @@ impl MessagingService for Proxy {
         request: Request<pb::PullMessageRequest>,
     ) -> Answer<Self::PullMessageStream> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         let items = pull::pull_message(&self.backend, request.into_inner()).await;
         Ok(Response::new(stream_of(items)))
     }
@@ -213,6 +261,7 @@ impl MessagingService for Proxy {
         request: Request<pb::UpdateOffsetRequest>,
     ) -> Answer<pb::UpdateOffsetResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             offsets::update_offset(&self.backend, request.into_inner()).await,
         ))
@@ -223,6 +272,7 @@ impl MessagingService for Proxy {
         request: Request<pb::GetOffsetRequest>,
     ) -> Answer<pb::GetOffsetResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             offsets::get_offset(&self.backend, request.into_inner()).await,
         ))
@@ -233,6 +283,7 @@ impl MessagingService for Proxy {
         request: Request<pb::QueryOffsetRequest>,
     ) -> Answer<pb::QueryOffsetResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             offsets::query_offset(&self.backend, request.into_inner()).await,
         ))
@@ -243,6 +294,7 @@ impl MessagingService for Proxy {
         request: Request<pb::EndTransactionRequest>,
     ) -> Answer<pb::EndTransactionResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             transaction::end_transaction(&self.backend, request.into_inner()).await,
         ))
@@ -255,6 +307,7 @@ impl MessagingService for Proxy {
         request: Request<Streaming<pb::TelemetryCommand>>,
     ) -> Answer<Self::TelemetryStream> {
         let client = client_id(&request)?;
+        self.access.authenticate(&request)?;
         let inbound = request.into_inner();
         let outbound = telemetry::open(Arc::clone(&self.backend), client, inbound);
         Ok(Response::new(ReceiverStream::new(outbound)))
@@ -265,6 +318,7 @@ impl MessagingService for Proxy {
         request: Request<pb::NotifyClientTerminationRequest>,
     ) -> Answer<pb::NotifyClientTerminationResponse> {
         let client = client_id(&request)?;
+        self.access.authorize(&request)?;
         self.backend.sessions.forget(&client);
         Ok(Response::new(pb::NotifyClientTerminationResponse {
             status: Some(ok()),
@@ -276,6 +330,7 @@ impl MessagingService for Proxy {
         request: Request<pb::ChangeInvisibleDurationRequest>,
     ) -> Answer<pb::ChangeInvisibleDurationResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(
             receive::change_invisible(&self.backend, request.into_inner()).await,
         ))
@@ -286,6 +341,7 @@ impl MessagingService for Proxy {
         request: Request<pb::RecallMessageRequest>,
     ) -> Answer<pb::RecallMessageResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(pb::RecallMessageResponse {
             status: Some(status(Code::NotImplemented, "recall is not supported")),
             message_id: String::new(),
@@ -297,6 +353,7 @@ impl MessagingService for Proxy {
         request: Request<pb::SyncLiteSubscriptionRequest>,
     ) -> Answer<pb::SyncLiteSubscriptionResponse> {
         client_id(&request)?;
+        self.access.authorize(&request)?;
         Ok(Response::new(pb::SyncLiteSubscriptionResponse {
             status: Some(status(
                 Code::NotImplemented,

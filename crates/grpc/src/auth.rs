@@ -1,0 +1,157 @@
+//! ACL 1.0 for the v5 clients: each call's `authorization` metadata is
+//! checked against the accounts, and the topics and groups the call names
+//! against the account's permissions (Java's gRPC side of
+//! `PlainAccessResource`: sends need PUB on the topic, consuming calls SUB
+//! on the topic and the group, route queries either). A refusal is the
+//! gRPC status UNAUTHENTICATED with Java's words and code 40100.
+
+use std::sync::Arc;
+
+use ferrocket_acl::{AclStore, Perm, ANY, PUB, SUB};
+use tonic::Request;
+
+use crate::pb::{self, Code};
+
+const AUTHORIZATION: &str = "authorization";
+const DATE_TIME: &str = "x-mq-date-time";
+/// Java's prefix of a group's resource name.
+const RETRY_PREFIX: &str = "%RETRY%";
+
+/// The accounts calls are checked against, when ACL is on.
+#[derive(Clone, Default)]
+pub struct Access {
+    pub acl: Option<Arc<AclStore>>,
+}
+
+/// The topics and groups a call names, with the permission each needs.
+pub trait Needs {
+    fn needs(&self) -> Vec<(String, Perm)>;
+}
+
+fn topic(resource: &Option<pb::Resource>, perm: Perm, out: &mut Vec<(String, Perm)>) {
+    if let Some(resource) = resource.as_ref().filter(|r| !r.name.is_empty()) {
+        let perm = if resource.name.starts_with(RETRY_PREFIX) {
+            SUB
+        } else {
+            perm
+        };
+        out.push((resource.name.clone(), perm));
+    }
+}
+
+fn group(resource: &Option<pb::Resource>, out: &mut Vec<(String, Perm)>) {
+    if let Some(resource) = resource.as_ref().filter(|r| !r.name.is_empty()) {
+        out.push((format!("{RETRY_PREFIX}{}", resource.name), SUB));
+    }
+}
+
+fn queue_topic(queue: &Option<pb::MessageQueue>) -> Option<pb::Resource> {
+    queue.as_ref().and_then(|q| q.topic.clone())
+}
+
+/// `Needs` for a request type from its topic and group fields.
+macro_rules! needs {
+    ($type:ty, |$r:ident, $out:ident| $body:block) => {
+        impl Needs for $type {
+            fn needs(&self) -> Vec<(String, Perm)> {
+                let $r = self;
+                let mut $out = Vec::new();
+                $body
+                $out
+            }
+        }
+    };
+}
+
+needs!(pb::QueryRouteRequest, |r, out| {
+    topic(&r.topic, ANY, &mut out)
+});
+needs!(pb::HeartbeatRequest, |r, out| { group(&r.group, &mut out) });
+needs!(pb::SendMessageRequest, |r, out| {
+    for message in &r.messages {
+        topic(&message.topic, PUB, &mut out);
+    }
+});
+needs!(pb::QueryAssignmentRequest, |r, out| {
+    topic(&r.topic, SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::ReceiveMessageRequest, |r, out| {
+    topic(&queue_topic(&r.message_queue), SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::AckMessageRequest, |r, out| {
+    topic(&r.topic, SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::ForwardMessageToDeadLetterQueueRequest, |r, out| {
+    topic(&r.topic, SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::PullMessageRequest, |r, out| {
+    topic(&queue_topic(&r.message_queue), SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::UpdateOffsetRequest, |r, out| {
+    topic(&queue_topic(&r.message_queue), SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::GetOffsetRequest, |r, out| {
+    topic(&queue_topic(&r.message_queue), SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::QueryOffsetRequest, |r, out| {
+    topic(&queue_topic(&r.message_queue), SUB, &mut out)
+});
+needs!(pb::EndTransactionRequest, |r, out| {
+    topic(&r.topic, PUB, &mut out)
+});
+needs!(pb::NotifyClientTerminationRequest, |r, out| {
+    group(&r.group, &mut out)
+});
+needs!(pb::ChangeInvisibleDurationRequest, |r, out| {
+    topic(&r.topic, SUB, &mut out);
+    group(&r.group, &mut out);
+});
+needs!(pb::RecallMessageRequest, |r, out| {
+    topic(&r.topic, PUB, &mut out)
+});
+needs!(pb::SyncLiteSubscriptionRequest, |r, out| {
+    topic(&r.topic, SUB, &mut out);
+    group(&r.group, &mut out);
+});
+
+impl Access {
+    /// Whether the call may go on: always with ACL off.
+    pub fn authorize<T: Needs>(&self, request: &Request<T>) -> Result<(), tonic::Status> {
+        self.check(request, &request.get_ref().needs())
+    }
+
+    /// The same for a call whose resources come later (Telemetry): the
+    /// caller's credentials only.
+    pub fn authenticate<T>(&self, request: &Request<T>) -> Result<(), tonic::Status> {
+        self.check(request, &[])
+    }
+
+    fn check<T>(
+        &self,
+        request: &Request<T>,
+        needs: &[(String, Perm)],
+    ) -> Result<(), tonic::Status> {
+        let Some(acl) = &self.acl else {
+            return Ok(());
+        };
+        let metadata = request.metadata();
+        let text = |key: &str| metadata.get(key).and_then(|v| v.to_str().ok());
+        let peer = request
+            .remote_addr()
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+        let config = acl.current();
+        config
+            .check_grpc(text(AUTHORIZATION), text(DATE_TIME), peer, needs)
+            .map_err(|denied| {
+                let code = Code::Unauthorized as i32;
+                tonic::Status::unauthenticated(format!("{} ({code})", denied.0))
+            })
+    }
+}
