@@ -21,18 +21,8 @@ pub struct AdminArgs {
     /// Name server address(es), "host:port;host:port".
     #[arg(short = 'n', long, default_value = "127.0.0.1:9876")]
     namesrv_addr: String,
-    /// ACL account to sign every request with (brokers with
-    /// aclEnable=true; what mqadmin reads from conf/tools.yml).
-    #[arg(long, requires = "secret_key", env = "FERROCKET_ACCESS_KEY")]
-    access_key: Option<String>,
-    /// The account's secret key.
-    #[arg(
-        long,
-        requires = "access_key",
-        env = "FERROCKET_SECRET_KEY",
-        hide_env_values = true
-    )]
-    secret_key: Option<String>,
+    #[command(flatten)]
+    account: crate::account_args::AccountArgs,
     #[command(subcommand)]
     command: AdminCommand,
 }
@@ -111,13 +101,7 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
 }
 
 async fn execute(args: AdminArgs) -> Result<(), String> {
-    let credentials = match (args.access_key, args.secret_key) {
-        (Some(access_key), Some(secret_key)) => Some(ferrocket_client::Credentials {
-            access_key,
-            secret_key,
-        }),
-        _ => None,
-    };
+    let credentials = args.account.credentials();
     let config = ferrocket_client::ConnectionConfig {
         request_timeout_ms: ADMIN_REQUEST_TIMEOUT_MS,
         credentials,

@@ -144,7 +144,7 @@ pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvCo
     };
     for (key, setting) in &settings {
         if !crate::config_keys::apply_namesrv(&mut config, key, setting)? {
-            warn_unknown(key, setting, crate::known_keys::NAMESRV_KEYS);
+            warn_unknown(key, setting, &crate::known_keys::namesrv_keys());
         }
     }
     Ok(config)
@@ -191,7 +191,7 @@ pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig
     let mut config = ferrocket_broker::BrokerConfig::default();
     for (key, setting) in &settings {
         if !crate::config_keys::apply_broker(&mut config, key, setting)? {
-            warn_unknown(key, setting, crate::known_keys::BROKER_KEYS);
+            warn_unknown(key, setting, &crate::known_keys::broker_keys());
         }
     }
     Ok(config)

@@ -2,7 +2,20 @@
 //! unknown one. A test keeps these lists equal to what `config_keys`
 //! accepts.
 
-/// The name server's keys.
+/// The Remoting server's limits, keys of both servers.
+pub const SERVER_LIMIT_KEYS: &[&str] = &[
+    "serverChannelMaxIdleTimeSeconds",
+    "channelMaxIdleTimeSeconds",
+    "idleTimeoutMs",
+    "partialFrameTimeoutMs",
+    "writeStallTimeoutMs",
+    "connectionInflightBytesMax",
+    "connectionWriteQueueBytesMax",
+    "shardHeldBytesMax",
+    "serverConnectionsMax",
+];
+
+/// The name server's own keys (and [`SERVER_LIMIT_KEYS`]).
 pub const NAMESRV_KEYS: &[&str] = &[
     "listenAddr",
     "listenPort",
@@ -18,18 +31,9 @@ pub const NAMESRV_KEYS: &[&str] = &[
     "rocketmqHome",
     "configStorePath",
     "orderMessageEnable",
-    "serverChannelMaxIdleTimeSeconds",
-    "channelMaxIdleTimeSeconds",
-    "idleTimeoutMs",
-    "partialFrameTimeoutMs",
-    "writeStallTimeoutMs",
-    "connectionInflightBytesMax",
-    "connectionWriteQueueBytesMax",
-    "shardHeldBytesMax",
-    "serverConnectionsMax",
 ];
 
-/// The broker's keys.
+/// The broker's own keys (and [`SERVER_LIMIT_KEYS`]).
 pub const BROKER_KEYS: &[&str] = &[
     "destroyMapedFileIntervalForcibly",
     "deleteCommitLogFilesInterval",
@@ -105,16 +109,25 @@ pub const BROKER_KEYS: &[&str] = &[
     "transactionTimeOut",
     "transactionCheckInterval",
     "transactionCheckMax",
-    "serverChannelMaxIdleTimeSeconds",
-    "channelMaxIdleTimeSeconds",
-    "idleTimeoutMs",
-    "partialFrameTimeoutMs",
-    "writeStallTimeoutMs",
-    "connectionInflightBytesMax",
-    "connectionWriteQueueBytesMax",
-    "shardHeldBytesMax",
-    "serverConnectionsMax",
 ];
+
+/// Every key the broker takes.
+pub fn broker_keys() -> Vec<&'static str> {
+    BROKER_KEYS
+        .iter()
+        .chain(SERVER_LIMIT_KEYS)
+        .copied()
+        .collect()
+}
+
+/// Every key the name server takes.
+pub fn namesrv_keys() -> Vec<&'static str> {
+    NAMESRV_KEYS
+        .iter()
+        .chain(SERVER_LIMIT_KEYS)
+        .copied()
+        .collect()
+}
 
 /// Most edits a misspelling may be from the key it is taken for.
 const SUGGEST_EDITS_MAX: usize = 3;
@@ -185,13 +198,14 @@ mod tests {
             let mut config = ferrocket_namesrv::NamesrvConfig::default();
             !matches!(apply_namesrv(&mut config, key, &probe), Ok(false))
         };
-        for key in BROKER_KEYS {
+        let (broker, namesrv) = (broker_keys(), namesrv_keys());
+        for key in &broker {
             assert!(
                 broker_knows(key),
                 "{key} is listed but the broker refuses it"
             );
         }
-        for key in NAMESRV_KEYS {
+        for key in &namesrv {
             assert!(
                 namesrv_knows(key),
                 "{key} is listed but the namesrv refuses it"
@@ -199,21 +213,27 @@ mod tests {
         }
         for word in quoted_in_matchers() {
             if broker_knows(&word) {
-                assert!(BROKER_KEYS.contains(&word.as_str()), "{word} missing");
+                assert!(broker.contains(&word.as_str()), "{word} missing");
             }
             if namesrv_knows(&word) {
-                assert!(NAMESRV_KEYS.contains(&word.as_str()), "{word} missing");
+                assert!(namesrv.contains(&word.as_str()), "{word} missing");
             }
         }
     }
 
     #[test]
     fn misspellings_get_the_key_meant() {
-        assert_eq!(closest("flushDiskTyp", BROKER_KEYS), Some("flushDiskType"));
-        assert_eq!(closest("flushdisktype", BROKER_KEYS), Some("flushDiskType"));
-        assert_eq!(closest("namesrvAdr", BROKER_KEYS), Some("namesrvAddr"));
-        assert_eq!(closest("listenport", NAMESRV_KEYS), Some("listenPort"));
-        assert_eq!(closest("someUnknownKeyXyz", BROKER_KEYS), None);
-        assert_eq!(closest("x", BROKER_KEYS), None);
+        assert_eq!(
+            closest("flushDiskTyp", &broker_keys()),
+            Some("flushDiskType")
+        );
+        assert_eq!(
+            closest("flushdisktype", &broker_keys()),
+            Some("flushDiskType")
+        );
+        assert_eq!(closest("namesrvAdr", &broker_keys()), Some("namesrvAddr"));
+        assert_eq!(closest("listenport", &namesrv_keys()), Some("listenPort"));
+        assert_eq!(closest("someUnknownKeyXyz", &broker_keys()), None);
+        assert_eq!(closest("x", &broker_keys()), None);
     }
 }

@@ -1,6 +1,7 @@
 //! `ferrocket`: the command line for Ferrocket's name server, broker, local
 //! development pair and admin operations. Servers run until SIGTERM/SIGINT.
 
+mod account_args;
 mod admin;
 mod config;
 mod config_keys;
@@ -120,8 +121,15 @@ fn run(cli: Cli) -> Result<(), String> {
 fn in_broker_security(
     config: &ferrocket_broker::BrokerConfig,
 ) -> Result<ferrocket_grpc::Security, String> {
+    let credentials = config
+        .inner_credentials
+        .clone()
+        .map(|(access_key, secret_key)| ferrocket_client::Credentials {
+            access_key,
+            secret_key,
+        });
     if !config.acl_enable {
-        return proxy::security(None, config.inner_credentials.clone());
+        return proxy::security(None, credentials);
     }
     if config.inner_credentials.is_none() {
         tracing::warn!(
@@ -131,7 +139,7 @@ fn in_broker_security(
         );
     }
     let home = config.rocketmq_home();
-    proxy::security(home.as_deref(), config.inner_credentials.clone())
+    proxy::security(home.as_deref(), credentials)
 }
 
 /// For the commands that print a report: piped into `head`, they end

@@ -25,25 +25,17 @@ pub struct ProxyArgs {
     /// `{DIR}/conf/plain_acl.yml` (RocketMQ's home).
     #[arg(long, value_name = "DIR")]
     acl_home: Option<std::path::PathBuf>,
-    /// Account the proxy signs its calls to brokers with (brokers with
-    /// aclEnable=true); it needs permission for everything clients do.
-    #[arg(long, requires = "secret_key", env = "FERROCKET_ACCESS_KEY")]
-    access_key: Option<String>,
-    /// That account's secret key.
-    #[arg(
-        long,
-        requires = "access_key",
-        env = "FERROCKET_SECRET_KEY",
-        hide_env_values = true
-    )]
-    secret_key: Option<String>,
+    /// The account the proxy signs its calls to brokers with; it needs
+    /// permission for everything clients do.
+    #[command(flatten)]
+    account: crate::account_args::AccountArgs,
 }
 
 /// ACL on both sides of the endpoint: the accounts under `acl_home` (none:
 /// no check) and the account its broker calls are signed with.
 pub fn security(
     acl_home: Option<&std::path::Path>,
-    credentials: Option<(String, String)>,
+    credentials: Option<ferrocket_client::Credentials>,
 ) -> Result<ferrocket_grpc::Security, String> {
     let acl = match acl_home {
         Some(home) => {
@@ -54,15 +46,12 @@ pub fn security(
     };
     Ok(ferrocket_grpc::Security {
         access: ferrocket_grpc::Access { acl },
-        credentials: credentials.map(|(access_key, secret_key)| ferrocket_client::Credentials {
-            access_key,
-            secret_key,
-        }),
+        credentials,
     })
 }
 
 pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
-    let credentials = args.access_key.zip(args.secret_key);
+    let credentials = args.account.credentials();
     let config = ferrocket_grpc::ProxyConfig {
         listen: SocketAddr::new(args.listen_addr, args.listen_port),
         namesrv_addr: args.namesrv_addr.clone(),
