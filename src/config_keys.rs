@@ -3,7 +3,9 @@
 //! a key it does not know, so the caller can warn about it.
 
 use crate::properties::{invalid, parse_bool, parse_port, parse_value, Setting};
-use ferrocket_broker::{BrokerConfig, BrokerRole, CommitLogWriteMode, FlushDiskType};
+use ferrocket_broker::{
+    BrokerConfig, BrokerRole, CommitLogWriteMode, FlushDiskType, MetricsConfig, MetricsExporter,
+};
 use ferrocket_namesrv::NamesrvConfig;
 
 pub fn apply_namesrv(
@@ -50,7 +52,7 @@ pub fn apply_namesrv(
 type KeyGroup<C> = fn(&mut C, &str, &Setting) -> Result<bool, String>;
 
 /// The broker's keys, by group; a key belongs to one group only.
-const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 7] = [
+const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 8] = [
     broker_identity_keys,
     broker_replication_keys,
     broker_store_keys,
@@ -58,6 +60,7 @@ const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 7] = [
     broker_shard_keys,
     broker_limit_keys,
     broker_consume_keys,
+    broker_metrics_keys,
 ];
 
 pub fn apply_broker(
@@ -112,6 +115,30 @@ fn broker_identity_keys(
         "innerClientAuthenticationCredentials" => {
             config.inner_credentials = credentials(key, setting)?
         }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The Prometheus exporter (RocketMQ 5's `metrics*` keys).
+fn broker_metrics_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    let metrics = &mut config.metrics;
+    match key {
+        "metricsExporterType" => {
+            metrics.exporter =
+                MetricsExporter::parse(&setting.value).map_err(|e| invalid(key, setting, &e))?
+        }
+        "metricsPromExporterHost" => metrics.prom_host = setting.value.trim().to_string(),
+        "metricsPromExporterPort" => metrics.prom_port = Some(parse_value(key, setting)?),
+        "metricsLabel" => {
+            metrics.labels = MetricsConfig::parse_labels(&setting.value)
+                .map_err(|e| invalid(key, setting, &e))?
+        }
+        "metricsInDelta" => metrics.in_delta = parse_bool(key, setting)?,
         _ => return Ok(false),
     }
     Ok(true)

@@ -121,7 +121,8 @@ pub struct RemotingCommand {
     pub body: Bytes,
 }
 
-/// Version our own client and responses announce (RocketMQ V4_9_4).
+/// Version our own client and responses announce (RocketMQ V5_2_0;
+/// [`crate::version::version_desc`]).
 pub const VERSION_DEFAULT: i32 = 453;
 
 impl RemotingCommand {

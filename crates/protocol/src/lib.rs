@@ -21,6 +21,7 @@ pub mod message_id;
 pub mod pop;
 pub mod properties;
 pub mod record;
+pub mod version;
 
 pub use error::ProtocolError;
 pub use ext::ExtFields;

@@ -75,6 +75,8 @@ pub(crate) struct DiskSpace {
     pub(crate) used_percent: u8,
     /// Bytes an unprivileged writer can still allocate.
     pub(crate) free_bytes: u64,
+    /// Bytes held by files (Java's `getTotalSpace - getFreeSpace`).
+    pub(crate) used_bytes: u64,
 }
 
 /// The space of the file system holding `path`, or `None` when it cannot be
@@ -99,10 +101,18 @@ pub(crate) fn disk_space(path: &Path) -> Option<DiskSpace> {
     // most of the disk.
     let used = total.saturating_sub(stats.f_bfree as u128);
     let available = stats.f_bavail as u128 * stats.f_frsize as u128;
+    let used_bytes = used * stats.f_frsize as u128;
     Some(DiskSpace {
         used_percent: ((used * 100) / total).min(100) as u8,
         free_bytes: available.min(u128::from(u64::MAX)) as u64,
+        used_bytes: used_bytes.min(u128::from(u64::MAX)) as u64,
     })
+}
+
+/// Bytes in use on the file system holding `path` (RocketMQ's
+/// `rocketmq_storage_size`), or `None` when it cannot be told.
+pub fn disk_used_bytes(path: &Path) -> Option<u64> {
+    disk_space(path).map(|space| space.used_bytes)
 }
 
 /// The disk check's verdict: whether writes may go on, given the space
@@ -120,6 +130,7 @@ mod tests {
         let space = |used_percent, free_bytes| DiskSpace {
             used_percent,
             free_bytes,
+            used_bytes: 0,
         };
         assert!(has_room(space(50, 10 << 20), 90, 4 << 20));
         assert!(!has_room(space(90, 10 << 20), 90, 4 << 20));

@@ -106,7 +106,7 @@ pub use commitlog::CommitLogReader;
 pub use config::*;
 pub use consume_queue::{ConsumeQueue, CqEntry, CQ_ENTRY_BYTES, LOST_TAGS_CODE};
 pub use damage::{DamagedRange, QUARANTINE_DIR};
-pub use disk::DISK_WARNING_LEVEL_PERCENT_DEFAULT;
+pub use disk::{disk_used_bytes, DISK_WARNING_LEVEL_PERCENT_DEFAULT};
 pub use error::StoreError;
 pub use fault::{FaultPlan, FaultyIo};
 pub use files::offset_file_name;

@@ -324,6 +324,17 @@ impl ShardStore {
         self.inner.reader.read(physical_offset, size)
     }
 
+    /// Every CommitLog record below this position is in this shard's
+    /// ConsumeQueues (what the metrics call dispatched).
+    pub fn dispatched_offset(&self) -> i64 {
+        self.inner.applied.get()
+    }
+
+    /// The store's root directory.
+    pub fn root_dir(&self) -> &std::path::Path {
+        &self.inner.ctx.config.root_dir
+    }
+
     /// A `Send + Sync` reader, for other threads.
     pub fn reader(&self) -> CommitLogReader {
         CommitLogReader {

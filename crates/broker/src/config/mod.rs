@@ -11,8 +11,10 @@ use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteM
 
 use crate::error::BrokerError;
 
+mod metrics;
 mod replication;
 
+pub use metrics::*;
 pub use replication::*;
 
 /// Default broker port (`listenPort`).
@@ -236,6 +238,8 @@ pub struct BrokerConfig {
     pub server_limits: ServerLimits,
     /// `brokerRole` and the HA settings.
     pub replication: ReplicationConfig,
+    /// The Prometheus endpoint (`metricsExporterType=PROM` and its keys).
+    pub metrics: MetricsConfig,
     /// `enableProxy`: serve RocketMQ 5 (gRPC) clients on the broker's own
     /// port too, through an in-process proxy (see the README).
     pub enable_proxy: bool,
@@ -303,6 +307,7 @@ impl Default for BrokerConfig {
             clients_per_group_max: CLIENTS_PER_GROUP_MAX_DEFAULT,
             server_limits: ServerLimits::default(),
             replication: ReplicationConfig::default(),
+            metrics: MetricsConfig::default(),
             enable_proxy: false,
             grpc_handoff: None,
         }

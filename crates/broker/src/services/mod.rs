@@ -13,6 +13,7 @@ pub(crate) mod groups;
 pub(crate) mod index;
 pub(crate) mod locks;
 pub(crate) mod long_poll;
+pub(crate) mod metrics;
 pub(crate) mod namesrv;
 pub(crate) mod offsets;
 pub(crate) mod persist;

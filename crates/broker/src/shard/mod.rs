@@ -9,6 +9,7 @@ pub(crate) mod append;
 pub(crate) mod clients;
 pub(crate) mod delivery;
 pub(crate) mod groups;
+pub(crate) mod metrics;
 pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod push;
@@ -131,6 +132,8 @@ pub(crate) struct Shard {
     pub pop: pop::PopStore,
     /// This shard's copy of the ACL in force (`wire::acl`).
     pub acl: crate::services::acl::AclCache,
+    /// What this shard counts for `/metrics` (`services::metrics`).
+    pub metrics: crate::services::metrics::ShardMetrics,
 }
 
 impl Shard {
@@ -193,6 +196,7 @@ impl Shard {
             services: PlacedServices::default(),
             pop: pop::PopStore::default(),
             acl: Default::default(),
+            metrics: Default::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             store,
@@ -275,6 +279,11 @@ impl Shard {
             .into_iter()
             .map(|reply| reply.map_err(Reject::from))
             .collect()
+    }
+
+    /// Open connections of this shard.
+    pub fn connection_count(&self) -> usize {
+        self.conns.borrow().len()
     }
 
     pub fn connection_opened(&self, conn: &Rc<Connection>) {

@@ -69,8 +69,14 @@ pub(crate) async fn end_owned(shard: &Rc<Shard>, end: EndTxnRequest) -> Result<(
         return Err(Reject::system("The producer group wrong"));
     }
     let commit = end.commit_or_rollback == sys_flag::TRANSACTION_COMMIT;
+    let topic = real_topic(shard, half.physical_offset);
     match settle(shard, &txn, offset, &half, commit).await {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            let age_s = (now_ms() - half.store_ms).max(0) as f64 / 1_000.0;
+            let topic = topic.as_deref().unwrap_or("");
+            shard.metrics.count_end_transaction(topic, commit, age_s);
+            Ok(())
+        }
         Err(reject) => {
             restore(&txn, offset, half);
             Err(reject)
@@ -203,6 +209,13 @@ pub(crate) async fn settle(
     }
     tracing::debug!(offset, commit, "transaction ended");
     Ok(())
+}
+
+/// The topic a half message was sent to (its REAL_TOPIC), for metrics.
+fn real_topic(shard: &Shard, physical_offset: i64) -> Option<String> {
+    let record = read_record(&shard.store, physical_offset)?;
+    let held = view(&record).ok()?;
+    held.properties().remove(properties::REAL_TOPIC)
 }
 
 /// Stores the op record for half offset `offset`; returns its queue offset.

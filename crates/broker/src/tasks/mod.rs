@@ -6,6 +6,7 @@ pub(crate) mod acl_reload;
 pub(crate) mod control_plane;
 pub(crate) mod ha;
 pub(crate) mod index_feed;
+pub(crate) mod metrics_http;
 pub(crate) mod namesrv_register;
 pub(crate) mod placed;
 pub(crate) mod pop_revive;
@@ -34,6 +35,13 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         })?;
     if shard.index == 0 {
         start_replication(shard)?;
+        if shard.config().metrics.enabled() {
+            let listener = metrics_http::bind(shard)?;
+            shard.tasks.spawn(
+                "metrics endpoint",
+                metrics_http::accept_loop(shard.clone(), listener),
+            );
+        }
     }
     Ok(())
 }

@@ -6,10 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use bytes::Bytes;
 use ferrocket_protocol::body::{encode_json, SubscriptionData};
 use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::record::decode_record;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
@@ -138,24 +136,6 @@ pub(crate) async fn all_consumer_offsets(
     Ok(ok(request).with_body(encode_json(&file)))
 }
 
-/// The store timestamp of the message at `queue_offset` of a queue this
-/// shard owns.
-pub(crate) fn store_timestamp_at(
-    shard: &Shard,
-    topic: &str,
-    queue_id: i32,
-    queue_offset: i64,
-) -> Option<i64> {
-    let queue = shard.store.consume_queue(topic, queue_id).ok()?;
-    let entry = queue.entry(queue_offset).filter(|e| !e.is_lost())?;
-    let bytes: Bytes = shard
-        .store
-        .read_records(entry.physical_offset, usize::try_from(entry.size).ok()?)?;
-    decode_record(&bytes, false)
-        .ok()
-        .map(|record| record.store_timestamp_ms)
-}
-
 /// On the owner shard: each queue's max offset, the group's committed
 /// offset (0 when none) and the store time of the last consumed message.
 /// On the queues' owner: their figures for the group.
@@ -190,7 +170,9 @@ fn queue_stats_owned(shard: &Shard, group: &str, queues: &[(String, i32)]) -> Ve
                 .unwrap_or(0)
                 .max(0);
             let last_timestamp_ms = if consumer_offset > 0 {
-                store_timestamp_at(shard, topic, *queue_id, consumer_offset - 1).unwrap_or(0)
+                shard
+                    .store_timestamp_at(topic, *queue_id, consumer_offset - 1)
+                    .unwrap_or(0)
             } else {
                 0
             };

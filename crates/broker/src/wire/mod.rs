@@ -23,12 +23,14 @@ pub(crate) mod topic_admin;
 pub(crate) mod transaction;
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use ferrocket_protocol::codes::request_code;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
 
 use crate::error::Reject;
+use crate::services::metrics::RpcKey;
 use crate::shard::Shard;
 
 async fn dispatch(
@@ -91,6 +93,7 @@ async fn dispatch(
 impl RequestHandler for Shard {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
         Box::pin(async move {
+            let started = Instant::now();
             let response = match acl::refusal(&self, &conn, &request) {
                 Some(refusal) => {
                     // Sends, pulls and pops are logged below with the rest.
@@ -119,6 +122,12 @@ impl RequestHandler for Shard {
                 let remark = response.remark.as_deref().unwrap_or("");
                 refusals::log_refusal(conn.peer_addr(), request.code, response.code, remark);
             }
+            let key = RpcKey {
+                request_code: request.code,
+                response_code: response.code,
+                oneway: request.is_oneway(),
+            };
+            self.metrics.observe_rpc(key, started.elapsed());
             Some(response)
         })
     }

@@ -14,6 +14,7 @@ use ferrocket_runtime::server::Connection;
 
 use crate::error::Reject;
 use crate::services::filter::TagFilter;
+use crate::services::metrics::labels;
 use crate::services::pull::{PullQuery, SUSPEND_TIMEOUT_MS_DEFAULT};
 use crate::shard::Shard;
 
@@ -136,9 +137,18 @@ pub(crate) async fn pull_message(
     };
     let owner = shard.owner_of(&query.topic, query.queue_id);
     let group = query.group.clone();
+    let topic = query.topic.clone();
     let answer = shard.call(owner, query).await?;
     let suggest = suggest_broker(shard, &group, answer.behind_bytes);
-    shard.count_got(u64::from(answer.message_count));
+    let messages = u64::from(answer.message_count);
+    shard.count_got(messages);
+    // Java counts no pulls of retry and DLQ topics as messages out.
+    if !labels::retry_or_dlq(&topic) {
+        let bytes = answer.body.len() as u64;
+        shard
+            .metrics
+            .count_out(&group, &topic, false, messages, bytes);
+    }
     let mut response = RemotingCommand::response_to(request, answer.code, answer.remark);
     response.ext_fields = PullMessageResponseHeader {
         suggest_which_broker_id: suggest,

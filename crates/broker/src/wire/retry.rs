@@ -143,6 +143,8 @@ async fn dead_letter_target(
     };
     ensure_topic(shard, &dlq, TopicChange::Upsert(config)).await?;
     props.remove(properties::DELAY);
+    let original = props.get(properties::RETRY_TOPIC).unwrap_or(source.topic);
+    shard.metrics.count_dlq(group, original);
     tracing::info!(%group, topic = %source.topic,
         reconsume_times = source.reconsume_times, "message sent to the DLQ");
     Ok((dlq, 0))

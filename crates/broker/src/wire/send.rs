@@ -24,6 +24,7 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::append::{encode_into, tag_hash};
 use crate::services::delivery::redirect_delayed;
+use crate::services::metrics::MessageType;
 use crate::services::routing;
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 use crate::shard::replication::wait_store_ok;
@@ -214,6 +215,9 @@ pub(crate) async fn send_message(
         ..sent_record(shard, &header, conn.peer_addr(), now_ms())
     };
     let mut result = shard.store_record(&record, tag_hash(&props)).await?;
+    let kind = MessageType::of(&props);
+    let stored_bytes = u64::from(result.total_bytes);
+    shard.metrics.count_in(&header.topic, kind, 1, stored_bytes);
     shard
         .await_replicas(&mut result, wait_store_ok(&props))
         .await;
@@ -339,6 +343,11 @@ pub(crate) async fn send_batch(
     let body_bytes = request.body.len() as u64;
     let mut result = shard.append(append, items.len() as u64, body_bytes).await?;
     let batch_props = Properties::decode_str(header.properties.as_deref().unwrap_or(""));
+    let (kind, stored_bytes) = (MessageType::of(&batch_props), u64::from(result.total_bytes));
+    let messages = items.len() as u64;
+    shard
+        .metrics
+        .count_in(&header.topic, kind, messages, stored_bytes);
     shard
         .await_replicas(&mut result, wait_store_ok(&batch_props))
         .await;

@@ -175,6 +175,31 @@ impl PopState {
         from_checkpoints.into_iter().chain(from_order).min()
     }
 
+    /// [`Self::first_pending`] of every queue with one, in one pass (for
+    /// the metrics' in-flight counts).
+    pub fn first_pending_all(&self) -> HashMap<PopQueueKey, i64> {
+        let mut first: HashMap<PopQueueKey, i64> = HashMap::new();
+        let mut note = |key: PopQueueKey, offset: i64| {
+            let slot = first.entry(key).or_insert(offset);
+            *slot = (*slot).min(offset);
+        };
+        for (key, ck) in &self.checkpoints {
+            if let Some(offset) = ck.pending().first() {
+                note(
+                    (key.group.clone(), key.topic.clone(), key.queue_id),
+                    *offset,
+                );
+            }
+        }
+        for (key, pop) in &self.orders {
+            let unacked = (0..pop.offsets.len()).find(|i| pop.acked & (1 << i) == 0);
+            if let Some(i) = unacked {
+                note(key.clone(), pop.offsets[i]);
+            }
+        }
+        first
+    }
+
     /// A queue's last ordered pop.
     pub fn order(&self, key: &PopQueueKey) -> Option<&order::OrderPop> {
         self.orders.get(key)

@@ -415,6 +415,7 @@ impl Shard {
                 props.insert(properties::RETRY_TOPIC, &key.topic);
             }
             let target = if source.reconsume_times >= group.retry_max_times {
+                self.metrics.count_dlq(&key.group, &original);
                 crate::services::topics::dlq_topic(&key.group)
             } else if key.topic.starts_with(RETRY_TOPIC_PREFIX) {
                 key.topic.clone()

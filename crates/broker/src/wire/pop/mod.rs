@@ -306,8 +306,16 @@ async fn pop_from(
             .add_counts(topic, queue_id, &popped.offsets, &popped.counts);
     }
     look.count += popped.offsets.len();
+    let mut bytes = 0;
     for record in &popped.records {
         look.body.extend_from_slice(record);
+        bytes += record.len() as u64;
     }
+    let from_retry = topic != header.topic;
+    let messages = popped.offsets.len() as u64;
+    let group = &header.consumer_group;
+    shard
+        .metrics
+        .count_out(group, &header.topic, from_retry, messages, bytes);
     Ok(())
 }

@@ -1,0 +1,510 @@
+//! Writes a [`Scrape`] in the OpenMetrics text format with the
+//! `prometheus-client` crate's encoder. The names are what RocketMQ 5.1.4+
+//! exposes through OpenTelemetry's Prometheus exporter: counters end in
+//! `_total`, and a metric with a unit gets it as a suffix
+//! (`rocketmq_rpc_latency_milliseconds_bucket`,
+//! `rocketmq_storage_size_bytes`), so dashboards made for Java's broker
+//! chart Ferrocket's. Ferrocket's own figures are `ferrocket_*`.
+
+use std::fmt;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use super::gauges::Scrape;
+use super::histogram::{
+    Histogram, FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_MS_BOUNDS,
+};
+use super::labels::MessageType;
+use super::labels::{bool_label, request_label, response_label, system_group, system_topic};
+
+/// The exposition's content type.
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// One series' labels (the common ones are added when it is written).
+type Labels = Vec<(&'static str, String)>;
+
+/// The whole exposition of `scrape`.
+pub(crate) fn render(scrape: Scrape) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(ScrapeCollector(scrape)));
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    prometheus_client::encoding::text::encode(&mut out, &registry).expect("encoding into a String");
+    out
+}
+
+#[derive(Debug)]
+struct ScrapeCollector(Scrape);
+
+impl Collector for ScrapeCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let mut w = Writer {
+            encoder: &mut encoder,
+            common: &self.0.common_labels,
+        };
+        messages_in(&mut w, &self.0)?;
+        messages_out(&mut w, &self.0)?;
+        rpc_latency(&mut w, &self.0)?;
+        transactions(&mut w, &self.0)?;
+        consumers(&mut w, &self.0)?;
+        connections(&mut w, &self.0)?;
+        broker(&mut w, &self.0)?;
+        storage(&mut w, &self.0)?;
+        shards(&mut w, &self.0)
+    }
+}
+
+/// Writes families with the common labels on every series.
+struct Writer<'a, 'b> {
+    encoder: &'a mut DescriptorEncoder<'b>,
+    common: &'a [(String, String)],
+}
+
+impl Writer<'_, '_> {
+    /// The common labels, then the series' own, with values escaped (the
+    /// crate's text encoder writes them as given).
+    fn full(&self, labels: Labels) -> Vec<(String, String)> {
+        let own = labels.into_iter().map(|(k, v)| (k.to_string(), v));
+        let all = self.common.iter().cloned().chain(own);
+        all.map(|(k, v)| (k, escape(&v))).collect()
+    }
+
+    fn counter(&mut self, name: &str, help: &str, series: Vec<(Labels, u64)>) -> fmt::Result {
+        let full: Vec<_> = series.into_iter().map(|(l, v)| (self.full(l), v)).collect();
+        let mut metric = self
+            .encoder
+            .encode_descriptor(name, help, None, MetricType::Counter)?;
+        for (labels, value) in &full {
+            let mut family = metric.encode_family(labels)?;
+            family.encode_counter::<NoLabelSet, u64, f64>(value, None)?;
+        }
+        Ok(())
+    }
+
+    fn gauge(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<Unit>,
+        series: Vec<(Labels, i64)>,
+    ) -> fmt::Result {
+        let full: Vec<_> = series.into_iter().map(|(l, v)| (self.full(l), v)).collect();
+        let mut metric =
+            self.encoder
+                .encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
+        for (labels, value) in &full {
+            metric.encode_family(labels)?.encode_gauge(value)?;
+        }
+        Ok(())
+    }
+
+    fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<Unit>,
+        bounds: &[f64],
+        series: Vec<(Labels, Histogram)>,
+    ) -> fmt::Result {
+        let full: Vec<_> = series.into_iter().map(|(l, h)| (self.full(l), h)).collect();
+        let mut metric =
+            self.encoder
+                .encode_descriptor(name, help, unit.as_ref(), MetricType::Histogram)?;
+        for (labels, histogram) in &full {
+            let buckets = histogram.buckets(bounds);
+            let mut family = metric.encode_family(labels)?;
+            family.encode_histogram::<NoLabelSet>(
+                histogram.sum,
+                histogram.count,
+                &buckets,
+                None,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A label value as the text format needs it: `\\`, `\"` and `\n` escaped.
+fn escape(value: &str) -> String {
+    if !value.contains(['\\', '"', '\n']) {
+        return value.to_string();
+    }
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn milliseconds() -> Option<Unit> {
+    Some(Unit::Other("milliseconds".into()))
+}
+
+fn messages_in(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let mut messages = Vec::new();
+    let mut bytes = Vec::new();
+    let mut sizes = Vec::new();
+    for (topic, types) in &scrape.counters.inbound {
+        for kind in MessageType::ALL {
+            let counts = &types[kind as usize];
+            if counts.messages == 0 {
+                continue;
+            }
+            let labels = vec![
+                ("topic", topic.clone()),
+                ("message_type", kind.label().to_string()),
+                ("is_system", system_topic(topic).to_string()),
+            ];
+            messages.push((labels.clone(), counts.messages));
+            bytes.push((labels.clone(), counts.bytes));
+            sizes.push((labels, counts.size));
+        }
+    }
+    w.counter(
+        "rocketmq_messages_in",
+        "Total number of incoming messages",
+        messages,
+    )?;
+    w.counter(
+        "rocketmq_throughput_in",
+        "Total traffic of incoming messages",
+        bytes,
+    )?;
+    w.histogram(
+        "rocketmq_message_size",
+        "Incoming messages size",
+        None,
+        MESSAGE_SIZE_BOUNDS,
+        sizes,
+    )
+}
+
+fn messages_out(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let mut messages = Vec::new();
+    let mut bytes = Vec::new();
+    for (group, topics) in &scrape.counters.outbound {
+        for (topic, counts) in topics {
+            for (retry, counts) in counts.iter().enumerate() {
+                if counts.messages == 0 {
+                    continue;
+                }
+                let labels = vec![
+                    ("topic", topic.clone()),
+                    ("consumer_group", group.clone()),
+                    ("is_system", system_label(topic, group).to_string()),
+                    ("is_retry", bool_label(retry == 1).to_string()),
+                ];
+                messages.push((labels.clone(), counts.messages));
+                bytes.push((labels, counts.bytes));
+            }
+        }
+    }
+    w.counter(
+        "rocketmq_messages_out",
+        "Total number of outgoing messages",
+        messages,
+    )?;
+    w.counter(
+        "rocketmq_throughput_out",
+        "Total traffic of outgoing messages",
+        bytes,
+    )?;
+    let mut dlq = Vec::new();
+    for (group, topics) in &scrape.counters.dlq {
+        for (topic, count) in topics {
+            let labels = vec![
+                ("consumer_group", group.clone()),
+                ("topic", topic.clone()),
+                ("is_system", system_label(topic, group).to_string()),
+            ];
+            dlq.push((labels, *count));
+        }
+    }
+    w.counter(
+        "rocketmq_send_to_dlq_messages",
+        "Consumer send to DLQ messages",
+        dlq,
+    )
+}
+
+fn system_label(topic: &str, group: &str) -> &'static str {
+    bool_label(system_topic(topic) == "true" || system_group(group) == "true")
+}
+
+fn rpc_latency(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let series = scrape
+        .counters
+        .rpc
+        .iter()
+        .map(|(key, histogram)| {
+            let result = if key.oneway { "oneway" } else { "success" };
+            let labels = vec![
+                ("protocol_type", "remoting".to_string()),
+                ("request_code", request_label(key.request_code)),
+                ("response_code", response_label(key.response_code)),
+                ("result", result.to_string()),
+            ];
+            (labels, *histogram)
+        })
+        .collect();
+    w.histogram(
+        "rocketmq_rpc_latency",
+        "Rpc latency",
+        milliseconds(),
+        RPC_LATENCY_MS_BOUNDS,
+        series,
+    )
+}
+
+fn transactions(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let mut commits = Vec::new();
+    let mut rollbacks = Vec::new();
+    let mut latency = Vec::new();
+    for (topic, ended) in &scrape.counters.transactions {
+        let labels: Labels = vec![("topic", topic.clone())];
+        commits.push((labels.clone(), ended.commits));
+        rollbacks.push((labels.clone(), ended.rollbacks));
+        latency.push((labels, ended.finish_latency_s));
+    }
+    w.counter(
+        "rocketmq_commit_messages",
+        "Total number of commit messages",
+        commits,
+    )?;
+    w.counter(
+        "rocketmq_rollback_messages",
+        "Total number of rollback messages",
+        rollbacks,
+    )?;
+    // Java records seconds under this "ms" name; kept so dashboards agree.
+    w.histogram(
+        "rocketmq_finish_message_latency",
+        "Transaction finish latency",
+        milliseconds(),
+        FINISH_LATENCY_S_BOUNDS,
+        latency,
+    )
+}
+
+fn consumers(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let lag = scrape.lag();
+    let mut families: [Vec<(Labels, i64)>; 5] = Default::default();
+    for ((group, topic, retry), lag) in &lag {
+        let labels = vec![
+            ("consumer_group", group.clone()),
+            ("topic", topic.clone()),
+            ("is_retry", bool_label(*retry).to_string()),
+            ("is_system", system_label(topic, group).to_string()),
+        ];
+        let values = [
+            lag.lag_messages,
+            lag.lag_latency_ms,
+            lag.inflight_messages,
+            lag.queueing_latency_ms,
+            lag.ready_messages,
+        ];
+        for (family, value) in families.iter_mut().zip(values) {
+            family.push((labels.clone(), value));
+        }
+    }
+    let [lag_messages, lag_latency, inflight, queueing, ready] = families;
+    w.gauge(
+        "rocketmq_consumer_lag_messages",
+        "Consumer lag messages",
+        None,
+        lag_messages,
+    )?;
+    w.gauge(
+        "rocketmq_consumer_lag_latency",
+        "Consumer lag time",
+        milliseconds(),
+        lag_latency,
+    )?;
+    w.gauge(
+        "rocketmq_consumer_inflight_messages",
+        "Consumer inflight messages",
+        None,
+        inflight,
+    )?;
+    w.gauge(
+        "rocketmq_consumer_queueing_latency",
+        "Consumer queueing time",
+        milliseconds(),
+        queueing,
+    )?;
+    w.gauge(
+        "rocketmq_consumer_ready_messages",
+        "Consumer ready messages",
+        None,
+        ready,
+    )
+}
+
+fn connections(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let producers = scrape
+        .producers()
+        .into_iter()
+        .map(|((language, version), count)| {
+            let labels = vec![
+                ("language", language),
+                ("version", version),
+                ("protocol_type", "remoting".to_string()),
+            ];
+            (labels, count as i64)
+        })
+        .collect();
+    w.gauge(
+        "rocketmq_producer_connections",
+        "Producer connections",
+        None,
+        producers,
+    )?;
+    let consumers = scrape
+        .consumers()
+        .into_iter()
+        .map(|((group, language, version, mode), count)| {
+            let is_system = system_group(&group).to_string();
+            let labels = vec![
+                ("consumer_group", group),
+                ("language", language),
+                ("version", version),
+                ("consume_mode", mode.to_string()),
+                ("protocol_type", "remoting".to_string()),
+                ("is_system", is_system),
+            ];
+            (labels, count as i64)
+        })
+        .collect();
+    w.gauge(
+        "rocketmq_consumer_connections",
+        "Consumer connections",
+        None,
+        consumers,
+    )
+}
+
+fn broker(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let b = &scrape.broker;
+    w.gauge(
+        "rocketmq_broker_permission",
+        "Broker permission",
+        None,
+        vec![(vec![], b.permission)],
+    )?;
+    w.gauge(
+        "rocketmq_topic_number",
+        "Active topic number",
+        None,
+        vec![(vec![], b.topics as i64)],
+    )?;
+    w.gauge(
+        "rocketmq_consumer_group_number",
+        "Active subscription group number",
+        None,
+        vec![(vec![], b.groups as i64)],
+    )
+}
+
+fn storage(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let b = &scrape.broker;
+    let labels = || -> Labels {
+        vec![
+            ("storage_type", "local".to_string()),
+            ("storage_medium", "disk".to_string()),
+        ]
+    };
+    let used: Vec<_> = b
+        .storage_used_bytes
+        .map(|v| (labels(), v as i64))
+        .into_iter()
+        .collect();
+    w.gauge(
+        "rocketmq_storage_size",
+        "Broker storage size",
+        Some(Unit::Bytes),
+        used,
+    )?;
+    let flush = (b.written_offset - b.flushed_offset).max(0);
+    w.gauge(
+        "rocketmq_storage_flush_behind_bytes",
+        "Broker flush behind bytes",
+        None,
+        vec![(labels(), flush)],
+    )?;
+    w.gauge(
+        "rocketmq_storage_dispatch_behind_bytes",
+        "Broker dispatch behind bytes",
+        None,
+        vec![(labels(), scrape.dispatch_behind_bytes())],
+    )?;
+    let reserve: Vec<_> = b
+        .reserve_time_ms
+        .map(|v| (labels(), v))
+        .into_iter()
+        .collect();
+    w.gauge(
+        "rocketmq_storage_message_reserve_time",
+        "Broker message reserve time",
+        milliseconds(),
+        reserve,
+    )
+}
+
+fn shards(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+    let per_shard = |value: fn(&super::gauges::ShardGauges) -> i64| -> Vec<(Labels, i64)> {
+        scrape
+            .shards
+            .iter()
+            .map(|s| (vec![("shard", s.shard.to_string())], value(s)))
+            .collect()
+    };
+    let written = scrape.broker.written_offset;
+    w.gauge(
+        "ferrocket_shard_connections",
+        "Open Remoting connections of each shard",
+        None,
+        per_shard(|s| s.connections as i64),
+    )?;
+    w.gauge(
+        "ferrocket_shard_held_pulls",
+        "Pulls and pops each shard holds (long polling)",
+        None,
+        per_shard(|s| s.held_pulls as i64),
+    )?;
+    w.gauge(
+        "ferrocket_shard_held",
+        "Bytes each shard's connections hold: queued output and requests in hand",
+        Some(Unit::Bytes),
+        per_shard(|s| s.held_bytes as i64),
+    )?;
+    w.gauge(
+        "ferrocket_shard_pop_checkpoints",
+        "Pop checkpoints waiting for acks on each shard's queues",
+        None,
+        per_shard(|s| s.pop_checkpoints as i64),
+    )?;
+    let behind = scrape
+        .shards
+        .iter()
+        .map(|s| {
+            let labels = vec![("shard", s.shard.to_string())];
+            (labels, (written - s.dispatched_offset).max(0))
+        })
+        .collect();
+    w.gauge(
+        "ferrocket_shard_dispatch_behind_bytes",
+        "CommitLog bytes not yet in each shard's ConsumeQueues",
+        None,
+        behind,
+    )?;
+    w.counter(
+        "ferrocket_metrics_series_dropped",
+        "Counts that found no room for a new series (the per-shard cap)",
+        vec![(vec![], scrape.counters.room.dropped)],
+    )
+}
+
+#[cfg(test)]
+mod tests;

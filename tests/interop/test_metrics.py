@@ -1,0 +1,165 @@
+"""The Prometheus endpoint (`metricsExporterType=PROM`) under a known load from
+the Apache RocketMQ C++ client: the exposition parses with the official
+Prometheus client's strict OpenMetrics parser, carries RocketMQ 5's metric
+names and labels, counts exactly the messages sent, and shows the lag of a
+consumer that stopped."""
+
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import Cluster, free_port
+from interop_helpers import make_message
+from naming import unique_name
+
+SENT_FIRST = 10
+SENT_AFTER_STOP = 5
+BODY_BYTES_MIN = len("metrics-0")
+DELIVERY_TIMEOUT_S = 60
+SETTLE_TIMEOUT_S = 30
+
+
+@pytest.fixture
+def metrics_cluster():
+    port = free_port()
+    c = Cluster(
+        "metrics",
+        broker_args=(
+            "--set", "metricsExporterType=PROM",
+            "--set", f"metricsPromExporterPort={port}",
+            "--set", "metricsLabel=env:interop",
+        ),
+    )
+    c.metrics_url = f"http://127.0.0.1:{port}"
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def scrape(cluster, path="/metrics"):
+    with urllib.request.urlopen(cluster.metrics_url + path, timeout=10) as answer:
+        assert answer.status == 200
+        return answer.headers.get("Content-Type"), answer.read().decode()
+
+
+def samples(cluster):
+    """Every sample of a scrape, parsed strictly: (name, labels, value)."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    content_type, text = scrape(cluster)
+    assert content_type.startswith("application/openmetrics-text"), content_type
+    out = []
+    for family in text_string_to_metric_families(text):
+        out.extend((s.name, s.labels, s.value) for s in family.samples)
+    return out
+
+
+def value(all_samples, name, **labels):
+    """The sum of `name`'s samples whose labels include `labels`."""
+    found = [v for n, l, v in all_samples if n == name and labels.items() <= l.items()]
+    return sum(found) if found else None
+
+
+def wait_for(cluster, check, what):
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while True:
+        current = samples(cluster)
+        if check(current):
+            return current
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not seen within {SETTLE_TIMEOUT_S} s")
+        time.sleep(0.5)
+
+
+def test_metrics_count_a_known_load_and_a_stopped_consumers_lag(metrics_cluster, clients):
+    c = metrics_cluster
+    topic = c.create_topic(unique_name("MetricsTopic"))
+    group = unique_name("MetricsCG")
+    producer = clients.producer(c.namesrv_addr)
+    for i in range(SENT_FIRST):
+        producer.send_sync(make_message(topic, f"metrics-{i}"))
+
+    received = set()
+    consumer = clients.push_consumer(
+        c.namesrv_addr, topic, lambda msg: received.add(msg.body.decode()), group=group
+    )
+    deadline = time.monotonic() + DELIVERY_TIMEOUT_S
+    while len(received) < SENT_FIRST and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(received) == SENT_FIRST
+    # Committed offsets reach the broker: the lag of what was consumed is 0.
+    wait_for(
+        c,
+        lambda s: value(s, "rocketmq_consumer_lag_messages", topic=topic, consumer_group=group) == 0,
+        "the consumer's offsets",
+    )
+    clients._started.remove(consumer)
+    consumer.shutdown()
+    for i in range(SENT_AFTER_STOP):
+        producer.send_sync(make_message(topic, f"after-stop-{i}"))
+
+    s = wait_for(
+        c,
+        lambda s: value(s, "rocketmq_consumer_lag_messages", topic=topic, consumer_group=group)
+        == SENT_AFTER_STOP,
+        "the stopped consumer's lag",
+    )
+    total = SENT_FIRST + SENT_AFTER_STOP
+    common = {"cluster": "DefaultCluster", "node_type": "broker", "env": "interop"}
+    assert value(s, "rocketmq_messages_in_total", topic=topic, message_type="normal", **common) == total
+    assert value(s, "rocketmq_throughput_in_total", topic=topic) >= total * BODY_BYTES_MIN
+    assert value(s, "rocketmq_message_size_count", topic=topic) == total
+    assert value(s, "rocketmq_messages_out_total", topic=topic, consumer_group=group) == SENT_FIRST
+    assert value(s, "rocketmq_consumer_ready_messages", topic=topic, consumer_group=group) == SENT_AFTER_STOP
+    lag_ms = value(s, "rocketmq_consumer_lag_latency_milliseconds", topic=topic, consumer_group=group)
+    assert lag_ms is not None and lag_ms >= 0
+    sends = sum(
+        v for n, l, v in s
+        if n == "rocketmq_rpc_latency_milliseconds_count"
+        and l.get("request_code", "").startswith("send_message")
+        and l.get("response_code") == "success"
+    )
+    assert sends >= total
+    assert value(s, "rocketmq_producer_connections", language="cpp") >= 1
+    assert value(s, "rocketmq_topic_number") >= 1
+    assert value(s, "rocketmq_storage_size_bytes") > 0
+    assert value(s, "rocketmq_storage_flush_behind_bytes") is not None
+    assert value(s, "ferrocket_shard_connections") >= 1
+
+
+def test_health_and_unknown_paths(metrics_cluster):
+    _, body = scrape(metrics_cluster, "/-/healthy")
+    assert body == "OK\n"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(metrics_cluster.metrics_url + "/nothing", timeout=10)
+    assert refused.value.code == 404
+
+
+SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
+
+
+def test_the_dashboard_charts_only_series_the_broker_exposes(metrics_cluster):
+    """monitoring/grafana-dashboard.json queries names the endpoint has."""
+    import json
+    import re
+    from pathlib import Path
+
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    _, text = scrape(metrics_cluster)
+    exposed = set()
+    for family in text_string_to_metric_families(text):
+        exposed.update(family.name + suffix for suffix in SUFFIXES.get(family.type, ("",)))
+    dashboard = Path(__file__).resolve().parents[2] / "monitoring" / "grafana-dashboard.json"
+    panels = json.loads(dashboard.read_text())["panels"]
+    queried = {
+        name
+        for panel in panels
+        for target in panel.get("targets", [])
+        for name in re.findall(r"\b(?:rocketmq|ferrocket)_[a-z_]+", target["expr"])
+    }
+    assert queried, "the dashboard queries no metrics"
+    assert queried <= exposed, sorted(queried - exposed)
