@@ -21,11 +21,15 @@ sleep 4
 for ns in 19895 19896; do
   $B admin -n 127.0.0.1:$ns topic create -t BenchTopic -r 8 -w 8 > /dev/null
 done
-( while sleep 5; do curl -s -o /dev/null http://127.0.0.1:20969/metrics || true; done ) & SCRAPER=$!
+( while sleep 5; do
+    curl -s -o /dev/null -w '%{time_total}\n' http://127.0.0.1:20969/metrics >> "$W/scrapes.txt" || true
+  done ) & SCRAPER=$!
 uptime
 timeout 200 target/release/ferrocket-bench compare \
   --namesrv-a 127.0.0.1:19895 --label-a metrics-on --namesrv-b 127.0.0.1:19896 --label-b metrics-off \
   --broker-pid-a $BA --broker-pid-b $BB --no-create-topic \
   --connections 4 --inflight 64 --header-encoding json --size "${SIZE:-1024}" \
   --rounds "${ROUNDS:-5}" --round-secs 5 --out "$W/report" --quiet 2>&1 | tail -32
+echo "scrape time under load, seconds (min / median / max of $(wc -l < "$W/scrapes.txt")):" \
+  "$(sort -n "$W/scrapes.txt" | awk '{a[NR]=$1} END {print a[1], a[int((NR+1)/2)], a[NR]}')"
 curl -s http://127.0.0.1:20969/metrics | grep -E '^rocketmq_messages_in_total|^rocketmq_rpc_latency_milliseconds_count' | head -5

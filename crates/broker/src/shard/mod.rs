@@ -100,6 +100,8 @@ pub(crate) struct Shard {
     pub index: usize,
     pub count: usize,
     pub env: Arc<BrokerEnv>,
+    /// (version, settings in force); see [`Shard::config`].
+    config: RefCell<(u64, Rc<BrokerConfig>)>,
     pub store: ShardStore,
     mesh: OnceCell<Rc<ShardMesh>>,
     pub topics: Replica<TopicTable>,
@@ -199,6 +201,7 @@ impl Shard {
             metrics: Default::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
+            config: RefCell::new((0, Rc::new(env.config.clone()))),
             store,
             env,
         });
@@ -224,8 +227,19 @@ impl Shard {
         self.mesh.get().cloned()
     }
 
-    pub fn config(&self) -> &BrokerConfig {
-        &self.env.config
+    /// The settings in force: the start-up config with every online
+    /// update (UPDATE_BROKER_CONFIG) applied. A shard-local `Rc`: cloning
+    /// it writes no shared cache line.
+    pub fn config(&self) -> Rc<BrokerConfig> {
+        self.config.borrow().1.clone()
+    }
+
+    /// Installs the settings of version `version` if newer than the held.
+    pub fn install_config(&self, version: u64, config: &BrokerConfig) {
+        let mut held = self.config.borrow_mut();
+        if version > held.0 {
+            *held = (version, Rc::new(config.clone()));
+        }
     }
 
     /// The topic's current configuration (this shard's copy).

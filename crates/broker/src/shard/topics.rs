@@ -51,7 +51,7 @@ impl Shard {
         let config = self.config();
         let (topic, changed) = self
             .change_table::<TopicTable, _>(|table| {
-                let (topic, changed) = topics::apply(table, change, config, now_ms())?;
+                let (topic, changed) = topics::apply(table, change, &config, now_ms())?;
                 Ok(((topic, changed), changed))
             })
             .await?;

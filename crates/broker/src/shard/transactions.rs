@@ -163,7 +163,7 @@ pub(crate) async fn settle(
         // A committed message with a timer or a delay level is held until
         // due, as any sent one (Java's handleScheduleMessage on commits).
         let timer = crate::services::routing::route_send(
-            shard.config(),
+            &shard.config(),
             &real_topic,
             real_queue,
             flag,

@@ -33,7 +33,7 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         let index = IndexFeed::open(root, &shard.store).map_err(service("message index"))?;
         let index = Rc::new(index);
         let timer =
-            TimerService::open(shard.config(), &shard.store).map_err(service("timer store"))?;
+            TimerService::open(&shard.config(), &shard.store).map_err(service("timer store"))?;
         let timer = Rc::new(timer);
         let _ = services.index.set(Rc::clone(&index));
         let _ = services.timer.set(Rc::clone(&timer));

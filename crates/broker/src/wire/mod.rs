@@ -133,7 +133,8 @@ impl RequestHandler for Shard {
     }
 
     fn handoff(&self) -> Option<&ferrocket_runtime::server::Handoff> {
-        self.config().grpc_handoff.as_ref()
+        // Fixed at start: not an online setting.
+        self.env.config.grpc_handoff.as_ref()
     }
 
     fn on_open(&self, conn: &Rc<Connection>) {

@@ -58,7 +58,7 @@ async fn topic_for_send(
     let topic = header.topic.as_str();
     validate_topic(topic)
         .map_err(|e| Reject::new(response_code::MESSAGE_ILLEGAL, e.to_string()))?;
-    if topics::is_send_forbidden(topic, shard.config()) {
+    if topics::is_send_forbidden(topic, &shard.config()) {
         return Err(Reject::new(
             response_code::NO_PERMISSION,
             format!("Sending message to topic[{topic}] is forbidden."),
@@ -269,7 +269,7 @@ fn placement<'a>(
     let sys_flag = header.sys_flag.unwrap_or(0);
     let topic = header.topic.as_str();
     let config = shard.config();
-    let routed = routing::route_send(config, topic, queue_id, sys_flag, props, now_ms())?;
+    let routed = routing::route_send(&config, topic, queue_id, sys_flag, props, now_ms())?;
     if let Some(to) = routed {
         return Ok(Placement {
             topic: to.topic,

@@ -29,7 +29,8 @@ const BACKOFF_MS_MAX: u64 = 5_000;
 /// The master's HA address: `haMasterAddress`, else what the name server
 /// said in its REGISTER_BROKER answer.
 fn master_ha_addr(shard: &Shard) -> Option<SocketAddr> {
-    let configured = shard.config().replication.ha_master_address.trim();
+    let config = shard.config();
+    let configured = config.replication.ha_master_address.trim();
     if !configured.is_empty() {
         return parse_host_port(configured, "haMasterAddress").ok();
     }

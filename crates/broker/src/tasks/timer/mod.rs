@@ -19,7 +19,7 @@ use crate::shard::Shard;
 pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
     let mut last_flush = Instant::now();
     loop {
-        let (ingested, skipped) = timer.ingest(&shard.store, shard.config()).await;
+        let (ingested, skipped) = timer.ingest(&shard.store, &shard.config()).await;
         for _ in 0..skipped {
             shard.count_skipped_redelivery();
         }
