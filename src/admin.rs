@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+mod broker;
 mod consumer;
 mod message;
 mod time;
@@ -35,6 +36,9 @@ enum AdminCommand {
     /// Inspect clusters and their brokers.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Read and change a broker's settings online.
+    #[command(subcommand)]
+    Broker(broker::BrokerCommand),
     /// Find messages by id, key, unique key or queue offset.
     #[command(subcommand)]
     Message(message::MessageCommand),
@@ -135,6 +139,7 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
             Ok(())
         }
         AdminCommand::Cluster(ClusterCommand::List) => cluster_list(&admin).await.map_err(describe),
+        AdminCommand::Broker(command) => broker::run(&admin, command).await.map_err(describe),
         AdminCommand::Message(command) => {
             if message::run(&admin, command).await.map_err(describe)? {
                 Ok(())

@@ -188,7 +188,12 @@ pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig
         ),
     ];
     let settings = collect(&args.common, flags)?;
-    let mut config = ferrocket_broker::BrokerConfig::default();
+    let mut config = ferrocket_broker::BrokerConfig {
+        online_keys: Some(crate::config_online::online_keys(
+            args.common.config_file.clone(),
+        )),
+        ..ferrocket_broker::BrokerConfig::default()
+    };
     for (key, setting) in &settings {
         if !crate::config_keys::apply_broker(&mut config, key, setting)? {
             warn_unknown(key, setting, &crate::known_keys::broker_keys());

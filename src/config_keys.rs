@@ -99,6 +99,7 @@ fn broker_identity_keys(
         "brokerName" => config.broker_name = non_empty(key, setting)?,
         "brokerId" => config.broker_id = parse_value(key, setting)?,
         "brokerIP1" => config.broker_ip1 = setting.value.clone(),
+        "brokerPermission" => config.broker_permission = parse_value(key, setting)?,
         "registerBrokerIntervalMs" | "registerNameServerPeriod" => {
             config.register_broker_interval_ms = positive(key, setting)?
         }

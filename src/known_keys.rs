@@ -48,6 +48,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "brokerName",
     "brokerId",
     "brokerIP1",
+    "brokerPermission",
     "registerBrokerIntervalMs",
     "registerNameServerPeriod",
     "registerBrokerTimeoutMills",

@@ -5,6 +5,7 @@ mod account_args;
 mod admin;
 mod config;
 mod config_keys;
+mod config_online;
 mod known_keys;
 mod properties;
 mod proxy;

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ferrocket_protocol::body::{perm, ClusterInfo, KvTable, TopicRouteData};
+use ferrocket_protocol::body::{
+    parse_properties, perm, properties_text, ClusterInfo, KvTable, TopicRouteData,
+};
 use ferrocket_protocol::codes::request_code;
 use ferrocket_protocol::header::CreateTopicRequestHeader;
 use ferrocket_protocol::limits::validate_topic;
@@ -170,6 +172,29 @@ impl Admin {
     /// Every registered broker, sorted by cluster, broker name and id.
     pub async fn cluster_brokers(&self) -> Result<Vec<BrokerEntry>, ClientError> {
         Ok(broker_entries(&self.namesrv.cluster_info().await?))
+    }
+
+    /// GET_BROKER_CONFIG: the broker's settings in force, as (key, value)
+    /// pairs in the order it sent them (sorted by key).
+    pub async fn broker_config(
+        &self,
+        broker_addr: &str,
+    ) -> Result<Vec<(String, String)>, ClientError> {
+        let request = RemotingCommand::request(request_code::GET_BROKER_CONFIG);
+        let response = expect_success(self.pool.invoke(broker_addr, request).await?)?;
+        Ok(parse_properties(&String::from_utf8_lossy(&response.body)))
+    }
+
+    /// UPDATE_BROKER_CONFIG: sets `pairs` on the broker, all or none.
+    pub async fn update_broker_config(
+        &self,
+        broker_addr: &str,
+        pairs: &[(String, String)],
+    ) -> Result<(), ClientError> {
+        let body = properties_text(pairs).into_bytes();
+        let request = RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG).with_body(body);
+        expect_success(self.pool.invoke(broker_addr, request).await?)?;
+        Ok(())
     }
 
     /// GET_BROKER_RUNTIME_INFO: the broker's statistics table.

@@ -12,9 +12,11 @@ use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteM
 use crate::error::BrokerError;
 
 mod metrics;
+mod online;
 mod replication;
 
 pub use metrics::*;
+pub use online::*;
 pub use replication::*;
 
 /// Default broker port (`listenPort`).
@@ -240,6 +242,13 @@ pub struct BrokerConfig {
     pub replication: ReplicationConfig,
     /// The Prometheus endpoint (`metricsExporterType=PROM` and its keys).
     pub metrics: MetricsConfig,
+    /// `brokerPermission`: 6 reads and writes; without the write bit (2)
+    /// the broker registers its topics read-only, so producers go
+    /// elsewhere; without the read bit (4) it refuses pulls and pops.
+    pub broker_permission: i32,
+    /// The key table for GET/UPDATE_BROKER_CONFIG (set by whoever builds
+    /// the config); `None`: the broker answers both NOT_SUPPORTED.
+    pub online_keys: Option<ConfigKeys>,
     /// `enableProxy`: serve RocketMQ 5 (gRPC) clients on the broker's own
     /// port too, through an in-process proxy (see the README).
     pub enable_proxy: bool,
@@ -308,6 +317,8 @@ impl Default for BrokerConfig {
             server_limits: ServerLimits::default(),
             replication: ReplicationConfig::default(),
             metrics: MetricsConfig::default(),
+            broker_permission: ferrocket_protocol::body::perm::READ_WRITE,
+            online_keys: None,
             enable_proxy: false,
             grpc_handoff: None,
         }
@@ -407,6 +418,12 @@ impl BrokerConfig {
         }
         if self.max_message_size == 0 {
             return bad("maxMessageSize must be positive".into());
+        }
+        if !(0..=7).contains(&self.broker_permission) {
+            return bad(format!(
+                "brokerPermission {} is outside 0..=7 (4 read, 2 write, 6 both)",
+                self.broker_permission
+            ));
         }
         if self.register_broker_interval_ms == 0 || self.offset_persist_interval_ms == 0 {
             return bad("registration and offset persistence intervals must be positive".into());

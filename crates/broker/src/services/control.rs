@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use ferrocket_runtime::shard::{Master, Versioned};
 use ferrocket_runtime::sync::Notify;
 
+use crate::config::BrokerConfig;
 use crate::services::clients::ClientTable;
 use crate::services::groups::GroupTable;
 use crate::services::namesrv::NamesrvClient;
@@ -33,6 +34,8 @@ pub(crate) struct ControlPlane {
     pub ha: HaState,
     /// Messages in and out per second, sampled once a second.
     pub throughput: RefCell<Throughput>,
+    /// The settings in force, changed by UPDATE_BROKER_CONFIG.
+    pub settings: Master<BrokerConfig>,
 }
 
 impl ControlPlane {
@@ -42,6 +45,7 @@ impl ControlPlane {
         groups: Versioned<GroupTable>,
         request_modes: Versioned<RequestModeTable>,
         credentials: Option<(String, String)>,
+        settings: BrokerConfig,
     ) -> Self {
         Self {
             topics: Master::new(topics),
@@ -54,6 +58,10 @@ impl ControlPlane {
             namesrv: NamesrvClient::new(credentials),
             ha: HaState::default(),
             throughput: RefCell::default(),
+            settings: Master::new(Versioned {
+                version: 0,
+                value: std::sync::Arc::new(settings),
+            }),
         }
     }
 }

@@ -19,10 +19,8 @@ use crate::services::offsets::key_topic;
 /// Most store reads one shard makes per scrape for the lag ages (one per
 /// queue behind); queues past it report an age of 0.
 pub(crate) const LAG_TIMESTAMP_READS_MAX: usize = 4_096;
-/// `rocketmq_broker_permission` of a writable broker (read and write).
-const PERM_READ_WRITE: i64 = 6;
-/// ... and of one that refuses writes (disk full): read only.
-const PERM_READ: i64 = 4;
+/// The write bit of `rocketmq_broker_permission`, off while the disk is full.
+const PERM_WRITE: i64 = ferrocket_protocol::body::perm::WRITE as i64;
 
 /// On every shard: its counters and gauges.
 #[derive(Clone)]
@@ -68,11 +66,10 @@ fn common_labels(shard: &Shard) -> Vec<(String, String)> {
 
 fn broker_gauges(shard: &Shard) -> BrokerGauges {
     let reader = shard.store.reader();
-    let permission = if shard.store.is_disk_full() {
-        PERM_READ
-    } else {
-        PERM_READ_WRITE
-    };
+    let mut permission = i64::from(shard.config().broker_permission);
+    if shard.store.is_disk_full() {
+        permission &= !PERM_WRITE;
+    }
     BrokerGauges {
         topics: shard.topics.with(|t| t.topic_config_table.len()) as u64,
         groups: shard.groups.with(|g| g.subscription_group_table.len()) as u64,

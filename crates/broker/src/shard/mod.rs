@@ -14,6 +14,7 @@ pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod replication;
+pub(crate) mod settings;
 pub(crate) mod stats;
 pub(crate) mod tables;
 pub(crate) mod topics;
@@ -95,13 +96,20 @@ pub(crate) struct ShardStats {
     pub skipped_redeliveries: u64,
 }
 
+/// A shard's copy of the settings in force, at a version of shard 0's.
+struct LiveConfig {
+    version: u64,
+    changed_ms: i64,
+    config: Rc<BrokerConfig>,
+}
+
 /// One shard.
 pub(crate) struct Shard {
     pub index: usize,
     pub count: usize,
     pub env: Arc<BrokerEnv>,
-    /// (version, settings in force); see [`Shard::config`].
-    config: RefCell<(u64, Rc<BrokerConfig>)>,
+    /// The settings in force; see [`Shard::config`].
+    config: RefCell<LiveConfig>,
     pub store: ShardStore,
     mesh: OnceCell<Rc<ShardMesh>>,
     pub topics: Replica<TopicTable>,
@@ -164,6 +172,7 @@ impl Shard {
                 tables.2,
                 request_modes.clone(),
                 credentials,
+                env.config.clone(),
             )
         });
         let seed = (now_ms() as u64) ^ ((index as u64 + 1) << 48) ^ u64::from(std::process::id());
@@ -201,7 +210,11 @@ impl Shard {
             metrics: Default::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
-            config: RefCell::new((0, Rc::new(env.config.clone()))),
+            config: RefCell::new(LiveConfig {
+                version: 0,
+                changed_ms: env.boot_ms,
+                config: Rc::new(env.config.clone()),
+            }),
             store,
             env,
         });
@@ -231,14 +244,25 @@ impl Shard {
     /// update (UPDATE_BROKER_CONFIG) applied. A shard-local `Rc`: cloning
     /// it writes no shared cache line.
     pub fn config(&self) -> Rc<BrokerConfig> {
-        self.config.borrow().1.clone()
+        self.config.borrow().config.clone()
     }
 
-    /// Installs the settings of version `version` if newer than the held.
-    pub fn install_config(&self, version: u64, config: &BrokerConfig) {
-        let mut held = self.config.borrow_mut();
-        if version > held.0 {
-            *held = (version, Rc::new(config.clone()));
+    /// The version of the settings in force (0: as started) and when they
+    /// changed (GET_BROKER_CONFIG's `version`).
+    pub fn config_version(&self) -> (u64, i64) {
+        let live = self.config.borrow();
+        (live.version, live.changed_ms)
+    }
+
+    /// Installs settings of `version` if newer than the held ones.
+    pub fn install_config(&self, version: u64, changed_ms: i64, config: &BrokerConfig) {
+        let mut live = self.config.borrow_mut();
+        if version > live.version {
+            *live = LiveConfig {
+                version,
+                changed_ms,
+                config: Rc::new(config.clone()),
+            };
         }
     }
 

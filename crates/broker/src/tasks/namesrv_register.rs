@@ -24,17 +24,22 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
     // The name server updates a broker's queues only when the version
     // differs: each disk-state change is a new one (Java bumps the topic
     // table's version when the broker permission changes).
-    let disk_changes = shard.store.disk_full_changes();
+    // So is each online settings change (brokerPermission among them).
+    let changes = shard.store.disk_full_changes() + shard.config_version().0;
     topics.data_version.counter = topics
         .data_version
         .counter
-        .saturating_add(i64::try_from(disk_changes).unwrap_or(i64::MAX));
+        .saturating_add(i64::try_from(changes).unwrap_or(i64::MAX));
+    // A full disk routes the broker as read-only, so producers pick other
+    // brokers and consumers keep reading; a `brokerPermission` without
+    // read or write masks every topic's perm with it, as Java's does.
+    let mut mask = config.broker_permission | perm::INHERIT;
     if shard.store.is_disk_full() {
-        // Routed as read-only, so producers pick other brokers; consumers
-        // keep reading. Java does the same with a broker permission
-        // without PERM_WRITE.
+        mask &= !perm::WRITE;
+    }
+    if mask & perm::READ_WRITE != perm::READ_WRITE {
         for topic in topics.topic_config_table.values_mut() {
-            topic.perm &= !perm::WRITE;
+            topic.perm &= mask;
         }
     }
     let body = encode_compressed(&RegisterBrokerBody {

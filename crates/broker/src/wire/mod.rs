@@ -5,6 +5,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod assignment;
+pub(crate) mod broker_config;
 pub(crate) mod client;
 pub(crate) mod consumer_admin;
 pub(crate) mod group_admin;
@@ -58,6 +59,8 @@ async fn dispatch(
         GET_TOPIC_CONFIG => topic_admin::topic_config(shard, request),
         DELETE_TOPIC_IN_BROKER => topic_admin::delete_topic(shard, request).await,
         GET_BROKER_RUNTIME_INFO => Ok(topic_admin::runtime_info(shard, request).await),
+        GET_BROKER_CONFIG => Ok(broker_config::get_broker_config(shard, request)),
+        UPDATE_BROKER_CONFIG => broker_config::update_broker_config(shard, request).await,
         QUERY_MESSAGE => query::query_message(shard, request).await,
         VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, request),
         SEARCH_OFFSET_BY_TIMESTAMP => query::queue_time_request(shard, request, true).await,

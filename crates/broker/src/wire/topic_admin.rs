@@ -130,7 +130,8 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     put("bootTimestamp", env.boot_ms.to_string());
     put("runtime", format!("{} ms", now_ms() - env.boot_ms));
     put("putTps", put_tps);
-    // Java's spelling of the key.
+    // Java 4.x's spelling, and 5.x's: tools read one or the other.
+    put("getTransferredTps", got_tps.clone());
     put("getTransferedTps", got_tps);
     put("msgPutTotalTodayNow", total.put_messages.to_string());
     put("msgGetTotalTodayNow", total.got_messages.to_string());

@@ -5,6 +5,7 @@
 mod group;
 mod heartbeat;
 mod lenient;
+mod properties_text;
 mod register_compressed;
 mod route;
 mod topic;
@@ -18,6 +19,7 @@ pub use heartbeat::{
     SubscriptionData,
 };
 pub use lenient::{de_bool, de_i32, de_i64, de_string};
+pub use properties_text::{parse_properties, properties_text};
 pub use register_compressed::{decode_compressed, encode_compressed, CompressedBodyError};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 pub use topic::{

@@ -1,0 +1,176 @@
+//! Changing broker settings while it runs (UPDATE_BROKER_CONFIG, 25) and
+//! reading them (GET_BROKER_CONFIG, 26), `AdminBrokerProcessor`'s pair.
+//!
+//! The broker crate knows which settings its code reads at each use, so
+//! which keys may change online ([`ONLINE_KEYS`]); the key table itself —
+//! how each key is parsed and printed — belongs to whoever builds the
+//! config (the CLI), which hands it over as [`ConfigKeys`], so a key is
+//! parsed in one place whether it comes from broker.conf or from mqadmin.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use ferrocket_protocol::body::parse_properties;
+
+use super::BrokerConfig;
+
+/// Keys read at each use, so a change takes effect at once (the rest are
+/// read at start and are refused online).
+pub const ONLINE_KEYS: &[&str] = &[
+    "brokerPermission",
+    "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup",
+    "defaultTopicQueueNums",
+    "maxMessageSize",
+    "longPollingEnable",
+    "suspendTimeoutMsMax",
+    "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInMemory",
+    "enablePropertyFilter",
+    "traceOn",
+    "regionId",
+    "channelExpiredTimeout",
+    "transactionTimeOut",
+    "transactionCheckInterval",
+    "transactionCheckMax",
+];
+
+/// Keys never changed online (Java's `configBlackList` default and the
+/// two it always adds).
+pub const BLACK_LIST: &[&str] = &["brokerConfigPath", "rocketmqHome", "configBlackList"];
+
+/// Java's answer to a black-listed key.
+pub const BLACK_LIST_REMARK: &str = "Can not update config in black list.";
+
+/// Parses one key into a config: `Ok(false)` for a key it does not know.
+pub type ApplyKey = fn(&mut BrokerConfig, &str, &str) -> Result<bool, String>;
+/// Every key and its value in force, as broker.conf would spell it.
+pub type RenderKeys = fn(&BrokerConfig) -> Vec<(String, String)>;
+
+/// The key table, and the file an online change is written back to.
+#[derive(Clone)]
+pub struct ConfigKeys {
+    pub apply: ApplyKey,
+    pub render: RenderKeys,
+    /// The broker.conf the broker was started with (`-c`): rewritten with
+    /// each online change, so a restart keeps it (Java rewrites it too).
+    pub file: Option<PathBuf>,
+}
+
+impl fmt::Debug for ConfigKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConfigKeys")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two key tables are the same when they write the same file (the
+/// functions are the CLI's, one of each).
+impl PartialEq for ConfigKeys {
+    fn eq(&self, other: &Self) -> bool {
+        self.file == other.file
+    }
+}
+
+impl Eq for ConfigKeys {}
+
+/// Why an update was refused: the answer code and Java-style words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: i32,
+    pub remark: String,
+}
+
+/// Applies `pairs` to a copy of `config`, all or nothing: a black-listed
+/// key is refused as Java refuses it (NO_PERMISSION), any other key that
+/// cannot change online, an unknown key or a bad value with
+/// INVALID_PARAMETER and words that say which and why.
+pub fn apply_online(
+    config: &BrokerConfig,
+    keys: &ConfigKeys,
+    pairs: &[(String, String)],
+) -> Result<BrokerConfig, Refusal> {
+    use ferrocket_protocol::codes::response_code::{INVALID_PARAMETER, NO_PERMISSION};
+    let refuse = |code, remark: String| Refusal { code, remark };
+    if pairs
+        .iter()
+        .any(|(key, _)| BLACK_LIST.contains(&key.as_str()))
+    {
+        return Err(refuse(NO_PERMISSION, BLACK_LIST_REMARK.into()));
+    }
+    let mut updated = config.clone();
+    for (key, value) in pairs {
+        let known =
+            (keys.apply)(&mut updated, key, value).map_err(|why| refuse(INVALID_PARAMETER, why))?;
+        if !known {
+            return Err(refuse(
+                INVALID_PARAMETER,
+                format!("unknown broker config key `{key}`"),
+            ));
+        }
+        if !ONLINE_KEYS.contains(&key.as_str()) {
+            return Err(refuse(
+                INVALID_PARAMETER,
+                format!(
+                    "`{key}` is read at start and cannot change while the broker runs: \
+                     set it in broker.conf and restart (online keys: {})",
+                    ONLINE_KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+    updated
+        .validate()
+        .map_err(|e| refuse(INVALID_PARAMETER, e.to_string()))?;
+    Ok(updated)
+}
+
+/// `text` (a broker.conf) with each of `pairs` set: the line of the key
+/// replaced in place (comments and order kept), new keys appended.
+pub fn rewrite_properties(text: &str, pairs: &[(String, String)]) -> String {
+    let mut done = vec![false; pairs.len()];
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.lines() {
+        let own = parse_properties(line).pop();
+        let found = own.and_then(|(key, _)| pairs.iter().position(|(k, _)| *k == key));
+        match found {
+            Some(i) => {
+                out.push_str(&format!("{}={}", pairs[i].0, pairs[i].1));
+                done[i] = true;
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    for (pair, done) in pairs.iter().zip(done) {
+        if !done {
+            out.push_str(&format!("{}={}\n", pair.0, pair.1));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_rewrite_keeps_comments_and_appends_new_keys() {
+        let text = "# the broker\nbrokerName=broker-a\nautoCreateTopicEnable = true\n";
+        let out = rewrite_properties(
+            text,
+            &pairs(&[("autoCreateTopicEnable", "false"), ("traceOn", "false")]),
+        );
+        assert_eq!(
+            out,
+            "# the broker\nbrokerName=broker-a\nautoCreateTopicEnable=false\ntraceOn=false\n"
+        );
+    }
+}
