@@ -23,6 +23,7 @@ pub fn apply_namesrv(
         "unregisterOnDisconnect" => config.unregister_on_disconnect = parse_bool(key, setting)?,
         "kvConfigEntriesMax" => config.kv_limits.entries_max = positive_count(key, setting)?,
         key if apply_server_limits(&mut config.limits, key, setting)? => {}
+        key if metrics_keys(&mut config.metrics, key, setting)? => {}
         "kvConfigBytesMax" => config.kv_limits.bytes_max = positive_count(key, setting)?,
         "deleteTopicWithBrokerRegistration" => {
             config.delete_topic_with_broker_registration = parse_bool(key, setting)?
@@ -127,7 +128,11 @@ fn broker_metrics_keys(
     key: &str,
     setting: &Setting,
 ) -> Result<bool, String> {
-    let metrics = &mut config.metrics;
+    metrics_keys(&mut config.metrics, key, setting)
+}
+
+/// The exporter's keys, the same on the broker and the name server.
+fn metrics_keys(metrics: &mut MetricsConfig, key: &str, setting: &Setting) -> Result<bool, String> {
     match key {
         "metricsExporterType" => {
             metrics.exporter =

@@ -31,6 +31,11 @@ pub const NAMESRV_KEYS: &[&str] = &[
     "rocketmqHome",
     "configStorePath",
     "orderMessageEnable",
+    "metricsExporterType",
+    "metricsPromExporterHost",
+    "metricsPromExporterPort",
+    "metricsLabel",
+    "metricsInDelta",
 ];
 
 /// The broker's own keys (and [`SERVER_LIMIT_KEYS`]).

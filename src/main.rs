@@ -9,6 +9,7 @@ mod config_online;
 mod known_keys;
 mod properties;
 mod proxy;
+mod proxy_metrics;
 mod start;
 mod tune;
 

@@ -29,6 +29,13 @@ pub struct ProxyArgs {
     /// permission for everything clients do.
     #[command(flatten)]
     account: crate::account_args::AccountArgs,
+    /// Serve Prometheus metrics on this port (Java's proxy default is
+    /// 5557), at the gRPC listen address; unset: no endpoint.
+    #[arg(long, value_name = "PORT")]
+    metrics_port: Option<u16>,
+    /// The `cluster` label of the metrics (RocketMQ's `proxyClusterName`).
+    #[arg(long, default_value = "DefaultCluster")]
+    proxy_cluster_name: String,
 }
 
 /// ACL on both sides of the endpoint: the accounts under `acl_home` (none:
@@ -67,6 +74,15 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
             tokio::time::sleep(Duration::from_millis(STOP_POLL_MS)).await;
         }
     };
+    if let Some(port) = args.metrics_port {
+        let metrics_addr = SocketAddr::new(args.listen_addr, port);
+        let listener = runtime.block_on(crate::proxy_metrics::bind(metrics_addr))?;
+        let labels = crate::proxy_metrics::ProxyLabels {
+            cluster: args.proxy_cluster_name.clone(),
+            node_id: SocketAddr::new(args.listen_addr, args.listen_port).to_string(),
+        };
+        runtime.spawn(crate::proxy_metrics::serve(listener, labels));
+    }
     let namesrv = args.namesrv_addr;
     let bound = move |addr: SocketAddr| {
         // Tests and scripts wait for this line.

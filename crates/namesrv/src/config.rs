@@ -41,6 +41,9 @@ pub struct NamesrvConfig {
     /// `rocketmqHome`: where `conf/plain_acl.yml` is; unset:
     /// `$ROCKETMQ_HOME`.
     pub rocketmq_home: Option<PathBuf>,
+    /// The Prometheus endpoint (`metricsExporterType=PROM` and the broker's
+    /// other `metrics*` keys; default port 5558).
+    pub metrics: ferrocket_metrics::config::MetricsConfig,
 }
 
 impl Default for NamesrvConfig {
@@ -58,6 +61,7 @@ impl Default for NamesrvConfig {
             kv_limits: crate::kv::KvLimits::default(),
             acl_enable: false,
             rocketmq_home: None,
+            metrics: Default::default(),
         }
     }
 }

@@ -12,6 +12,7 @@ mod config;
 mod error;
 pub mod kv;
 pub mod kv_file;
+mod metrics;
 pub mod processor;
 pub mod route;
 mod server;

@@ -44,6 +44,8 @@ pub struct NamesrvHandler {
     unregister_on_disconnect: bool,
     /// With `aclEnable=true`: who may change things (`crate::acl`).
     pub(crate) acl: Option<std::sync::Arc<ferrocket_acl::AclStore>>,
+    /// Every request's latency, for `/metrics` (`crate::metrics`).
+    pub(crate) rpc: RefCell<ferrocket_metrics::rpc::RpcLatencies>,
 }
 
 impl NamesrvHandler {
@@ -66,7 +68,20 @@ impl NamesrvHandler {
             kv: RefCell::new(kv),
             unregister_on_disconnect: config.unregister_on_disconnect,
             acl: crate::acl::open(config.acl_enable, config.rocketmq_home())?,
+            rpc: RefCell::default(),
         })
+    }
+
+    /// Brokers and topics registered now, for `/metrics`.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let routes = self.routes.borrow();
+        let brokers = routes
+            .cluster_info()
+            .broker_addr_table
+            .values()
+            .map(|b| b.broker_addrs.len())
+            .sum();
+        (brokers, routes.all_topics().topic_list.len())
     }
 
     /// Drops brokers silent past their expiry; returns how many.
@@ -331,9 +346,16 @@ impl NamesrvHandler {
 
 impl RequestHandler for NamesrvHandler {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
+        let started = std::time::Instant::now();
         let refusal = (self.acl.as_deref())
             .and_then(|acl| crate::acl::refusal(acl, &request, conn.peer_addr().ip()));
         let response = refusal.unwrap_or_else(|| self.process(Some(conn.id()), &request));
+        let key = ferrocket_metrics::rpc::RpcKey {
+            request_code: request.code,
+            response_code: response.code,
+            oneway: request.is_oneway(),
+        };
+        self.rpc.borrow_mut().observe(key, started.elapsed());
         Box::pin(std::future::ready(Some(response)))
     }
 

@@ -146,6 +146,12 @@ async fn serve_namesrv(
             }
         })
     });
+    let metrics = crate::metrics::bind(&config)?.map(|listener| {
+        let (handler, config) = (handler.clone(), config.clone());
+        glommio::spawn_local(async move {
+            crate::metrics::serve(listener, handler, &config, bound).await
+        })
+    });
     ferrocket_runtime::server::announce_listening("namesrv", bound);
     tracing::info!(%bound, "name server listening");
     on_bound(bound);
@@ -157,6 +163,7 @@ async fn serve_namesrv(
     serve(listener, handler, server_config, flag_set(stop, stop_poll)).await;
     drop(scanner);
     drop(acl_reloader);
+    drop(metrics);
     tracing::info!(%bound, "name server stopped");
     Ok(())
 }

@@ -11,11 +11,10 @@ use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteM
 
 use crate::error::BrokerError;
 
-mod metrics;
 mod online;
 mod replication;
 
-pub use metrics::*;
+pub use ferrocket_metrics::config::{MetricsConfig, MetricsExporter, METRICS_PROM_PORT_DEFAULT};
 pub use online::*;
 pub use replication::*;
 

@@ -9,7 +9,6 @@
 //! made and `ferrocket_metrics_series_dropped_total` counts what it missed.
 
 pub(crate) mod gauges;
-pub(crate) mod histogram;
 pub(crate) mod labels;
 pub(crate) mod render;
 
@@ -17,7 +16,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use histogram::{Histogram, FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_MS_BOUNDS};
+use ferrocket_metrics::histogram::{Histogram, FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS};
+pub(crate) use ferrocket_metrics::rpc::RpcKey;
+use ferrocket_metrics::rpc::RpcLatencies;
 pub(crate) use labels::{ConsumeMode, MessageType};
 
 /// Most labelled series one shard keeps (topics × message types, groups ×
@@ -50,14 +51,6 @@ pub(crate) struct Ended {
     pub finish_latency_s: Histogram,
 }
 
-/// One `rocketmq_rpc_latency` series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct RpcKey {
-    pub request_code: i32,
-    pub response_code: i32,
-    pub oneway: bool,
-}
-
 /// Everything one shard counted since it started.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Counters {
@@ -65,7 +58,7 @@ pub(crate) struct Counters {
     pub inbound: HashMap<String, [Inbound; 4]>,
     /// By group, then topic, then `[not retry, retry]`.
     pub outbound: HashMap<String, HashMap<String, [Outbound; 2]>>,
-    pub rpc: HashMap<RpcKey, Histogram>,
+    pub rpc: RpcLatencies,
     /// Messages sent to the group's DLQ, by group, then original topic.
     pub dlq: HashMap<String, HashMap<String, u64>>,
     /// By real topic.
@@ -130,9 +123,7 @@ impl Counters {
                 }
             }
         }
-        for (key, theirs) in other.rpc {
-            self.rpc.entry(key).or_default().merge(&theirs);
-        }
+        self.rpc.merge(&other.rpc);
         for (group, topics) in other.dlq {
             let mine = self.dlq.entry(group).or_default();
             for (topic, count) in topics {
@@ -192,19 +183,7 @@ impl ShardMetrics {
 
     /// One request answered after `elapsed`.
     pub fn observe_rpc(&self, key: RpcKey, elapsed: Duration) {
-        let c = &mut *self.counters.borrow_mut();
-        let elapsed_ms = elapsed.as_secs_f64() * 1_000.0;
-        if let Some(histogram) = c.rpc.get_mut(&key) {
-            histogram.observe(RPC_LATENCY_MS_BOUNDS, elapsed_ms);
-            return;
-        }
-        if !c.room.take() {
-            return;
-        }
-        c.rpc
-            .entry(key)
-            .or_default()
-            .observe(RPC_LATENCY_MS_BOUNDS, elapsed_ms);
+        self.counters.borrow_mut().rpc.observe(key, elapsed);
     }
 
     /// A message of `topic` consumed by `group` went to the group's DLQ.
@@ -268,7 +247,7 @@ mod tests {
         let out = total.outbound["g"]["orders"];
         assert_eq!((out[0].messages, out[1].messages), (3, 1));
         assert_eq!(total.dlq["g"]["orders"], 1);
-        assert_eq!(total.rpc[&key].count, 1);
+        assert_eq!(total.rpc.series[&key].count, 1);
     }
 
     #[test]

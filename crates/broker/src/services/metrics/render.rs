@@ -8,141 +8,33 @@
 
 use std::fmt;
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+use ferrocket_metrics::exposition::{self, milliseconds, Labels, Unit, Writer};
+use ferrocket_metrics::histogram::{FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS};
 
 use super::gauges::Scrape;
-use super::histogram::{
-    Histogram, FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_MS_BOUNDS,
-};
 use super::labels::MessageType;
 use super::labels::{bool_label, request_label, response_label, system_group, system_topic};
 
-/// The exposition's content type.
-pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// One series' labels (the common ones are added when it is written).
-type Labels = Vec<(&'static str, String)>;
-
 /// The whole exposition of `scrape`.
 pub(crate) fn render(scrape: Scrape) -> String {
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(ScrapeCollector(scrape)));
-    let mut out = String::new();
-    // Writing into a String cannot fail.
-    prometheus_client::encoding::text::encode(&mut out, &registry).expect("encoding into a String");
-    out
+    let common = scrape.common_labels.clone();
+    exposition::render(scrape, common, write_families)
 }
 
-#[derive(Debug)]
-struct ScrapeCollector(Scrape);
-
-impl Collector for ScrapeCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let mut w = Writer {
-            encoder: &mut encoder,
-            common: &self.0.common_labels,
-        };
-        messages_in(&mut w, &self.0)?;
-        messages_out(&mut w, &self.0)?;
-        rpc_latency(&mut w, &self.0)?;
-        transactions(&mut w, &self.0)?;
-        consumers(&mut w, &self.0)?;
-        connections(&mut w, &self.0)?;
-        broker(&mut w, &self.0)?;
-        storage(&mut w, &self.0)?;
-        shards(&mut w, &self.0)
-    }
+fn write_families(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
+    messages_in(w, scrape)?;
+    messages_out(w, scrape)?;
+    let names = |request, response| (request_label(request), response_label(response));
+    scrape.counters.rpc.write(w, names)?;
+    transactions(w, scrape)?;
+    consumers(w, scrape)?;
+    connections(w, scrape)?;
+    broker(w, scrape)?;
+    storage(w, scrape)?;
+    shards(w, scrape)
 }
 
-/// Writes families with the common labels on every series.
-struct Writer<'a, 'b> {
-    encoder: &'a mut DescriptorEncoder<'b>,
-    common: &'a [(String, String)],
-}
-
-impl Writer<'_, '_> {
-    /// The common labels, then the series' own, with values escaped (the
-    /// crate's text encoder writes them as given).
-    fn full(&self, labels: Labels) -> Vec<(String, String)> {
-        let own = labels.into_iter().map(|(k, v)| (k.to_string(), v));
-        let all = self.common.iter().cloned().chain(own);
-        all.map(|(k, v)| (k, escape(&v))).collect()
-    }
-
-    fn counter(&mut self, name: &str, help: &str, series: Vec<(Labels, u64)>) -> fmt::Result {
-        let full: Vec<_> = series.into_iter().map(|(l, v)| (self.full(l), v)).collect();
-        let mut metric = self
-            .encoder
-            .encode_descriptor(name, help, None, MetricType::Counter)?;
-        for (labels, value) in &full {
-            let mut family = metric.encode_family(labels)?;
-            family.encode_counter::<NoLabelSet, u64, f64>(value, None)?;
-        }
-        Ok(())
-    }
-
-    fn gauge(
-        &mut self,
-        name: &str,
-        help: &str,
-        unit: Option<Unit>,
-        series: Vec<(Labels, i64)>,
-    ) -> fmt::Result {
-        let full: Vec<_> = series.into_iter().map(|(l, v)| (self.full(l), v)).collect();
-        let mut metric =
-            self.encoder
-                .encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
-        for (labels, value) in &full {
-            metric.encode_family(labels)?.encode_gauge(value)?;
-        }
-        Ok(())
-    }
-
-    fn histogram(
-        &mut self,
-        name: &str,
-        help: &str,
-        unit: Option<Unit>,
-        bounds: &[f64],
-        series: Vec<(Labels, Histogram)>,
-    ) -> fmt::Result {
-        let full: Vec<_> = series.into_iter().map(|(l, h)| (self.full(l), h)).collect();
-        let mut metric =
-            self.encoder
-                .encode_descriptor(name, help, unit.as_ref(), MetricType::Histogram)?;
-        for (labels, histogram) in &full {
-            let buckets = histogram.buckets(bounds);
-            let mut family = metric.encode_family(labels)?;
-            family.encode_histogram::<NoLabelSet>(
-                histogram.sum,
-                histogram.count,
-                &buckets,
-                None,
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// A label value as the text format needs it: `\\`, `\"` and `\n` escaped.
-fn escape(value: &str) -> String {
-    if !value.contains(['\\', '"', '\n']) {
-        return value.to_string();
-    }
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn milliseconds() -> Option<Unit> {
-    Some(Unit::Other("milliseconds".into()))
-}
-
-fn messages_in(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn messages_in(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let mut messages = Vec::new();
     let mut bytes = Vec::new();
     let mut sizes = Vec::new();
@@ -181,7 +73,7 @@ fn messages_in(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
     )
 }
 
-fn messages_out(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn messages_out(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let mut messages = Vec::new();
     let mut bytes = Vec::new();
     for (group, topics) in &scrape.counters.outbound {
@@ -233,32 +125,7 @@ fn system_label(topic: &str, group: &str) -> &'static str {
     bool_label(system_topic(topic) == "true" || system_group(group) == "true")
 }
 
-fn rpc_latency(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
-    let series = scrape
-        .counters
-        .rpc
-        .iter()
-        .map(|(key, histogram)| {
-            let result = if key.oneway { "oneway" } else { "success" };
-            let labels = vec![
-                ("protocol_type", "remoting".to_string()),
-                ("request_code", request_label(key.request_code)),
-                ("response_code", response_label(key.response_code)),
-                ("result", result.to_string()),
-            ];
-            (labels, *histogram)
-        })
-        .collect();
-    w.histogram(
-        "rocketmq_rpc_latency",
-        "Rpc latency",
-        milliseconds(),
-        RPC_LATENCY_MS_BOUNDS,
-        series,
-    )
-}
-
-fn transactions(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn transactions(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let mut commits = Vec::new();
     let mut rollbacks = Vec::new();
     let mut latency = Vec::new();
@@ -288,7 +155,7 @@ fn transactions(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
     )
 }
 
-fn consumers(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn consumers(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let lag = scrape.lag();
     let mut families: [Vec<(Labels, i64)>; 5] = Default::default();
     for ((group, topic, retry), lag) in &lag {
@@ -342,7 +209,7 @@ fn consumers(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
     )
 }
 
-fn connections(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn connections(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let producers = scrape
         .producers()
         .into_iter()
@@ -385,7 +252,7 @@ fn connections(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
     )
 }
 
-fn broker(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn broker(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let b = &scrape.broker;
     w.gauge(
         "rocketmq_broker_permission",
@@ -407,7 +274,7 @@ fn broker(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
     )
 }
 
-fn storage(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn storage(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let b = &scrape.broker;
     let labels = || -> Labels {
         vec![
@@ -452,7 +319,7 @@ fn storage(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
     )
 }
 
-fn shards(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
+fn shards(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     let per_shard = |value: fn(&super::gauges::ShardGauges) -> i64| -> Vec<(Labels, i64)> {
         scrape
             .shards
@@ -502,7 +369,10 @@ fn shards(w: &mut Writer, scrape: &Scrape) -> fmt::Result {
     w.counter(
         "ferrocket_metrics_series_dropped",
         "Counts that found no room for a new series (the per-shard cap)",
-        vec![(vec![], scrape.counters.room.dropped)],
+        vec![(
+            vec![],
+            scrape.counters.room.dropped + scrape.counters.rpc.dropped,
+        )],
     )
 }
 

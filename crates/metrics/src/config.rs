@@ -1,11 +1,13 @@
-//! The metrics exporter's settings, by RocketMQ 5's `BrokerConfig` names.
+//! The exporter's settings, by RocketMQ 5's `BrokerConfig` names (the
+//! name server takes the same keys).
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::error::BrokerError;
-
-/// `metricsPromExporterPort`'s default, as Java's.
+/// `metricsPromExporterPort`'s default on a broker (and proxy), as Java's.
 pub const METRICS_PROM_PORT_DEFAULT: u16 = 5557;
+/// The name server's default (Java's exports nothing): one more, so a
+/// broker and a name server on one host (`ferrocket start`) both fit.
+pub const NAMESRV_METRICS_PROM_PORT_DEFAULT: u16 = 5558;
 /// Most `metricsLabel` pairs (each is added to every series).
 pub const METRICS_LABELS_MAX: usize = 16;
 
@@ -54,23 +56,25 @@ impl MetricsConfig {
         self.exporter == MetricsExporter::Prom
     }
 
-    /// Where `/metrics` listens: the host as Java picks it, the port.
-    pub fn listen(&self, broker_ip1: &str, listen_addr: IpAddr) -> Result<SocketAddr, BrokerError> {
-        let host = [self.prom_host.trim(), broker_ip1.trim()]
+    /// Where `/metrics` listens: the host as Java picks it (the set host,
+    /// else `advertised` — a broker's brokerIP1 —, else the server's listen
+    /// address), the set port or `default_port`.
+    pub fn listen(
+        &self,
+        advertised: &str,
+        listen_addr: IpAddr,
+        default_port: u16,
+    ) -> Result<SocketAddr, String> {
+        let host = [self.prom_host.trim(), advertised.trim()]
             .into_iter()
             .find(|h| !h.is_empty());
         let ip = match host {
-            Some(host) => host.parse::<IpAddr>().map_err(|_| {
-                BrokerError::Config(format!(
-                    "metricsPromExporterHost `{host}` is not an IP address"
-                ))
-            })?,
+            Some(host) => host
+                .parse::<IpAddr>()
+                .map_err(|_| format!("metricsPromExporterHost `{host}` is not an IP address"))?,
             None => listen_addr,
         };
-        Ok(SocketAddr::new(
-            ip,
-            self.prom_port.unwrap_or(METRICS_PROM_PORT_DEFAULT),
-        ))
+        Ok(SocketAddr::new(ip, self.prom_port.unwrap_or(default_port)))
     }
 
     /// Parses `metricsLabel`: comma-separated `key:value` pairs with
@@ -137,11 +141,15 @@ mod tests {
         let local: IpAddr = "127.0.0.1".parse().unwrap();
         let config = MetricsConfig::default();
         assert_eq!(
-            config.listen("", local).unwrap().to_string(),
+            config.listen("", local, 5557).unwrap().to_string(),
             "127.0.0.1:5557"
         );
         assert_eq!(
-            config.listen("10.0.0.5", local).unwrap().ip().to_string(),
+            config
+                .listen("10.0.0.5", local, 5557)
+                .unwrap()
+                .ip()
+                .to_string(),
             "10.0.0.5"
         );
         let explicit = MetricsConfig {
@@ -150,13 +158,16 @@ mod tests {
             ..MetricsConfig::default()
         };
         assert_eq!(
-            explicit.listen("10.0.0.5", local).unwrap().to_string(),
+            explicit
+                .listen("10.0.0.5", local, 5557)
+                .unwrap()
+                .to_string(),
             "0.0.0.0:9000"
         );
         let bad = MetricsConfig {
             prom_host: "nohost".into(),
             ..MetricsConfig::default()
         };
-        assert!(bad.listen("", local).is_err());
+        assert!(bad.listen("", local, 5557).is_err());
     }
 }

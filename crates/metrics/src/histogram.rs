@@ -3,7 +3,7 @@
 //! allocates nothing.
 
 /// `rocketmq_message_size`: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
-pub(crate) const MESSAGE_SIZE_BOUNDS: &[f64] = &[
+pub const MESSAGE_SIZE_BOUNDS: &[f64] = &[
     1024.0,
     4096.0,
     524_288.0,
@@ -12,11 +12,11 @@ pub(crate) const MESSAGE_SIZE_BOUNDS: &[f64] = &[
     4_194_304.0,
 ];
 /// `rocketmq_rpc_latency` (milliseconds).
-pub(crate) const RPC_LATENCY_MS_BOUNDS: &[f64] =
+pub const RPC_LATENCY_MS_BOUNDS: &[f64] =
     &[1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0];
 /// `rocketmq_finish_message_latency` (Java records seconds under its "ms"
 /// unit; so do we, so dashboards read the same).
-pub(crate) const FINISH_LATENCY_S_BOUNDS: &[f64] = &[5.0, 60.0, 600.0, 3600.0, 43_200.0, 86_400.0];
+pub const FINISH_LATENCY_S_BOUNDS: &[f64] = &[5.0, 60.0, 600.0, 3600.0, 43_200.0, 86_400.0];
 
 /// Most bounds of any histogram above; one more bucket holds +Inf.
 const BOUNDS_MAX: usize = 9;
@@ -24,7 +24,7 @@ const BOUNDS_MAX: usize = 9;
 /// Counts per bucket (not cumulative; the encoder sums them), the sum and
 /// the count of what was observed.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub(crate) struct Histogram {
+pub struct Histogram {
     buckets: [u64; BOUNDS_MAX + 1],
     pub sum: f64,
     pub count: u64,

@@ -1,0 +1,103 @@
+//! `rocketmq_rpc_latency` (`RemotingMetricsManager`): every request's time
+//! from read to answer, by request and response code.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use crate::exposition::{milliseconds, Labels, Writer};
+use crate::histogram::{Histogram, RPC_LATENCY_MS_BOUNDS};
+
+/// Most (request, response) series one map keeps; later new pairs are
+/// counted in `dropped` only (a client may send any request code).
+pub const RPC_SERIES_MAX: usize = 4_096;
+
+/// One series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RpcKey {
+    pub request_code: i32,
+    pub response_code: i32,
+    pub oneway: bool,
+}
+
+/// The latency histograms of one executor (or, merged, of a server).
+#[derive(Debug, Clone, Default)]
+pub struct RpcLatencies {
+    pub series: HashMap<RpcKey, Histogram>,
+    /// Observations that found no room for a new series.
+    pub dropped: u64,
+}
+
+impl RpcLatencies {
+    pub fn observe(&mut self, key: RpcKey, elapsed: Duration) {
+        let elapsed_ms = elapsed.as_secs_f64() * 1_000.0;
+        if let Some(histogram) = self.series.get_mut(&key) {
+            histogram.observe(RPC_LATENCY_MS_BOUNDS, elapsed_ms);
+            return;
+        }
+        if self.series.len() >= RPC_SERIES_MAX {
+            self.dropped += 1;
+            return;
+        }
+        let mut histogram = Histogram::default();
+        histogram.observe(RPC_LATENCY_MS_BOUNDS, elapsed_ms);
+        self.series.insert(key, histogram);
+    }
+
+    pub fn merge(&mut self, other: &RpcLatencies) {
+        for (key, theirs) in &other.series {
+            self.series.entry(*key).or_default().merge(theirs);
+        }
+        self.dropped += other.dropped;
+    }
+
+    /// The family, codes named as `names` gives them (request, response).
+    pub fn write(
+        &self,
+        w: &mut Writer<'_, '_>,
+        names: impl Fn(i32, i32) -> (String, String),
+    ) -> fmt::Result {
+        let series = self
+            .series
+            .iter()
+            .map(|(key, histogram)| {
+                let (request, response) = names(key.request_code, key.response_code);
+                let result = if key.oneway { "oneway" } else { "success" };
+                let labels: Labels = vec![
+                    ("protocol_type", "remoting".to_string()),
+                    ("request_code", request),
+                    ("response_code", response),
+                    ("result", result.to_string()),
+                ];
+                (labels, *histogram)
+            })
+            .collect();
+        w.histogram(
+            "rocketmq_rpc_latency",
+            "Rpc latency",
+            milliseconds(),
+            RPC_LATENCY_MS_BOUNDS,
+            series,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_series_past_the_cap_are_counted_as_dropped() {
+        let mut rpc = RpcLatencies::default();
+        for code in 0..RPC_SERIES_MAX as i32 + 2 {
+            let key = RpcKey {
+                request_code: code,
+                response_code: 0,
+                oneway: false,
+            };
+            rpc.observe(key, Duration::from_millis(2));
+        }
+        assert_eq!(rpc.series.len(), RPC_SERIES_MAX);
+        assert_eq!(rpc.dropped, 2);
+    }
+}
