@@ -65,6 +65,12 @@ enum TopicCommand {
         #[arg(short = 't', long)]
         topic: String,
     },
+    /// Each queue's offsets and last store time on every master of the
+    /// topic (`mqadmin topicStatus`).
+    Status {
+        #[arg(short = 't', long)]
+        topic: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +144,9 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
             println!("{json}");
             Ok(())
         }
+        AdminCommand::Topic(TopicCommand::Status { topic }) => {
+            topic_status(&admin, &topic).await.map_err(describe)
+        }
         AdminCommand::Cluster(ClusterCommand::List) => cluster_list(&admin).await.map_err(describe),
         AdminCommand::Broker(command) => broker::run(&admin, command).await.map_err(describe),
         AdminCommand::Message(command) => {
@@ -157,6 +166,37 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
             consumer::run_group(&admin, command).await.map_err(describe)
         }
     }
+}
+
+async fn topic_status(admin: &Admin, topic: &str) -> Result<(), ClientError> {
+    let route = admin.topic_route(topic).await?;
+    let mut rows = vec![[
+        "#Broker Name".to_string(),
+        "#QID".into(),
+        "#Min Offset".into(),
+        "#Max Offset".into(),
+        "#Last Updated".into(),
+    ]];
+    for broker in &route.broker_datas {
+        let Some(addr) = broker.master_addr() else {
+            continue;
+        };
+        for (queue, offsets) in admin.topic_stats(addr, topic).await? {
+            let updated = match offsets.last_update_timestamp {
+                0 => String::new(),
+                ms => time::format_local(ms),
+            };
+            rows.push([
+                queue.broker_name.clone(),
+                queue.queue_id.to_string(),
+                offsets.min_offset.to_string(),
+                offsets.max_offset.to_string(),
+                updated,
+            ]);
+        }
+    }
+    print_table(&rows);
+    Ok(())
 }
 
 async fn create_topic(admin: &Admin, args: CreateTopicArgs) -> Result<(), ClientError> {

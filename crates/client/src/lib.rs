@@ -30,6 +30,7 @@ pub mod query;
 pub mod reset_offset;
 pub mod route;
 pub mod send;
+pub mod topic_stats;
 
 pub use admin::{Admin, BrokerEntry, CreateTopicOptions};
 pub use connection::{Connection, ConnectionConfig, Credentials, RequestHandler};

@@ -14,7 +14,6 @@ use super::Shard;
 use crate::clock::now_ms;
 use crate::services::metrics::gauges::{BrokerGauges, Lag, LagKey, Scrape, ShardGauges};
 use crate::services::metrics::{ConsumeMode, Counters};
-use crate::services::offsets::key_topic;
 
 /// Most store reads one shard makes per scrape for the lag ages (one per
 /// queue behind); queues past it report an age of 0.
@@ -165,8 +164,10 @@ fn owned_lag(shard: &Shard) -> HashMap<LagKey, Lag> {
     let mut reads_left = LAG_TIMESTAMP_READS_MAX;
     let mut total: HashMap<LagKey, Lag> = HashMap::new();
     for (key, queues) in offsets.entries() {
-        let stored_topic = key_topic(key);
-        let group = &key[stored_topic.len() + 1..];
+        // Keys are `topic@group`; a file with another shape is skipped.
+        let Some((stored_topic, group)) = key.split_once('@') else {
+            continue;
+        };
         let Some((topic, retry)) = lag_topic(stored_topic, group) else {
             continue;
         };

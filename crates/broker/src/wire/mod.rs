@@ -21,6 +21,7 @@ pub(crate) mod reset;
 pub(crate) mod retry;
 pub(crate) mod send;
 pub(crate) mod topic_admin;
+pub(crate) mod topic_stats;
 pub(crate) mod transaction;
 
 use std::rc::Rc;
@@ -73,6 +74,9 @@ async fn dispatch(
         GET_CONSUMER_CONNECTION_LIST => consumer_admin::consumer_connections(shard, request).await,
         GET_ALL_CONSUMER_OFFSET => consumer_admin::all_consumer_offsets(shard, request).await,
         GET_CONSUME_STATS => consumer_admin::consume_stats(shard, request).await,
+        GET_TOPIC_STATS_INFO => topic_stats::topic_stats(shard, request).await,
+        QUERY_TOPIC_CONSUME_BY_WHO => topic_stats::topic_consumed_by(shard, request).await,
+        QUERY_TOPICS_BY_CONSUMER => topic_stats::topics_consumed(shard, request).await,
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => group_admin::update_and_create(shard, request).await,
         GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(group_admin::all_configs(shard, request)),
         DELETE_SUBSCRIPTIONGROUP => group_admin::delete(shard, request).await,
