@@ -7,6 +7,8 @@
 
 mod harness;
 
+use std::os::unix::fs::PermissionsExt;
+
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
 use harness::remoting::RemotingConn;
@@ -43,8 +45,12 @@ fn config_opts(file: &std::path::Path) -> BrokerOpts {
 #[test]
 fn a_change_takes_effect_is_written_back_and_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
+    // A symlinked, owner-only broker.conf (it may hold credentials).
+    let real = dir.path().join("real.conf");
+    std::fs::write(&real, "# my broker\nautoCreateTopicEnable = true\n").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
     let file = dir.path().join("broker.conf");
-    std::fs::write(&file, "# my broker\nautoCreateTopicEnable = true\n").unwrap();
+    std::os::unix::fs::symlink(&real, &file).unwrap();
     let namesrv = harness::Namesrv::start();
     let mut broker = harness::Broker::start(&namesrv.addr(), config_opts(&file));
     let mut conn = broker.connect();
@@ -74,9 +80,15 @@ fn a_change_takes_effect_is_written_back_and_survives_a_restart() {
             response_code::TOPIC_NOT_EXIST
         );
     }
-    let written = std::fs::read_to_string(&file).unwrap();
+    let written = std::fs::read_to_string(&real).unwrap();
     assert_eq!(written, "# my broker\nautoCreateTopicEnable=false\n");
-    assert!(dir.path().join("broker.conf.bak").exists());
+    assert!(dir.path().join("real.conf.bak").exists());
+    assert!(std::fs::symlink_metadata(&file)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let mode = std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 
     broker.restart();
     let mut conn = broker.connect();

@@ -56,11 +56,24 @@ pub async fn run(admin: &Admin, command: BrokerCommand) -> Result<(), ClientErro
                 update.key.trim().to_string(),
                 update.value.trim().to_string(),
             )];
+            // As mqadmin: a broker that fails does not stop the others.
+            let mut failed = Vec::new();
             for addr in addrs(admin, &update.target).await? {
-                admin.update_broker_config(&addr, &pairs).await?;
-                println!("update broker config success, {addr}");
+                match admin.update_broker_config(&addr, &pairs).await {
+                    Ok(()) => println!("update broker config success, {addr}"),
+                    Err(error) => {
+                        eprintln!("update broker config failed, {addr}: {error}");
+                        failed.push(addr);
+                    }
+                }
             }
-            Ok(())
+            match failed.is_empty() {
+                true => Ok(()),
+                false => Err(ClientError::InvalidArgument(format!(
+                    "not updated on {}",
+                    failed.join(", ")
+                ))),
+            }
         }
     }
 }

@@ -89,6 +89,12 @@ impl MetricsConfig {
             if !is_label_name(key) {
                 return Err(format!("`{key}` is not a Prometheus label name"));
             }
+            if RESERVED_LABELS.contains(&key) {
+                return Err(format!(
+                    "`{key}` is a label the server sets itself ({})",
+                    RESERVED_LABELS.join(", ")
+                ));
+            }
             labels.push((key.to_string(), value.trim().to_string()));
         }
         if labels.len() > METRICS_LABELS_MAX {
@@ -97,6 +103,19 @@ impl MetricsConfig {
         Ok(labels)
     }
 }
+
+/// Labels the servers set on their series, which `metricsLabel` may not.
+const RESERVED_LABELS: &[&str] = &[
+    "cluster",
+    "node_type",
+    "node_id",
+    "aggregation",
+    "le",
+    "quantile",
+    "shard",
+    "topic",
+    "consumer_group",
+];
 
 /// `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__` (reserved).
 fn is_label_name(name: &str) -> bool {
@@ -134,6 +153,7 @@ mod tests {
         assert!(MetricsConfig::parse_labels("env").is_err());
         assert!(MetricsConfig::parse_labels("1x:y").is_err());
         assert!(MetricsConfig::parse_labels("__name__:y").is_err());
+        assert!(MetricsConfig::parse_labels("cluster:y").is_err());
     }
 
     #[test]

@@ -77,9 +77,14 @@ impl Writer<'_, '_> {
     /// The common labels, then the series' own, with values escaped (the
     /// crate's text encoder writes them as given).
     fn full(&self, labels: Labels) -> Vec<(String, String)> {
-        let own = labels.into_iter().map(|(k, v)| (k.to_string(), v));
-        let all = self.common.iter().cloned().chain(own);
-        all.map(|(k, v)| (k, escape(&v))).collect()
+        // A series' own label wins over a common one of the same name: a
+        // label twice would make Prometheus refuse the whole scrape.
+        let mut all: Vec<(String, String)> = (self.common.iter())
+            .filter(|(k, _)| !labels.iter().any(|(own, _)| own == k))
+            .map(|(k, v)| (k.clone(), escape(v)))
+            .collect();
+        all.extend(labels.into_iter().map(|(k, v)| (k.to_string(), escape(&v))));
+        all
     }
 
     pub fn counter(&mut self, name: &str, help: &str, series: Vec<(Labels, u64)>) -> fmt::Result {

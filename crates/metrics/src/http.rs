@@ -18,7 +18,7 @@ use crate::exposition::CONTENT_TYPE;
 pub const REQUEST_BYTES_MAX: usize = 8 * 1024;
 /// Most scrapes served at once; more connections are closed at once.
 const CONNECTIONS_MAX: usize = 16;
-/// A client has this long to send its request, and to take the answer.
+/// A client has this long to send its request and take the answer, in all.
 pub const IO_TIMEOUT_MS: u64 = 5_000;
 /// Most headers parsed in a request.
 const HEADERS_MAX: usize = 32;
@@ -33,6 +33,9 @@ where
     F: Future<Output = String> + 'static,
 {
     let open = Rc::new(Cell::new(0usize));
+    // One scrape at a time: concurrent requests wait for the running one
+    // instead of each gathering every shard's figures.
+    let one_scrape = Rc::new(glommio::sync::Semaphore::new(1));
     let stop = std::pin::pin!(stop);
     let mut stop = stop;
     loop {
@@ -46,8 +49,20 @@ where
             Some(Ok(stream)) if open.get() < CONNECTIONS_MAX => {
                 open.set(open.get() + 1);
                 let (scrape, open) = (scrape.clone(), Rc::clone(&open));
+                let one_scrape = Rc::clone(&one_scrape);
                 glommio::spawn_local(async move {
-                    if let Err(e) = answer(stream, scrape).await {
+                    // One deadline for the whole exchange: a client trickling
+                    // its request a byte at a time cannot hold a slot.
+                    let whole = Duration::from_millis(IO_TIMEOUT_MS);
+                    let timed_out = async {
+                        glommio::timer::sleep(whole).await;
+                        Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "request took too long",
+                        ))
+                    };
+                    if let Err(e) = future::or(answer(stream, scrape, &one_scrape), timed_out).await
+                    {
                         tracing::debug!("metrics request failed: {e}");
                     }
                     open.set(open.get() - 1);
@@ -161,7 +176,11 @@ pub fn response_bytes(head: Head, metrics: Option<String>) -> Vec<u8> {
     out
 }
 
-async fn answer<S, F>(mut stream: TcpStream, scrape: S) -> io::Result<()>
+async fn answer<S, F>(
+    mut stream: TcpStream,
+    scrape: S,
+    one_scrape: &glommio::sync::Semaphore,
+) -> io::Result<()>
 where
     S: Fn() -> F,
     F: Future<Output = String>,
@@ -174,7 +193,11 @@ where
         Head::Request {
             route: Route::Metrics,
             ..
-        } => Some(scrape().await),
+        } => {
+            let _permit =
+                (one_scrape.acquire_permit(1).await).map_err(|e| io::Error::other(e.to_string()))?;
+            Some(scrape().await)
+        }
         _ => None,
     };
     stream.write_all(&response_bytes(head, metrics)).await?;

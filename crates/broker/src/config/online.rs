@@ -15,12 +15,13 @@ use ferrocket_protocol::body::parse_properties;
 use super::BrokerConfig;
 
 /// Keys read at each use, so a change takes effect at once (the rest are
-/// read at start and are refused online).
+/// read at start, or fixed into state made at start — TBW102's queue
+/// count caps `defaultTopicQueueNums`, each half message keeps the
+/// `transactionTimeOut` it arrived under — and are refused online).
 pub const ONLINE_KEYS: &[&str] = &[
     "brokerPermission",
     "autoCreateTopicEnable",
     "autoCreateSubscriptionGroup",
-    "defaultTopicQueueNums",
     "maxMessageSize",
     "longPollingEnable",
     "suspendTimeoutMsMax",
@@ -30,8 +31,6 @@ pub const ONLINE_KEYS: &[&str] = &[
     "traceOn",
     "regionId",
     "channelExpiredTimeout",
-    "transactionTimeOut",
-    "transactionCheckInterval",
     "transactionCheckMax",
 ];
 
@@ -101,6 +100,15 @@ pub fn apply_online(
     }
     let mut updated = config.clone();
     for (key, value) in pairs {
+        // broker.conf would read a trailing `\` as joining the next line.
+        if value.ends_with('\\') {
+            return Err(refuse(
+                INVALID_PARAMETER,
+                format!(
+                    "the value of `{key}` ends with `\\`, which broker.conf reads as a line join"
+                ),
+            ));
+        }
         let known =
             (keys.apply)(&mut updated, key, value).map_err(|why| refuse(INVALID_PARAMETER, why))?;
         if !known {
@@ -131,13 +139,20 @@ pub fn apply_online(
 pub fn rewrite_properties(text: &str, pairs: &[(String, String)]) -> String {
     let mut done = vec![false; pairs.len()];
     let mut out = String::with_capacity(text.len() + 64);
+    // Inside the continuation lines of a replaced key's old value.
+    let mut skipping = false;
     for line in text.lines() {
+        if skipping {
+            skipping = line.ends_with('\\');
+            continue;
+        }
         let own = parse_properties(line).pop();
         let found = own.and_then(|(key, _)| pairs.iter().position(|(k, _)| *k == key));
         match found {
             Some(i) => {
                 out.push_str(&format!("{}={}", pairs[i].0, pairs[i].1));
                 done[i] = true;
+                skipping = line.ends_with('\\');
             }
             None => out.push_str(line),
         }
@@ -159,6 +174,13 @@ mod tests {
         list.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_replaced_value_takes_its_continuation_lines_with_it() {
+        let text = "regionId=a\\\n  b\\\n  c\ntraceOn=true\n";
+        let out = rewrite_properties(text, &pairs(&[("regionId", "r2")]));
+        assert_eq!(out, "regionId=r2\ntraceOn=true\n");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::services::metrics::{ConsumeMode, Counters};
 
 /// Most store reads one shard makes per scrape for the lag ages (one per
 /// queue behind); queues past it report an age of 0.
-pub(crate) const LAG_TIMESTAMP_READS_MAX: usize = 4_096;
+pub(crate) const LAG_TIMESTAMP_READS_MAX: usize = 1_024;
 /// The write bit of `rocketmq_broker_permission`, off while the disk is full.
 const PERM_WRITE: i64 = ferrocket_protocol::body::perm::WRITE as i64;
 

@@ -107,10 +107,17 @@ async fn write_back(path: std::path::PathBuf, pairs: Vec<(String, String)>) -> R
     let shown = path.display().to_string();
     let written = glommio::executor()
         .spawn_blocking(move || -> Result<(), String> {
+            // A symlinked broker.conf: write the file it points at, and
+            // keep its permissions (it may hold credentials).
+            let path = std::fs::canonicalize(&path).map_err(|e| e.to_string())?;
+            let permissions = std::fs::metadata(&path)
+                .map_err(|e| e.to_string())?
+                .permissions();
             let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
             let updated = rewrite_properties(&text, &pairs);
             ferrocket_store::write_atomic(&path, updated.as_bytes(), true)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            std::fs::set_permissions(&path, permissions).map_err(|e| e.to_string())
         })
         .await;
     written.map_err(|why| {

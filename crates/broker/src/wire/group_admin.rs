@@ -19,17 +19,23 @@ fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
 }
 
+/// A broker whose brokerPermission lacks read takes no pulls, pops,
+/// peeks, notifications or polling-info requests (Java's words).
+pub(crate) fn check_readable(shard: &Shard) -> Result<(), Reject> {
+    if ferrocket_protocol::body::perm::is_readable(shard.config().broker_permission) {
+        return Ok(());
+    }
+    let ip = shard.env.store_host.ip();
+    Err(Reject::new(
+        response_code::NO_PERMISSION,
+        format!("the broker[{ip}] pulling message is forbidden"),
+    ))
+}
+
 /// The checks of `PullMessageProcessor`: the group exists (or is created)
 /// and may consume, and a broadcasting group may consume by broadcast.
 pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Reject> {
-    // A broker whose brokerPermission lacks read takes no pulls or pops.
-    if !ferrocket_protocol::body::perm::is_readable(shard.config().broker_permission) {
-        let ip = shard.env.store_host.ip();
-        return Err(Reject::new(
-            response_code::NO_PERMISSION,
-            format!("the broker[{ip}] pulling message is forbidden"),
-        ));
-    }
+    check_readable(shard)?;
     // The common case reads two flags of this shard's copy, no clone.
     let flags = |c: &SubscriptionGroupConfig| (c.consume_enable, c.consume_broadcast_enable);
     let (consume_enable, broadcast_enable) = match shard.groups.with(|t| t.get(group).map(flags)) {

@@ -109,7 +109,14 @@ pub(crate) async fn send_msg_back(
     {
         props.insert(properties::ORIGIN_MESSAGE_ID, source.offset_msg_id());
     }
+    let original = props
+        .get(properties::RETRY_TOPIC)
+        .unwrap_or(source.topic)
+        .to_string();
     store_retry_copy(shard, &source, props, topic, queue_id).await?;
+    if to_dlq {
+        shard.metrics.count_dlq(&header.group, &original);
+    }
     Ok(success)
 }
 
@@ -143,8 +150,6 @@ async fn dead_letter_target(
     };
     ensure_topic(shard, &dlq, TopicChange::Upsert(config)).await?;
     props.remove(properties::DELAY);
-    let original = props.get(properties::RETRY_TOPIC).unwrap_or(source.topic);
-    shard.metrics.count_dlq(group, original);
     tracing::info!(%group, topic = %source.topic,
         reconsume_times = source.reconsume_times, "message sent to the DLQ");
     Ok((dlq, 0))

@@ -92,8 +92,8 @@ pub(crate) fn system_topic(topic: &str) -> &'static str {
 /// `is_system` of a group (`BrokerMetricsManager.isSystemGroup`: the
 /// lower-cased name starts with `cid_rmq_sys_`).
 pub(crate) fn system_group(group: &str) -> &'static str {
-    let prefix = SYSTEM_GROUP_PREFIX.len();
-    bool_label(group.len() >= prefix && group[..prefix].eq_ignore_ascii_case(SYSTEM_GROUP_PREFIX))
+    let prefix = group.as_bytes().get(..SYSTEM_GROUP_PREFIX.len());
+    bool_label(prefix.is_some_and(|p| p.eq_ignore_ascii_case(SYSTEM_GROUP_PREFIX.as_bytes())))
 }
 
 /// Whether `topic` is a retry or dead-letter topic: Java counts neither

@@ -414,8 +414,8 @@ impl Shard {
             if props.get(properties::RETRY_TOPIC).is_none() {
                 props.insert(properties::RETRY_TOPIC, &key.topic);
             }
-            let target = if source.reconsume_times >= group.retry_max_times {
-                self.metrics.count_dlq(&key.group, &original);
+            let to_dlq = source.reconsume_times >= group.retry_max_times;
+            let target = if to_dlq {
                 crate::services::topics::dlq_topic(&key.group)
             } else if key.topic.starts_with(RETRY_TOPIC_PREFIX) {
                 key.topic.clone()
@@ -436,6 +436,9 @@ impl Shard {
                 )
             };
             self.store_record(&record, tag_hash(&props)).await?;
+            if to_dlq {
+                self.metrics.count_dlq(&key.group, &original);
+            }
         }
         Ok(())
     }
