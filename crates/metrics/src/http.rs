@@ -194,8 +194,8 @@ where
             route: Route::Metrics,
             ..
         } => {
-            let _permit =
-                (one_scrape.acquire_permit(1).await).map_err(|e| io::Error::other(e.to_string()))?;
+            let _permit = (one_scrape.acquire_permit(1).await)
+                .map_err(|e| io::Error::other(e.to_string()))?;
             Some(scrape().await)
         }
         _ => None,

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
+use ferrocket_protocol::codes::{request_code_name, response_code_name};
+
 use crate::exposition::{milliseconds, Labels, Writer};
 use crate::histogram::{Histogram, RPC_LATENCY_MS_BOUNDS};
 
@@ -18,6 +20,23 @@ pub struct RpcKey {
     pub request_code: i32,
     pub response_code: i32,
     pub oneway: bool,
+}
+
+/// `request_code` / `response_code` values (`RemotingHelper`): the
+/// lower-cased constant name, or the number for a code without one.
+pub fn code_labels(request: i32, response: i32) -> (String, String) {
+    (
+        label(request_code_name(request), request),
+        label(response_code_name(response), response),
+    )
+}
+
+fn label(name: &str, code: i32) -> String {
+    if name == "UNKNOWN" {
+        code.to_string()
+    } else {
+        name.to_ascii_lowercase()
+    }
 }
 
 /// The latency histograms of one executor (or, merged, of a server).
@@ -51,17 +70,13 @@ impl RpcLatencies {
         self.dropped += other.dropped;
     }
 
-    /// The family, codes named as `names` gives them (request, response).
-    pub fn write(
-        &self,
-        w: &mut Writer<'_, '_>,
-        names: impl Fn(i32, i32) -> (String, String),
-    ) -> fmt::Result {
+    /// The family, with the codes' names ([`code_labels`]).
+    pub fn write(&self, w: &mut Writer<'_, '_>) -> fmt::Result {
         let series = self
             .series
             .iter()
             .map(|(key, histogram)| {
-                let (request, response) = names(key.request_code, key.response_code);
+                let (request, response) = code_labels(key.request_code, key.response_code);
                 let result = if key.oneway { "oneway" } else { "success" };
                 let labels: Labels = vec![
                     ("protocol_type", "remoting".to_string()),
@@ -85,6 +100,15 @@ impl RpcLatencies {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_are_named_as_java_names_them() {
+        assert_eq!(
+            code_labels(310, 0),
+            ("send_message_v2".into(), "success".into())
+        );
+        assert_eq!(code_labels(987_654, -5).0, "987654");
+    }
 
     #[test]
     fn new_series_past_the_cap_are_counted_as_dropped() {

@@ -11,7 +11,6 @@ use std::rc::Rc;
 use ferrocket_metrics::config::NAMESRV_METRICS_PROM_PORT_DEFAULT;
 use ferrocket_metrics::exposition::{render, Writer};
 use ferrocket_metrics::rpc::RpcLatencies;
-use ferrocket_protocol::codes::{request_code_name, response_code_name};
 use ferrocket_runtime::server::{bind_listener, bind_waiting};
 use glommio::net::TcpListener;
 
@@ -71,22 +70,8 @@ pub(crate) async fn serve(
     ferrocket_metrics::http::serve(listener, std::future::pending(), scrape).await;
 }
 
-fn code_label(name: &str, code: i32) -> String {
-    if name == "UNKNOWN" {
-        code.to_string()
-    } else {
-        name.to_ascii_lowercase()
-    }
-}
-
 fn write(w: &mut Writer<'_, '_>, figures: &Figures) -> fmt::Result {
-    let names = |request, response| {
-        (
-            code_label(request_code_name(request), request),
-            code_label(response_code_name(response), response),
-        )
-    };
-    figures.rpc.write(w, names)?;
+    figures.rpc.write(w)?;
     let one = |value: usize| vec![(vec![], value as i64)];
     w.gauge(
         "ferrocket_namesrv_brokers",

@@ -3,7 +3,6 @@
 //! system one, and the code names of `rocketmq_rpc_latency`.
 
 use ferrocket_protocol::body::ConsumeType;
-use ferrocket_protocol::codes::{request_code_name, response_code_name};
 use ferrocket_protocol::properties::{self, Properties};
 
 use crate::services::topics::is_system_topic;
@@ -110,24 +109,6 @@ pub(crate) fn bool_label(value: bool) -> &'static str {
     }
 }
 
-/// `request_code` / `response_code` values: the lower-cased constant
-/// name, or the number for a code without one (`RemotingHelper`).
-pub(crate) fn request_label(code: i32) -> String {
-    code_label(request_code_name(code), code)
-}
-
-pub(crate) fn response_label(code: i32) -> String {
-    code_label(response_code_name(code), code)
-}
-
-fn code_label(name: &str, code: i32) -> String {
-    if name == "UNKNOWN" {
-        code.to_string()
-    } else {
-        name.to_ascii_lowercase()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,14 +147,11 @@ mod tests {
     }
 
     #[test]
-    fn system_names_and_code_labels() {
+    fn system_names() {
         assert_eq!(system_topic("rmq_sys_TRACE"), "true");
         assert_eq!(system_topic("orders"), "false");
         assert_eq!(system_group("cid_rmq_sys_x"), "true");
         assert_eq!(system_group("orders"), "false");
-        assert_eq!(request_label(310), "send_message_v2");
-        assert_eq!(response_label(0), "success");
-        assert_eq!(request_label(987_654), "987654");
         assert!(retry_or_dlq("%RETRY%g") && retry_or_dlq("%DLQ%g") && !retry_or_dlq("t"));
     }
 }

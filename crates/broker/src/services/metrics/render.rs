@@ -13,7 +13,7 @@ use ferrocket_metrics::histogram::{FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS}
 
 use super::gauges::Scrape;
 use super::labels::MessageType;
-use super::labels::{bool_label, request_label, response_label, system_group, system_topic};
+use super::labels::{bool_label, system_group, system_topic};
 
 /// The whole exposition of `scrape`.
 pub(crate) fn render(scrape: Scrape) -> String {
@@ -24,8 +24,7 @@ pub(crate) fn render(scrape: Scrape) -> String {
 fn write_families(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
     messages_in(w, scrape)?;
     messages_out(w, scrape)?;
-    let names = |request, response| (request_label(request), response_label(response));
-    scrape.counters.rpc.write(w, names)?;
+    scrape.counters.rpc.write(w)?;
     transactions(w, scrape)?;
     consumers(w, scrape)?;
     connections(w, scrape)?;
