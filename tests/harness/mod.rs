@@ -263,7 +263,12 @@ pub fn broker_args(
         .iter()
         .any(|a| a.starts_with("haListenPort="))
     {
-        args.extend(["--set".into(), format!("haListenPort={}", free_port())]);
+        // Never the broker's own port: the OS may hand the same free port
+        // out twice in a row.
+        let ha_port = std::iter::repeat_with(free_port)
+            .find(|ha| *ha != port)
+            .expect("free ports never run out");
+        args.extend(["--set".into(), format!("haListenPort={ha_port}")]);
     }
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(value) = value {

@@ -65,6 +65,14 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def free_port_other_than(taken):
+    """A free port that is not `taken` (the OS may hand one out twice)."""
+    while True:
+        port = free_port()
+        if port != taken:
+            return port
+
+
 # --------------------------------------------------------------------------
 # Session setup: keep the C++ client out of the real home directory.
 
@@ -218,7 +226,7 @@ def start_broker(workdir, namesrv_addr, auto_create_topic, broker_name, extra_ar
             "--set", "diskSpaceCleanForciblyRatio=100",
             # The HA listener's port is the test's choice (not listenPort + 1).
             *(() if any(str(a).startswith("haListenPort=") for a in extra_args)
-              else ("--set", f"haListenPort={free_port()}")),
+              else ("--set", f"haListenPort={free_port_other_than(port)}")),
             *extra_args,
         ],
         workdir,
