@@ -88,6 +88,10 @@ class Consumer:
             text=True,
             env=client_env(workdir),
             cwd=workdir,
+            # As at a terminal: a run started in the background (a shell
+            # without job control) ignores SIGINT, and Python then keeps
+            # ignoring it, so Ctrl-C would never reach the snippet.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -102,16 +106,11 @@ class Consumer:
     def interrupt(self):
         """Ctrl-C, as the README says; returns the exit code."""
         if self.popen.poll() is None:
-            # Once seen in CI: the first SIGINT never reached Python while
-            # the C++ client's threads ran (no shutdown in its log; the
-            # broker saw nothing). A person presses Ctrl-C again; so do we.
-            for wait_s in (CONSUMER_EXIT_TIMEOUT_S / 3, CONSUMER_EXIT_TIMEOUT_S):
-                self.popen.send_signal(signal.SIGINT)
-                try:
-                    self.popen.wait(timeout=wait_s)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(timeout=CONSUMER_EXIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                pass
             if self.popen.poll() is None:
                 self.popen.kill()
                 self.popen.wait()
