@@ -44,7 +44,7 @@ pub struct NamesrvHandler {
     unregister_on_disconnect: bool,
     /// With `aclEnable=true`: who may change things (`crate::acl`).
     pub(crate) acl: Option<std::sync::Arc<ferrocket_acl::AclStore>>,
-    /// Every request's latency, for `/metrics` (`crate::metrics`).
+    /// Every request's latency, for `/metrics` (served by the metrics module).
     pub(crate) rpc: RefCell<ferrocket_metrics::rpc::RpcLatencies>,
 }
 
