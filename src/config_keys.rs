@@ -24,6 +24,7 @@ pub fn apply_namesrv(
         "kvConfigEntriesMax" => config.kv_limits.entries_max = positive_count(key, setting)?,
         key if apply_server_limits(&mut config.limits, key, setting)? => {}
         key if metrics_keys(&mut config.metrics, key, setting)? => {}
+        key if tls_keys(&mut config.tls, key, setting)? => {}
         "kvConfigBytesMax" => config.kv_limits.bytes_max = positive_count(key, setting)?,
         "deleteTopicWithBrokerRegistration" => {
             config.delete_topic_with_broker_registration = parse_bool(key, setting)?
@@ -53,7 +54,7 @@ pub fn apply_namesrv(
 type KeyGroup<C> = fn(&mut C, &str, &Setting) -> Result<bool, String>;
 
 /// The broker's keys, by group; a key belongs to one group only.
-const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 8] = [
+const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 9] = [
     broker_identity_keys,
     broker_replication_keys,
     broker_store_keys,
@@ -62,6 +63,7 @@ const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 8] = [
     broker_limit_keys,
     broker_consume_keys,
     broker_metrics_keys,
+    broker_tls_keys,
 ];
 
 pub fn apply_broker(
@@ -129,6 +131,29 @@ fn broker_metrics_keys(
     setting: &Setting,
 ) -> Result<bool, String> {
     metrics_keys(&mut config.metrics, key, setting)
+}
+
+/// TLS: Java's `tls.*` system properties, and `useTLS` (registration).
+fn broker_tls_keys(
+    config: &mut BrokerConfig,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    if key == "useTLS" {
+        config.use_tls = Some(parse_bool(key, setting)?);
+        return Ok(true);
+    }
+    tls_keys(&mut config.tls, key, setting)
+}
+
+/// The `tls.*` keys, the same on every server.
+fn tls_keys(
+    tls: &mut ferrocket_tls::TlsSettings,
+    key: &str,
+    setting: &Setting,
+) -> Result<bool, String> {
+    tls.set(key, &setting.value)
+        .map_err(|e| format!("{}: {e}", setting.origin))
 }
 
 /// The exporter's keys, the same on the broker and the name server.

@@ -88,9 +88,16 @@ fn run(cli: Cli) -> Result<(), String> {
             let endpoint = match config.enable_proxy {
                 true => {
                     let local = std::net::SocketAddr::new(config.listen_addr, config.listen_port);
-                    let security = in_broker_security(&config)?;
-                    let (handoff, thread) =
-                        proxy::in_broker(&config.namesrv_addr, security, local, Arc::clone(&stop))?;
+                    let mut security = in_broker_security(&config)?;
+                    let (tls, client_tls) = proxy::endpoint_tls(&config.tls)?;
+                    security.client_tls = client_tls;
+                    let (handoff, thread) = proxy::in_broker(
+                        &config.namesrv_addr,
+                        security,
+                        local,
+                        Arc::clone(&stop),
+                        tls,
+                    )?;
                     config.grpc_handoff = Some(handoff);
                     Some(thread)
                 }

@@ -36,6 +36,56 @@ pub struct ProxyArgs {
     /// The `cluster` label of the metrics (RocketMQ's `proxyClusterName`).
     #[arg(long, default_value = "DefaultCluster")]
     proxy_cluster_name: String,
+    /// A TLS setting, repeatable: RocketMQ's `tls.*` keys
+    /// (`tls.server.mode=enforcing`, `tls.enable=true` for the calls to
+    /// brokers, ...) and the proxy's `tlsTestModeEnable`, `tlsCertPath`,
+    /// `tlsKeyPath`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+}
+
+/// The proxy's TLS settings from `--set` (its own key names map onto the
+/// `tls.*` ones, as RocketMQ's proxy copies them).
+fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, String> {
+    let mut tls = ferrocket_tls::TlsSettings::default();
+    for pair in settings {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("--set {pair}: expected KEY=VALUE"))?;
+        let key = match key.trim() {
+            "tlsTestModeEnable" => "tls.test.mode.enable",
+            "tlsCertPath" => "tls.server.certPath",
+            "tlsKeyPath" => "tls.server.keyPath",
+            other => other,
+        };
+        match tls.set(key, value) {
+            Ok(true) => {}
+            Ok(false) => return Err(format!("--set {pair}: the proxy takes only TLS keys here")),
+            Err(e) => return Err(format!("--set {pair}: {e}")),
+        }
+    }
+    Ok(tls)
+}
+
+/// TLS on the gRPC port (`None`: disabled) and towards the brokers (`None`:
+/// plaintext).
+type EndpointTls = (
+    Option<Arc<ferrocket_tls::ServerTls>>,
+    Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
+);
+
+/// The endpoint's TLS from the `tls.*` settings.
+pub fn endpoint_tls(tls: &ferrocket_tls::TlsSettings) -> Result<EndpointTls, String> {
+    let server = ferrocket_tls::ServerTls::new(tls, &[ferrocket_grpc::tls::GRPC_ALPN])
+        .map_err(|e| format!("TLS: {e}"))?;
+    let client = match tls.client_uses_tls(None) {
+        true => {
+            let merged = tls.with_file().map_err(|e| format!("TLS: {e}"))?;
+            Some(ferrocket_tls::client_config(&merged, &[]).map_err(|e| format!("TLS: {e}"))?)
+        }
+        false => None,
+    };
+    Ok((server, client))
 }
 
 /// ACL on both sides of the endpoint: the accounts under `acl_home` (none:
@@ -54,15 +104,27 @@ pub fn security(
     Ok(ferrocket_grpc::Security {
         access: ferrocket_grpc::Access { acl },
         credentials,
+        client_tls: None,
     })
 }
 
 pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     let credentials = args.account.credentials();
+    let (tls, client_tls) = endpoint_tls(&tls_settings(&args.settings)?)?;
+    let mut security = security(args.acl_home.as_deref(), credentials)?;
+    security.client_tls = client_tls;
+    let _tls_reloader = match &tls {
+        Some(tls) => Some(
+            tls.watch(Arc::clone(&stop))
+                .map_err(|e| format!("cannot start the TLS reload thread: {e}"))?,
+        ),
+        None => None,
+    };
     let config = ferrocket_grpc::ProxyConfig {
         listen: SocketAddr::new(args.listen_addr, args.listen_port),
         namesrv_addr: args.namesrv_addr.clone(),
-        security: security(args.acl_home.as_deref(), credentials)?,
+        security,
+        tls,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -107,6 +169,7 @@ pub fn in_broker(
     security: ferrocket_grpc::Security,
     local: SocketAddr,
     stop: Arc<AtomicBool>,
+    tls: Option<Arc<ferrocket_tls::ServerTls>>,
 ) -> Result<
     (
         ferrocket_runtime::server::Handoff,
@@ -120,10 +183,15 @@ pub fn in_broker(
                 .into(),
         );
     }
-    let (connections, incoming) = tokio::sync::mpsc::unbounded_channel::<std::net::TcpStream>();
-    let handoff = ferrocket_runtime::server::Handoff::new(move |socket| {
+    if let Some(tls) = &tls {
+        // Ends by itself within one interval of the stop flag.
+        tls.watch(Arc::clone(&stop))
+            .map_err(|e| format!("cannot start the TLS reload thread: {e}"))?;
+    }
+    let (connections, incoming) = tokio::sync::mpsc::unbounded_channel();
+    let handoff = ferrocket_runtime::server::Handoff::new(move |handed| {
         // Closed only when the endpoint is gone (the broker is stopping).
-        let _ = connections.send(socket);
+        let _ = connections.send(handed);
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(IN_BROKER_THREADS)
@@ -135,11 +203,10 @@ pub fn in_broker(
     let thread = std::thread::Builder::new()
         .name("ferrocket-grpc".into())
         .spawn(move || {
-            // Made tokio sockets inside the runtime, as they are taken.
-            let incoming = tokio_stream::StreamExt::map(
-                tokio_stream::wrappers::UnboundedReceiverStream::new(incoming),
-                tokio::net::TcpStream::from_std,
-            );
+            // Made tokio sockets (TLS ones after their handshake) inside
+            // the runtime, as they are taken.
+            let incoming =
+                runtime.block_on(async { ferrocket_grpc::tls::handed_over(incoming, tls) });
             let shutdown = async move {
                 while !stop.load(Ordering::Acquire) {
                     tokio::time::sleep(Duration::from_millis(STOP_POLL_MS)).await;

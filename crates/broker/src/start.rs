@@ -112,6 +112,13 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let files = ConfigFiles::load(&store, &config)?;
     let (appender, ports) = start_appender(&config, parts, count)?;
     let env = Arc::new(files.into_env(config, store, listen)?);
+    // Ends by itself within one interval of the stop flag.
+    let _tls_reloader = match &env.tls {
+        Some(tls) => Some(tls.watch(Arc::clone(&stop)).map_err(|e| {
+            BrokerError::Config(format!("cannot start the TLS reload thread: {e}"))
+        })?),
+        None => None,
+    };
     let (ready_tx, ready_rx) = mpsc::channel();
     let inputs: Vec<ShardInput> = ports
         .into_iter()
@@ -268,9 +275,27 @@ impl ConfigFiles {
             }),
             loaded: self.loaded,
             acl: open_acl(&config)?,
+            tls: ferrocket_tls::ServerTls::new(&config.tls, &[])
+                .map_err(|e| BrokerError::Config(format!("TLS: {e}")))?,
+            namesrv_tls: namesrv_tls(&config)?,
             config,
         })
     }
+}
+
+/// With `useTLS` (or `tls.enable`, or an enforcing mode): the client
+/// configuration name server registration dials with.
+fn namesrv_tls(
+    config: &BrokerConfig,
+) -> Result<Option<Arc<ferrocket_tls::rustls::ClientConfig>>, BrokerError> {
+    if !config.tls.client_uses_tls(config.use_tls) {
+        return Ok(None);
+    }
+    let merged = config.tls.with_file();
+    let built = merged.and_then(|merged| ferrocket_tls::client_config(&merged, &[]));
+    built
+        .map(Some)
+        .map_err(|e| BrokerError::Config(format!("TLS (useTLS): {e}")))
 }
 
 /// With `aclEnable=true`: the ACL files under the RocketMQ home, loaded
@@ -362,6 +387,7 @@ async fn serve_until_stopped(shard: &Rc<Shard>, listener: TcpListener, ctx: &Sha
     let server = ServerConfig {
         shard_index: ctx.index as u16,
         limits: shard.config().server_limits,
+        tls: shard.env.tls.clone(),
     };
     serve(listener, shard.clone(), server, stopped).await;
 }

@@ -25,7 +25,6 @@ use ferrocket_protocol::frame::FLAG_RESPONSE;
 use ferrocket_protocol::limits::FRAME_BYTES_MAX;
 use ferrocket_protocol::{FrameDecoder, LanguageCode, RemotingCommand, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
@@ -65,6 +64,9 @@ pub struct ConnectionConfig {
     /// ACL 1.0 credentials: every request is signed with them (as Java's
     /// `AclClientRPCHook` signs), for brokers with `aclEnable=true`.
     pub credentials: Option<Credentials>,
+    /// TLS (Java's `useTLS`), with a configuration from
+    /// `ferrocket_tls::client_config`; `None`: plaintext.
+    pub tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
 }
 
 /// An ACL account's access key and secret key.
@@ -84,6 +86,7 @@ impl Default for ConnectionConfig {
             frame_bytes_max: FRAME_BYTES_MAX,
             write_buffer_bytes_max: WRITE_BUFFER_BYTES_MAX_DEFAULT,
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -284,7 +287,26 @@ impl Connection {
         // Small frames must not wait for Nagle; failure only costs latency.
         let _ = stream.set_nodelay(true);
         let local_addr = stream.local_addr().ok();
-        let (reader, writer) = stream.into_split();
+        let (reader, writer) = match &config.tls {
+            None => {
+                let (reader, writer) = stream.into_split();
+                (Box::new(reader) as Reader, Box::new(writer) as Writer)
+            }
+            Some(tls) => {
+                let handshake = tls_handshake(stream, tls.clone());
+                let tls = match tokio::time::timeout(timeout, handshake).await {
+                    Ok(result) => result.map_err(connect_error)?,
+                    Err(_) => {
+                        return Err(connect_error(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no TLS handshake within {} ms", config.connect_timeout_ms),
+                        )))
+                    }
+                };
+                let (reader, writer) = tokio::io::split(tls);
+                (Box::new(reader) as Reader, Box::new(writer) as Writer)
+            }
+        };
         let shared = Arc::new(Shared {
             addr: addr.to_string(),
             local_addr,
@@ -405,7 +427,22 @@ impl Connection {
     }
 }
 
-async fn read_loop(shared: &Shared, mut reader: OwnedReadHalf) -> String {
+/// The connection's read side, plaintext or TLS.
+type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+/// The connection's write side, plaintext or TLS.
+type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+async fn tls_handshake(
+    stream: TcpStream,
+    config: Arc<ferrocket_tls::rustls::ClientConfig>,
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let name = ferrocket_tls::server_name(stream.peer_addr()?);
+    tokio_rustls::TlsConnector::from(config)
+        .connect(name, stream)
+        .await
+}
+
+async fn read_loop(shared: &Shared, mut reader: Reader) -> String {
     let decoder = FrameDecoder::new(shared.config.frame_bytes_max);
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
     loop {
@@ -454,7 +491,7 @@ fn dispatch(shared: &Shared, command: RemotingCommand) {
     }
 }
 
-async fn write_loop(shared: &Shared, mut writer: OwnedWriteHalf) -> Result<(), String> {
+async fn write_loop(shared: &Shared, mut writer: Writer) -> Result<(), String> {
     let mut spare = BytesMut::new();
     loop {
         let ready = shared.data_ready.notified();
@@ -473,6 +510,10 @@ async fn write_loop(shared: &Shared, mut writer: OwnedWriteHalf) -> Result<(), S
         }
         shared.space_ready.notify_waiters();
         if let Err(error) = writer.write_all(&spare).await {
+            return Err(format!("write failed: {error}"));
+        }
+        // TLS holds its last records until flushed (a no-op in plaintext).
+        if let Err(error) = writer.flush().await {
             return Err(format!("write failed: {error}"));
         }
         if spare.capacity() > SPARE_BUFFER_BYTES_KEPT_MAX {

@@ -40,6 +40,7 @@ impl Backend {
     pub fn new(
         namesrv_addr: &str,
         credentials: Option<ferrocket_client::Credentials>,
+        tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
     ) -> Result<(Arc<Self>, mpsc::Receiver<RemotingCommand>), ClientError> {
         let (requests, received) = mpsc::channel(BROKER_REQUESTS_QUEUED_MAX);
         let handler: RequestHandler = Arc::new(move |request: RemotingCommand| {
@@ -52,6 +53,7 @@ impl Backend {
         });
         let config = ConnectionConfig {
             credentials,
+            tls,
             ..ConnectionConfig::default()
         };
         let pool = ConnectionPool::new(config, Some(handler));

@@ -30,6 +30,7 @@ pub mod send;
 pub mod service;
 pub mod status;
 pub mod telemetry;
+pub mod tls;
 pub mod transaction;
 
 /// The generated `apache.rocketmq.v2` types, client and server.

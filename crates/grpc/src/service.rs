@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Streaming};
 
@@ -28,6 +28,8 @@ pub struct ProxyConfig {
     /// Name servers, "host:port;host:port".
     pub namesrv_addr: String,
     pub security: Security,
+    /// `tls.server.mode` on the port; `None`: plaintext only.
+    pub tls: Option<Arc<ferrocket_tls::ServerTls>>,
 }
 
 /// ACL 1.0 on both sides of the proxy: the accounts v5 clients are checked
@@ -36,6 +38,9 @@ pub struct ProxyConfig {
 pub struct Security {
     pub access: Access,
     pub credentials: Option<ferrocket_client::Credentials>,
+    /// TLS for the proxy's calls to name servers and brokers (`tls.enable`,
+    /// or an enforcing mode); `None`: plaintext.
+    pub client_tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
 }
 
 /// Binds `config.listen` and serves until `shutdown` completes. `bound`
@@ -48,7 +53,7 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let local = listener.local_addr()?;
     bound(local);
-    let incoming = TcpListenerStream::new(listener);
+    let incoming = crate::tls::incoming(listener, config.tls);
     serve_incoming(
         &config.namesrv_addr,
         config.security,
@@ -60,7 +65,8 @@ pub async fn serve(
 }
 
 /// Serves the connections `incoming` yields (the in-broker endpoint: the
-/// broker hands over its HTTP/2 connections) until `shutdown` completes.
+/// broker hands over its HTTP/2 connections, see
+/// [`handed_over`](crate::tls::handed_over)) until `shutdown` completes.
 /// `local` names this endpoint to the brokers (in the producer heartbeat).
 pub async fn serve_incoming<S>(
     namesrv_addr: &str,
@@ -70,9 +76,10 @@ pub async fn serve_incoming<S>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
 where
-    S: Stream<Item = std::io::Result<tokio::net::TcpStream>> + Send + 'static,
+    S: Stream<Item = std::io::Result<crate::tls::GrpcIo>> + Send + 'static,
 {
-    let (backend, broker_requests) = Backend::new(namesrv_addr, security.credentials)?;
+    let (backend, broker_requests) =
+        Backend::new(namesrv_addr, security.credentials, security.client_tls)?;
     let mut background = start_background(&backend, broker_requests, local);
     background.extend(reload_acl(&security.access));
     let access = security.access;

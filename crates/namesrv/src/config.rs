@@ -44,6 +44,8 @@ pub struct NamesrvConfig {
     /// The Prometheus endpoint (`metricsExporterType=PROM` and the broker's
     /// other `metrics*` keys; default port 5558).
     pub metrics: ferrocket_metrics::config::MetricsConfig,
+    /// `tls.*`: TLS on the name server's port (Java's `tls.server.mode`).
+    pub tls: ferrocket_tls::TlsSettings,
 }
 
 impl Default for NamesrvConfig {
@@ -62,6 +64,7 @@ impl Default for NamesrvConfig {
             acl_enable: false,
             rocketmq_home: None,
             metrics: Default::default(),
+            tls: Default::default(),
         }
     }
 }

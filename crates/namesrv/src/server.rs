@@ -117,8 +117,17 @@ async fn serve_namesrv(
     stop: Arc<AtomicBool>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), NamesrvError> {
-    // Load the KV config first: a bad file stops the start before we listen.
+    // Load the KV config and TLS first: a bad file stops the start before
+    // we listen.
     let handler = Rc::new(NamesrvHandler::new(&config)?);
+    let tls = ferrocket_tls::ServerTls::new(&config.tls, &[])
+        .map_err(|e| NamesrvError::Config(format!("TLS: {e}")))?;
+    let tls_reloader = match &tls {
+        Some(tls) => Some(tls.watch(stop.clone()).map_err(|e| {
+            NamesrvError::Config(format!("cannot start the TLS reload thread: {e}"))
+        })?),
+        None => None,
+    };
     let addr = config.listen_socket_addr();
     // Blocking while the port is busy is fine: nothing else runs here yet.
     let listener = bind_waiting(addr, || bind_listener(addr, false))
@@ -158,12 +167,14 @@ async fn serve_namesrv(
     let server_config = ServerConfig {
         shard_index: 0,
         limits: config.limits,
+        tls: tls.clone(),
     };
     let stop_poll = Duration::from_millis(config.stop_poll_interval_ms);
     serve(listener, handler, server_config, flag_set(stop, stop_poll)).await;
     drop(scanner);
     drop(acl_reloader);
     drop(metrics);
+    drop(tls_reloader);
     tracing::info!(%bound, "name server stopped");
     Ok(())
 }

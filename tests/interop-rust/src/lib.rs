@@ -107,18 +107,27 @@ pub struct Cluster {
 impl Cluster {
     /// Starts both; `settings` are broker `--set key=value` pairs.
     pub fn start(settings: &[&str]) -> Cluster {
+        Cluster::start_with(&[], settings, ferrocket_client::ConnectionConfig::default())
+    }
+
+    /// Starts both with `--set` pairs for each; `probe` is how the
+    /// registration wait talks to the name server (TLS, say).
+    pub fn start_with(
+        namesrv_settings: &[&str],
+        settings: &[&str],
+        probe: ferrocket_client::ConnectionConfig,
+    ) -> Cluster {
         let port = free_port();
-        let namesrv = Server::start(
-            &[
-                "namesrv".into(),
-                "--listen-addr".into(),
-                "127.0.0.1".into(),
-                "--listen-port".into(),
-                port.to_string(),
-            ],
-            port,
-            None,
-        );
+        let mut namesrv_args: Vec<String> =
+            ["namesrv", "--listen-addr", "127.0.0.1", "--listen-port"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        namesrv_args.push(port.to_string());
+        for setting in namesrv_settings {
+            namesrv_args.extend(["--set".into(), setting.to_string()]);
+        }
+        let namesrv = Server::start(&namesrv_args, port, None);
         let store = tempfile::Builder::new()
             .prefix("ferrocket-interop-rust-")
             .tempdir()
@@ -150,7 +159,7 @@ impl Cluster {
             args.extend(["--set".into(), setting.to_string()]);
         }
         let broker = Server::start(&args, port, Some(store));
-        wait_registered(&namesrv.addr(), &broker.addr());
+        wait_registered(&namesrv.addr(), &broker.addr(), probe);
         Cluster { broker, namesrv }
     }
 }
@@ -158,7 +167,7 @@ impl Cluster {
 /// Waits until the name server lists the broker, so a client's first route
 /// lookup (TBW102 included) cannot race the broker's first registration.
 /// Runs its own runtime on a thread: callers may be inside one already.
-fn wait_registered(namesrv: &str, broker: &str) {
+fn wait_registered(namesrv: &str, broker: &str, probe: ferrocket_client::ConnectionConfig) {
     let (namesrv, broker) = (namesrv.to_string(), broker.to_string());
     let listed = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -168,7 +177,7 @@ fn wait_registered(namesrv: &str, broker: &str) {
         runtime.block_on(async {
             let deadline = std::time::Instant::now() + Duration::from_millis(READY_TIMEOUT_MS);
             while std::time::Instant::now() < deadline {
-                if let Ok(admin) = ferrocket_client::Admin::new(&namesrv) {
+                if let Ok(admin) = ferrocket_client::Admin::with_config(&namesrv, probe.clone()) {
                     if let Ok(brokers) = admin.cluster_brokers().await {
                         if brokers.iter().any(|b| b.addr == broker) {
                             return true;

@@ -255,6 +255,12 @@ pub struct BrokerConfig {
     /// endpoint (`enableProxy`), set by whoever runs the broker. `None`:
     /// the port is Remoting only.
     pub grpc_handoff: Option<ferrocket_runtime::server::Handoff>,
+    /// `tls.*`: TLS on the broker's port (Java's `tls.server.mode` and
+    /// friends, JVM system properties there).
+    pub tls: ferrocket_tls::TlsSettings,
+    /// `useTLS`: register with the name servers over TLS (unset: as
+    /// `tls.enable`, else when `tls.server.mode=enforcing`).
+    pub use_tls: Option<bool>,
 }
 
 impl Default for BrokerConfig {
@@ -320,6 +326,8 @@ impl Default for BrokerConfig {
             online_keys: None,
             enable_proxy: false,
             grpc_handoff: None,
+            tls: ferrocket_tls::TlsSettings::default(),
+            use_tls: None,
         }
     }
 }

@@ -44,7 +44,7 @@ impl ControlPlane {
         clients: Versioned<ClientTable>,
         groups: Versioned<GroupTable>,
         request_modes: Versioned<RequestModeTable>,
-        credentials: Option<(String, String)>,
+        namesrv: NamesrvClient,
         settings: BrokerConfig,
     ) -> Self {
         Self {
@@ -55,7 +55,7 @@ impl ControlPlane {
             register_now: Notify::default(),
             stopped: RefCell::new(BTreeMap::new()),
             stopped_notify: Notify::default(),
-            namesrv: NamesrvClient::new(credentials),
+            namesrv,
             ha: HaState::default(),
             throughput: RefCell::default(),
             settings: Master::new(Versioned {

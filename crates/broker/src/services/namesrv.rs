@@ -6,10 +6,14 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
 use ferrocket_protocol::{FrameDecoder, RemotingCommand};
+use ferrocket_tls::futures_rustls::TlsConnector;
+use ferrocket_tls::rustls::ClientConfig;
+use ferrocket_tls::MaybeTls;
 use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use glommio::sync::Semaphore;
@@ -34,7 +38,7 @@ pub enum NamesrvCallError {
 
 /// An open connection and the bytes read past the last answer.
 struct Link {
-    stream: TcpStream,
+    stream: MaybeTls<TcpStream>,
     buf: BytesMut,
 }
 
@@ -51,15 +55,39 @@ pub(crate) struct NamesrvClient {
     next_opaque: Cell<i32>,
     /// (access key, secret key) every request is signed with (ACL 1.0).
     credentials: Option<(String, String)>,
+    /// TLS for every connection (`useTLS`); `None`: plaintext.
+    tls: Option<Arc<ClientConfig>>,
 }
 
 impl NamesrvClient {
-    pub fn new(credentials: Option<(String, String)>) -> Self {
+    pub fn new(credentials: Option<(String, String)>, tls: Option<Arc<ClientConfig>>) -> Self {
         Self {
             servers: RefCell::new(HashMap::new()),
             next_opaque: Cell::new(1),
             credentials,
+            tls,
         }
+    }
+
+    /// Opens a connection to `addr`, over TLS when configured.
+    async fn open(&self, addr: SocketAddr) -> Result<Link, NamesrvCallError> {
+        let io = |e: std::io::Error| NamesrvCallError::Io(e.to_string());
+        let tcp = TcpStream::connect(addr).await.map_err(|e| io(e.into()))?;
+        let stream = match &self.tls {
+            None => MaybeTls::Plain(tcp),
+            Some(config) => {
+                let connector = TlsConnector::from(config.clone());
+                let name = ferrocket_tls::server_name(addr);
+                let tls = connector.connect(name, tcp).await.map_err(|e| {
+                    NamesrvCallError::Io(format!("TLS handshake failed (useTLS): {e}"))
+                })?;
+                MaybeTls::Client(Box::new(tls))
+            }
+        };
+        Ok(Link {
+            stream,
+            buf: BytesMut::new(),
+        })
     }
 
     fn server(&self, addr: SocketAddr) -> Rc<Namesrv> {
@@ -99,12 +127,7 @@ impl NamesrvClient {
         let exchange = async {
             let mut link = match held {
                 Some(link) => link,
-                None => Link {
-                    stream: TcpStream::connect(addr)
-                        .await
-                        .map_err(|e| NamesrvCallError::Io(e.to_string()))?,
-                    buf: BytesMut::new(),
-                },
+                None => self.open(addr).await?,
             };
             let answer = exchange(&mut link, &request).await?;
             Ok((link, answer))
@@ -123,10 +146,12 @@ async fn exchange(
     link: &mut Link,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, NamesrvCallError> {
+    let io = |e: std::io::Error| NamesrvCallError::Io(e.to_string());
     link.stream
         .write_all(&request.to_bytes())
         .await
-        .map_err(|e| NamesrvCallError::Io(e.to_string()))?;
+        .map_err(io)?;
+    link.stream.flush().await.map_err(io)?;
     let decoder = FrameDecoder::new(NAMESRV_FRAME_BYTES_MAX);
     let mut chunk = vec![0u8; READ_CHUNK_BYTES];
     loop {

@@ -80,6 +80,10 @@ pub(crate) struct BrokerEnv {
     pub loaded: LoadedState,
     /// ACL 1.0 accounts, with `aclEnable=true`.
     pub acl: Option<Arc<ferrocket_acl::AclStore>>,
+    /// TLS on the port (`tls.server.mode`); `None`: disabled.
+    pub tls: Option<Arc<ferrocket_tls::ServerTls>>,
+    /// TLS towards the name servers (`useTLS`); `None`: plaintext.
+    pub namesrv_tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
 }
 
 pub(crate) type ShardMesh = CallMesh<Shard>;
@@ -166,12 +170,14 @@ impl Shard {
         let control = (index == 0).then(|| {
             let tables = (env.initial_topics.clone(), clients.clone(), groups.clone());
             let credentials = env.config.inner_credentials.clone();
+            let namesrv =
+                crate::services::namesrv::NamesrvClient::new(credentials, env.namesrv_tls.clone());
             ControlPlane::new(
                 tables.0,
                 tables.1,
                 tables.2,
                 request_modes.clone(),
-                credentials,
+                namesrv,
                 env.config.clone(),
             )
         });

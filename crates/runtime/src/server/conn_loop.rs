@@ -12,6 +12,7 @@ use bytes::BytesMut;
 use ferrocket_protocol::{FrameDecoder, ProtocolError};
 
 use super::read_buf::ReadBuf;
+use ferrocket_tls::MaybeTls;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 
@@ -37,7 +38,7 @@ pub const DISPATCH_BURST_MAX: usize = 64;
 /// an idle connection holds at most this much for writing.
 pub const WRITE_BUF_IDLE_BYTES_MAX: usize = 4 * 1024;
 
-type Stream = Rc<RefCell<TcpStream>>;
+type Stream = Rc<RefCell<MaybeTls<TcpStream>>>;
 
 /// Why the reader stopped.
 enum ReadEnd {
@@ -49,7 +50,7 @@ enum ReadEnd {
 
 /// Runs one connection to its end, then reports it closed to the handler.
 pub(crate) async fn run_connection<H: RequestHandler>(
-    stream: TcpStream,
+    stream: MaybeTls<TcpStream>,
     conn: Rc<Connection>,
     handler: Rc<H>,
     frame_bytes_max: usize,
@@ -303,5 +304,26 @@ async fn write_all(conn: &Connection, stream: &Stream, mut data: &[u8]) -> io::R
         }
         data = &data[written..];
     }
+    if stream.borrow().is_tls() {
+        flush(conn, stream).await?;
+    }
     Ok(())
+}
+
+/// Pushes out the TLS records still held after the last write.
+async fn flush(conn: &Connection, stream: &Stream) -> io::Result<()> {
+    poll_fn(|cx| {
+        if conn.is_closed() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "connection closed",
+            )));
+        }
+        conn.set_writer_waker(cx);
+        let mut socket = stream.borrow_mut();
+        let polled = Pin::new(&mut *socket).poll_flush(cx);
+        conn.watch.write_blocked(polled.is_pending());
+        polled
+    })
+    .await
 }

@@ -1,30 +1,26 @@
 //! Another protocol on the same port: a server whose handler offers a
-//! [`Handoff`] looks at the first byte of each new connection (without
-//! taking it) and gives connections that open with HTTP/2's preface
-//! (`PRI * HTTP/2.0`, what a gRPC client sends) to the handoff as a plain
-//! std socket; everything else is served as Remoting. A Remoting frame
-//! starts with its 4-byte length, whose first byte is 0 for every frame
-//! this server accepts (under 16 MiB), so one byte tells them apart, as
-//! RocketMQ's protocol negotiation does with its first bytes.
+//! [`Handoff`] gives connections that open with HTTP/2's preface
+//! (`PRI * HTTP/2.0`, what a gRPC client sends), or with a TLS ClientHello
+//! that asks for `h2`, to the handoff as a plain std socket, bytes unread;
+//! everything else is served as Remoting (see `opening`).
 
 use std::fmt;
 use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_lite::future;
 use glommio::net::TcpStream;
 
-/// The first byte of HTTP/2's connection preface.
-const HTTP2_FIRST_BYTE: u8 = b'P';
+/// A connection handed over: its socket, and whether it opens with TLS
+/// (the receiver then runs the handshake).
+pub type HandedOver = (std::net::TcpStream, bool);
 
 /// Where connections of the other protocol go. The callback runs on the
 /// accepting executor and must not block (send the socket on a channel).
 #[derive(Clone)]
-pub struct Handoff(Arc<dyn Fn(std::net::TcpStream) + Send + Sync>);
+pub struct Handoff(Arc<dyn Fn(HandedOver) + Send + Sync>);
 
 impl Handoff {
-    pub fn new(give: impl Fn(std::net::TcpStream) + Send + Sync + 'static) -> Self {
+    pub fn new(give: impl Fn(HandedOver) + Send + Sync + 'static) -> Self {
         Handoff(Arc::new(give))
     }
 }
@@ -43,34 +39,10 @@ impl PartialEq for Handoff {
 
 impl Eq for Handoff {}
 
-/// What the first byte of a new connection says.
-pub(crate) enum Opening {
-    Remoting,
-    Http2,
-    /// Closed, failed or silent past the timeout.
-    Nothing,
-}
-
-/// Waits (at most `timeout`) for the connection's first byte, leaving it
-/// to be read.
-pub(crate) async fn opening(stream: &TcpStream, timeout: Duration) -> Opening {
-    let mut first = [0u8; 1];
-    let peeked = future::or(async { Some(stream.peek(&mut first).await) }, async {
-        glommio::timer::sleep(timeout).await;
-        None
-    })
-    .await;
-    match peeked {
-        Some(Ok(1)) if first[0] == HTTP2_FIRST_BYTE => Opening::Http2,
-        Some(Ok(1)) => Opening::Remoting,
-        _ => Opening::Nothing,
-    }
-}
-
 /// Gives the connection to `handoff` as a non-blocking std socket: a
 /// duplicate of its descriptor, so dropping glommio's stream (which closes
 /// its own) leaves the connection open.
-pub(crate) fn hand_over(stream: TcpStream, handoff: &Handoff) -> std::io::Result<()> {
+pub(crate) fn hand_over(stream: TcpStream, tls: bool, handoff: &Handoff) -> std::io::Result<()> {
     // SAFETY: dup of a descriptor this stream owns; the new one is ours.
     let fd = unsafe { libc::dup(stream.as_raw_fd()) };
     if fd < 0 {
@@ -81,6 +53,6 @@ pub(crate) fn hand_over(stream: TcpStream, handoff: &Handoff) -> std::io::Result
     let socket = unsafe { std::net::TcpStream::from_raw_fd(fd) };
     socket.set_nonblocking(true)?;
     drop(stream);
-    (handoff.0)(socket);
+    (handoff.0)((socket, tls));
     Ok(())
 }

@@ -18,6 +18,7 @@ mod conn_loop;
 mod connection;
 mod handoff;
 mod listener;
+mod opening;
 mod port_holder;
 mod read_buf;
 mod serve;
@@ -25,6 +26,8 @@ mod watch;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -41,10 +44,11 @@ pub use conn_loop::{
     READ_BYTES_MAX, READ_CHUNK_BYTES, READ_CHUNK_BYTES_BUSY_MAX, WRITE_BATCH_BYTES_MAX,
 };
 pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHARD_SHIFT};
-pub use handoff::Handoff;
+pub use handoff::{HandedOver, Handoff};
 pub use listener::{bind_listener, bind_waiting, in_use_hint, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
 pub use port_holder::port_holder;
 pub use serve::serve;
+pub use serve::OPENINGS_MAX;
 
 /// What a request handler returns: the response, or `None` for no response
 /// (oneway requests, or a response sent later with [`Connection::send`]).
@@ -149,10 +153,12 @@ impl Default for ServerLimits {
 }
 
 /// Settings of one `serve` call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ServerConfig {
     /// Index of the executor running this server; goes into the top bits of
     /// every connection id (see [`shard_of_conn_id`]).
     pub shard_index: u16,
     pub limits: ServerLimits,
+    /// `tls.server.mode` and the certificate; `None`: TLS disabled.
+    pub tls: Option<std::sync::Arc<ferrocket_tls::ServerTls>>,
 }

@@ -13,14 +13,19 @@ use glommio::net::{TcpListener, TcpStream};
 
 use super::conn_loop::run_connection;
 use super::connection::{next_conn_id, Connection};
-use super::handoff::{hand_over, opening, Opening};
+use super::handoff::{hand_over, Handoff};
+use super::opening::{accept_tls, classify, Opening};
 use super::{RequestHandler, ServerConfig};
+use ferrocket_tls::MaybeTls;
 
 /// Pause after a failed accept (out of file descriptors, say) so the loop
 /// does not spin.
 pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 50;
 /// Least time between two budget-driven sheds (each walks every connection).
 pub const SHED_INTERVAL_MS: u64 = 100;
+/// Most connections in their opening (first bytes, TLS handshake) at once
+/// per server; more are closed at once.
+pub const OPENINGS_MAX: usize = 1_024;
 /// A connection is shed only after its socket took none of our output this
 /// long; a fast reader's socket is full for an instant only.
 pub const SHED_BLOCKED_MS_MIN: u64 = 1_000;
@@ -29,6 +34,8 @@ pub const SHED_BLOCKED_MS_MIN: u64 = 1_000;
 #[derive(Default)]
 struct Registry {
     conns: RefCell<HashMap<u64, Rc<Connection>>>,
+    /// Connections being classified or in their TLS handshake.
+    openings: Cell<usize>,
     empty_waker: Cell<Option<Waker>>,
 }
 
@@ -233,40 +240,72 @@ fn start_connection<H: RequestHandler>(
         tracing::warn!(%peer, count, "connection limit reached; closing new connection");
         return;
     }
-    if let Some(handoff) = handler.handoff().cloned() {
-        // Look at the first byte before it is Remoting's to read.
-        let (handler, config, registry) = (handler.clone(), *config, registry.clone());
-        glommio::spawn_local(async move {
-            let timeout = Duration::from_millis(config.limits.partial_frame_timeout_ms);
-            match opening(&stream, timeout).await {
-                Opening::Remoting => {
-                    run_remoting(stream, (peer, local), &handler, &config, &registry)
-                }
-                Opening::Http2 => {
-                    if let Err(e) = hand_over(stream, &handoff) {
-                        tracing::debug!(%peer, "cannot hand an HTTP/2 connection over: {e}");
-                    }
-                }
-                Opening::Nothing => {
-                    tracing::debug!(%peer, "connection closed before its first byte")
-                }
-            }
-        })
-        .detach();
+    let handoff = handler.handoff().cloned();
+    if handoff.is_none() && config.tls.is_none() {
+        run_remoting(
+            MaybeTls::Plain(stream),
+            (peer, local),
+            handler,
+            config,
+            registry,
+        );
         return;
     }
-    run_remoting(stream, (peer, local), handler, config, registry);
+    if registry.openings.get() >= OPENINGS_MAX {
+        tracing::warn!(%peer, "too many connections in their opening; closing new connection");
+        return;
+    }
+    registry.openings.set(registry.openings.get() + 1);
+    let (handler, config, registry) = (handler.clone(), config.clone(), registry.clone());
+    glommio::spawn_local(async move {
+        let opened = open(stream, handoff.as_ref(), &config).await;
+        registry.openings.set(registry.openings.get() - 1);
+        match opened {
+            Ok(Some(stream)) => run_remoting(stream, (peer, local), &handler, &config, &registry),
+            Ok(None) => {}
+            Err(why) => tracing::info!(%peer, "connection closed: {why}"),
+        }
+    })
+    .detach();
+}
+
+/// Classifies a new connection by its first bytes and, for Remoting over
+/// TLS, runs the handshake; gRPC goes to `handoff`. `Ok(None)`: handed
+/// over.
+async fn open(
+    stream: TcpStream,
+    handoff: Option<&Handoff>,
+    config: &ServerConfig,
+) -> Result<Option<MaybeTls<TcpStream>>, String> {
+    let timeout = Duration::from_millis(config.limits.partial_frame_timeout_ms);
+    let deadline = std::time::Instant::now() + timeout;
+    let tls = config.tls.as_deref();
+    match classify(&stream, tls, handoff.is_some(), deadline).await {
+        Opening::Remoting => Ok(Some(MaybeTls::Plain(stream))),
+        Opening::TlsRemoting => {
+            let tls = tls.ok_or("TLS opener without TLS settings")?;
+            let accepted = accept_tls(stream, tls, deadline).await?;
+            Ok(Some(MaybeTls::Server(Box::new(accepted))))
+        }
+        Opening::Handoff { tls } => {
+            let handoff = handoff.ok_or("handoff without a receiver")?;
+            hand_over(stream, tls, handoff)
+                .map_err(|e| format!("cannot hand an HTTP/2 connection over: {e}"))?;
+            Ok(None)
+        }
+        Opening::Close(why) => Err(why.to_string()),
+    }
 }
 
 /// Serves an accepted connection as Remoting.
 fn run_remoting<H: RequestHandler>(
-    stream: TcpStream,
+    stream: MaybeTls<TcpStream>,
     (peer, local): (std::net::SocketAddr, std::net::SocketAddr),
     handler: &Rc<H>,
     config: &ServerConfig,
     registry: &Rc<Registry>,
 ) {
-    if let Err(e) = stream.set_nodelay(true) {
+    if let Err(e) = tcp(&stream).set_nodelay(true) {
         tracing::debug!(%peer, "could not set TCP_NODELAY: {e}");
     }
     let conn = Rc::new(Connection::new(
@@ -287,4 +326,13 @@ fn run_remoting<H: RequestHandler>(
         registry.remove(conn_id);
     })
     .detach();
+}
+
+/// The socket under the stream.
+fn tcp(stream: &MaybeTls<TcpStream>) -> &TcpStream {
+    match stream {
+        MaybeTls::Plain(s) => s,
+        MaybeTls::Server(s) => s.get_ref().0,
+        MaybeTls::Client(s) => s.get_ref().0,
+    }
 }

@@ -15,7 +15,7 @@ use ferrocket_protocol::{RemotingCommand, SerializeType};
 
 use super::*;
 
-const ECHO: i32 = 1;
+pub(super) const ECHO: i32 = 1;
 /// Answered only once a RELEASE request has arrived.
 const WAIT: i32 = 2;
 const RELEASE: i32 = 3;
@@ -80,20 +80,25 @@ impl RequestHandler for TestHandler {
     }
 }
 
-struct TestServer {
-    addr: SocketAddr,
+pub(super) struct TestServer {
+    pub(super) addr: SocketAddr,
     stop: Arc<AtomicBool>,
     closed: Arc<AtomicUsize>,
-    handled: Arc<AtomicUsize>,
+    pub(super) handled: Arc<AtomicUsize>,
     thread: Option<glommio::ExecutorJoinHandle<()>>,
 }
 
 impl TestServer {
     fn start(limits: ServerLimits, ask_timeout_ms: u64) -> Self {
-        Self::start_with(limits, ask_timeout_ms, None)
+        Self::start_with(limits, ask_timeout_ms, None, None)
     }
 
-    fn start_with(limits: ServerLimits, ask_timeout_ms: u64, handoff: Option<Handoff>) -> Self {
+    pub(super) fn start_with(
+        limits: ServerLimits,
+        ask_timeout_ms: u64,
+        handoff: Option<Handoff>,
+        tls: Option<Arc<ferrocket_tls::ServerTls>>,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let closed = Arc::new(AtomicUsize::new(0));
         let handled = Arc::new(AtomicUsize::new(0));
@@ -114,6 +119,7 @@ impl TestServer {
                 let config = ServerConfig {
                     shard_index: 3,
                     limits,
+                    tls,
                 };
                 serve(
                     listener,
@@ -134,7 +140,7 @@ impl TestServer {
         }
     }
 
-    fn connect(&self) -> TcpStream {
+    pub(super) fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(self.addr).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
@@ -156,12 +162,12 @@ impl Drop for TestServer {
     }
 }
 
-fn send(stream: &mut TcpStream, command: &RemotingCommand) {
+pub(super) fn send(stream: &mut TcpStream, command: &RemotingCommand) {
     stream.write_all(&command.to_bytes()).unwrap();
 }
 
 /// The next frame, or `None` once the server closed the connection.
-fn recv(stream: &mut TcpStream) -> Option<RemotingCommand> {
+pub(super) fn recv(stream: &mut TcpStream) -> Option<RemotingCommand> {
     let mut prefix = [0u8; 4];
     match stream.read_exact(&mut prefix) {
         Ok(()) => {}
@@ -176,13 +182,13 @@ fn recv(stream: &mut TcpStream) -> Option<RemotingCommand> {
     Some(RemotingCommand::decode(Bytes::from(frame)).unwrap())
 }
 
-fn request(code: i32, opaque: i32) -> RemotingCommand {
+pub(super) fn request(code: i32, opaque: i32) -> RemotingCommand {
     let mut command = RemotingCommand::request(code);
     command.opaque = opaque;
     command
 }
 
-fn echo_works(server: &TestServer) {
+pub(super) fn echo_works(server: &TestServer) {
     let mut client = server.connect();
     send(&mut client, &request(ECHO, 99).with_body("still here"));
     let response = recv(&mut client).unwrap();
@@ -437,10 +443,11 @@ fn http2_connections_are_handed_over_and_remoting_is_served_beside_them() {
     const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     let (given, taken) = std::sync::mpsc::channel::<TcpStream>();
     let given = std::sync::Mutex::new(given);
-    let handoff = Handoff::new(move |socket| {
+    let handoff = Handoff::new(move |(socket, tls)| {
+        assert!(!tls);
         let _ = given.lock().unwrap().send(socket);
     });
-    let server = TestServer::start_with(ServerLimits::default(), 1000, Some(handoff));
+    let server = TestServer::start_with(ServerLimits::default(), 1000, Some(handoff), None);
     let mut h2 = server.connect();
     h2.write_all(PREFACE).unwrap();
     let mut socket = taken.recv_timeout(Duration::from_secs(10)).unwrap();
