@@ -24,8 +24,39 @@ pub struct AdminArgs {
     namesrv_addr: String,
     #[command(flatten)]
     account: crate::account_args::AccountArgs,
+    /// Talk to name servers and brokers over TLS (mqadmin's
+    /// `-Dtls.enable=true`), taking any certificate unless
+    /// `--tls-trust-cert-path` names the CA to verify against.
+    #[arg(long)]
+    tls: bool,
+    /// The CA (PEM) server certificates must chain to (Java's
+    /// `tls.client.trustCertPath` with `tls.client.authServer=true`).
+    #[arg(long, value_name = "PEM", requires = "tls")]
+    tls_trust_cert_path: Option<String>,
     #[command(subcommand)]
     command: AdminCommand,
+}
+
+/// The admin's TLS client configuration, when `--tls` is given.
+fn admin_tls(
+    args: &AdminArgs,
+) -> Result<Option<std::sync::Arc<ferrocket_tls::rustls::ClientConfig>>, String> {
+    if !args.tls {
+        return Ok(None);
+    }
+    let mut settings = ferrocket_tls::TlsSettings::default();
+    if let Some(ca) = &args.tls_trust_cert_path {
+        for (key, value) in [
+            ("tls.test.mode.enable", "false"),
+            ("tls.client.authServer", "true"),
+            ("tls.client.trustCertPath", ca.as_str()),
+        ] {
+            settings.set(key, value).map_err(|e| e.to_string())?;
+        }
+    }
+    let merged = settings.with_file().map_err(|e| format!("TLS: {e}"))?;
+    let config = ferrocket_tls::client_config(&merged, &[]).map_err(|e| format!("TLS: {e}"))?;
+    Ok(Some(config))
 }
 
 #[derive(Debug, Subcommand)]
@@ -111,10 +142,12 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
 }
 
 async fn execute(args: AdminArgs) -> Result<(), String> {
+    let tls = admin_tls(&args)?;
     let credentials = args.account.credentials();
     let config = ferrocket_client::ConnectionConfig {
         request_timeout_ms: ADMIN_REQUEST_TIMEOUT_MS,
         credentials,
+        tls,
         ..Default::default()
     };
     let admin = Admin::with_config(&args.namesrv_addr, config).map_err(|e| e.to_string())?;

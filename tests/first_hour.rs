@@ -137,6 +137,31 @@ fn config_errors_name_their_source_and_say_what_is_allowed() {
         flag.contains("--set brokerExpiryMs=soon: invalid value `soon`"),
         "{flag}"
     );
+
+    // Java would read a mistyped TLS mode as permissive; here it stops.
+    let mode = refused(&["broker", "--set", "tls.server.mode=enforce"]);
+    assert!(
+        mode.contains("tls.server.mode=enforce: expected disabled, permissive or enforcing"),
+        "{mode}"
+    );
+    // A certificate that is not there stops the start, naming the key.
+    let missing = refused(&[
+        "namesrv",
+        "--listen-port",
+        "0",
+        "--set",
+        "tls.test.mode.enable=false",
+        "--set",
+        "tls.server.certPath=/nonexistent/cert.pem",
+        "--set",
+        "tls.server.keyPath=/nonexistent/key.pem",
+        "--set",
+        "tls.config.file=/nonexistent/tls.properties",
+    ]);
+    assert!(
+        missing.contains("/nonexistent/cert.pem") && missing.contains("TLS"),
+        "{missing}"
+    );
 }
 
 #[test]

@@ -12,9 +12,13 @@ ANSWER_TIMEOUT_S = 10
 
 
 class RemotingConnection:
-    def __init__(self, addr):
+    """One connection; over TLS with `ssl_context` (Python's ssl module)."""
+
+    def __init__(self, addr, ssl_context=None):
         host, port = addr.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=ANSWER_TIMEOUT_S)
+        if ssl_context is not None:
+            self.sock = ssl_context.wrap_socket(self.sock, server_hostname=host)
         self.next_opaque = 1
 
     def close(self):
