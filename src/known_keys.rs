@@ -127,6 +127,8 @@ pub fn broker_keys() -> Vec<&'static str> {
     BROKER_KEYS
         .iter()
         .chain(SERVER_LIMIT_KEYS)
+        .chain(&ferrocket_tls::KEYS)
+        .chain(&["useTLS"])
         .copied()
         .collect()
 }
@@ -136,6 +138,7 @@ pub fn namesrv_keys() -> Vec<&'static str> {
     NAMESRV_KEYS
         .iter()
         .chain(SERVER_LIMIT_KEYS)
+        .chain(&ferrocket_tls::KEYS)
         .copied()
         .collect()
 }

@@ -82,6 +82,10 @@ pub struct TargetArgs {
     /// Broker configuration file to copy into the report.
     #[arg(long)]
     pub broker_config: Option<PathBuf>,
+    /// Connect over TLS, taking any certificate (a client with
+    /// `tls.enable=true` against a permissive or enforcing broker).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// What to send and how hard.
@@ -236,6 +240,12 @@ pub struct CompareArgs {
     pub broker_config_a: Option<PathBuf>,
     #[arg(long)]
     pub broker_config_b: Option<PathBuf>,
+    /// Connect to A over TLS (taking any certificate).
+    #[arg(long)]
+    pub tls_a: bool,
+    /// Connect to B over TLS.
+    #[arg(long)]
+    pub tls_b: bool,
     #[arg(long, value_enum, default_value_t = CompareWorkload::Produce)]
     pub workload: CompareWorkload,
     /// Rounds per system (run A, B, A, B, ...).

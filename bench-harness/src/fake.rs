@@ -52,6 +52,7 @@ fn spec(namesrv: &str) -> TargetSpec {
         broker_pids: vec![std::process::id()],
         broker_pid_children: false,
         broker_config: None,
+        tls: false,
     }
 }
 

@@ -19,8 +19,8 @@ use bytes::BytesMut;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::limits::FRAME_BYTES_MAX;
 use ferrocket_protocol::{FrameDecoder, ProtocolError, SerializeType};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -30,6 +30,11 @@ use crate::error::BenchError;
 use crate::message::{ns_since_anchor, SendFactory};
 use crate::pacing::Pacer;
 use crate::recorder::{ErrorKind, Recorder, Shard};
+
+/// A connection's read side, plaintext or TLS.
+type ReadHalf = Box<dyn AsyncRead + Send + Sync + Unpin>;
+/// A connection's write side, plaintext or TLS.
+type WriteHalf = Box<dyn AsyncWrite + Send + Sync + Unpin>;
 
 /// Bytes gathered before the writer writes, at most.
 const WRITE_CHUNK_BYTES: usize = 256 * 1024;
@@ -51,7 +56,7 @@ struct Slots {
     /// The finished writer's half of the socket, kept open until the reader
     /// is done: dropping it sends FIN, and a server may close the
     /// connection before answering what is still in flight.
-    parked_writer: Mutex<Option<OwnedWriteHalf>>,
+    parked_writer: Mutex<Option<WriteHalf>>,
 }
 
 impl Slots {
@@ -113,6 +118,8 @@ pub struct RawPlan {
     pub serialize_type: SerializeType,
     /// Signs every request (ACL 1.0), as the client connections do.
     pub credentials: Option<ferrocket_client::Credentials>,
+    /// TLS, as the client connections use it; `None`: plaintext.
+    pub tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
     pub timeout: Duration,
     pub pacer: Option<Arc<Pacer>>,
 }
@@ -134,12 +141,10 @@ pub async fn spawn_raw_producers(
             continue;
         };
         for _ in 0..per_broker {
-            let stream = tokio::time::timeout(plan.timeout, TcpStream::connect(addr))
+            let (reader, writer) = tokio::time::timeout(plan.timeout, connect(addr, &plan.tls))
                 .await
                 .map_err(|_| BenchError::Setup(format!("connecting to {addr} timed out")))?
                 .map_err(|e| BenchError::io(addr.clone(), e))?;
-            let _ = stream.set_nodelay(true);
-            let (reader, writer) = stream.into_split();
             let slots = Arc::new(Slots::new(if plan.oneway { 1 } else { plan.inflight }));
             let shard = recorder.shard();
             tasks.push(tokio::spawn(write_loop(
@@ -167,6 +172,25 @@ pub async fn spawn_raw_producers(
     Ok(tasks)
 }
 
+/// Opens a connection (over TLS with `tls`), split in halves.
+async fn connect(
+    addr: &str,
+    tls: &Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
+) -> std::io::Result<(ReadHalf, WriteHalf)> {
+    let stream = TcpStream::connect(addr).await?;
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = tls else {
+        let (reader, writer) = stream.into_split();
+        return Ok((Box::new(reader), Box::new(writer)));
+    };
+    let name = ferrocket_tls::server_name(stream.peer_addr()?);
+    let stream = tokio_rustls::TlsConnector::from(tls.clone())
+        .connect(name, stream)
+        .await?;
+    let (reader, writer) = tokio::io::split(stream);
+    Ok((Box::new(reader), Box::new(writer)))
+}
+
 /// How filling one batch of requests ended.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fill {
@@ -180,7 +204,7 @@ enum Fill {
 
 /// The writer task of one connection.
 struct RawWriter {
-    writer: OwnedWriteHalf,
+    writer: WriteHalf,
     queue_ids: Arc<Vec<i32>>,
     next_queue: usize,
     sequence: u32,
@@ -197,7 +221,7 @@ struct RawWriter {
 }
 
 async fn write_loop(
-    writer: OwnedWriteHalf,
+    writer: WriteHalf,
     queue_ids: Arc<Vec<i32>>,
     first_queue: usize,
     plan: RawPlan,
@@ -348,7 +372,12 @@ impl RawWriter {
     /// Writes the buffer; oneway requests count as sent once written. False
     /// when the connection failed.
     async fn flush(&mut self) -> bool {
-        if self.writer.write_all(&self.buf).await.is_err() {
+        // TLS holds its last records until flushed (a no-op in plaintext).
+        let written = match self.writer.write_all(&self.buf).await {
+            Ok(()) => self.writer.flush().await,
+            Err(e) => Err(e),
+        };
+        if written.is_err() {
             self.slots.closed.store(true, Ordering::Relaxed);
             self.shard.lock().send_failed(&ErrorKind::Io);
             return false;
@@ -367,7 +396,7 @@ impl RawWriter {
 }
 
 async fn read_loop(
-    mut reader: OwnedReadHalf,
+    mut reader: ReadHalf,
     factory: Arc<SendFactory>,
     timeout: Duration,
     slots: Arc<Slots>,

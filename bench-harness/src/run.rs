@@ -64,6 +64,7 @@ fn spec_of(target: &crate::args::TargetArgs) -> TargetSpec {
         broker_pids: target.broker_pid.clone(),
         broker_pid_children: target.broker_pid_children,
         broker_config: target.broker_config.clone(),
+        tls: target.tls,
     }
 }
 
@@ -240,21 +241,30 @@ fn compare_specs(args: &CompareArgs) -> (TargetSpec, TargetSpec) {
             broker_pids: pids.to_vec(),
             broker_pid_children: args.broker_pid_children,
             broker_config: config.clone(),
+            tls: false,
         }
     };
+    let a = spec(
+        &args.label_a,
+        &args.namesrv_a,
+        &args.broker_pid_a,
+        &args.broker_config_a,
+    );
+    let b = spec(
+        &args.label_b,
+        &args.namesrv_b,
+        &args.broker_pid_b,
+        &args.broker_config_b,
+    );
     (
-        spec(
-            &args.label_a,
-            &args.namesrv_a,
-            &args.broker_pid_a,
-            &args.broker_config_a,
-        ),
-        spec(
-            &args.label_b,
-            &args.namesrv_b,
-            &args.broker_pid_b,
-            &args.broker_config_b,
-        ),
+        TargetSpec {
+            tls: args.tls_a,
+            ..a
+        },
+        TargetSpec {
+            tls: args.tls_b,
+            ..b
+        },
     )
 }
 

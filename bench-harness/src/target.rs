@@ -31,6 +31,8 @@ pub struct TargetSpec {
     pub broker_pids: Vec<u32>,
     pub broker_pid_children: bool,
     pub broker_config: Option<PathBuf>,
+    /// Connect over TLS.
+    pub tls: bool,
 }
 
 /// A prepared target.
@@ -101,7 +103,7 @@ async fn broker_facts(admin: &Admin, masters: &[BrokerEntry]) -> BrokerFacts {
 /// Connects to the name server, creates the topic (unless told not to),
 /// waits until its route lists the queues, and checks the broker pids.
 pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Target, BenchError> {
-    let connection_config = connection_config(workload);
+    let connection_config = connection_config(workload, spec.tls)?;
     let admin = Admin::with_config(&spec.namesrv, connection_config.clone())?;
     let masters: Vec<_> = admin
         .cluster_brokers()
@@ -145,8 +147,18 @@ pub async fn prepare(spec: &TargetSpec, workload: &WorkloadArgs) -> Result<Targe
     })
 }
 
-fn connection_config(workload: &WorkloadArgs) -> ConnectionConfig {
-    ConnectionConfig {
+fn connection_config(workload: &WorkloadArgs, tls: bool) -> Result<ConnectionConfig, BenchError> {
+    let tls = match tls {
+        true => {
+            let settings = ferrocket_tls::TlsSettings::default();
+            let config = ferrocket_tls::client_config(&settings, &[])
+                .map_err(|e| BenchError::Setup(format!("TLS: {e}")))?;
+            Some(config)
+        }
+        false => None,
+    };
+    Ok(ConnectionConfig {
+        tls,
         request_timeout_ms: workload.timeout_ms,
         serialize_type: match workload.header_encoding {
             HeaderEncoding::Json => SerializeType::Json,
@@ -154,7 +166,7 @@ fn connection_config(workload: &WorkloadArgs) -> ConnectionConfig {
         },
         credentials: workload.credentials(),
         ..ConnectionConfig::default()
-    }
+    })
 }
 
 /// Creates the bench topic on every master; a failure is only a warning.

@@ -236,6 +236,7 @@ impl Session {
                     oneway: self.workload.send_mode == SendMode::Oneway,
                     serialize_type: self.target.connection_config.serialize_type,
                     credentials: self.target.connection_config.credentials.clone(),
+                    tls: self.target.connection_config.tls.clone(),
                     timeout,
                     pacer: pacer.clone(),
                 };

@@ -97,8 +97,7 @@ impl ServerCertVerifier for AnyServerCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms)
+        crate::signatures::tls12(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -107,14 +106,11 @@ impl ServerCertVerifier for AnyServerCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms)
+        crate::signatures::tls13(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        provider()
-            .signature_verification_algorithms
-            .supported_schemes()
+        crate::signatures::schemes()
     }
 }
 

@@ -10,6 +10,7 @@ mod pem;
 mod reload;
 mod server;
 mod settings;
+mod signatures;
 mod sniff;
 mod stream;
 

@@ -149,8 +149,7 @@ impl ClientCertVerifier for AnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms)
+        crate::signatures::tls12(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -159,14 +158,11 @@ impl ClientCertVerifier for AnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms)
+        crate::signatures::tls13(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        provider()
-            .signature_verification_algorithms
-            .supported_schemes()
+        crate::signatures::schemes()
     }
 }
 

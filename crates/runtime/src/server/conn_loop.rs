@@ -281,20 +281,7 @@ async fn write_loop(conn: Rc<Connection>, stream: Stream) {
 /// Writes all of `data`, giving up when the connection is closed meanwhile.
 async fn write_all(conn: &Connection, stream: &Stream, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
-        let written = poll_fn(|cx| {
-            if conn.is_closed() {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::NotConnected,
-                    "connection closed",
-                )));
-            }
-            conn.set_writer_waker(cx);
-            let mut socket = stream.borrow_mut();
-            let polled = Pin::new(&mut *socket).poll_write(cx, data);
-            conn.watch.write_blocked(polled.is_pending());
-            polled
-        })
-        .await?;
+        let written = poll_writer(conn, stream, |socket, cx| socket.poll_write(cx, data)).await?;
         conn.watch.moved();
         if written == 0 {
             return Err(io::Error::new(
@@ -305,13 +292,23 @@ async fn write_all(conn: &Connection, stream: &Stream, mut data: &[u8]) -> io::R
         data = &data[written..];
     }
     if stream.borrow().is_tls() {
-        flush(conn, stream).await?;
+        // Pushes out the TLS records still held after the last write.
+        poll_writer(conn, stream, |socket, cx| socket.poll_flush(cx)).await?;
     }
     Ok(())
 }
 
-/// Pushes out the TLS records still held after the last write.
-async fn flush(conn: &Connection, stream: &Stream) -> io::Result<()> {
+/// Polls the socket's write side with `op` until it is ready, giving up
+/// when the connection is closed meanwhile; a pending poll counts as a
+/// blocked write.
+async fn poll_writer<T>(
+    conn: &Connection,
+    stream: &Stream,
+    mut op: impl FnMut(
+        Pin<&mut MaybeTls<TcpStream>>,
+        &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<T>>,
+) -> io::Result<T> {
     poll_fn(|cx| {
         if conn.is_closed() {
             return Poll::Ready(Err(io::Error::new(
@@ -321,7 +318,7 @@ async fn flush(conn: &Connection, stream: &Stream) -> io::Result<()> {
         }
         conn.set_writer_waker(cx);
         let mut socket = stream.borrow_mut();
-        let polled = Pin::new(&mut *socket).poll_flush(cx);
+        let polled = op(Pin::new(&mut *socket), cx);
         conn.watch.write_blocked(polled.is_pending());
         polled
     })
