@@ -5,6 +5,7 @@ use std::time::Duration;
 
 mod broker;
 mod consumer;
+mod consumer_status;
 mod message;
 mod time;
 

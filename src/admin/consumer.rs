@@ -34,6 +34,9 @@ pub enum ConsumerCommand {
         #[arg(short = 'b', long)]
         broker_addr: Option<String>,
     },
+    /// What each online client says of itself: its settings, subscriptions
+    /// and queues (consumerStatus; the broker asks the client).
+    Status(super::consumer_status::StatusArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -153,6 +156,10 @@ pub async fn run_consumer(admin: &Admin, command: ConsumerCommand) -> Result<(),
         } => progress(admin, &group, topic.as_deref(), broker_addr.as_deref()).await,
         ConsumerCommand::Connection { group, broker_addr } => {
             connection(admin, &group, broker_addr.as_deref()).await
+        }
+        ConsumerCommand::Status(args) => {
+            let addrs = masters(admin, args.broker_addr.as_deref(), None).await?;
+            super::consumer_status::status(admin, &args, &addrs).await
         }
     }
 }

@@ -295,6 +295,28 @@ impl Admin {
         Ok(Some(decode_body(&response.body)?))
     }
 
+    /// GET_CONSUMER_RUNNING_INFO: the broker asks client `client_id` of
+    /// `group` (connected to it) and passes the answer on. The body is the
+    /// client's `ConsumerRunningInfo`, as JSON when it parses (Java's
+    /// object-keyed maps quoted); `Err(raw body)` when it does not.
+    pub async fn consumer_running_info(
+        &self,
+        broker_addr: &str,
+        group: &str,
+        client_id: &str,
+        jstack: bool,
+    ) -> Result<Result<serde_json::Value, String>, ClientError> {
+        let request = RemotingCommand::request(request_code::GET_CONSUMER_RUNNING_INFO)
+            .with_ext("consumerGroup", group)
+            .with_ext("clientId", client_id)
+            .with_ext("jstackEnable", jstack);
+        let response = expect_success(self.pool().invoke(broker_addr, request).await?)?;
+        let body = &response.body;
+        let quoted = quote_object_keys(body);
+        let text = quoted.as_deref().unwrap_or(body);
+        Ok(serde_json::from_slice(text).map_err(|_| String::from_utf8_lossy(body).into_owned()))
+    }
+
     /// GET_CONSUME_STATS of `group`, for one topic or every topic it has
     /// offsets of.
     pub async fn consume_stats(

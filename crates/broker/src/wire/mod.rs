@@ -8,6 +8,7 @@ pub(crate) mod assignment;
 pub(crate) mod broker_config;
 pub(crate) mod client;
 pub(crate) mod consumer_admin;
+mod consumer_calls;
 pub(crate) mod group_admin;
 pub(crate) mod locks;
 pub(crate) mod offsets;
@@ -72,6 +73,8 @@ async fn dispatch(
         LOCK_BATCH_MQ => locks::lock_batch(shard, request).await,
         UNLOCK_BATCH_MQ => locks::unlock_batch(shard, request).await,
         GET_CONSUMER_CONNECTION_LIST => consumer_admin::consumer_connections(shard, request).await,
+        GET_CONSUMER_RUNNING_INFO => consumer_calls::consumer_running_info(shard, request).await,
+        CONSUME_MESSAGE_DIRECTLY => consumer_calls::consume_message_directly(shard, request).await,
         GET_ALL_CONSUMER_OFFSET => consumer_admin::all_consumer_offsets(shard, request).await,
         GET_CONSUME_STATS => consumer_admin::consume_stats(shard, request).await,
         GET_TOPIC_STATS_INFO => topic_stats::topic_stats(shard, request).await,
