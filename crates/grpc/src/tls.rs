@@ -200,13 +200,14 @@ fn spawn_admit(
     let _ = socket.set_nodelay(true);
     let (admitted, tls) = (admitted.clone(), tls.clone());
     tokio::spawn(async move {
-        let result = admit(socket, opens_tls, tls.as_deref()).await;
-        drop(permit);
-        match result {
+        match admit(socket, opens_tls, tls.as_deref()).await {
             Ok(io) => {
+                // Held until the server takes it: admitted connections the
+                // server has not taken count against the openings too.
                 let _ = admitted.send(Ok(io)).await;
             }
             Err(why) => tracing::info!(?peer, "gRPC connection closed: {why}"),
         }
+        drop(permit);
     });
 }

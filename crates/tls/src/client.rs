@@ -57,6 +57,12 @@ pub fn server_name(addr: SocketAddr) -> ServerName<'static> {
 }
 
 fn server_verifier(settings: &TlsSettings) -> Result<Arc<dyn ServerCertVerifier>, TlsError> {
+    if settings.test_mode_enable && settings.client.auth_peer {
+        tracing::warn!(
+            "tls.test.mode.enable=true: tls.client.authServer is not used and any server \
+            certificate is taken (set tls.test.mode.enable=false to verify)"
+        );
+    }
     if settings.test_mode_enable || !settings.client.auth_peer {
         return Ok(Arc::new(AnyServerCert));
     }

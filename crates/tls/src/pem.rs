@@ -21,11 +21,17 @@ pub(crate) fn read(key: &str, path: &Path) -> Result<Vec<u8>, TlsError> {
         path: path.to_path_buf(),
         source,
     };
-    let len = std::fs::metadata(path).map_err(io)?.len();
-    if len > PEM_FILE_BYTES_MAX {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    // Bounded even for a file that grows, or a pipe.
+    file.take(PEM_FILE_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > PEM_FILE_BYTES_MAX {
         return Err(invalid(key, path, "larger than 1 MiB"));
     }
-    std::fs::read(path).map_err(io)
+    Ok(bytes)
 }
 
 /// The certificates of a PEM file, in order (the chain: leaf first).

@@ -95,7 +95,10 @@ impl ServerTls {
         match rebuilt {
             Ok((config, merged)) => {
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = config;
-                *watched = snapshot(&watch_list(&self.settings, &merged));
+                // What was read before the rebuild: a change written since
+                // is seen at the next look.
+                let list = watch_list(&self.settings, &merged);
+                *watched = if list == paths { now } else { snapshot(&list) };
                 tracing::info!("TLS certificate reloaded; new connections use it");
                 true
             }

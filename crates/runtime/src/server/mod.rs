@@ -48,7 +48,6 @@ pub use handoff::{HandedOver, Handoff};
 pub use listener::{bind_listener, bind_waiting, in_use_hint, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
 pub use port_holder::port_holder;
 pub use serve::serve;
-pub use serve::OPENINGS_MAX;
 
 /// What a request handler returns: the response, or `None` for no response
 /// (oneway requests, or a response sent later with [`Connection::send`]).

@@ -13,9 +13,12 @@ use glommio::net::TcpStream;
 
 /// The first byte of HTTP/2's connection preface (`PRI * HTTP/2.0`).
 const HTTP2_FIRST_BYTE: u8 = b'P';
-/// Pause between looks at a ClientHello that has not all arrived (a peek
-/// returns at once while some bytes are there).
+/// First pause between looks at a ClientHello that has not all arrived (a
+/// peek returns at once while some bytes are there); it doubles up to
+/// [`HELLO_PEEK_PAUSE_MS_MAX`], so a client that stalls mid-hello costs few
+/// wake-ups.
 const HELLO_PEEK_PAUSE_MS: u64 = 1;
+const HELLO_PEEK_PAUSE_MS_MAX: u64 = 64;
 
 /// What to do with a new connection.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,6 +67,7 @@ pub(crate) async fn classify(
 /// The ALPN verdict of the ClientHello's first record.
 async fn hello_alpn(stream: &TcpStream, deadline: Instant) -> Option<HelloAlpn> {
     let mut hello = vec![0u8; CLIENT_HELLO_BYTES_MAX];
+    let mut pause_ms = HELLO_PEEK_PAUSE_MS;
     loop {
         let got = peek_until(stream, &mut hello, deadline).await?;
         if got == 0 {
@@ -71,7 +75,8 @@ async fn hello_alpn(stream: &TcpStream, deadline: Instant) -> Option<HelloAlpn> 
         }
         match client_hello_alpn(&hello[..got]) {
             HelloAlpn::NeedBytes(_) if Instant::now() < deadline => {
-                glommio::timer::sleep(Duration::from_millis(HELLO_PEEK_PAUSE_MS)).await;
+                glommio::timer::sleep(Duration::from_millis(pause_ms)).await;
+                pause_ms = (pause_ms * 2).min(HELLO_PEEK_PAUSE_MS_MAX);
             }
             HelloAlpn::NeedBytes(_) => return None,
             verdict => return Some(verdict),

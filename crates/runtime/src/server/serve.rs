@@ -23,9 +23,6 @@ use ferrocket_tls::MaybeTls;
 pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 50;
 /// Least time between two budget-driven sheds (each walks every connection).
 pub const SHED_INTERVAL_MS: u64 = 100;
-/// Most connections in their opening (first bytes, TLS handshake) at once
-/// per server; more are closed at once.
-pub const OPENINGS_MAX: usize = 1_024;
 /// A connection is shed only after its socket took none of our output this
 /// long; a fast reader's socket is full for an instant only.
 pub const SHED_BLOCKED_MS_MIN: u64 = 1_000;
@@ -34,8 +31,12 @@ pub const SHED_BLOCKED_MS_MIN: u64 = 1_000;
 #[derive(Default)]
 struct Registry {
     conns: RefCell<HashMap<u64, Rc<Connection>>>,
-    /// Connections being classified or in their TLS handshake.
+    /// Connections being classified or in their TLS handshake (they count
+    /// against the connection limit).
     openings: Cell<usize>,
+    /// Set once the server stops accepting: an opening that ends later is
+    /// closed, not served.
+    stopped: Cell<bool>,
     empty_waker: Cell<Option<Waker>>,
 }
 
@@ -106,6 +107,7 @@ where
         }
     }
     drop(listener);
+    registry.stopped.set(true);
     drop(sweeper);
     let conns = registry.snapshot();
     tracing::debug!(
@@ -235,7 +237,7 @@ fn start_connection<H: RequestHandler>(
             return;
         }
     };
-    let count = registry.conns.borrow().len();
+    let count = registry.conns.borrow().len() + registry.openings.get();
     if count >= config.limits.connections_max {
         tracing::warn!(%peer, count, "connection limit reached; closing new connection");
         return;
@@ -251,16 +253,15 @@ fn start_connection<H: RequestHandler>(
         );
         return;
     }
-    if registry.openings.get() >= OPENINGS_MAX {
-        tracing::warn!(%peer, "too many connections in their opening; closing new connection");
-        return;
-    }
     registry.openings.set(registry.openings.get() + 1);
     let (handler, config, registry) = (handler.clone(), config.clone(), registry.clone());
     glommio::spawn_local(async move {
         let opened = open(stream, handoff.as_ref(), &config).await;
         registry.openings.set(registry.openings.get() - 1);
         match opened {
+            Ok(Some(_)) if registry.stopped.get() => {
+                tracing::debug!(%peer, "connection opened after the server stopped; closed")
+            }
             Ok(Some(stream)) => run_remoting(stream, (peer, local), &handler, &config, &registry),
             Ok(None) => {}
             Err(why) => tracing::info!(%peer, "connection closed: {why}"),
