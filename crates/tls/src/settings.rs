@@ -122,23 +122,6 @@ impl Default for TlsSettings {
     }
 }
 
-/// The keys `tls.config.file` may set (all but the mode, `tls.enable` and
-/// the file's own name, as in Java).
-pub const FILE_KEYS: [&str; 12] = [
-    "tls.test.mode.enable",
-    "tls.server.need.client.auth",
-    "tls.server.keyPath",
-    "tls.server.keyPassword",
-    "tls.server.certPath",
-    "tls.server.authClient",
-    "tls.server.trustCertPath",
-    "tls.client.keyPath",
-    "tls.client.keyPassword",
-    "tls.client.certPath",
-    "tls.client.authServer",
-    "tls.client.trustCertPath",
-];
-
 /// Every key [`TlsSettings::set`] takes.
 pub const KEYS: [&str; 15] = [
     "tls.server.mode",
@@ -157,6 +140,13 @@ pub const KEYS: [&str; 15] = [
     "tls.client.authServer",
     "tls.client.trustCertPath",
 ];
+
+/// Keys of [`KEYS`] only the server's own settings may set: the mode,
+/// `tls.enable` and the file's own name, as in Java.
+const OWN_KEYS_COUNT: usize = 3;
+
+/// The keys `tls.config.file` may set: every other key.
+pub const FILE_KEYS: &[&str] = KEYS.split_at(OWN_KEYS_COUNT).1;
 
 impl TlsSettings {
     /// Sets one `tls.*` key. `Ok(false)`: not a TLS key.
