@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+mod auth;
 mod broker;
 mod consumer;
 mod consumer_status;
@@ -83,6 +84,12 @@ enum AdminCommand {
     /// Subscription groups (retry, DLQ and consume settings).
     #[command(subcommand)]
     Group(consumer::GroupCommand),
+    /// ACL 2.0 users.
+    #[command(subcommand)]
+    User(auth::UserCommand),
+    /// ACL 2.0 ACLs: what each user may do.
+    #[command(subcommand)]
+    Acl(auth::AclCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -196,6 +203,8 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
         AdminCommand::Offset(command) => consumer::run_offset(&admin, command)
             .await
             .map_err(describe),
+        AdminCommand::User(command) => auth::run_user(&admin, command).await.map_err(describe),
+        AdminCommand::Acl(command) => auth::run_acl(&admin, command).await.map_err(describe),
         AdminCommand::Group(command) => {
             consumer::run_group(&admin, command).await.map_err(describe)
         }

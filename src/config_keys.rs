@@ -54,7 +54,7 @@ pub fn apply_namesrv(
 type KeyGroup<C> = fn(&mut C, &str, &Setting) -> Result<bool, String>;
 
 /// The broker's keys, by group; a key belongs to one group only.
-const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 9] = [
+const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 10] = [
     broker_identity_keys,
     broker_replication_keys,
     broker_store_keys,
@@ -64,6 +64,7 @@ const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 9] = [
     broker_consume_keys,
     broker_metrics_keys,
     broker_tls_keys,
+    crate::auth_keys::broker_auth_keys,
 ];
 
 pub fn apply_broker(
@@ -115,9 +116,6 @@ fn broker_identity_keys(
             config.rocketmq_home = Some(setting.value.as_str())
                 .filter(|v| !v.is_empty())
                 .map(Into::into)
-        }
-        "innerClientAuthenticationCredentials" => {
-            config.inner_credentials = credentials(key, setting)?
         }
         _ => return Ok(false),
     }
@@ -422,26 +420,6 @@ fn ratio_percent(key: &str, setting: &Setting) -> Result<u8, String> {
             setting,
             "expected a percentage, 1-100, or a ratio such as 0.90",
         )),
-    }
-}
-
-/// `{"accessKey": "...", "secretKey": "..."}`, as Java's AuthConfig
-/// takes it; empty for none.
-fn credentials(key: &str, setting: &Setting) -> Result<Option<(String, String)>, String> {
-    if setting.value.trim().is_empty() {
-        return Ok(None);
-    }
-    // The value holds a secret: the error does not repeat it.
-    let refused = || {
-        format!(
-            r#"{}: invalid value for {key}: expected {{"accessKey":"...","secretKey":"..."}}"#,
-            setting.origin
-        )
-    };
-    let json: serde_json::Value = serde_json::from_str(&setting.value).map_err(|_| refused())?;
-    match (json["accessKey"].as_str(), json["secretKey"].as_str()) {
-        (Some(access), Some(secret)) => Ok(Some((access.to_string(), secret.to_string()))),
-        _ => Err(refused()),
     }
 }
 

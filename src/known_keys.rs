@@ -61,7 +61,6 @@ pub const BROKER_KEYS: &[&str] = &[
     "regionId",
     "traceOn",
     "aclEnable",
-    "innerClientAuthenticationCredentials",
     "metricsExporterType",
     "metricsPromExporterHost",
     "metricsPromExporterPort",
@@ -130,6 +129,7 @@ pub fn broker_keys() -> Vec<&'static str> {
         .chain(&ferrocket_tls::KEYS)
         .chain(&["useTLS"])
         .copied()
+        .chain(crate::auth_keys::auth_keys())
         .collect()
 }
 

@@ -3,6 +3,7 @@
 
 mod account_args;
 mod admin;
+mod auth_keys;
 mod config;
 mod config_keys;
 mod config_online;

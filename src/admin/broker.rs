@@ -20,10 +20,10 @@ pub enum BrokerCommand {
 pub struct BrokerTarget {
     /// One broker, host:port.
     #[arg(short = 'b', long)]
-    broker_addr: Option<String>,
+    pub broker_addr: Option<String>,
     /// Every master of this cluster.
     #[arg(short = 'c', long)]
-    cluster: Option<String>,
+    pub cluster: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -78,7 +78,7 @@ pub async fn run(admin: &Admin, command: BrokerCommand) -> Result<(), ClientErro
     }
 }
 
-async fn addrs(admin: &Admin, target: &BrokerTarget) -> Result<Vec<String>, ClientError> {
+pub async fn addrs(admin: &Admin, target: &BrokerTarget) -> Result<Vec<String>, ClientError> {
     match (&target.broker_addr, &target.cluster) {
         (Some(addr), _) => Ok(vec![addr.clone()]),
         (None, Some(cluster)) => cluster_master_addrs(&admin.cluster_info().await?, cluster),

@@ -9,6 +9,7 @@
 //! caller's; this crate only decides.
 
 mod address;
+pub mod auth;
 mod config;
 mod grpc;
 mod perm;

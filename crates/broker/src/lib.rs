@@ -35,9 +35,10 @@ mod tasks;
 mod wire;
 
 pub use config::{
-    BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, FlushDiskType, MetricsConfig,
-    MetricsExporter, ReplicationConfig, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT,
-    DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
+    AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, FlushDiskType,
+    MetricsConfig, MetricsExporter, ReplicationConfig, Whitelist, BROKER_NAME_DEFAULT,
+    CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT,
+    ONLINE_KEYS,
 };
 pub use error::BrokerError;
 pub use start::run;

@@ -257,6 +257,7 @@ impl ConfigFiles {
         listen: SocketAddr,
     ) -> Result<BrokerEnv, BrokerError> {
         let store_host = SocketAddr::new(config.advertised_ip()?, listen.port());
+        let auth = crate::services::auth::open(&config, &self.dir)?;
         Ok(BrokerEnv {
             listen,
             store_host,
@@ -275,6 +276,7 @@ impl ConfigFiles {
             }),
             loaded: self.loaded,
             acl: open_acl(&config)?,
+            auth,
             tls: ferrocket_tls::ServerTls::new(&config.tls, &[])
                 .map_err(|e| BrokerError::Config(format!("TLS: {e}")))?,
             namesrv_tls: namesrv_tls(&config)?,

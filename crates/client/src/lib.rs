@@ -15,6 +15,7 @@
 //! it. Nothing here blocks a thread.
 
 pub mod admin;
+mod auth_admin;
 pub mod connection;
 pub mod consume_admin;
 pub mod consumer;

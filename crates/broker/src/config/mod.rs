@@ -11,9 +11,11 @@ use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteM
 
 use crate::error::BrokerError;
 
+mod auth;
 mod online;
 mod replication;
 
+pub use auth::{AuthConfig, Whitelist};
 pub use ferrocket_metrics::config::{MetricsConfig, MetricsExporter, METRICS_PROM_PORT_DEFAULT};
 pub use online::*;
 pub use replication::*;
@@ -193,6 +195,8 @@ pub struct BrokerConfig {
     /// registrations with ACL-protected name servers, a slave's calls to
     /// its master.
     pub inner_credentials: Option<(String, String)>,
+    /// ACL 2.0: users and ACLs (`authenticationEnabled`, ...).
+    pub auth: AuthConfig,
     /// `messageDelayLevel`: the delay of each level, "1s 5s ... 2h".
     pub message_delay_level: String,
     /// `enablePropertyFilter`: evaluate SQL92 subscriptions on pulls.
@@ -302,6 +306,7 @@ impl Default for BrokerConfig {
             acl_enable: false,
             rocketmq_home: None,
             inner_credentials: None,
+            auth: AuthConfig::default(),
             message_delay_level: MESSAGE_DELAY_LEVEL_DEFAULT.into(),
             enable_property_filter: false,
             auto_create_subscription_group: true,

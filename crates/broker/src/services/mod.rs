@@ -4,6 +4,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod append;
+pub(crate) mod auth;
 pub(crate) mod clients;
 pub(crate) mod control;
 pub(crate) mod delay_levels;

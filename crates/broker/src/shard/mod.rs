@@ -80,6 +80,9 @@ pub(crate) struct BrokerEnv {
     pub loaded: LoadedState,
     /// ACL 1.0 accounts, with `aclEnable=true`.
     pub acl: Option<Arc<ferrocket_acl::AclStore>>,
+    /// ACL 2.0's users and ACLs (kept whether or not the checks are on:
+    /// the admin requests manage them either way).
+    pub auth: Arc<ferrocket_acl::auth::AuthStore>,
     /// TLS on the port (`tls.server.mode`); `None`: disabled.
     pub tls: Option<Arc<ferrocket_tls::ServerTls>>,
     /// TLS towards the name servers (`useTLS`); `None`: plaintext.
@@ -146,6 +149,8 @@ pub(crate) struct Shard {
     pub pop: pop::PopStore,
     /// This shard's copy of the ACL in force (`wire::acl`).
     pub acl: crate::services::acl::AclCache,
+    /// This shard's copy of the users and ACLs (`wire::acl`).
+    pub auth: crate::services::auth::AuthCache,
     /// What this shard counts for `/metrics` (`services::metrics`).
     pub metrics: crate::services::metrics::ShardMetrics,
 }
@@ -213,6 +218,7 @@ impl Shard {
             services: PlacedServices::default(),
             pop: pop::PopStore::default(),
             acl: Default::default(),
+            auth: Default::default(),
             metrics: Default::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),

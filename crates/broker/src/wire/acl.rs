@@ -1,12 +1,22 @@
-//! ACL 1.0 in front of every request (`aclEnable=true`): a request the
-//! accounts do not allow is answered as Java's broker answers it,
-//! SYSTEM_ERROR with the `AclException`'s text, and never reaches its
-//! handler. Each shard keeps its own copy of the ACL in force and takes a
-//! new one only when a reload moved the version.
+//! ACL 1.0 and 2.0 in front of every request. ACL 1.0 (`aclEnable=true`):
+//! a request the accounts do not allow is answered as Java's broker
+//! answers it, SYSTEM_ERROR with the `AclException`'s text. ACL 2.0
+//! (`authenticationEnabled`, `authorizationEnabled`): a request not signed
+//! by an enabled user, or one its user's ACL does not allow, is answered
+//! NO_PERMISSION with Java's words. Either way it never reaches its
+//! handler. Each shard keeps its own copy of the ACL and the users in
+//! force and takes a new one only when a reload or a change moved the
+//! version.
 
+use std::net::IpAddr;
+
+use ferrocket_acl::auth::{remoting_needs, AuthMetadata};
+use ferrocket_acl::{Denied, ACCESS_KEY};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
+
+use crate::config::AuthConfig;
 
 use crate::error::Reject;
 use crate::shard::Shard;
@@ -21,9 +31,42 @@ pub(crate) fn refusal(
     conn: &Connection,
     request: &RemotingCommand,
 ) -> Option<RemotingCommand> {
-    let store = shard.env.acl.as_ref()?;
-    let config = shard.acl.current(store);
-    let denied = config.check(request, conn.peer_addr().ip()).err()?;
-    let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
-    Some(Reject::new(response_code::SYSTEM_ERROR, remark).to_response(request))
+    let peer = conn.peer_addr().ip();
+    if let Some(store) = shard.env.acl.as_ref() {
+        let config = shard.acl.current(store);
+        if let Err(denied) = config.check(request, peer) {
+            let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
+            return Some(Reject::new(response_code::SYSTEM_ERROR, remark).to_response(request));
+        }
+    }
+    let settings = &shard.env.config.auth;
+    if !settings.enabled() {
+        return None;
+    }
+    let meta = shard.auth.current(&shard.env.auth);
+    let cluster = &shard.env.config.broker_cluster_name;
+    let denied = check_v2(&meta, settings, cluster, request, peer).err()?;
+    Some(Reject::new(response_code::NO_PERMISSION, denied.0).to_response(request))
+}
+
+/// ACL 2.0: who signed `request` (with authentication on), then whether
+/// that user may do what it asks (with authorization on; without
+/// authentication the `AccessKey` names the user unchecked, as in Java).
+fn check_v2(
+    meta: &AuthMetadata,
+    settings: &AuthConfig,
+    cluster: &str,
+    request: &RemotingCommand,
+    peer: IpAddr,
+) -> Result<(), Denied> {
+    let mut username = request.ext_fields.get(ACCESS_KEY);
+    if settings.authentication_enabled && !settings.authentication_whitelist.has_code(request.code)
+    {
+        username = Some(meta.authenticate(request)?.username.as_str());
+    }
+    if settings.authorization_enabled && !settings.authorization_whitelist.has_code(request.code) {
+        let needs = remoting_needs(request, cluster).map_err(Denied)?;
+        meta.authorize(username, &needs, peer)?;
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod assignment;
+mod auth_admin;
 pub(crate) mod broker_config;
 pub(crate) mod client;
 pub(crate) mod consumer_admin;
@@ -96,6 +97,7 @@ async fn dispatch(
         PEEK_MESSAGE => pop::peek::peek_message(shard, request).await,
         NOTIFICATION => pop::peek::notification(shard, request).await,
         POLLING_INFO => pop::peek::polling_info(shard, request).await,
+        3001..=3010 => auth_admin::handle(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }
