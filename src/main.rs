@@ -138,18 +138,38 @@ fn in_broker_security(
             access_key,
             secret_key,
         });
-    if !config.acl_enable {
-        return proxy::security(None, credentials);
-    }
-    if config.inner_credentials.is_none() {
+    if (config.acl_enable || config.auth.enabled()) && config.inner_credentials.is_none() {
         tracing::warn!(
-            "aclEnable=true with enableProxy=true but no innerClientAuthenticationCredentials: \
-             the gRPC endpoint's calls to the broker are unsigned and will be refused; give it \
-             an account with permission for what v5 clients do"
+            "ACL on with enableProxy=true but no innerClientAuthenticationCredentials: the gRPC \
+             endpoint's calls to the broker are unsigned and will be refused; give it an account \
+             with permission for what v5 clients do (with ACL 2.0 it becomes a super user)"
         );
     }
-    let home = config.rocketmq_home();
-    proxy::security(home.as_deref(), credentials)
+    let home = config.rocketmq_home().filter(|_| config.acl_enable);
+    let mut security = proxy::security(home.as_deref(), credentials)?;
+    security.access.users = proxy::broker_users(in_broker_auth(config));
+    Ok(security)
+}
+
+/// ACL 2.0's settings for the in-broker endpoint: the broker's own, and
+/// its own users.
+fn in_broker_auth(config: &ferrocket_broker::BrokerConfig) -> Option<ferrocket_grpc::AuthSettings> {
+    let auth = &config.auth;
+    if !auth.enabled() {
+        return None;
+    }
+    let host = match config.listen_addr.is_unspecified() {
+        true => std::net::IpAddr::from([127, 0, 0, 1]),
+        false => config.listen_addr,
+    };
+    let broker = std::net::SocketAddr::new(host, config.listen_port);
+    Some(ferrocket_grpc::AuthSettings {
+        authentication: auth.authentication_enabled,
+        authorization: auth.authorization_enabled,
+        authentication_whitelist: auth.authentication_whitelist.names.clone(),
+        authorization_whitelist: auth.authorization_whitelist.names.clone(),
+        broker_addr: Some(broker.to_string()),
+    })
 }
 
 /// For the commands that print a report: piped into `head`, they end

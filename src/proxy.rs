@@ -36,10 +36,12 @@ pub struct ProxyArgs {
     /// The `cluster` label of the metrics (RocketMQ's `proxyClusterName`).
     #[arg(long, default_value = "DefaultCluster")]
     proxy_cluster_name: String,
-    /// A TLS setting, repeatable: RocketMQ's `tls.*` keys
+    /// A setting, repeatable: RocketMQ's `tls.*` keys
     /// (`tls.server.mode=enforcing`, `tls.enable=true` for the calls to
-    /// brokers, ...) and the proxy's `tlsTestModeEnable`, `tlsCertPath`,
-    /// `tlsKeyPath`.
+    /// brokers, ...), the proxy's `tlsTestModeEnable`, `tlsCertPath`,
+    /// `tlsKeyPath`, and ACL 2.0's `authenticationEnabled`,
+    /// `authorizationEnabled`, `authenticationWhitelist`,
+    /// `authorizationWhitelist` (users and ACLs are the brokers').
     #[arg(long = "set", value_name = "KEY=VALUE")]
     settings: Vec<String>,
 }
@@ -52,6 +54,9 @@ fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, Strin
         let (key, value) = pair
             .split_once('=')
             .ok_or_else(|| format!("--set {pair}: expected KEY=VALUE"))?;
+        if AUTH_KEYS.contains(&key.trim()) {
+            continue;
+        }
         let key = match key.trim() {
             "tlsTestModeEnable" => "tls.test.mode.enable",
             "tlsCertPath" => "tls.server.certPath",
@@ -60,11 +65,61 @@ fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, Strin
         };
         match tls.set(key, value) {
             Ok(true) => {}
-            Ok(false) => return Err(format!("--set {pair}: the proxy takes only TLS keys here")),
+            Ok(false) => {
+                return Err(format!(
+                    "--set {pair}: the proxy takes only TLS and ACL 2.0 keys here"
+                ))
+            }
             Err(e) => return Err(format!("--set {pair}: {e}")),
         }
     }
     Ok(tls)
+}
+
+/// ACL 2.0's keys the proxy takes.
+const AUTH_KEYS: [&str; 4] = [
+    "authenticationEnabled",
+    "authorizationEnabled",
+    "authenticationWhitelist",
+    "authorizationWhitelist",
+];
+
+/// ACL 2.0's settings from `--set`; `None` when both checks are off.
+fn auth_settings(settings: &[String]) -> Result<Option<ferrocket_grpc::AuthSettings>, String> {
+    let mut auth = ferrocket_grpc::AuthSettings::default();
+    let list = |value: &str| -> Vec<String> {
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for pair in settings {
+        let Some((key, value)) = pair.split_once('=') else {
+            continue;
+        };
+        let flag = || match value.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(format!("--set {pair}: expected true or false")),
+        };
+        match key.trim() {
+            "authenticationEnabled" => auth.authentication = flag()?,
+            "authorizationEnabled" => auth.authorization = flag()?,
+            "authenticationWhitelist" => auth.authentication_whitelist = list(value),
+            "authorizationWhitelist" => auth.authorization_whitelist = list(value),
+            _ => {}
+        }
+    }
+    Ok(Some(auth).filter(|a| a.authentication || a.authorization))
+}
+
+/// With ACL 2.0 on: the users and ACLs to check v5 clients against.
+pub fn broker_users(
+    auth: Option<ferrocket_grpc::AuthSettings>,
+) -> Option<Arc<ferrocket_grpc::BrokerUsers>> {
+    auth.map(|settings| Arc::new(ferrocket_grpc::BrokerUsers::new(settings)))
 }
 
 /// TLS on the gRPC port (`None`: disabled) and towards the brokers (`None`:
@@ -102,7 +157,7 @@ pub fn security(
         None => None,
     };
     Ok(ferrocket_grpc::Security {
-        access: ferrocket_grpc::Access { acl },
+        access: ferrocket_grpc::Access { acl, users: None },
         credentials,
         client_tls: None,
     })
@@ -113,6 +168,7 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     let (tls, client_tls) = endpoint_tls(&tls_settings(&args.settings)?)?;
     let mut security = security(args.acl_home.as_deref(), credentials)?;
     security.client_tls = client_tls;
+    security.access.users = broker_users(auth_settings(&args.settings)?);
     let _tls_reloader = match &tls {
         Some(tls) => Some(
             tls.watch(Arc::clone(&stop))

@@ -21,6 +21,8 @@ const RETRY_PREFIX: &str = "%RETRY%";
 #[derive(Clone, Default)]
 pub struct Access {
     pub acl: Option<Arc<AclStore>>,
+    /// ACL 2.0: the broker's users and ACLs.
+    pub users: Option<Arc<crate::auth_v2::BrokerUsers>>,
 }
 
 /// The topics and groups a call names, with the permission each needs.
@@ -138,20 +140,29 @@ impl Access {
         request: &Request<T>,
         needs: &[(String, Perm)],
     ) -> Result<(), tonic::Status> {
-        let Some(acl) = &self.acl else {
+        if self.acl.is_none() && self.users.is_none() {
             return Ok(());
-        };
+        }
         let metadata = request.metadata();
         let text = |key: &str| metadata.get(key).and_then(|v| v.to_str().ok());
         let peer = request
             .remote_addr()
             .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-        let config = acl.current();
-        config
-            .check_grpc(text(AUTHORIZATION), text(DATE_TIME), peer, needs)
-            .map_err(|denied| {
-                let code = Code::Unauthorized as i32;
-                tonic::Status::unauthenticated(format!("{} ({code})", denied.0))
-            })
+        let refused = |denied: ferrocket_acl::Denied| {
+            let code = Code::Unauthorized as i32;
+            tonic::Status::unauthenticated(format!("{} ({code})", denied.0))
+        };
+        if let Some(acl) = &self.acl {
+            let config = acl.current();
+            config
+                .check_grpc(text(AUTHORIZATION), text(DATE_TIME), peer, needs)
+                .map_err(refused)?;
+        }
+        if let Some(users) = &self.users {
+            users
+                .check::<T>(text(AUTHORIZATION), text(DATE_TIME), peer, needs)
+                .map_err(refused)?;
+        }
+        Ok(())
     }
 }

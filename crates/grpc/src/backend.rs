@@ -88,6 +88,25 @@ impl Backend {
             .map_err(|e| client_status(&e))
     }
 
+    /// The first master address the name servers list (sorted).
+    pub async fn first_master(&self) -> Result<String, Status> {
+        let info = self
+            .namesrv
+            .cluster_info()
+            .await
+            .map_err(|e| client_status(&e))?;
+        let mut masters: Vec<String> = info
+            .broker_addr_table
+            .values()
+            .filter_map(|data| data.master_addr().map(str::to_string))
+            .collect();
+        masters.sort();
+        masters
+            .into_iter()
+            .next()
+            .ok_or_else(|| status(Code::InternalServerError, "no master broker is registered"))
+    }
+
     /// `request` to the broker at `addr`, waiting at most `timeout`.
     pub async fn invoke(
         &self,

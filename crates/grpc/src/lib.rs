@@ -17,6 +17,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod auth;
+pub mod auth_v2;
 pub mod backend;
 pub mod convert;
 pub mod dead_letter;
@@ -40,6 +41,7 @@ pub mod pb {
 }
 
 pub use auth::Access;
+pub use auth_v2::{AuthSettings, BrokerUsers};
 pub use backend::Backend;
 pub use service::{serve, serve_incoming, ProxyConfig, Security};
 

@@ -82,6 +82,12 @@ where
         Backend::new(namesrv_addr, security.credentials, security.client_tls)?;
     let mut background = start_background(&backend, broker_requests, local);
     background.extend(reload_acl(&security.access));
+    if let Some(users) = &security.access.users {
+        background.push(crate::auth_v2::refresh_loop(
+            Arc::clone(users),
+            Arc::clone(&backend),
+        ));
+    }
     let access = security.access;
     let service = MessagingServiceServer::new(Proxy { backend, access })
         .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
