@@ -8,6 +8,7 @@ mod broker;
 mod consumer;
 mod consumer_status;
 mod message;
+mod stats;
 mod time;
 
 use clap::{Args, Subcommand};
@@ -84,6 +85,9 @@ enum AdminCommand {
     /// Subscription groups (retry, DLQ and consume settings).
     #[command(subcommand)]
     Group(consumer::GroupCommand),
+    /// Each topic's in and out rates and day counts (`mqadmin statsAll`).
+    #[command(subcommand)]
+    Stats(StatsCommand),
     /// ACL 2.0 users.
     #[command(subcommand)]
     User(auth::UserCommand),
@@ -132,6 +136,13 @@ struct CreateTopicArgs {
     /// Mark the topic ordered.
     #[arg(short = 'o', long)]
     order: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum StatsCommand {
+    /// Every topic and its consumer groups: accumulation, TPS in and out,
+    /// messages in and out over the last day.
+    All(stats::StatsAllArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -203,6 +214,9 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
         AdminCommand::Offset(command) => consumer::run_offset(&admin, command)
             .await
             .map_err(describe),
+        AdminCommand::Stats(StatsCommand::All(args)) => {
+            stats::stats_all(&admin, args).await.map_err(describe)
+        }
         AdminCommand::User(command) => auth::run_user(&admin, command).await.map_err(describe),
         AdminCommand::Acl(command) => auth::run_acl(&admin, command).await.map_err(describe),
         AdminCommand::Group(command) => {

@@ -12,6 +12,9 @@ pub enum BrokerCommand {
     /// Change one setting while the broker runs (`mqadmin
     /// updateBrokerConfig`); it is also written into the broker's -c file.
     UpdateConfig(UpdateArgs),
+    /// Every group's per-queue progress on one broker (`mqadmin
+    /// brokerConsumeStats`).
+    ConsumeStats(super::stats::ConsumeStatsArgs),
 }
 
 /// Which brokers: one by address, or the masters of a cluster.
@@ -40,6 +43,7 @@ pub struct UpdateArgs {
 
 pub async fn run(admin: &Admin, command: BrokerCommand) -> Result<(), ClientError> {
     match command {
+        BrokerCommand::ConsumeStats(args) => super::stats::broker_consume_stats(admin, args).await,
         BrokerCommand::Config(target) => {
             for addr in addrs(admin, &target).await? {
                 println!("============{addr}============");

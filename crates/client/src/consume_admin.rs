@@ -99,9 +99,9 @@ pub struct ConsumeStats {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
-struct RawConsumeStats {
-    offset_table: BTreeMap<String, QueueOffsets>,
-    consume_tps: f64,
+pub(crate) struct RawConsumeStats {
+    pub(crate) offset_table: BTreeMap<String, QueueOffsets>,
+    pub(crate) consume_tps: f64,
 }
 
 /// A `MessageQueue` as Java serializes it (lenient about number forms).

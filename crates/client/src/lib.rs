@@ -16,6 +16,7 @@
 
 pub mod admin;
 mod auth_admin;
+pub mod broker_stats;
 pub mod connection;
 pub mod consume_admin;
 pub mod consumer;

@@ -60,6 +60,8 @@ pub mod request_code {
     pub const SEND_BATCH_MESSAGE: i32 = 320;
     pub const QUERY_CONSUME_QUEUE: i32 = 321;
     pub const QUERY_TOPICS_BY_CONSUMER: i32 = 343;
+    pub const VIEW_BROKER_STATS_DATA: i32 = 315;
+    pub const GET_BROKER_CONSUME_STATS: i32 = 317;
     pub const QUERY_DATA_VERSION: i32 = 322;
     pub const SEND_REPLY_MESSAGE: i32 = 324;
     pub const SEND_REPLY_MESSAGE_V2: i32 = 325;

@@ -109,21 +109,16 @@ const DENIED: &str = "the decision is deny.";
 /// The decision of `acl` for one need; the error is why it is a refusal.
 fn decide(acl: Option<&Acl>, need: &Need, peer: IpAddr) -> Result<(), &'static str> {
     let acl = acl.ok_or(NO_MATCH)?;
-    let matching = |policy_type: PolicyType| -> Vec<&Entry> {
+    let best = |policy_type: PolicyType| {
         acl.policies
             .iter()
             .filter(|p| p.policy_type == policy_type)
             .flat_map(|p| &p.entries)
             .filter(|e| matches(e, need, peer))
-            .collect()
+            .min_by(|a, b| precedence(a, b))
     };
-    let mut found = matching(PolicyType::Custom);
-    if found.is_empty() {
-        found = matching(PolicyType::Default);
-    }
-    let best = found
-        .into_iter()
-        .min_by(|a, b| precedence(a, b))
+    let best = best(PolicyType::Custom)
+        .or_else(|| best(PolicyType::Default))
         .ok_or(NO_MATCH)?;
     match best.decision {
         Decision::Allow => Ok(()),

@@ -15,7 +15,6 @@
 
 use ferrocket_protocol::body::{decode_json, HeartbeatData};
 use ferrocket_protocol::codes::request_code::*;
-use ferrocket_protocol::header::SendMessageRequestHeader;
 use ferrocket_protocol::RemotingCommand;
 
 use super::check::Need;
@@ -40,8 +39,6 @@ pub mod auth_code {
 
 const GET_PRODUCER_CONNECTION_LIST: i32 = 204;
 const GET_ALL_PRODUCER_INFO: i32 = 328;
-const VIEW_BROKER_STATS_DATA: i32 = 315;
-const GET_BROKER_CONSUME_STATS: i32 = 317;
 const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
 const RECALL_MESSAGE: i32 = 370;
 
@@ -111,14 +108,19 @@ pub fn remoting_needs(request: &RemotingCommand, cluster: &str) -> Result<Vec<Ne
         | SEND_BATCH_MESSAGE
         | SEND_REPLY_MESSAGE
         | SEND_REPLY_MESSAGE_V2 => {
-            let header = SendMessageRequestHeader::from_ext(&request.ext_fields)
-                .map_err(|e| format!("parse authorization context error: {e}"))?;
-            let actions: &[Action] = if header.topic.starts_with(RETRY_PREFIX) {
+            // The send header's topic: its Java name wins over V2's `b`,
+            // as the send handler reads it.
+            let fields = &request.ext_fields;
+            let topic = fields
+                .get("topic")
+                .or_else(|| fields.get("b"))
+                .ok_or("parse authorization context error: the send names no topic")?;
+            let actions: &[Action] = if topic.starts_with(RETRY_PREFIX) {
                 &[Sub]
             } else {
                 &[Pub]
             };
-            n.topic_named(&header.topic, actions);
+            n.topic_named(topic, actions);
         }
         END_TRANSACTION | RECALL_MESSAGE => n.topic("topic", &[Pub]),
         CONSUMER_SEND_MSG_BACK => n.group("group", &[Sub]),

@@ -5,6 +5,7 @@
 pub(crate) mod acl;
 pub(crate) mod append;
 pub(crate) mod auth;
+pub(crate) mod broker_stats;
 pub(crate) mod clients;
 pub(crate) mod control;
 pub(crate) mod delay_levels;

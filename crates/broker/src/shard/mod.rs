@@ -153,6 +153,9 @@ pub(crate) struct Shard {
     pub auth: crate::services::auth::AuthCache,
     /// What this shard counts for `/metrics` (`services::metrics`).
     pub metrics: crate::services::metrics::ShardMetrics,
+    /// The minute, hour and day windows of this shard's counters
+    /// (VIEW_BROKER_STATS_DATA).
+    pub broker_stats: crate::services::broker_stats::BrokerStats,
 }
 
 impl Shard {
@@ -220,6 +223,7 @@ impl Shard {
             acl: Default::default(),
             auth: Default::default(),
             metrics: Default::default(),
+            broker_stats: Default::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             config: RefCell::new(LiveConfig {

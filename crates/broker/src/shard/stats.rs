@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use ferrocket_runtime::shard::ShardCall;
 
+use crate::services::broker_stats::{merge_parts, Part, StatsName, Window};
 use crate::services::throughput::{Sample, THROUGHPUT_SAMPLE_INTERVAL_MS};
 use crate::shard::{Shard, ShardStats};
 
@@ -78,4 +79,77 @@ pub(crate) async fn throughput_sample_loop(shard: Rc<Shard>) {
             return;
         }
     }
+}
+
+/// Every shard's loop: samples its counters into the stats windows
+/// (`services::broker_stats`) every 10 s, the first at once.
+pub(crate) async fn broker_stats_sample_loop(shard: Rc<Shard>) {
+    let interval = Duration::from_millis(crate::services::broker_stats::SAMPLE_INTERVAL_MS);
+    loop {
+        let cluster = shard.config().broker_cluster_name.clone();
+        let now = crate::clock::now_ms().max(0) as u64;
+        shard
+            .metrics
+            .with(|counters| shard.broker_stats.sample(counters, &cluster, now));
+        if shard.stopping.interrupts_sleep(interval).await {
+            return;
+        }
+    }
+}
+
+/// On every shard: its part of one stats item's windows.
+#[derive(Clone)]
+struct StatsQuery {
+    name: StatsName,
+    key: String,
+}
+
+impl ShardCall<Shard> for StatsQuery {
+    type Reply = Option<[Part; 3]>;
+
+    async fn run(self, shard: Rc<Shard>) -> Option<[Part; 3]> {
+        let cluster = shard.config().broker_cluster_name.clone();
+        shard.metrics.with(|counters| {
+            shard
+                .broker_stats
+                .query(counters, &cluster, self.name, &self.key)
+        })
+    }
+}
+
+/// The item's minute, hour and day windows over every shard; `None` when
+/// no shard has counted the key.
+pub(crate) async fn stats_windows(
+    shard: &Shard,
+    name: StatsName,
+    key: &str,
+) -> Option<[Window; 3]> {
+    let query = StatsQuery {
+        name,
+        key: key.to_string(),
+    };
+    let parts: Vec<[Part; 3]> = shard
+        .call_all(query)
+        .await
+        .into_iter()
+        .filter_map(|answer| answer.ok().flatten())
+        .collect();
+    merge_parts(&parts)
+}
+
+/// The summed minute rate of GROUP_GET_NUMS of `group` over `topics`
+/// (a ConsumeStats' `consumeTps`).
+pub(crate) async fn group_get_tps<'a>(
+    shard: &Shard,
+    group: &str,
+    topics: impl Iterator<Item = &'a String>,
+) -> f64 {
+    let mut tps = 0.0;
+    for topic in topics {
+        let key = format!("{topic}@{group}");
+        if let Some([minute, ..]) = stats_windows(shard, StatsName::GroupGetNums, &key).await {
+            tps += minute.tps;
+        }
+    }
+    tps
 }

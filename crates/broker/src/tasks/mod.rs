@@ -97,6 +97,10 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
         );
     }
     schedule::spawn(shard);
+    shard.tasks.spawn(
+        "broker stats sampling",
+        crate::shard::stats::broker_stats_sample_loop(shard.clone()),
+    );
     if !shard.config().replication.broker_role.is_slave() {
         shard
             .tasks

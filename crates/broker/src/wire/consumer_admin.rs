@@ -276,14 +276,28 @@ pub(crate) async fn consume_stats(
     if !subscribed.is_empty() {
         topics.retain(|t| subscribed.contains(t));
     }
+    let queues = topics.iter().filter_map(|topic| {
+        let config = shard.topic(topic)?;
+        Some((topic.clone(), config.read_queue_nums))
+    });
+    let stats = group_queue_stats(shard, &group, queues).await?;
+    let tps = crate::shard::stats::group_get_tps(shard, &group, topics.iter()).await;
+    let body = consume_stats_body(&shard.config().broker_name, &stats, tps);
+    Ok(ok(request).with_body(body))
+}
+
+/// The figures of queues `0..n` of each `(topic, n)` for `group`, gathered
+/// from the queues' owner shards, sorted by topic and queue.
+pub(crate) async fn group_queue_stats(
+    shard: &Rc<Shard>,
+    group: &str,
+    topics: impl Iterator<Item = (String, i32)>,
+) -> Result<Vec<QueueStat>, Reject> {
     let mut by_owner: BTreeMap<usize, Vec<(String, i32)>> = BTreeMap::new();
-    for topic in &topics {
-        let Some(config) = shard.topic(topic) else {
-            continue;
-        };
-        for queue_id in 0..config.read_queue_nums.max(0) {
+    for (topic, queue_nums) in topics {
+        for queue_id in 0..queue_nums.max(0) {
             by_owner
-                .entry(shard.owner_of(topic, queue_id))
+                .entry(shard.owner_of(&topic, queue_id))
                 .or_default()
                 .push((topic.clone(), queue_id));
         }
@@ -291,14 +305,13 @@ pub(crate) async fn consume_stats(
     let mut stats = Vec::new();
     for (owner, queues) in by_owner {
         let ask = QueueStats {
-            group: group.clone(),
+            group: group.to_string(),
             queues,
         };
         stats.extend(shard.call(owner, ask).await?);
     }
     stats.sort_by(|a, b| (&a.topic, a.queue_id).cmp(&(&b.topic, b.queue_id)));
-    let body = consume_stats_body(&shard.config().broker_name, &stats, 0.0);
-    Ok(ok(request).with_body(body))
+    Ok(stats)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub(crate) mod acl;
 pub(crate) mod assignment;
 mod auth_admin;
 pub(crate) mod broker_config;
+pub(crate) mod broker_stats;
 pub(crate) mod client;
 pub(crate) mod consumer_admin;
 mod consumer_calls;
@@ -98,6 +99,8 @@ async fn dispatch(
         NOTIFICATION => pop::peek::notification(shard, request).await,
         POLLING_INFO => pop::peek::polling_info(shard, request).await,
         3001..=3010 => auth_admin::handle(shard, request).await,
+        VIEW_BROKER_STATS_DATA => broker_stats::view_broker_stats_data(shard, request).await,
+        GET_BROKER_CONSUME_STATS => broker_stats::broker_consume_stats(shard, request).await,
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }

@@ -40,6 +40,8 @@ pub(crate) struct Inbound {
 pub(crate) struct Outbound {
     pub messages: u64,
     pub bytes: u64,
+    /// Answers that carried them (Java's `times` of GROUP_GET_NUMS).
+    pub calls: u64,
 }
 
 /// Transactions ended on one topic.
@@ -120,6 +122,7 @@ impl Counters {
                 for (m, t) in entry.iter_mut().zip(theirs.iter()) {
                     m.messages += t.messages;
                     m.bytes += t.bytes;
+                    m.calls += t.calls;
                 }
             }
         }
@@ -177,6 +180,7 @@ impl ShardMetrics {
                 let entry = &mut counts[usize::from(retry)];
                 entry.messages += messages;
                 entry.bytes += bytes;
+                entry.calls += 1;
             });
         });
     }
@@ -207,6 +211,11 @@ impl ShardMetrics {
                 .finish_latency_s
                 .observe(FINISH_LATENCY_S_BOUNDS, age_s);
         });
+    }
+
+    /// Reads everything counted so far, in place.
+    pub fn with<R>(&self, f: impl FnOnce(&Counters) -> R) -> R {
+        f(&self.counters.borrow())
     }
 
     /// A copy of everything counted so far.
