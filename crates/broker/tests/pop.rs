@@ -426,27 +426,32 @@ fn polling_info_counts_waiting_pops_and_consume_stats_show_in_flight_messages() 
 }
 
 #[test]
-fn a_waiting_pop_of_one_queue_answers_when_a_message_arrives() {
+fn a_waiting_pop_of_one_queue_or_any_answers_when_a_message_arrives() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::start(config(dir.path(), 2));
     let mut conn = broker.client();
-    conn.create_topic("HoldT", 2);
-    let addr = broker.addr;
-    let waiter = std::thread::spawn(move || {
-        let request = pop::pop_request(GROUP, "HoldT", 32, 60_000, 10_000).with_ext("queueId", 1);
-        let started = Instant::now();
-        let answer = connect(addr).request(request);
-        (pop::pop_answer(&answer), started.elapsed())
-    });
-    std::thread::sleep(Duration::from_millis(300));
-    conn.send_ok("HoldT", 1, b"arrived", &props(&[]));
-    let ((code, got), waited) = waiter.join().unwrap();
-    assert_eq!(code, response_code::SUCCESS);
-    assert_eq!(got.len(), 1);
-    assert_eq!(got[0].body, "arrived");
-    assert!(
-        waited < Duration::from_secs(10),
-        "answered on arrival, not at the poll deadline"
-    );
+    conn.create_topic("HoldT", 4);
+    // One queue, then any queue (held on both shards' queues at once).
+    for (queue_id, body) in [(1, "arrived"), (-1, "arrived on 2")] {
+        let addr = broker.addr;
+        let waiter = std::thread::spawn(move || {
+            let request =
+                pop::pop_request(GROUP, "HoldT", 32, 60_000, 10_000).with_ext("queueId", queue_id);
+            let started = Instant::now();
+            let answer = connect(addr).request(request);
+            (pop::pop_answer(&answer), started.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let to = if queue_id < 0 { 2 } else { queue_id };
+        conn.send_ok("HoldT", to, body.as_bytes(), &props(&[]));
+        let ((code, got), waited) = waiter.join().unwrap();
+        assert_eq!(code, response_code::SUCCESS);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].body, body);
+        assert!(
+            waited < Duration::from_secs(10),
+            "answered on arrival, not at the poll deadline"
+        );
+    }
     broker.stop();
 }

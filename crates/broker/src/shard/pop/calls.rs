@@ -1,6 +1,7 @@
 //! The calls acks, changes of invisible time, peeks and POLLING_INFO make
 //! on a queue's owner (or every) shard.
 
+use std::future::Future;
 use std::rc::Rc;
 
 use ferrocket_runtime::shard::ShardCall;
@@ -131,53 +132,71 @@ impl ShardCall<Shard> for ChangeInvisible {
     }
 }
 
-/// A pop of one queue that found nothing waits on the queue's owner for a
-/// dispatch to the queue (as a held pull does), at most `wait_ms`.
+/// A pop that found nothing waits on the owner of the queues it looked at
+/// for a dispatch to any of them (as a held pull does), at most `wait_ms`:
+/// a pop of one queue on that queue, a pop of any queue on each owner's
+/// queues of the topic at once.
 #[derive(Debug, Clone)]
-pub(crate) struct HoldQueue {
+pub(crate) struct HoldQueues {
     pub group: String,
     pub topic: String,
-    pub queue_id: i32,
+    pub queue_ids: Vec<i32>,
     pub filter: TagFilter,
     pub wait_ms: u64,
 }
 
-impl ShardCall<Shard> for HoldQueue {
+impl ShardCall<Shard> for HoldQueues {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
-        shard.assert_owns(&self.topic, self.queue_id);
-        let Ok(queue) = shard.store.consume_queue(&self.topic, self.queue_id) else {
-            return;
-        };
-        let start = shard
-            .popped_up_to(&self.group, &self.topic, self.queue_id)
-            .unwrap_or(queue.min_offset());
-        // Arrived since the look (no await between this check and the hold).
-        if start < queue.max_offset() {
-            return;
-        }
         let wait = std::time::Duration::from_millis(self.wait_ms);
-        let Some(held) = shard
-            .polls
-            .hold(&self.topic, self.queue_id, self.filter.clone())
-        else {
+        let mut held = Vec::with_capacity(self.queue_ids.len());
+        for &queue_id in &self.queue_ids {
+            shard.assert_owns(&self.topic, queue_id);
+            let Ok(queue) = shard.store.consume_queue(&self.topic, queue_id) else {
+                continue;
+            };
+            let start = shard
+                .popped_up_to(&self.group, &self.topic, queue_id)
+                .unwrap_or(queue.min_offset());
+            // Arrived since the look (no await between the checks and the
+            // holds).
+            if start < queue.max_offset() {
+                self.forget(&shard, held);
+                return;
+            }
+            if let Some(hold) = shard.polls.hold(&self.topic, queue_id, self.filter.clone()) {
+                held.push((queue_id, hold));
+            }
+        }
+        if held.is_empty() {
             glommio::timer::sleep(wait).await;
             return;
-        };
-        let woken = futures_lite::future::or(
-            async {
-                held.woken.await;
-                true
-            },
-            async {
-                glommio::timer::sleep(wait).await;
-                false
-            },
-        )
+        }
+        // Woken by the first dispatch to any of the queues.
+        let any_woken = futures_lite::future::poll_fn(|cx| {
+            let ready = held
+                .iter_mut()
+                .any(|(_, hold)| std::pin::Pin::new(&mut hold.woken).poll(cx).is_ready());
+            if ready {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        });
+        futures_lite::future::or(any_woken, async {
+            glommio::timer::sleep(wait).await;
+        })
         .await;
-        if !woken {
-            shard.polls.forget(&self.topic, self.queue_id, held.id);
+        self.forget(&shard, held);
+    }
+}
+
+impl HoldQueues {
+    /// Takes back the holds not woken (forgetting a woken one is a no-op).
+    fn forget(&self, shard: &Shard, held: Vec<(i32, crate::services::long_poll::Held)>) {
+        for (queue_id, hold) in held {
+            shard.polls.forget(&self.topic, queue_id, hold.id);
         }
     }
 }

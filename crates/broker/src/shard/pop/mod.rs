@@ -30,7 +30,7 @@ use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopQueueKey, PopState,
 use crate::services::pull::gather_from;
 use crate::services::records::read_record;
 use crate::services::topics::{TopicChange, RETRY_TOPIC_PREFIX};
-pub(crate) use calls::{AckPop, ChangeInvisible, HoldQueue, PeekQueue};
+pub(crate) use calls::{AckPop, ChangeInvisible, HoldQueues, PeekQueue};
 
 /// A shard's pop state and its log (opened when the shard starts).
 #[derive(Default)]

@@ -6,9 +6,10 @@
 //! owner shard (`shard::pop`); a pop of "any queue" walks the topic's
 //! queues from a rotating start, reads the group's pop retry topic first
 //! one time in five (Java's `popFromRetryProbability`), and with `pollTime`
-//! waits for messages: a pop of one queue held on its owner until one
-//! arrives, a pop of any queue looking again every [`POP_POLL_INTERVAL_MS`].
+//! waits for messages: held on the owners of the queues it looks at until
+//! one arrives on any of them.
 
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -25,15 +26,12 @@ use crate::error::Reject;
 use crate::services::filter::TagFilter;
 use crate::services::pop::order::ORDER_REVIVE_QID;
 use crate::services::pop::POP_MESSAGES_MAX;
-use crate::shard::pop::{pop_retry_topic, HoldQueue, PopQueue, Waiting};
+use crate::shard::pop::{pop_retry_topic, HoldQueues, PopQueue, Waiting};
 use crate::shard::Shard;
 
 pub(crate) mod ack;
 pub(crate) mod peek;
 
-/// How often a waiting pop looks again (Java notifies on arrival and
-/// forces a look every `popLongPollingForceNotifyInterval`, 800 ms).
-pub const POP_POLL_INTERVAL_MS: u64 = 100;
 /// A pop whose client clock says it is this late is refused at once.
 pub const POP_LATE_MS_MAX: i64 = 500;
 /// Share of pops that read the pop retry topic first (percent).
@@ -157,40 +155,69 @@ pub(crate) async fn pop_message(
             }
             waiting = Some(Waiting::new(&shard.pop, key));
         }
-        if wait_for_messages(shard, &header, &filter, deadline).await {
+        if wait_for_messages(shard, &header, read_queues, &filter, deadline).await {
             return Ok(answer(request, &header, Look::default(), pop_time));
         }
     }
 }
 
-/// Waits before the next look: a pop of one queue on the queue's owner
-/// until a message arrives (at most [`POP_HOLD_MS_MAX`], so the pop retry
-/// topic is looked at again too), a pop of any queue
-/// [`POP_POLL_INTERVAL_MS`]. True when the shard stops.
+/// Waits before the next look: on the owners of the queues the pop looks
+/// at, until a message arrives on any of them (at most [`POP_HOLD_MS_MAX`],
+/// so the pop retry topic is looked at again too). A pop of any queue
+/// waits on every owner of the topic's queues at once and ends with the
+/// first that is woken. True when the shard stops.
 async fn wait_for_messages(
     shard: &Rc<Shard>,
     header: &PopMessageRequestHeader,
+    read_queues: i32,
     filter: &TagFilter,
     deadline: i64,
 ) -> bool {
     let left = (deadline - now_ms()).max(1) as u64;
-    if header.queue_id < 0 {
-        let wait = Duration::from_millis(left.min(POP_POLL_INTERVAL_MS));
-        return shard.stopping.interrupts_sleep(wait).await;
+    let queues: Vec<i32> = match header.queue_id {
+        id if id < 0 => (0..read_queues).collect(),
+        id => vec![id],
+    };
+    let mut by_owner: std::collections::BTreeMap<usize, Vec<i32>> = Default::default();
+    for queue_id in queues {
+        by_owner
+            .entry(shard.owner_of(&header.topic, queue_id))
+            .or_default()
+            .push(queue_id);
     }
-    let hold = HoldQueue {
-        group: header.consumer_group.clone(),
-        topic: header.topic.clone(),
-        queue_id: header.queue_id,
-        filter: filter.clone(),
-        wait_ms: left.min(POP_HOLD_MS_MAX),
+    let holds: Vec<_> = by_owner
+        .into_iter()
+        .map(|(owner, queue_ids)| {
+            let hold = HoldQueues {
+                group: header.consumer_group.clone(),
+                topic: header.topic.clone(),
+                queue_ids,
+                filter: filter.clone(),
+                wait_ms: left.min(POP_HOLD_MS_MAX),
+            };
+            // A failed call (the mesh stopping) just ends the wait.
+            Box::pin(async move {
+                let _ = shard.call(owner, hold).await;
+            })
+        })
+        .collect();
+    let first_woken = async {
+        if holds.is_empty() {
+            glommio::timer::sleep(Duration::from_millis(left.min(POP_HOLD_MS_MAX))).await;
+            return;
+        }
+        let mut holds = holds;
+        futures_lite::future::poll_fn(|cx| {
+            let done = holds.iter_mut().any(|h| h.as_mut().poll(cx).is_ready());
+            if done {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await
     };
-    let owner = shard.owner_of(&header.topic, header.queue_id);
-    let held = async {
-        // A failed call (the mesh stopping) just ends the wait.
-        let _ = shard.call(owner, hold).await;
-    };
-    shard.stopping.interrupts(held).await
+    shard.stopping.interrupts(first_woken).await
 }
 
 fn answer(

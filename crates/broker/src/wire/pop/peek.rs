@@ -14,7 +14,10 @@ use ferrocket_protocol::header::{
 };
 use ferrocket_protocol::RemotingCommand;
 
-use super::{readable_queues, refuse_on_slave, POP_POLL_INTERVAL_MS, POP_POLL_MS_MAX, REVIVE_QID};
+use super::{readable_queues, refuse_on_slave, POP_POLL_MS_MAX, REVIVE_QID};
+
+/// How often a held NOTIFICATION looks again.
+const NOTIFICATION_POLL_INTERVAL_MS: u64 = 100;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::pop::POP_MESSAGES_MAX;
@@ -141,7 +144,7 @@ pub(crate) async fn notification(
         if left <= 0 {
             break false;
         }
-        let wait = Duration::from_millis(left.min(POP_POLL_INTERVAL_MS as i64) as u64);
+        let wait = Duration::from_millis(left.min(NOTIFICATION_POLL_INTERVAL_MS as i64) as u64);
         if shard.stopping.interrupts_sleep(wait).await {
             break false;
         }
