@@ -36,6 +36,9 @@ pub(crate) struct ControlPlane {
     pub throughput: RefCell<Throughput>,
     /// The settings in force, changed by UPDATE_BROKER_CONFIG.
     pub settings: Master<BrokerConfig>,
+    /// Topics' queues over every broker, from the name servers
+    /// (QUERY_ASSIGNMENT).
+    pub routes: RefCell<crate::services::assignment::RouteCache>,
 }
 
 impl ControlPlane {
@@ -58,6 +61,7 @@ impl ControlPlane {
             namesrv,
             ha: HaState::default(),
             throughput: RefCell::default(),
+            routes: RefCell::default(),
             settings: Master::new(Versioned {
                 version: 0,
                 value: std::sync::Arc::new(settings),

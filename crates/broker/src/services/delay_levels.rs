@@ -90,52 +90,6 @@ impl DelayLevels {
     }
 }
 
-/// Rewrites fastjson's unquoted integer map keys (`{1:5}`), which a Java
-/// broker's delayOffset.json holds, as JSON (`{"1":5}`).
-fn quote_integer_keys(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut chars = text.chars().peekable();
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut key_position = false;
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        if key_position && (c.is_ascii_digit() || c == '-') {
-            let mut number = String::from(c);
-            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                number.push(d);
-                chars.next();
-            }
-            out.push('"');
-            out.push_str(&number);
-            out.push('"');
-            key_position = false;
-            continue;
-        }
-        match c {
-            '"' => {
-                in_string = true;
-                key_position = false;
-            }
-            '{' | ',' => key_position = true,
-            c if c.is_whitespace() => {}
-            _ => key_position = false,
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Reads delayOffset.json (ours, or a Java broker's); none means none
 /// delivered yet.
 pub fn load_offsets(dir: &ConfigDir) -> Result<DelayOffsets, BrokerError> {
@@ -144,7 +98,7 @@ pub fn load_offsets(dir: &ConfigDir) -> Result<DelayOffsets, BrokerError> {
     };
     let text = String::from_utf8_lossy(&bytes);
     let file: DelayOffsetFile = serde_json::from_str(&text)
-        .or_else(|_| serde_json::from_str(&quote_integer_keys(&text)))
+        .or_else(|_| serde_json::from_str(&crate::services::fastjson::quote_integer_keys(&text)))
         .map_err(|err| {
             BrokerError::Config(format!(
                 "{} is not a delay offset table: {err}",

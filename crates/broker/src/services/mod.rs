@@ -4,12 +4,14 @@
 
 pub(crate) mod acl;
 pub(crate) mod append;
+pub(crate) mod assignment;
 pub(crate) mod auth;
 pub(crate) mod broker_stats;
 pub(crate) mod clients;
 pub(crate) mod control;
 pub(crate) mod delay_levels;
 pub(crate) mod delivery;
+pub(crate) mod fastjson;
 pub(crate) mod filter;
 pub(crate) mod groups;
 pub(crate) mod index;

@@ -44,11 +44,10 @@ pub struct RequestModeTable {
 }
 
 impl RequestModeTable {
-    pub fn mode(&self, topic: &str, group: &str) -> RequestMode {
+    pub fn entry(&self, topic: &str, group: &str) -> Option<&RequestModeEntry> {
         self.message_request_mode_map
             .get(topic)
             .and_then(|groups| groups.get(group))
-            .map_or(RequestMode::Pull, |entry| entry.mode)
     }
 
     /// Sets an entry; answers whether anything changed.

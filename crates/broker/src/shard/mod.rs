@@ -14,6 +14,7 @@ pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod replication;
+pub(crate) mod routes;
 pub(crate) mod settings;
 pub(crate) mod stats;
 pub(crate) mod tables;

@@ -1,12 +1,9 @@
 //! Broker-side load balancing (RocketMQ 5's `QueryAssignmentProcessor`):
 //! SET_MESSAGE_REQUEST_MODE (401) says a group pops (or pulls) a topic,
-//! and QUERY_ASSIGNMENT (400) tells a consumer which of this broker's
-//! queues it takes and how: in POP mode every consumer of the group gets
-//! every queue (the broker hands messages out); in PULL mode the queues
-//! are shared out averagely among the group's live consumers
-//! (`AllocateMessageQueueAveragely`), as a client-side rebalance would.
-//! Only this broker's queues are assigned. GET_ALL_MESSAGE_REQUEST_MODE
-//! (402) answers the whole table.
+//! and QUERY_ASSIGNMENT (400) tells a consumer which of the topic's queues,
+//! on every broker its route names, it takes and how
+//! (`services::assignment`). GET_ALL_MESSAGE_REQUEST_MODE (402) answers the
+//! whole table.
 
 use std::rc::Rc;
 
@@ -15,9 +12,13 @@ use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use serde::{Deserialize, Serialize};
 
+use ferrocket_protocol::body::perm;
+
 use crate::error::Reject;
+use crate::services::assignment::{self, Strategy};
 use crate::services::request_modes::{RequestMode, RequestModeEntry, RequestModeTable};
 use crate::services::topics::RETRY_TOPIC_PREFIX;
+use crate::shard::routes::TopicQueues;
 use crate::shard::Shard;
 
 /// `QueryAssignmentRequestBody`.
@@ -27,6 +28,10 @@ struct QueryAssignment {
     topic: String,
     consumer_group: String,
     client_id: String,
+    #[serde(default)]
+    message_model: Option<String>,
+    #[serde(default)]
+    strategy_name: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -105,36 +110,29 @@ pub(crate) async fn query_assignment(
 ) -> Result<RemotingCommand, Reject> {
     let query: QueryAssignment =
         serde_json::from_slice(&request.body).map_err(|e| bad_body("QUERY_ASSIGNMENT", e))?;
-    let Some(read_queues) = shard.with_topic(&query.topic, |t| t.read_queue_nums) else {
+    let queues = topic_queues(shard, &query.topic).await;
+    if queues.is_empty() {
         return Err(Reject::new(
             response_code::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", query.topic),
         ));
-    };
-    let mode = shard
+    }
+    let entry = shard
         .request_modes
-        .with(|t| t.mode(&query.topic, &query.consumer_group));
-    let mine: Vec<i32> = match mode {
-        RequestMode::Pop => (0..read_queues).collect(),
-        RequestMode::Pull => {
-            let clients: Vec<String> = shard.clients.with(|c| {
-                c.consumers
-                    .get(&query.consumer_group)
-                    .map(|g| g.clients.keys().cloned().collect())
-                    .unwrap_or_default()
-            });
-            share(read_queues, &clients, &query.client_id)
-        }
+        .with(|t| t.entry(&query.topic, &query.consumer_group).cloned());
+    let mode = entry.as_ref().map_or(RequestMode::Pull, |e| e.mode);
+    let mine = match query.message_model.as_deref() {
+        Some("BROADCASTING") => queues,
+        _ => clustering_share(shard, &query, &queues, entry.as_ref()),
     };
-    let broker_name = shard.config().broker_name.clone();
     let body = Assignments {
         message_queue_assignments: mine
             .into_iter()
-            .map(|queue_id| Assignment {
+            .map(|queue| Assignment {
                 message_queue: Queue {
                     topic: query.topic.clone(),
-                    broker_name: broker_name.clone(),
-                    queue_id,
+                    broker_name: queue.broker_name,
+                    queue_id: queue.queue_id,
                 },
                 mode,
                 attachments: None,
@@ -145,29 +143,53 @@ pub(crate) async fn query_assignment(
     Ok(RemotingCommand::response_to(request, response_code::SUCCESS, None).with_body(body))
 }
 
-/// `AllocateMessageQueueAveragely` over queues `0..queues` for the sorted
-/// `clients`: the queues of `me` (none when it is not a known consumer).
-fn share(queues: i32, clients: &[String], me: &str) -> Vec<i32> {
-    let Some(index) = clients.iter().position(|c| c == me) else {
+/// The topic's readable queues on every broker of its route (asked of the
+/// name servers through shard 0) and on this broker, sorted.
+async fn topic_queues(shard: &Rc<Shard>, topic: &str) -> Vec<assignment::Queue> {
+    let ask = TopicQueues {
+        topic: topic.to_string(),
+    };
+    let mut queues = shard.call(0, ask).await.ok().flatten().unwrap_or_default();
+    let broker_name = shard.config().broker_name.clone();
+    let local = shard.with_topic(topic, |t| {
+        (t.perm & perm::READ != 0).then_some(t.read_queue_nums)
+    });
+    if let Some(Some(read_queues)) = local {
+        queues.retain(|q| q.broker_name != broker_name);
+        queues.extend((0..read_queues.max(0)).map(|queue_id| assignment::Queue {
+            broker_name: broker_name.clone(),
+            queue_id,
+        }));
+        queues.sort();
+    }
+    queues
+}
+
+/// A clustering consumer's share among the group's consumers known here.
+fn clustering_share(
+    shard: &Shard,
+    query: &QueryAssignment,
+    queues: &[assignment::Queue],
+    entry: Option<&RequestModeEntry>,
+) -> Vec<assignment::Queue> {
+    let Some(strategy) = Strategy::parse(query.strategy_name.as_deref()) else {
+        tracing::warn!(strategy = ?query.strategy_name, "QUERY_ASSIGNMENT: unsupported strategy, no assignment");
         return Vec::new();
     };
-    let (queues, count) = (queues.max(0) as usize, clients.len());
-    let modulo = queues % count;
-    let size = if queues <= count {
-        1
-    } else if modulo > 0 && index < modulo {
-        queues / count + 1
-    } else {
-        queues / count
-    };
-    let start = if modulo > 0 && index < modulo {
-        index * size
-    } else {
-        index * size + modulo
-    };
-    (start..queues.min(start + size))
-        .map(|q| q as i32)
-        .collect()
+    let mut clients: Vec<String> = shard.clients.with(|c| {
+        c.consumers
+            .get(&query.consumer_group)
+            .map(|g| g.clients.keys().cloned().collect())
+            .unwrap_or_default()
+    });
+    clients.sort();
+    match entry {
+        Some(e) if e.mode == RequestMode::Pop => {
+            let share = e.pop_share_queue_num;
+            assignment::allocate_for_pop(strategy, queues, &clients, &query.client_id, share)
+        }
+        _ => strategy.allocate(queues, &clients, &query.client_id),
+    }
 }
 
 /// GET_ALL_MESSAGE_REQUEST_MODE (402): the whole table, as
@@ -181,19 +203,4 @@ pub(crate) fn all_request_modes(
         .with(serde_json::to_vec)
         .map_err(|e| Reject::system(e.to_string()))?;
     Ok(RemotingCommand::response_to(request, response_code::SUCCESS, None).with_body(body))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::share;
-
-    #[test]
-    fn queues_are_shared_as_javas_averagely_strategy_shares_them() {
-        let clients: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
-        assert_eq!(share(8, &clients, "a"), vec![0, 1, 2]);
-        assert_eq!(share(8, &clients, "b"), vec![3, 4, 5]);
-        assert_eq!(share(8, &clients, "c"), vec![6, 7]);
-        assert_eq!(share(2, &clients, "c"), Vec::<i32>::new());
-        assert_eq!(share(8, &clients, "z"), Vec::<i32>::new());
-    }
 }
