@@ -111,7 +111,8 @@ pub enum GroupCommand {
         topic: String,
         #[arg(long, value_parser = ["POP", "PULL"])]
         mode: String,
-        /// Queues each pop consumer shares (0: every queue).
+        /// POP: how many following consumers' shares each consumer pops
+        /// too (0: every consumer pops every queue).
         #[arg(long, default_value_t = 0)]
         pop_share_queue_num: i32,
     },
