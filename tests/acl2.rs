@@ -6,12 +6,12 @@
 
 mod harness;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
 use harness::requests::{create_topic_request, send_header, send_request};
-use harness::{ferrocket_bin, BrokerOpts};
+use harness::BrokerOpts;
 
 const ROOT: (&str, &str) = ("root", "rootSecret1");
 const ALICE: (&str, &str) = ("alice", "aliceSecret1");
@@ -36,21 +36,10 @@ fn auth_opts() -> BrokerOpts {
     }
 }
 
-/// `ferrocket admin` signed by `user`, against the broker at `addr`.
+/// `ferrocket admin` signed by `user`.
 fn admin(namesrv: &str, user: (&str, &str), args: &[&str]) -> Output {
-    Command::new(ferrocket_bin())
-        .args([
-            "admin",
-            "-n",
-            namesrv,
-            "--access-key",
-            user.0,
-            "--secret-key",
-            user.1,
-        ])
-        .args(args)
-        .output()
-        .unwrap()
+    let signed = [&["--access-key", user.0, "--secret-key", user.1], args].concat();
+    harness::admin(namesrv, &signed)
 }
 
 fn ok(output: Output) -> String {

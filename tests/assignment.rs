@@ -8,17 +8,9 @@ mod harness;
 
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
+use harness::requests::consumer_heartbeat as heartbeat;
 use harness::requests::create_topic;
 use harness::{ready_timeout, unique_name, wait_for, BrokerOpts, RemotingConn};
-
-fn heartbeat(client: &str, group: &str) -> RemotingCommand {
-    RemotingCommand::request(request_code::HEART_BEAT).with_body(format!(
-        "{{\"clientID\":\"{client}\",\"producerDataSet\":[],\"consumerDataSet\":[{{\
-         \"groupName\":\"{group}\",\"consumeType\":\"CONSUME_PASSIVELY\",\
-         \"messageModel\":\"CLUSTERING\",\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\",\
-         \"unitMode\":false,\"subscriptionDataSet\":[]}}]}}"
-    ))
-}
 
 /// The queues assigned to `client`, as `broker-queueId`, sorted.
 fn assigned(conn: &mut RemotingConn, topic: &str, group: &str, client: &str) -> Vec<String> {

@@ -6,13 +6,12 @@
 
 mod harness;
 
-use std::process::Command;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
 use harness::requests::{create_topic, pull_request, send_header, send_request};
-use harness::{ferrocket_bin, unique_name, wait_for, BrokerOpts, RemotingConn};
+use harness::{admin_ok, unique_name, wait_for, BrokerOpts, RemotingConn};
 
 /// One sample and a margin.
 const SAMPLED_WITHIN: Duration = Duration::from_secs(25);
@@ -38,21 +37,6 @@ fn minute_when(conn: &mut RemotingConn, name: &str, key: &str, sum: u64) -> serd
             stats(conn, name, key)
         )
     })
-}
-
-fn admin(namesrv: &str, args: &[&str]) -> String {
-    let output = Command::new(ferrocket_bin())
-        .args(["admin", "-n", namesrv])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    text
 }
 
 #[test]
@@ -125,7 +109,7 @@ fn put_and_get_stats_and_every_groups_progress() {
 
     let ns = namesrv.addr();
     let all = wait_for(SAMPLED_WITHIN, || {
-        let printed = admin(&ns, &["stats", "all", "-t", &topic]);
+        let printed = admin_ok(&ns, &["stats", "all", "-t", &topic]);
         printed.contains(&group).then_some(printed)
     })
     .expect("stats all never listed the group");
@@ -137,7 +121,7 @@ fn put_and_get_stats_and_every_groups_progress() {
         .collect();
     // Topic, group, accumulation 2, InTPS, OutTPS, 5 in and 5 out today.
     assert_eq!((row[2], row[5], row[6]), ("2", "5", "5"), "{all}");
-    let progress = admin(&ns, &["broker", "consume-stats", "-b", &broker.addr()]);
+    let progress = admin_ok(&ns, &["broker", "consume-stats", "-b", &broker.addr()]);
     assert!(
         progress.contains(&topic) && progress.contains("Diff Total: 2"),
         "{progress}"

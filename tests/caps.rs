@@ -10,6 +10,7 @@ use ferrocket_protocol::body::{TopicConfig, TopicConfigSerializeWrapper};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
 use harness::remoting::route_request;
+use harness::requests::consumer_heartbeat as heartbeat;
 use harness::requests::{send_header, send_request};
 use harness::{unique_name, Broker, BrokerOpts, Namesrv, NamesrvOpts};
 
@@ -22,15 +23,6 @@ fn set(pairs: &[&str]) -> Vec<String> {
 
 fn create_request(topic: &str, queues: i32) -> RemotingCommand {
     harness::requests::create_topic_request(topic, queues)
-}
-
-fn heartbeat(client: &str, group: &str) -> RemotingCommand {
-    RemotingCommand::request(request_code::HEART_BEAT).with_body(format!(
-        "{{\"clientID\":\"{client}\",\"producerDataSet\":[],\"consumerDataSet\":[{{\
-         \"groupName\":\"{group}\",\"consumeType\":\"CONSUME_PASSIVELY\",\
-         \"messageModel\":\"CLUSTERING\",\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\",\
-         \"unitMode\":false,\"subscriptionDataSet\":[]}}]}}"
-    ))
 }
 
 fn remark(answer: &RemotingCommand) -> String {

@@ -44,6 +44,27 @@ pub fn ferrocket_bin() -> &'static str {
     env!("CARGO_BIN_EXE_ferrocket")
 }
 
+/// Runs `ferrocket admin -n NAMESRV ARGS`.
+pub fn admin(namesrv: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(ferrocket_bin())
+        .args(["admin", "-n", namesrv])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// What `ferrocket admin -n NAMESRV ARGS` printed; panics unless it succeeded.
+pub fn admin_ok(namesrv: &str, args: &[&str]) -> String {
+    let output = admin(namesrv, args);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    text
+}
+
 /// A running `ferrocket namesrv`.
 pub struct Namesrv {
     pub process: ServerProcess,

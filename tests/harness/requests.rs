@@ -100,3 +100,14 @@ pub fn pull_request(
         .with_ext("subVersion", 0)
         .with_ext("expressionType", "TAG")
 }
+
+/// A HEART_BEAT of one CLUSTERING consumer of `group` with no
+/// subscriptions.
+pub fn consumer_heartbeat(client: &str, group: &str) -> RemotingCommand {
+    RemotingCommand::request(request_code::HEART_BEAT).with_body(format!(
+        "{{\"clientID\":\"{client}\",\"producerDataSet\":[],\"consumerDataSet\":[{{\
+         \"groupName\":\"{group}\",\"consumeType\":\"CONSUME_PASSIVELY\",\
+         \"messageModel\":\"CLUSTERING\",\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\",\
+         \"unitMode\":false,\"subscriptionDataSet\":[]}}]}}"
+    ))
+}

@@ -62,45 +62,37 @@ def config(cluster, access_key=None, secret_key=None):
     return ClientConfiguration(cluster.broker_addr, credentials)
 
 
-def test_an_account_sends_and_receives_through_grpc(acl_v5):
-    allowed, _ = acl_v5.topics
+def sends_and_receives(cluster, keys, topic, group, body):
+    """A SimpleConsumer and a Producer signed with `keys` (`Credentials`):
+    `body` sent to `topic` is received and acked by `group`."""
     started = []
     try:
-        group = harness.unique_name("V5AclGroup")
         consumer = SimpleConsumer(
-            config(acl_v5, "appAccess1", "appSecret1"), group, {allowed: FilterExpression("*")},
+            config(cluster, *keys), group, {topic: FilterExpression("*")},
             await_duration=LONG_POLL_S,
         )
         consumer.startup()
         started.append(consumer)
         consumer.receive(16, INVISIBLE_MIN_S)
-        producer = Producer(config(acl_v5, "appAccess1", "appSecret1"), (allowed,))
+        producer = Producer(config(cluster, *keys), (topic,))
         producer.startup()
         started.append(producer)
-        producer.send(message(allowed, "acl-v5"))
+        producer.send(message(topic, body))
         deadline = time.monotonic() + RECEIVE_TIMEOUT_S
         bodies = []
-        while "acl-v5" not in bodies and time.monotonic() < deadline:
+        while body not in bodies and time.monotonic() < deadline:
             for received in consumer.receive(16, INVISIBLE_MIN_S) or []:
                 bodies.append(received.body.decode())
                 consumer.ack(received)
-        assert "acl-v5" in bodies
+        assert body in bodies
     finally:
         for client in reversed(started):
             client.shutdown()
 
 
-@pytest.mark.parametrize(
-    "keys, topic_index, why",
-    [
-        (("appAccess1", "appSecret1"), 1, "No default permission for topic:"),
-        (("appAccess1", "notTheSecret"), 0, "Check signature failed for accessKey=appAccess1"),
-        ((None, None), 0, "No accessKey is configured"),
-    ],
-)
-def test_grpc_calls_the_account_may_not_make_are_refused(acl_v5, keys, topic_index, why, caplog):
-    topic = acl_v5.topics[topic_index]
-    producer = Producer(config(acl_v5, *keys), (topic,))
+def refused_producer(cluster, keys, topic, why, caplog):
+    """A Producer signed with `keys` is refused for `topic`, with `why`."""
+    producer = Producer(config(cluster, *keys), (topic,))
     try:
         with pytest.raises(Exception) as refused:
             producer.startup()
@@ -114,3 +106,21 @@ def test_grpc_calls_the_account_may_not_make_are_refused(acl_v5, keys, topic_ind
             producer.shutdown()
         except Exception:
             pass
+
+
+def test_an_account_sends_and_receives_through_grpc(acl_v5):
+    allowed, _ = acl_v5.topics
+    keys = ("appAccess1", "appSecret1")
+    sends_and_receives(acl_v5, keys, allowed, harness.unique_name("V5AclGroup"), "acl-v5")
+
+
+@pytest.mark.parametrize(
+    "keys, topic_index, why",
+    [
+        (("appAccess1", "appSecret1"), 1, "No default permission for topic:"),
+        (("appAccess1", "notTheSecret"), 0, "Check signature failed for accessKey=appAccess1"),
+        ((None, None), 0, "No accessKey is configured"),
+    ],
+)
+def test_grpc_calls_the_account_may_not_make_are_refused(acl_v5, keys, topic_index, why, caplog):
+    refused_producer(acl_v5, keys, acl_v5.topics[topic_index], why, caplog)

@@ -9,13 +9,11 @@ import json
 import time
 
 import pytest
-from rocketmq import ClientConfiguration, Credentials, FilterExpression, Producer, SimpleConsumer
 
 from conftest import harness
-from test_grpc import INVISIBLE_MIN_S, LONG_POLL_S, message
+from test_acl import refused_producer, sends_and_receives
 
 ROOT = ("--access-key", "proxyUser", "--secret-key", "proxySecret1")
-RECEIVE_TIMEOUT_S = 60
 # The endpoint fetches the broker's users and ACLs every 5 s.
 USERS_REFRESH_S = 6
 
@@ -52,36 +50,9 @@ def acl2_v5():
         cluster.stop()
 
 
-def config(cluster, access_key=None, secret_key=None):
-    credentials = Credentials(access_key, secret_key) if access_key else Credentials()
-    return ClientConfiguration(cluster.broker_addr, credentials)
-
-
 def test_a_user_sends_and_receives_through_grpc(acl2_v5):
     allowed, _ = acl2_v5.topics
-    started = []
-    try:
-        consumer = SimpleConsumer(
-            config(acl2_v5, "app", "appSecret1"), acl2_v5.group, {allowed: FilterExpression("*")},
-            await_duration=LONG_POLL_S,
-        )
-        consumer.startup()
-        started.append(consumer)
-        consumer.receive(16, INVISIBLE_MIN_S)
-        producer = Producer(config(acl2_v5, "app", "appSecret1"), (allowed,))
-        producer.startup()
-        started.append(producer)
-        producer.send(message(allowed, "acl2-v5"))
-        deadline = time.monotonic() + RECEIVE_TIMEOUT_S
-        bodies = []
-        while "acl2-v5" not in bodies and time.monotonic() < deadline:
-            for received in consumer.receive(16, INVISIBLE_MIN_S) or []:
-                bodies.append(received.body.decode())
-                consumer.ack(received)
-        assert "acl2-v5" in bodies
-    finally:
-        for client in reversed(started):
-            client.shutdown()
+    sends_and_receives(acl2_v5, ("app", "appSecret1"), allowed, acl2_v5.group, "acl2-v5")
 
 
 @pytest.mark.parametrize(
@@ -93,16 +64,4 @@ def test_a_user_sends_and_receives_through_grpc(acl2_v5):
     ],
 )
 def test_grpc_calls_the_user_may_not_make_are_refused(acl2_v5, keys, topic_index, why, caplog):
-    topic = acl2_v5.topics[topic_index]
-    producer = Producer(config(acl2_v5, *keys), (topic,))
-    try:
-        with pytest.raises(Exception) as refused:
-            producer.startup()
-            producer.send(message(topic, "refused"))
-        said = caplog.text + str(refused.value)
-        assert why in said and "(40100)" in said, said
-    finally:
-        try:
-            producer.shutdown()
-        except Exception:
-            pass
+    refused_producer(acl2_v5, keys, acl2_v5.topics[topic_index], why, caplog)

@@ -80,24 +80,30 @@ def refused_in_log(cluster, needle):
     return False
 
 
-def test_an_account_sends_and_consumes_what_it_may(acl_cluster, clients):
+def sends_and_consumes(clients, cluster, credentials, topic, group, prefix):
+    """Five messages sent to `topic` and consumed by `group`, both signed
+    with `credentials` (the C++ client's `set_session_credentials`)."""
     from rocketmq.client import PushConsumer
 
-    allowed, _, _ = acl_cluster.topics
-    producer = producer_with(clients, acl_cluster, APP)
-    sent = {producer.send_sync(make_message(allowed, f"acl-{i}")).msg_id for i in range(5)}
+    producer = producer_with(clients, cluster, credentials)
+    sent = {producer.send_sync(make_message(topic, f"{prefix}-{i}")).msg_id for i in range(5)}
     assert len(sent) == 5
     received = []
-    consumer = PushConsumer(unique_name("AclCG"))
-    consumer.set_namesrv_addr(acl_cluster.namesrv_addr)
-    consumer.set_session_credentials(*APP, "")
-    consumer.subscribe(allowed, lambda msg: received.append(msg.body.decode()))
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(cluster.namesrv_addr)
+    consumer.set_session_credentials(*credentials, "")
+    consumer.subscribe(topic, lambda msg: received.append(msg.body.decode()))
     consumer.start()
     clients._started.append(consumer)
     deadline = time.monotonic() + DELIVERY_TIMEOUT_S
     while len(set(received)) < 5 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert set(received) == {f"acl-{i}" for i in range(5)}
+    assert set(received) == {f"{prefix}-{i}" for i in range(5)}
+
+
+def test_an_account_sends_and_consumes_what_it_may(acl_cluster, clients):
+    allowed, _, _ = acl_cluster.topics
+    sends_and_consumes(clients, acl_cluster, APP, allowed, unique_name("AclCG"), "acl")
 
 
 def test_topics_the_account_lacks_and_bad_credentials_are_refused(acl_cluster, clients):

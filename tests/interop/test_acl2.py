@@ -13,7 +13,7 @@ import pytest
 from conftest import Cluster
 from interop_helpers import make_message
 from naming import unique_name
-from test_acl import DELIVERY_TIMEOUT_S, RATE_WINDOW_S, producer_with, refused_in_log
+from test_acl import RATE_WINDOW_S, producer_with, refused_in_log, sends_and_consumes
 
 ROOT = ("root", "rootSecret1")
 APP = ("app", "appSecret1")
@@ -51,23 +51,8 @@ def auth_cluster():
 
 
 def test_a_user_sends_and_consumes_what_its_acl_allows(auth_cluster, clients):
-    from rocketmq.client import PushConsumer
-
     allowed, _ = auth_cluster.topics
-    producer = producer_with(clients, auth_cluster, APP)
-    sent = {producer.send_sync(make_message(allowed, f"acl2-{i}")).msg_id for i in range(5)}
-    assert len(sent) == 5
-    received = []
-    consumer = PushConsumer(auth_cluster.group)
-    consumer.set_namesrv_addr(auth_cluster.namesrv_addr)
-    consumer.set_session_credentials(*APP, "")
-    consumer.subscribe(allowed, lambda msg: received.append(msg.body.decode()))
-    consumer.start()
-    clients._started.append(consumer)
-    deadline = time.monotonic() + DELIVERY_TIMEOUT_S
-    while len(set(received)) < 5 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert set(received) == {f"acl2-{i}" for i in range(5)}
+    sends_and_consumes(clients, auth_cluster, APP, allowed, auth_cluster.group, "acl2")
 
 
 def test_what_the_acl_lacks_and_bad_credentials_are_refused(auth_cluster, clients):

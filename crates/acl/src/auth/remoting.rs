@@ -181,8 +181,7 @@ fn admin_needs(n: &mut Needs, code: i32, cluster: &str) -> Result<(), String> {
         DELETE_TOPIC_IN_BROKER => n.topic("topic", &[Delete]),
         DELETE_SUBSCRIPTIONGROUP => n.group("groupName", &[Delete]),
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-            let body: serde_json::Value = serde_json::from_slice(&n.request.body)
-                .map_err(|e| format!("parse authorization context error: the body: {e}"))?;
+            let body = json_body(n)?;
             let group = body["groupName"].as_str().unwrap_or("").trim().to_string();
             if !group.is_empty() {
                 n.group_named(&group, &[Create, Update]);
@@ -229,10 +228,15 @@ fn heartbeat_needs(n: &mut Needs) -> Result<(), String> {
     Ok(())
 }
 
+/// The request's JSON body.
+fn json_body(n: &Needs) -> Result<serde_json::Value, String> {
+    serde_json::from_slice(&n.request.body)
+        .map_err(|e| format!("parse authorization context error: the body: {e}"))
+}
+
 /// A lock body's group, and the topic of each queue it names.
 fn lock_needs(n: &mut Needs) -> Result<(), String> {
-    let body: serde_json::Value = serde_json::from_slice(&n.request.body)
-        .map_err(|e| format!("parse authorization context error: the body: {e}"))?;
+    let body = json_body(n)?;
     if let Some(group) = body["consumerGroup"]
         .as_str()
         .filter(|g| !g.trim().is_empty())
@@ -253,8 +257,7 @@ fn lock_needs(n: &mut Needs) -> Result<(), String> {
 
 /// Each acked entry's group (`c`) and topic (`t`).
 fn batch_ack_needs(n: &mut Needs) -> Result<(), String> {
-    let body: serde_json::Value = serde_json::from_slice(&n.request.body)
-        .map_err(|e| format!("parse authorization context error: the body: {e}"))?;
+    let body = json_body(n)?;
     let acks = body["acks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     for ack in acks {
         let (Some(group), Some(topic)) = (ack["c"].as_str(), ack["t"].as_str()) else {

@@ -1,28 +1,34 @@
-//! A shard's copy of the ACL in force (`aclEnable=true`): taken again
-//! only when a reload moved the store's version, so checking a request
-//! takes no lock.
+//! A shard's copy of something every shard shares and a reload or a change
+//! replaces (the ACL 1.0 accounts, ACL 2.0's users and ACLs): taken again
+//! only when the shared version moved, so checking a request takes no lock.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use ferrocket_acl::{AclConfig, AclStore};
-
-/// A shard's copy of the ACL and the version it was taken at.
-#[derive(Default)]
-pub(crate) struct AclCache {
-    seen: RefCell<Option<(u64, Arc<AclConfig>)>>,
+/// A shard's copy of a shared `T` and the version it was taken at.
+pub(crate) struct VersionedCopy<T> {
+    seen: RefCell<Option<(u64, Arc<T>)>>,
 }
 
-impl AclCache {
-    pub fn current(&self, store: &AclStore) -> Arc<AclConfig> {
-        let version = store.version();
+impl<T> Default for VersionedCopy<T> {
+    fn default() -> Self {
+        Self {
+            seen: RefCell::new(None),
+        }
+    }
+}
+
+impl<T> VersionedCopy<T> {
+    /// The copy of `version`, fetched with `fetch` when it is not the one
+    /// held.
+    pub fn current(&self, version: u64, fetch: impl FnOnce() -> Arc<T>) -> Arc<T> {
         let mut seen = self.seen.borrow_mut();
         match &*seen {
-            Some((at, config)) if *at == version => Arc::clone(config),
+            Some((at, copy)) if *at == version => Arc::clone(copy),
             _ => {
-                let config = store.current();
-                *seen = Some((version, Arc::clone(&config)));
-                config
+                let copy = fetch();
+                *seen = Some((version, Arc::clone(&copy)));
+                copy
             }
         }
     }

@@ -2,10 +2,8 @@
 //! `{storePathRootDir}/config/authMetadata.json` (with the users
 //! `initAuthenticationUser` and `innerClientAuthenticationCredentials`
 //! name, and the accounts `migrateAuthFromV1Enabled` imports), shared by
-//! every shard; each shard keeps its own copy, taken again only when a
-//! change moved the version, so checking a request takes no lock.
+//! every shard (each keeps a `services::acl::VersionedCopy`).
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use ferrocket_acl::auth::{AuthError, AuthFile, AuthMetadata, AuthStore, UserInfo, AUTH_FILE};
@@ -13,27 +11,6 @@ use ferrocket_store::ConfigDir;
 
 use crate::config::BrokerConfig;
 use crate::error::{BrokerError, Reject};
-
-/// A shard's copy of the users and ACLs and the version it was taken at.
-#[derive(Default)]
-pub(crate) struct AuthCache {
-    seen: RefCell<Option<(u64, Arc<AuthMetadata>)>>,
-}
-
-impl AuthCache {
-    pub fn current(&self, store: &AuthStore) -> Arc<AuthMetadata> {
-        let version = store.version();
-        let mut seen = self.seen.borrow_mut();
-        match &*seen {
-            Some((at, meta)) if *at == version => Arc::clone(meta),
-            _ => {
-                let meta = store.current();
-                *seen = Some((version, Arc::clone(&meta)));
-                meta
-            }
-        }
-    }
-}
 
 /// Writes the users and ACLs (atomically, the old file kept as `.bak`).
 pub(crate) fn persist(dir: &ConfigDir, meta: &AuthMetadata) -> Result<(), String> {

@@ -149,9 +149,9 @@ pub(crate) struct Shard {
     /// Pop checkpoints of the queues this shard owns (`pop`).
     pub pop: pop::PopStore,
     /// This shard's copy of the ACL in force (`wire::acl`).
-    pub acl: crate::services::acl::AclCache,
+    pub acl: crate::services::acl::VersionedCopy<ferrocket_acl::AclConfig>,
     /// This shard's copy of the users and ACLs (`wire::acl`).
-    pub auth: crate::services::auth::AuthCache,
+    pub auth: crate::services::acl::VersionedCopy<ferrocket_acl::auth::AuthMetadata>,
     /// What this shard counts for `/metrics` (`services::metrics`).
     pub metrics: crate::services::metrics::ShardMetrics,
     /// The minute, hour and day windows of this shard's counters

@@ -33,7 +33,7 @@ pub(crate) fn refusal(
 ) -> Option<RemotingCommand> {
     let peer = conn.peer_addr().ip();
     if let Some(store) = shard.env.acl.as_ref() {
-        let config = shard.acl.current(store);
+        let config = shard.acl.current(store.version(), || store.current());
         if let Err(denied) = config.check(request, peer) {
             let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
             return Some(Reject::new(response_code::SYSTEM_ERROR, remark).to_response(request));
@@ -43,7 +43,7 @@ pub(crate) fn refusal(
     if !settings.enabled() {
         return None;
     }
-    let meta = shard.auth.current(&shard.env.auth);
+    let meta = users(shard);
     let cluster = &shard.env.config.broker_cluster_name;
     let denied = check_v2(&meta, settings, cluster, request, peer).err()?;
     Some(Reject::new(response_code::NO_PERMISSION, denied.0).to_response(request))
@@ -69,4 +69,10 @@ fn check_v2(
         meta.authorize(username, &needs, peer)?;
     }
     Ok(())
+}
+
+/// This shard's copy of ACL 2.0's users and ACLs in force.
+pub(crate) fn users(shard: &Shard) -> std::sync::Arc<AuthMetadata> {
+    let store = &shard.env.auth;
+    shard.auth.current(store.version(), || store.current())
 }

@@ -126,7 +126,7 @@ fn denied(message: String) -> Reject {
 }
 
 fn current(shard: &Shard) -> std::sync::Arc<AuthMetadata> {
-    shard.auth.current(&shard.env.auth)
+    crate::wire::acl::users(shard)
 }
 
 async fn change(
