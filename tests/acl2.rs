@@ -127,6 +127,25 @@ fn users_and_acls_decide_each_request_and_survive_a_restart() {
     assert!(!by_alice.status.success());
     assert!(String::from_utf8_lossy(&by_alice.stderr).contains("Cluster:DefaultCluster"));
 
+    // A normal user that may read the cluster sees users, not passwords.
+    let read = [
+        "acl",
+        "create",
+        "-b",
+        &addr,
+        "-s",
+        "User:alice",
+        "-r",
+        "Cluster:*",
+        "-a",
+        "Get",
+        "-d",
+        "Allow",
+    ];
+    ok(admin(&ns, ROOT, &read));
+    let seen = ok(admin(&ns, ALICE, &["user", "list", "-b", &addr]));
+    assert!(seen.contains("root") && !seen.contains(ROOT.1), "{seen}");
+
     // Kept across a restart.
     drop(conn);
     broker.restart();
@@ -219,4 +238,13 @@ fn bad_admin_requests_get_javas_answers() {
         request_code::GET_BROKER_RUNTIME_INFO,
     ));
     assert_eq!(unsigned.code, response_code::NO_PERMISSION);
+}
+
+#[test]
+fn with_acl_2_off_users_are_not_served() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let listed = broker.connect().request(RemotingCommand::request(3005));
+    assert_eq!(listed.code, response_code::NO_PERMISSION);
+    assert!(listed.remark.unwrap_or_default().contains("ACL 2.0 is off"));
 }

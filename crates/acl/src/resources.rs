@@ -24,8 +24,12 @@ const ADMIN_CODES: [i32; 9] = [
     52,  // GET_BROKER_CLUSTER_ACL_INFO
 ];
 
+/// ACL 2.0's user and ACL requests (AUTH_CREATE_USER .. AUTH_LIST_ACL):
+/// their answers hold passwords.
+const AUTH_CODES: std::ops::RangeInclusive<i32> = 3001..=3010;
+
 pub(crate) fn is_admin_code(code: i32) -> bool {
-    ADMIN_CODES.contains(&code)
+    ADMIN_CODES.contains(&code) || AUTH_CODES.contains(&code)
 }
 
 /// (resource, permission needed) for each thing `request` touches.

@@ -226,6 +226,9 @@ mod tests {
             Err("Need admin permission for request code=17, but accessKey=userKey1 is not".into())
         );
         assert_eq!(check(&signed(create, "adminKey1", "adminSecret")), Ok(()));
+        // ACL 2.0's user requests answer passwords: admins only.
+        let users = RemotingCommand::request(3005);
+        assert!(check(&signed(users, "userKey1", "userSecret")).is_err());
         assert_eq!(
             check(&signed(send("Other"), "adminKey1", "adminSecret")),
             Ok(())

@@ -30,8 +30,10 @@ impl UserInfo {
         given(&self.user_status).map(UserStatus::parse).transpose()
     }
 
+    /// The password as given (spaces kept: they are part of the secret);
+    /// none when absent or blank.
     pub fn password(&self) -> Option<&str> {
-        given(&self.password)
+        self.password.as_deref().filter(|p| !p.trim().is_empty())
     }
 }
 

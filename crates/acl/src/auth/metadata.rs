@@ -44,7 +44,8 @@ impl AuthMetadata {
         self.acls.values()
     }
 
-    fn caller_is_super(&self, caller: Caller) -> Result<bool, AuthError> {
+    /// Whether `caller` may act as a super user (unsigned: yes, as Java).
+    pub fn caller_is_super(&self, caller: Caller) -> Result<bool, AuthError> {
         let Some(name) = caller.filter(|c| !c.is_empty()) else {
             return Ok(true);
         };
@@ -106,21 +107,25 @@ impl AuthMetadata {
         let username = header_username(username)?;
         let user_type = info.user_type().map_err(AuthError::Denied)?;
         let user_status = info.user_status().map_err(AuthError::Denied)?;
-        let caller_is_super = self.caller_is_super(caller)?;
-        if user_type == Some(UserType::Super) && !caller_is_super {
+        if user_type == Some(UserType::Super) && !self.caller_is_super(caller)? {
             return Err(AuthError::System(
                 "The super user can only be update by super user".into(),
             ));
         }
-        let user = self
+        let target_is_super = self
             .users
-            .get_mut(username)
-            .ok_or_else(|| AuthError::Denied("The user is not exist".into()))?;
-        if user.user_type == UserType::Super && !caller_is_super {
+            .get(username)
+            .ok_or_else(|| AuthError::Denied("The user is not exist".into()))?
+            .user_type
+            == UserType::Super;
+        if target_is_super && !self.caller_is_super(caller)? {
             return Err(AuthError::Denied(
                 "The super user can only be update by super user".into(),
             ));
         }
+        let Some(user) = self.users.get_mut(username) else {
+            return Err(AuthError::Denied("The user is not exist".into()));
+        };
         if let Some(password) = info.password() {
             check_length("password", password)?;
             user.password = password.to_string();
@@ -132,8 +137,7 @@ impl AuthMetadata {
 
     /// AUTH_DELETE_USER: the user and its ACL; a missing user is no error.
     pub fn delete_user(&mut self, caller: Caller, username: &str) -> Result<(), AuthError> {
-        let username = username.trim();
-        if username.is_empty() {
+        if username.trim().is_empty() {
             return Err(AuthError::Denied("username can not be blank".into()));
         }
         let Some(user) = self.users.get(username) else {
@@ -263,10 +267,9 @@ impl AuthMetadata {
     }
 }
 
-/// A header's user name, not blank (Java: INVALID_PARAMETER).
+/// A header's user name, not blank (Java: INVALID_PARAMETER), as given.
 fn header_username(username: &str) -> Result<&str, AuthError> {
-    let username = username.trim();
-    if username.is_empty() {
+    if username.trim().is_empty() {
         return Err(AuthError::Invalid("The username is blank".into()));
     }
     check_length("username", username)?;

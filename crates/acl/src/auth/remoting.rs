@@ -5,11 +5,12 @@
 //! (`%RETRY%g`) is the group `g`. A request not listed needs nothing past
 //! authentication, as in Java.
 //!
-//! Stricter than Java in three places, each a change an ordinary user
-//! should not make: UPDATE_BROKER_CONFIG needs Update on the cluster,
+//! Stricter than Java where Java lets an ordinary user change or read what
+//! is not theirs: UPDATE_BROKER_CONFIG needs Update on the cluster,
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP Create or Update on the group, and
 //! BATCH_ACK_MESSAGE Sub on each group and topic it acks (Java checks none
-//! of them). A send to a retry topic needs Sub on the topic's group (Java
+//! of them); a pull or offset request naming another group's retry topic
+//! needs Sub on that group (Java skips retry topics there). A send to a retry topic needs Sub on the topic's group (Java
 //! takes the producer group named in the header, which for the clients'
 //! fallback send is their inner producer's).
 
@@ -73,14 +74,6 @@ impl Needs<'_> {
         }
     }
 
-    /// A topic that is left out when it is a retry topic (the group is
-    /// checked on its own).
-    fn plain_topic(&mut self, field: &str, actions: &[Action]) {
-        if let Some(name) = self.field(field).filter(|n| !n.starts_with(RETRY_PREFIX)) {
-            self.out.push(Need::new(ResourceType::Topic, name, actions));
-        }
-    }
-
     fn group(&mut self, field: &str, actions: &[Action]) {
         if let Some(name) = self.field(field).map(str::to_string) {
             self.group_named(&name, actions);
@@ -125,7 +118,7 @@ pub fn remoting_needs(request: &RemotingCommand, cluster: &str) -> Result<Vec<Ne
         END_TRANSACTION | RECALL_MESSAGE => n.topic("topic", &[Pub]),
         CONSUMER_SEND_MSG_BACK => n.group("group", &[Sub]),
         PULL_MESSAGE | LITE_PULL_MESSAGE => {
-            n.plain_topic("topic", &[Sub]);
+            n.topic("topic", &[Sub]);
             n.group("consumerGroup", &[Sub]);
         }
         QUERY_MESSAGE => n.topic("topic", &[Sub, Get]),
@@ -133,12 +126,16 @@ pub fn remoting_needs(request: &RemotingCommand, cluster: &str) -> Result<Vec<Ne
         UNREGISTER_CLIENT => n.group("consumerGroup", &[Sub]),
         GET_CONSUMER_LIST_BY_GROUP => n.group("consumerGroup", &[Sub, Get]),
         QUERY_CONSUMER_OFFSET => {
-            n.plain_topic("topic", &[Sub, Get]);
+            n.topic("topic", &[Sub, Get]);
             n.group("consumerGroup", &[Sub, Get]);
         }
         UPDATE_CONSUMER_OFFSET => {
-            n.plain_topic("topic", &[Sub, Update]);
+            n.topic("topic", &[Sub, Update]);
             n.group("consumerGroup", &[Sub, Update]);
+        }
+        CONSUME_MESSAGE_DIRECTLY => {
+            n.group("consumerGroup", &[Sub]);
+            n.topic("topic", &[Sub]);
         }
         LOCK_BATCH_MQ | UNLOCK_BATCH_MQ => lock_needs(n)?,
         POP_MESSAGE
@@ -153,6 +150,7 @@ pub fn remoting_needs(request: &RemotingCommand, cluster: &str) -> Result<Vec<Ne
         BATCH_ACK_MESSAGE => batch_ack_needs(n)?,
         code => admin_needs(n, code, cluster)?,
     }
+    needs.out.dedup();
     Ok(needs.out)
 }
 
@@ -189,7 +187,7 @@ fn admin_needs(n: &mut Needs, code: i32, cluster: &str) -> Result<(), String> {
         }
         INVOKE_BROKER_TO_RESET_OFFSET => {
             n.group("group", &[Update]);
-            n.plain_topic("topic", &[Update]);
+            n.topic("topic", &[Update]);
         }
         GET_PRODUCER_CONNECTION_LIST
         | GET_ALL_PRODUCER_INFO
@@ -318,6 +316,17 @@ mod tests {
         assert_eq!(needs_of(SEND_MESSAGE_V2, &retry, ""), ["Group:G1 Sub"]);
         let pull = [("topic", "%RETRY%G1"), ("consumerGroup", "G1")];
         assert_eq!(needs_of(PULL_MESSAGE, &pull, ""), ["Group:G1 Sub"]);
+        // Another group's retry topic needs that group too.
+        let theirs = [("topic", "%RETRY%G2"), ("consumerGroup", "G1")];
+        assert_eq!(
+            needs_of(PULL_MESSAGE, &theirs, ""),
+            ["Group:G2 Sub", "Group:G1 Sub"]
+        );
+        let direct = [("consumerGroup", "G1"), ("topic", "T1"), ("msgId", "x")];
+        assert_eq!(
+            needs_of(CONSUME_MESSAGE_DIRECTLY, &direct, ""),
+            ["Group:G1 Sub", "Topic:T1 Sub"]
+        );
         let offset = [("topic", "T1"), ("consumerGroup", "G1")];
         assert_eq!(
             needs_of(UPDATE_CONSUMER_OFFSET, &offset, ""),

@@ -52,9 +52,13 @@ impl AuthMetadata {
     }
 }
 
-/// The shared, versioned users and ACLs.
+/// The shared, versioned users and ACLs. Readers never wait on a change's
+/// write: the pointer is swapped once the write is done.
 pub struct AuthStore {
+    /// Locked only to read or replace the pointer, never across a write.
     current: Mutex<Arc<AuthMetadata>>,
+    /// Orders changes: held from the copy to the install.
+    writer: Mutex<()>,
     version: AtomicU64,
 }
 
@@ -62,6 +66,7 @@ impl AuthStore {
     pub fn new(metadata: AuthMetadata) -> AuthStore {
         AuthStore {
             current: Mutex::new(Arc::new(metadata)),
+            writer: Mutex::new(()),
             version: AtomicU64::new(1),
         }
     }
@@ -83,10 +88,11 @@ impl AuthStore {
         change: impl FnOnce(&mut AuthMetadata) -> Result<T, AuthError>,
         persist: impl FnOnce(&AuthMetadata) -> Result<(), String>,
     ) -> Result<T, AuthError> {
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.current();
         let mut next = AuthMetadata::clone(&current);
         let answer = change(&mut next)?;
-        if next == **current {
+        if next == *current {
             return Ok(answer);
         }
         persist(&next).map_err(|e| {
@@ -94,7 +100,7 @@ impl AuthStore {
                 "persisting the users and ACLs failed ({e}); the change was not made"
             ))
         })?;
-        *current = Arc::new(next);
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(answer)
     }

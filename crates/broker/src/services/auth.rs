@@ -50,6 +50,11 @@ pub(crate) fn open(config: &BrokerConfig, dir: &ConfigDir) -> Result<Arc<AuthSto
         |e: String| BrokerError::Config(format!("{}: {e}", dir.path(AUTH_FILE).display()));
     let file: AuthFile = dir.read_json(AUTH_FILE)?.unwrap_or_default();
     let mut meta = AuthMetadata::from_file(&file).map_err(refused)?;
+    if !config.auth.enabled() {
+        // Off: nothing is added (the inner credentials serve ACL 1.0 then),
+        // and the admin requests are refused.
+        return Ok(Arc::new(AuthStore::new(meta)));
+    }
     let loaded = meta.clone();
     let supers = [&config.auth.init_user, &config.inner_credentials];
     for (name, password) in supers.into_iter().flatten() {
@@ -70,13 +75,17 @@ pub(crate) fn open(config: &BrokerConfig, dir: &ConfigDir) -> Result<Arc<AuthSto
     if meta != loaded {
         persist(dir, &meta).map_err(refused)?;
     }
-    if config.auth.enabled() {
-        tracing::info!(
-            users = meta.users().count(),
-            acls = meta.acls().count(),
-            authentication = config.auth.authentication_enabled,
-            authorization = config.auth.authorization_enabled,
-            "ACL 2.0 enabled"
+    tracing::info!(
+        users = meta.users().count(),
+        acls = meta.acls().count(),
+        authentication = config.auth.authentication_enabled,
+        authorization = config.auth.authorization_enabled,
+        "ACL 2.0 enabled"
+    );
+    if !config.auth.authentication_enabled {
+        tracing::warn!(
+            "authorizationEnabled=true without authenticationEnabled: a request's AccessKey names \
+             its user unchecked, so anyone can claim any user (as in Java)"
         );
     }
     Ok(Arc::new(AuthStore::new(meta)))

@@ -22,6 +22,10 @@ use crate::shard::Shard;
 
 /// Largest user or ACL body read.
 const BODY_BYTES_MAX: usize = 1024 * 1024;
+/// The answer while ACL 2.0 is off (Java's, when no metadata provider is
+/// set, and what to do).
+const OFF: &str = "The authenticationMetadataProvider is not configured: ACL 2.0 is off \
+    (set authenticationEnabled=true or authorizationEnabled=true)";
 /// Java's remark for a create or update without an ACL.
 const NO_ACL_BODY: &str =
     "org.apache.rocketmq.auth.authorization.exception.AuthorizationException: The body of acl is null";
@@ -31,6 +35,9 @@ pub(crate) async fn handle(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     use auth_code::*;
+    if !shard.env.config.auth.enabled() {
+        return Err(auth::reject(AuthError::Denied(OFF.into())));
+    }
     let field = |name: &str| request.ext_fields.get(name).unwrap_or("").to_string();
     let caller = request.ext_fields.get(ACCESS_KEY).map(str::to_string);
     match request.code {
@@ -63,11 +70,18 @@ pub(crate) async fn handle(
                 )));
             }
             let meta = current(shard);
-            let user = meta.user(username.trim()).map(UserInfo::from);
-            Ok(answer(request, user.as_ref()))
+            let mut users: Vec<UserInfo> = meta
+                .user(&username)
+                .map(UserInfo::from)
+                .into_iter()
+                .collect();
+            hide_passwords(&meta, caller.as_deref(), &mut users)?;
+            Ok(answer(request, users.first()))
         }
         AUTH_LIST_USER => {
-            let users = current(shard).list_users(&field("filter"));
+            let meta = current(shard);
+            let mut users = meta.list_users(&field("filter"));
+            hide_passwords(&meta, caller.as_deref(), &mut users)?;
             Ok(answer(request, Some(&users).filter(|u| !u.is_empty())))
         }
         _ => acl_request(shard, request).await,
@@ -119,6 +133,21 @@ async fn acl_request(
         }
         _ => Ok(RemotingCommand::not_supported(request)),
     }
+}
+
+/// Only a super user reads passwords (Java shows them to any caller the
+/// ACL lets read the cluster, which lets a normal user sign as a super one).
+fn hide_passwords(
+    meta: &AuthMetadata,
+    caller: Option<&str>,
+    users: &mut [UserInfo],
+) -> Result<(), Reject> {
+    if !meta.caller_is_super(caller).map_err(auth::reject)? {
+        for user in users {
+            user.password = None;
+        }
+    }
+    Ok(())
 }
 
 fn denied(message: String) -> Reject {

@@ -11,7 +11,6 @@ use serde::Serialize;
 
 use crate::error::Reject;
 use crate::services::broker_stats::{StatsName, Window};
-use crate::services::offsets::key_topic;
 use crate::shard::stats::{group_get_tps, stats_windows};
 use crate::shard::Shard;
 use crate::wire::consumer_admin::{all_offsets, consume_stats_body, group_queue_stats};
@@ -69,16 +68,18 @@ pub(crate) async fn broker_consume_stats(
     let groups: Vec<String> = shard
         .groups
         .with(|t| t.subscription_group_table.keys().cloned().collect());
+    // Each group's topics, from the `topic@group` keys, in one pass.
+    let mut by_group: std::collections::HashMap<&str, BTreeSet<String>> = Default::default();
+    for key in offsets.keys() {
+        if let Some((topic, group)) = key.split_once('@').filter(|(_, g)| !g.contains('@')) {
+            by_group.entry(group).or_default().insert(topic.to_string());
+        }
+    }
     let broker_name = shard.config().broker_name.clone();
     let (mut total_diff, mut total_inflight) = (0i64, 0i64);
     let mut lists = Vec::with_capacity(groups.len());
     for group in groups {
-        let suffix = format!("@{group}");
-        let mut topics: BTreeSet<String> = offsets
-            .keys()
-            .filter(|key| key.ends_with(&suffix) && key.matches('@').count() == 1)
-            .map(|key| key_topic(key).to_string())
-            .collect();
+        let mut topics = by_group.remove(group.as_str()).unwrap_or_default();
         let subscribed = subscriptions(shard, &group);
         if !subscribed.is_empty() {
             topics.retain(|t| subscribed.contains(t));
@@ -91,8 +92,11 @@ pub(crate) async fn broker_consume_stats(
             let queues = std::iter::once((topic.clone(), config.write_queue_nums));
             let stats = group_queue_stats(shard, &group, queues).await?;
             for s in &stats {
-                total_diff += s.broker_offset - s.consumer_offset;
-                total_inflight += s.pull_offset - s.consumer_offset;
+                // Offsets come from clients' commits: no overflow on theirs.
+                let diff = s.broker_offset.saturating_sub(s.consumer_offset);
+                let inflight = s.pull_offset.saturating_sub(s.consumer_offset);
+                total_diff = total_diff.saturating_add(diff);
+                total_inflight = total_inflight.saturating_add(inflight);
             }
             let tps = group_get_tps(shard, &group, std::iter::once(&topic)).await;
             entries.push(

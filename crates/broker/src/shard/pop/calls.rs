@@ -150,7 +150,14 @@ impl ShardCall<Shard> for HoldQueues {
 
     async fn run(self, shard: Rc<Shard>) {
         let wait = std::time::Duration::from_millis(self.wait_ms);
-        let mut held = Vec::with_capacity(self.queue_ids.len());
+        // Forgets the holds however this ends, dropped mid-wait included
+        // (a call to the caller's own shard runs inline and is dropped when
+        // another owner wakes first).
+        let mut held = Holds {
+            shard: &shard,
+            topic: &self.topic,
+            holds: Vec::with_capacity(self.queue_ids.len()),
+        };
         for &queue_id in &self.queue_ids {
             shard.assert_owns(&self.topic, queue_id);
             let Ok(queue) = shard.store.consume_queue(&self.topic, queue_id) else {
@@ -162,20 +169,20 @@ impl ShardCall<Shard> for HoldQueues {
             // Arrived since the look (no await between the checks and the
             // holds).
             if start < queue.max_offset() {
-                self.forget(&shard, held);
                 return;
             }
             if let Some(hold) = shard.polls.hold(&self.topic, queue_id, self.filter.clone()) {
-                held.push((queue_id, hold));
+                held.holds.push((queue_id, hold));
             }
         }
-        if held.is_empty() {
+        if held.holds.is_empty() {
             glommio::timer::sleep(wait).await;
             return;
         }
         // Woken by the first dispatch to any of the queues.
         let any_woken = futures_lite::future::poll_fn(|cx| {
             let ready = held
+                .holds
                 .iter_mut()
                 .any(|(_, hold)| std::pin::Pin::new(&mut hold.woken).poll(cx).is_ready());
             if ready {
@@ -188,15 +195,21 @@ impl ShardCall<Shard> for HoldQueues {
             glommio::timer::sleep(wait).await;
         })
         .await;
-        self.forget(&shard, held);
     }
 }
 
-impl HoldQueues {
-    /// Takes back the holds not woken (forgetting a woken one is a no-op).
-    fn forget(&self, shard: &Shard, held: Vec<(i32, crate::services::long_poll::Held)>) {
-        for (queue_id, hold) in held {
-            shard.polls.forget(&self.topic, queue_id, hold.id);
+/// A pop's holds on one shard, taken back when dropped (forgetting a woken
+/// one is a no-op).
+struct Holds<'a> {
+    shard: &'a Shard,
+    topic: &'a str,
+    holds: Vec<(i32, crate::services::long_poll::Held)>,
+}
+
+impl Drop for Holds<'_> {
+    fn drop(&mut self) {
+        for (queue_id, hold) in self.holds.drain(..) {
+            self.shard.polls.forget(self.topic, queue_id, hold.id);
         }
     }
 }
