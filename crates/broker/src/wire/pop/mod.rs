@@ -155,33 +155,38 @@ pub(crate) async fn pop_message(
             }
             waiting = Some(Waiting::new(&shard.pop, key));
         }
-        if wait_for_messages(shard, &header, read_queues, &filter, deadline).await {
+        let queues = (
+            header.consumer_group.as_str(),
+            header.topic.as_str(),
+            header.queue_id,
+            read_queues,
+        );
+        if wait_for_messages(shard, queues, &filter, deadline).await {
             return Ok(answer(request, &header, Look::default(), pop_time));
         }
     }
 }
 
-/// Waits before the next look: on the owners of the queues the pop looks
-/// at, until a message arrives on any of them (at most [`POP_HOLD_MS_MAX`],
+/// Waits before the next look (a pop's or a NOTIFICATION's): on the
+/// owners of the queues it looks at, until a message arrives on any of them (at most [`POP_HOLD_MS_MAX`],
 /// so the pop retry topic is looked at again too). A pop of any queue
 /// waits on every owner of the topic's queues at once and ends with the
 /// first that is woken. True when the shard stops.
-async fn wait_for_messages(
+pub(crate) async fn wait_for_messages(
     shard: &Rc<Shard>,
-    header: &PopMessageRequestHeader,
-    read_queues: i32,
+    (group, topic, queue_id, read_queues): (&str, &str, i32, i32),
     filter: &TagFilter,
     deadline: i64,
 ) -> bool {
     let left = (deadline - now_ms()).max(1) as u64;
-    let queues: Vec<i32> = match header.queue_id {
+    let queues: Vec<i32> = match queue_id {
         id if id < 0 => (0..read_queues).collect(),
         id => vec![id],
     };
     let mut by_owner: std::collections::BTreeMap<usize, Vec<i32>> = Default::default();
     for queue_id in queues {
         by_owner
-            .entry(shard.owner_of(&header.topic, queue_id))
+            .entry(shard.owner_of(topic, queue_id))
             .or_default()
             .push(queue_id);
     }
@@ -189,8 +194,8 @@ async fn wait_for_messages(
         .into_iter()
         .map(|(owner, queue_ids)| {
             let hold = HoldQueues {
-                group: header.consumer_group.clone(),
-                topic: header.topic.clone(),
+                group: group.to_string(),
+                topic: topic.to_string(),
                 queue_ids,
                 filter: filter.clone(),
                 wait_ms: left.min(POP_HOLD_MS_MAX),

@@ -4,7 +4,6 @@
 //! many pops wait for messages.
 
 use std::rc::Rc;
-use std::time::Duration;
 
 use bytes::BytesMut;
 use ferrocket_protocol::codes::response_code;
@@ -15,9 +14,6 @@ use ferrocket_protocol::header::{
 use ferrocket_protocol::RemotingCommand;
 
 use super::{readable_queues, refuse_on_slave, POP_POLL_MS_MAX, REVIVE_QID};
-
-/// How often a held NOTIFICATION looks again.
-const NOTIFICATION_POLL_INTERVAL_MS: u64 = 100;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::pop::POP_MESSAGES_MAX;
@@ -140,12 +136,23 @@ pub(crate) async fn notification(
         if has_message(shard, &header, read).await? {
             break true;
         }
-        let left = deadline - now_ms();
-        if left <= 0 {
+        if deadline - now_ms() <= 0 {
             break false;
         }
-        let wait = Duration::from_millis(left.min(NOTIFICATION_POLL_INTERVAL_MS as i64) as u64);
-        if shard.stopping.interrupts_sleep(wait).await {
+        let queues = (
+            header.consumer_group.as_str(),
+            header.topic.as_str(),
+            header.queue_id,
+            read,
+        );
+        if super::wait_for_messages(
+            shard,
+            queues,
+            &crate::services::filter::TagFilter::All,
+            deadline,
+        )
+        .await
+        {
             break false;
         }
     };
