@@ -11,7 +11,7 @@ use std::process::Output;
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
 use harness::requests::{create_topic_request, send_header, send_request};
-use harness::BrokerOpts;
+use harness::{succeeded as ok, BrokerOpts};
 
 const ROOT: (&str, &str) = ("root", "rootSecret1");
 const ALICE: (&str, &str) = ("alice", "aliceSecret1");
@@ -42,14 +42,23 @@ fn admin(namesrv: &str, user: (&str, &str), args: &[&str]) -> Output {
     harness::admin(namesrv, &signed)
 }
 
-fn ok(output: Output) -> String {
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    text
+/// Grants `User:alice` `actions` on `resources`, as root.
+fn grant_alice(namesrv: &str, addr: &str, resources: &str, actions: &str) {
+    let acl = [
+        "acl",
+        "create",
+        "-b",
+        addr,
+        "-s",
+        "User:alice",
+        "-r",
+        resources,
+        "-a",
+        actions,
+        "-d",
+        "Allow",
+    ];
+    ok(admin(namesrv, ROOT, &acl));
 }
 
 fn signed(mut request: RemotingCommand, user: (&str, &str)) -> RemotingCommand {
@@ -72,21 +81,7 @@ fn users_and_acls_decide_each_request_and_survive_a_restart() {
         ROOT,
         &["user", "create", "-b", &addr, "-u", ALICE.0, "-p", ALICE.1],
     ));
-    let acl = [
-        "acl",
-        "create",
-        "-b",
-        &addr,
-        "-s",
-        "User:alice",
-        "-r",
-        "Topic:Granted,Group:G1",
-        "-a",
-        "Pub,Sub",
-        "-d",
-        "Allow",
-    ];
-    ok(admin(&ns, ROOT, &acl));
+    grant_alice(&ns, &addr, "Topic:Granted,Group:G1", "Pub,Sub");
 
     let send = |topic: &str| send_request(&send_header("PG", topic, 0), "x");
     let unsigned = conn.request(send("Granted"));
@@ -128,21 +123,7 @@ fn users_and_acls_decide_each_request_and_survive_a_restart() {
     assert!(String::from_utf8_lossy(&by_alice.stderr).contains("Cluster:DefaultCluster"));
 
     // A normal user that may read the cluster sees users, not passwords.
-    let read = [
-        "acl",
-        "create",
-        "-b",
-        &addr,
-        "-s",
-        "User:alice",
-        "-r",
-        "Cluster:*",
-        "-a",
-        "Get",
-        "-d",
-        "Allow",
-    ];
-    ok(admin(&ns, ROOT, &read));
+    grant_alice(&ns, &addr, "Cluster:*", "Get");
     let seen = ok(admin(&ns, ALICE, &["user", "list", "-b", &addr]));
     assert!(seen.contains("root") && !seen.contains(ROOT.1), "{seen}");
 

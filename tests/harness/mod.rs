@@ -55,7 +55,12 @@ pub fn admin(namesrv: &str, args: &[&str]) -> std::process::Output {
 
 /// What `ferrocket admin -n NAMESRV ARGS` printed; panics unless it succeeded.
 pub fn admin_ok(namesrv: &str, args: &[&str]) -> String {
-    let output = admin(namesrv, args);
+    succeeded(admin(namesrv, args))
+}
+
+/// A command's standard output; panics, showing both outputs, unless it
+/// succeeded.
+pub fn succeeded(output: std::process::Output) -> String {
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
