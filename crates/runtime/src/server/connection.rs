@@ -21,6 +21,8 @@ use ferrocket_protocol::{FrameDecoder, RemotingCommand};
 use super::client_gone::ClientGone;
 use super::ServerLimits;
 
+mod in_process;
+
 /// Bodies at least this large are queued as their own chunk and written
 /// without being copied into the coalescing buffer.
 pub(crate) const BODY_ZERO_COPY_BYTES_MIN: usize = 16 * 1024;
