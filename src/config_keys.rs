@@ -231,6 +231,10 @@ fn broker_store_keys(
     match key {
         "storePathRootDir" => config.store_path_root_dir = non_empty(key, setting)?.into(),
         "enableProxy" => config.enable_proxy = parse_bool(key, setting)?,
+        "proxyMode" => {
+            config.proxy_mode = ferrocket_broker::ProxyMode::parse(&setting.value)
+                .ok_or_else(|| invalid(key, setting, "expected local or cluster"))?
+        }
         "flushDiskType" => {
             config.flush_disk_type = FlushDiskType::parse(&setting.value)
                 .ok_or_else(|| invalid(key, setting, "expected ASYNC_FLUSH or SYNC_FLUSH"))?

@@ -75,6 +75,7 @@ fn identity(c: &BrokerConfig) -> Vec<(&'static str, String)> {
         ("slaveReadEnable", yes(ha.slave_read_enable)),
         ("inSyncReplicas", ha.in_sync_replicas.to_string()),
         ("enableProxy", yes(c.enable_proxy)),
+        ("proxyMode", c.proxy_mode.name().to_string()),
         // Java's NettyClientConfig.useTLS: what registration does.
         ("useTLS", yes(c.tls.client_uses_tls(c.use_tls))),
         ("metricsExporterType", metrics_type(c).to_string()),

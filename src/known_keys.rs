@@ -83,6 +83,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "accessMessageInMemoryMaxRatio",
     "storePathRootDir",
     "enableProxy",
+    "proxyMode",
     "flushDiskType",
     "flushIntervalCommitLog",
     "syncFlushTimeout",

@@ -27,6 +27,7 @@
 mod clock;
 mod config;
 mod error;
+mod local_port;
 mod services;
 mod shard;
 pub mod sql92;
@@ -36,9 +37,10 @@ mod wire;
 
 pub use config::{
     AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, FlushDiskType,
-    MetricsConfig, MetricsExporter, ReplicationConfig, Whitelist, BROKER_NAME_DEFAULT,
+    MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig, Whitelist, BROKER_NAME_DEFAULT,
     CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT,
     ONLINE_KEYS,
 };
 pub use error::BrokerError;
+pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};
 pub use start::run;

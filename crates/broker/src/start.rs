@@ -377,6 +377,7 @@ async fn prepare(shard: &Rc<Shard>, mesh: ShardEndpoints) -> Result<TcpListener,
 /// Starts the serving-time loops and serves until the stop flag is set.
 async fn serve_until_stopped(shard: &Rc<Shard>, listener: TcpListener, ctx: &ShardContext) {
     crate::tasks::start_serving(shard);
+    crate::wire::local::start(shard);
     let stopped = {
         let shard = shard.clone();
         let flag = Arc::clone(&ctx.stop);

@@ -112,6 +112,35 @@ impl CommitLogWriteMode {
     }
 }
 
+/// How the in-broker gRPC endpoint calls the broker (`proxyMode`, RocketMQ
+/// proxy's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProxyMode {
+    /// In process, straight to the shards' request handler.
+    #[default]
+    Local,
+    /// Remoting over loopback through the name server's routes.
+    Cluster,
+}
+
+impl ProxyMode {
+    /// Parses `local` / `cluster` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "local" => Some(Self::Local),
+            "cluster" => Some(Self::Cluster),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Cluster => "cluster",
+        }
+    }
+}
+
 /// Everything a broker is started with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerConfig {
@@ -259,6 +288,13 @@ pub struct BrokerConfig {
     /// endpoint (`enableProxy`), set by whoever runs the broker. `None`:
     /// the port is Remoting only.
     pub grpc_handoff: Option<ferrocket_runtime::server::Handoff>,
+    /// `proxyMode`: how the in-broker gRPC endpoint reaches this broker:
+    /// `local` (in process, through `local_port`) or `cluster` (Remoting
+    /// through the name server, as `ferrocket proxy` does).
+    pub proxy_mode: ProxyMode,
+    /// The in-process door the in-broker endpoint calls in `local` mode,
+    /// set by whoever runs the broker. `None`: no in-process calls.
+    pub local_port: Option<crate::local_port::LocalPort>,
     /// `tls.*`: TLS on the broker's port (Java's `tls.server.mode` and
     /// friends, JVM system properties there).
     pub tls: ferrocket_tls::TlsSettings,
@@ -331,6 +367,8 @@ impl Default for BrokerConfig {
             online_keys: None,
             enable_proxy: false,
             grpc_handoff: None,
+            proxy_mode: ProxyMode::Local,
+            local_port: None,
             tls: ferrocket_tls::TlsSettings::default(),
             use_tls: None,
         }

@@ -104,6 +104,7 @@ fn shard_gauges(shard: &Shard) -> ShardGauges {
         held_bytes: ferrocket_runtime::server::held_bytes() as u64,
         dispatched_offset: shard.store.dispatched_offset(),
         pop_checkpoints: shard.pop.state.borrow().len() as u64,
+        in_process_calls: shard.metrics.in_process_calls(),
         producers,
         consumers,
         lag: owned_lag(shard),

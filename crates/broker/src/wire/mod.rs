@@ -12,6 +12,7 @@ pub(crate) mod client;
 pub(crate) mod consumer_admin;
 mod consumer_calls;
 pub(crate) mod group_admin;
+pub(crate) mod local;
 pub(crate) mod locks;
 pub(crate) mod offsets;
 pub(crate) mod pop;
@@ -105,46 +106,64 @@ async fn dispatch(
     }
 }
 
+/// Who sent a request: a Remoting client over a socket, checked against
+/// the ACL, or the in-broker front end, which checked its own callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    Remote,
+    InProcess,
+}
+
+/// The answer to one request, with the ACL check for remote callers,
+/// refusals logged and the call's latency recorded.
+pub(crate) async fn answer(
+    shard: &Rc<Shard>,
+    conn: &Rc<Connection>,
+    request: &RemotingCommand,
+    caller: Caller,
+) -> RemotingCommand {
+    let started = Instant::now();
+    let refusal = match caller {
+        Caller::Remote => acl::refusal(shard, conn, request),
+        Caller::InProcess => None,
+    };
+    let response = match refusal {
+        Some(refusal) => {
+            // Sends, pulls and pops are logged below with the rest.
+            if !refusals::is_refusal(request.code, refusal.code) {
+                let remark = refusal.remark.as_deref().unwrap_or("");
+                refusals::log_refusal(conn.peer_addr(), request.code, refusal.code, remark);
+            }
+            Ok(refusal)
+        }
+        None => dispatch(shard, conn, request).await,
+    };
+    let response = response.unwrap_or_else(|reject| {
+        tracing::debug!(
+            code = request.code,
+            answer = reject.code,
+            remark = %reject.remark,
+            peer = %conn.peer_addr(),
+            "request rejected"
+        );
+        reject.to_response(request)
+    });
+    if refusals::is_refusal(request.code, response.code) {
+        let remark = response.remark.as_deref().unwrap_or("");
+        refusals::log_refusal(conn.peer_addr(), request.code, response.code, remark);
+    }
+    let key = RpcKey {
+        request_code: request.code,
+        response_code: response.code,
+        oneway: request.is_oneway(),
+    };
+    shard.metrics.observe_rpc(key, started.elapsed());
+    response
+}
+
 impl RequestHandler for Shard {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
-        Box::pin(async move {
-            let started = Instant::now();
-            let response = match acl::refusal(&self, &conn, &request) {
-                Some(refusal) => {
-                    // Sends, pulls and pops are logged below with the rest.
-                    if !refusals::is_refusal(request.code, refusal.code) {
-                        let remark = refusal.remark.as_deref().unwrap_or("");
-                        refusals::log_refusal(conn.peer_addr(), request.code, refusal.code, remark);
-                    }
-                    Ok(refusal)
-                }
-                None => dispatch(&self, &conn, &request).await,
-            };
-            let response = match response {
-                Ok(response) => response,
-                Err(reject) => {
-                    tracing::debug!(
-                        code = request.code,
-                        answer = reject.code,
-                        remark = %reject.remark,
-                        peer = %conn.peer_addr(),
-                        "request rejected"
-                    );
-                    reject.to_response(&request)
-                }
-            };
-            if refusals::is_refusal(request.code, response.code) {
-                let remark = response.remark.as_deref().unwrap_or("");
-                refusals::log_refusal(conn.peer_addr(), request.code, response.code, remark);
-            }
-            let key = RpcKey {
-                request_code: request.code,
-                response_code: response.code,
-                oneway: request.is_oneway(),
-            };
-            self.metrics.observe_rpc(key, started.elapsed());
-            Some(response)
-        })
+        Box::pin(async move { Some(answer(&self, &conn, &request, Caller::Remote).await) })
     }
 
     fn handoff(&self) -> Option<&ferrocket_runtime::server::Handoff> {

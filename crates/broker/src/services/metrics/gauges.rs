@@ -49,6 +49,8 @@ pub(crate) struct ShardGauges {
     pub dispatched_offset: i64,
     /// Pop checkpoints waiting for acks on its queues.
     pub pop_checkpoints: u64,
+    /// Requests it has answered in process (`proxyMode=local`).
+    pub in_process_calls: u64,
     /// Producer connections by (language, version).
     pub producers: HashMap<(String, String), u64>,
     pub consumers: HashMap<ConsumerKey, u64>,

@@ -12,7 +12,7 @@ pub(crate) mod gauges;
 pub(crate) mod labels;
 pub(crate) mod render;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -148,6 +148,7 @@ impl Counters {
 #[derive(Debug, Default)]
 pub(crate) struct ShardMetrics {
     counters: RefCell<Counters>,
+    in_process_calls: Cell<u64>,
 }
 
 impl ShardMetrics {
@@ -188,6 +189,15 @@ impl ShardMetrics {
     /// One request answered after `elapsed`.
     pub fn observe_rpc(&self, key: RpcKey, elapsed: Duration) {
         self.counters.borrow_mut().rpc.observe(key, elapsed);
+    }
+
+    /// A request was answered in process (`proxyMode=local`).
+    pub fn count_in_process(&self) {
+        self.in_process_calls.set(self.in_process_calls.get() + 1);
+    }
+
+    pub fn in_process_calls(&self) -> u64 {
+        self.in_process_calls.get()
     }
 
     /// A message of `topic` consumed by `group` went to the group's DLQ.

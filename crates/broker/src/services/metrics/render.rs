@@ -365,6 +365,16 @@ fn shards(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
         None,
         behind,
     )?;
+    let in_process = scrape
+        .shards
+        .iter()
+        .map(|s| (vec![("shard", s.shard.to_string())], s.in_process_calls))
+        .collect();
+    w.counter(
+        "ferrocket_shard_in_process_calls",
+        "Requests each shard answered in process (the in-broker gRPC endpoint, proxyMode=local)",
+        in_process,
+    )?;
     w.counter(
         "ferrocket_metrics_series_dropped",
         "Counts that found no room for a new series (the per-shard cap)",

@@ -18,6 +18,7 @@ fn scrape() -> Scrape {
         shard: 0,
         connections: 2,
         dispatched_offset: 100,
+        in_process_calls: 7,
         ..ShardGauges::default()
     };
     shard.lag.insert(
@@ -108,6 +109,8 @@ fn series_carry_rocketmqs_names_and_labels() {
     .ends_with(" 1"));
     assert!(line_with(&text, "rocketmq_topic_number{", &[]).ends_with(" 5"));
     assert!(line_with(&text, "ferrocket_shard_connections{", &["shard=\"0\""]).ends_with(" 2"));
+    let in_process = line_with(&text, "ferrocket_shard_in_process_calls_total{", &[]);
+    assert!(in_process.ends_with(" 7"), "{in_process}");
     assert!(text.contains("# TYPE rocketmq_messages_in counter"));
     assert!(text.contains("# TYPE rocketmq_rpc_latency_milliseconds histogram"));
     let inf = line_with(&text, "rocketmq_message_size_bucket{", &["le=\"+Inf\""]);
