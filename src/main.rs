@@ -7,6 +7,7 @@ mod auth_keys;
 mod config;
 mod config_keys;
 mod config_online;
+mod grpc_local;
 mod known_keys;
 mod properties;
 mod proxy;
@@ -87,21 +88,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let mut config = config::broker_config(&args)?;
             let stop = stop_flag()?;
             let endpoint = match config.enable_proxy {
-                true => {
-                    let local = std::net::SocketAddr::new(config.listen_addr, config.listen_port);
-                    let mut security = in_broker_security(&config)?;
-                    let (tls, client_tls) = proxy::endpoint_tls(&config.tls)?;
-                    security.client_tls = client_tls;
-                    let (handoff, thread) = proxy::in_broker(
-                        &config.namesrv_addr,
-                        security,
-                        local,
-                        Arc::clone(&stop),
-                        tls,
-                    )?;
-                    config.grpc_handoff = Some(handoff);
-                    Some(thread)
-                }
+                true => Some(start_endpoint(&mut config, &stop)?),
                 false => None,
             };
             let ran = ferrocket_broker::run(config, Arc::clone(&stop))
@@ -124,6 +111,32 @@ fn run(cli: Cli) -> Result<(), String> {
             tune::run(args)
         }
     }
+}
+
+/// The in-broker gRPC endpoint (`enableProxy=true`) on its own thread,
+/// given the broker port's HTTP/2 connections and, in local mode, the
+/// broker's in-process door (both put into `config`).
+fn start_endpoint(
+    config: &mut ferrocket_broker::BrokerConfig,
+    stop: &Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    let local = std::net::SocketAddr::new(config.listen_addr, config.listen_port);
+    let mut security = in_broker_security(config)?;
+    let (tls, client_tls) = proxy::endpoint_tls(&config.tls)?;
+    security.client_tls = client_tls;
+    let broker = match config.proxy_mode {
+        ferrocket_broker::ProxyMode::Local => {
+            let port = ferrocket_broker::LocalPort::new();
+            config.local_port = Some(port.clone());
+            Some(Arc::new(grpc_local::BrokerDoor(port)) as Arc<dyn ferrocket_grpc::LocalBroker>)
+        }
+        ferrocket_broker::ProxyMode::Cluster => None,
+    };
+    let endpoint = proxy::Endpoint { local, broker, tls };
+    let (handoff, thread) =
+        proxy::in_broker(&config.namesrv_addr, security, endpoint, Arc::clone(stop))?;
+    config.grpc_handoff = Some(handoff);
+    Ok(thread)
 }
 
 /// The in-broker gRPC endpoint's ACL: the broker's accounts, checked for v5

@@ -216,16 +216,24 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
 /// cores, the proxy is a guest on them.
 const IN_BROKER_THREADS: usize = 2;
 
+/// The in-broker endpoint's own side: its address, the broker it calls in
+/// process (`proxyMode=local`; `None`: over Remoting), its TLS.
+pub struct Endpoint {
+    pub local: SocketAddr,
+    pub broker: Option<Arc<dyn ferrocket_grpc::LocalBroker>>,
+    pub tls: Option<Arc<ferrocket_tls::ServerTls>>,
+}
+
 /// The in-broker endpoint (`enableProxy=true`): the proxy on its own tokio
 /// threads, fed the broker port's HTTP/2 connections through the returned
-/// handoff, serving the broker's cluster through its name servers. It stops
-/// with `stop`; join the thread after the broker returns.
+/// handoff, serving the broker's cluster through its name servers (and the
+/// broker itself in process, in local mode). It stops with `stop`; join
+/// the thread after the broker returns.
 pub fn in_broker(
     namesrv_addr: &str,
     security: ferrocket_grpc::Security,
-    local: SocketAddr,
+    endpoint: Endpoint,
     stop: Arc<AtomicBool>,
-    tls: Option<Arc<ferrocket_tls::ServerTls>>,
 ) -> Result<
     (
         ferrocket_runtime::server::Handoff,
@@ -239,6 +247,7 @@ pub fn in_broker(
                 .into(),
         );
     }
+    let Endpoint { local, broker, tls } = endpoint;
     if let Some(tls) = &tls {
         // Ends by itself within one interval of the stop flag.
         tls.watch(Arc::clone(&stop))
@@ -270,7 +279,7 @@ pub fn in_broker(
             };
             tracing::info!(%local, "gRPC endpoint serving on the broker port");
             let served = runtime.block_on(ferrocket_grpc::serve_incoming(
-                &namesrv, security, local, incoming, shutdown,
+                &namesrv, security, local, broker, incoming, shutdown,
             ));
             if let Err(e) = served {
                 tracing::error!(error = %e, "the in-broker gRPC endpoint stopped");

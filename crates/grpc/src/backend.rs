@@ -15,6 +15,7 @@ use ferrocket_protocol::RemotingCommand;
 use tokio::sync::mpsc;
 
 use crate::halves::Halves;
+use crate::local::LocalBroker;
 use crate::pb::{Code, Status};
 use crate::status::status;
 use crate::telemetry::Sessions;
@@ -26,6 +27,8 @@ const BROKER_REQUESTS_QUEUED_MAX: usize = 4096;
 /// Everything a call needs: routes, broker connections, client sessions.
 pub struct Backend {
     namesrv: NameServerClient,
+    /// Local mode: the broker this endpoint runs in, called in process.
+    local: Option<Arc<dyn LocalBroker>>,
     next: AtomicUsize,
     pub sessions: Sessions,
     pub halves: Halves,
@@ -37,18 +40,27 @@ impl Backend {
     /// Requests the brokers send (CHECK_TRANSACTION_STATE) come out of the
     /// receiver.
     /// `credentials` sign every Remoting request (brokers with ACL on).
+    /// With `local`, requests for that broker's address are its in-process
+    /// calls, and its requests come out of the same receiver.
     pub fn new(
         namesrv_addr: &str,
         credentials: Option<ferrocket_client::Credentials>,
         tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
+        local: Option<Arc<dyn LocalBroker>>,
     ) -> Result<(Arc<Self>, mpsc::Receiver<RemotingCommand>), ClientError> {
         let (requests, received) = mpsc::channel(BROKER_REQUESTS_QUEUED_MAX);
-        let handler: RequestHandler = Arc::new(move |request: RemotingCommand| {
+        let take = Arc::new(move |request: RemotingCommand| {
             if request.code == request_code::CHECK_TRANSACTION_STATE
                 && requests.try_send(request).is_err()
             {
                 tracing::warn!("transaction checks queue full; a check is dropped");
             }
+        });
+        if let Some(local) = &local {
+            local.on_requests(take.clone());
+        }
+        let handler: RequestHandler = Arc::new(move |request: RemotingCommand| {
+            take(request);
             None
         });
         let config = ConnectionConfig {
@@ -60,6 +72,7 @@ impl Backend {
         let namesrv = NameServerClient::new(namesrv_addr, pool)?;
         let backend = Arc::new(Backend {
             namesrv,
+            local,
             next: AtomicUsize::new(0),
             sessions: Sessions::default(),
             halves: Halves::default(),
@@ -114,6 +127,9 @@ impl Backend {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, Status> {
+        if let Some(local) = self.local.as_deref().filter(|local| local.is_local(addr)) {
+            return crate::local::invoke(local, request, timeout).await;
+        }
         self.namesrv
             .pool()
             .invoke_timeout(addr, request, timeout)

@@ -23,6 +23,7 @@ pub mod convert;
 pub mod dead_letter;
 pub mod halves;
 pub mod limits;
+pub mod local;
 pub mod offsets;
 pub mod pull;
 pub mod receive;
@@ -43,6 +44,7 @@ pub mod pb {
 pub use auth::Access;
 pub use auth_v2::{AuthSettings, BrokerUsers};
 pub use backend::Backend;
+pub use local::{BrokerRequests, LocalAnswer, LocalBroker};
 pub use service::{serve, serve_incoming, ProxyConfig, Security};
 
 /// Default gRPC port of RocketMQ's proxy (`grpcServerPort`).

@@ -13,6 +13,7 @@ use tonic::{Request, Response, Streaming};
 use crate::auth::Access;
 use crate::backend::Backend;
 use crate::limits::GRPC_MESSAGE_BYTES_MAX;
+use crate::local::LocalBroker;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::pb::{self, Code};
 use crate::status::{ok, status};
@@ -58,6 +59,7 @@ pub async fn serve(
         &config.namesrv_addr,
         config.security,
         local,
+        None,
         incoming,
         shutdown,
     )
@@ -68,18 +70,25 @@ pub async fn serve(
 /// broker hands over its HTTP/2 connections, see
 /// [`handed_over`](crate::tls::handed_over)) until `shutdown` completes.
 /// `local` names this endpoint to the brokers (in the producer heartbeat).
+/// With a `broker` (local mode), that broker's requests are in-process
+/// calls.
 pub async fn serve_incoming<S>(
     namesrv_addr: &str,
     security: Security,
     local: SocketAddr,
+    broker: Option<Arc<dyn LocalBroker>>,
     incoming: S,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
 where
     S: Stream<Item = std::io::Result<crate::tls::GrpcIo>> + Send + 'static,
 {
-    let (backend, broker_requests) =
-        Backend::new(namesrv_addr, security.credentials, security.client_tls)?;
+    let (backend, broker_requests) = Backend::new(
+        namesrv_addr,
+        security.credentials,
+        security.client_tls,
+        broker,
+    )?;
     let mut background = start_background(&backend, broker_requests, local);
     background.extend(reload_acl(&security.access));
     if let Some(users) = &security.access.users {
