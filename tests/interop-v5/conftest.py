@@ -1,6 +1,7 @@
 """Fixtures for the RocketMQ 5 (gRPC) suite: a name server and broker from
 tests/interop's harness (same process handling: free 127.0.0.1 ports,
-stopped by pid), and `ferrocket proxy` in front of them, driven by the
+stopped by pid), and a gRPC endpoint in front of them (`ferrocket proxy`
+or the broker's own port), driven by the
 official Python v5 client (PyPI rocketmq-python-client==5.1.2).
 
 Environment (set by scripts/test-all.sh):
@@ -14,6 +15,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -47,23 +49,30 @@ def start_proxy(workdir, namesrv_addr):
 
 
 class V5Cluster:
-    """Name server, broker and the gRPC proxy in front of them; with
-    `local`, no proxy process: the broker serves gRPC on its own port
-    (`enableProxy=true`)."""
+    """Name server and broker with a gRPC endpoint in front of them:
+    `endpoint="proxy"`, a `ferrocket proxy` process; `"broker"`, the
+    broker's own port (`enableProxy=true`), calling the broker in process
+    (`proxyMode=local`) or over loopback Remoting (`proxyMode=cluster`)."""
 
-    def __init__(self, local=False):
+    def __init__(self, endpoint="proxy", proxy_mode="local"):
+        in_broker = endpoint == "broker"
+        # The broker's Prometheus endpoint: how many requests it answered
+        # in process.
+        self.metrics_port = harness.free_port()
         # Transaction checks soon after a half message, so the orphaned
         # transaction test is quick.
         broker_args = (
-            "--shards", "2" if local else "1",
+            "--shards", "2" if in_broker else "1",
             "--set", "transactionTimeOut=2000",
             "--set", "transactionCheckInterval=1000",
-            *(("--set", "enableProxy=true") if local else ()),
+            "--set", "metricsExporterType=PROM",
+            "--set", f"metricsPromExporterPort={self.metrics_port}",
+            *(("--set", "enableProxy=true", "--set", f"proxyMode={proxy_mode}") if in_broker else ()),
         )
-        name = "v5-local" if local else "v5"
+        name = f"v5-broker-{proxy_mode}" if in_broker else "v5"
         self.remoting = harness.Cluster(name, auto_create_topic=False, broker_args=broker_args)
         self.proxy = None
-        if local:
+        if in_broker:
             return
         try:
             self.proxy = start_proxy(self.remoting.workdir / "proxy", self.remoting.namesrv_addr)
@@ -82,15 +91,28 @@ class V5Cluster:
     def create_topic(self, topic):
         return self.remoting.create_topic(topic)
 
+    def in_process_calls(self):
+        """Requests the broker answered in process, all shards together."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text = answer.read().decode()
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("ferrocket_shard_in_process_calls_total{")
+        )
+
     def stop(self):
         if self.proxy:
             self.proxy.stop()
         self.remoting.stop()
 
 
-@pytest.fixture(scope="session")
-def v5():
-    cluster = V5Cluster()
+# Every test of the `v5` fixture runs against both endpoints: the proxy
+# process and the broker's own port in local mode.
+@pytest.fixture(scope="session", params=["proxy", "broker"])
+def v5(request):
+    cluster = V5Cluster(endpoint=request.param)
     yield cluster
     cluster.stop()
 
@@ -100,8 +122,10 @@ def topic(v5):
     return v5.create_topic(harness.unique_name("V5Topic"))
 
 
-@pytest.fixture(scope="session")
-def v5_local():
-    cluster = V5Cluster(local=True)
+@pytest.fixture(scope="session", params=["local", "cluster"])
+def in_broker(request):
+    """The broker's own endpoint in each `proxyMode`."""
+    cluster = V5Cluster(endpoint="broker", proxy_mode=request.param)
+    cluster.mode = request.param
     yield cluster
     cluster.stop()

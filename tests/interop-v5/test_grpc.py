@@ -1,4 +1,5 @@
-"""The official Python v5 client (gRPC) against `ferrocket proxy`: normal,
+"""The official Python v5 client (gRPC) against `ferrocket proxy` and the
+broker's own endpoint: normal,
 FIFO and delayed sends; the simple consumer's receive, ack, change of
 invisible time and redelivery; and messages crossing between gRPC and the
 C++ Remoting client both ways."""
@@ -255,21 +256,30 @@ def test_nodejs_client_sends_and_receives(v5, topic):
     assert got == sorted(f"node-{i}" for i in range(10))
 
 
-def test_the_broker_port_serves_grpc_beside_remoting(v5_local):
-    """`enableProxy=true`: a v5 client and the C++ client use one address."""
-    topic = v5_local.create_topic(harness.unique_name("LocalTopic"))
-    clients = Clients(v5_local)
+def test_the_broker_port_serves_grpc_beside_remoting(in_broker):
+    """`enableProxy=true`: a v5 client and the C++ client use one address,
+    in both proxy modes; in local mode the endpoint's calls are answered
+    in process, in cluster mode over loopback Remoting."""
+    topic = in_broker.create_topic(harness.unique_name("LocalTopic"))
+    clients = Clients(in_broker)
+    before = in_broker.in_process_calls()
     try:
         consumer = clients.consumer(topic)
         producer = clients.producer(topic)
         for i in range(5):
             producer.send(message(topic, f"local-{i}", tag="TagL"))
         sent = subprocess.run(
-            cpp("send", v5_local.namesrv_addr, topic, "5", "remoting"), capture_output=True, text=True, timeout=60
+            cpp("send", in_broker.namesrv_addr, topic, "5", "remoting"), capture_output=True, text=True, timeout=60
         )
         assert sent.returncode == 0, sent.stderr
         got = receive_all(consumer, 10)
         expected = [f"local-{i}" for i in range(5)] + [f"remoting-{i}" for i in range(5)]
         assert sorted(m.body.decode() for m in got) == sorted(expected)
+        # At least the 5 sends, the pops and the 10 acks.
+        answered = in_broker.in_process_calls() - before
+        if in_broker.mode == "local":
+            assert answered >= 16, answered
+        else:
+            assert answered == 0, answered
     finally:
         clients.shutdown()
