@@ -31,6 +31,9 @@ pub enum Mode {
     /// Send, then receive and ack, through a RocketMQ 5 gRPC endpoint
     /// (`ferrocket proxy`).
     Grpc(crate::grpc::GrpcArgs),
+    /// A null name server and broker that answers every send as stored and
+    /// keeps nothing: what the client, the wire and this host allow.
+    Ceiling(crate::ceiling::CeilingArgs),
 }
 
 /// How producers drive their connections.
@@ -100,6 +103,14 @@ pub struct WorkloadArgs {
     /// Use the topic as it is (it must exist or be auto-created).
     #[arg(long)]
     pub no_create_topic: bool,
+    /// Also run the sends against a null broker started for the run (the
+    /// ceiling) and give each target's rate as a share of its (produce and
+    /// compare --workload produce).
+    #[arg(long)]
+    pub with_ceiling: bool,
+    /// Threads of that null broker.
+    #[arg(long, default_value_t = 1)]
+    pub ceiling_threads: usize,
     /// Message body size in bytes (at least 16 in e2e mode: the timestamp).
     #[arg(long, default_value_t = 1024)]
     pub size: usize,

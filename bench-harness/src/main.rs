@@ -10,6 +10,7 @@
 //! sampler runs on the same runtime.
 
 mod args;
+mod ceiling;
 mod control;
 mod error;
 #[cfg(test)]
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Mode::E2e(args) => run::run_single(SingleMode::E2e, args, 0),
         Mode::Compare(args) => run::run_compare(args),
         Mode::Grpc(args) => grpc::run(args),
+        Mode::Ceiling(args) => ceiling::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

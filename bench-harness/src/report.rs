@@ -288,6 +288,9 @@ pub struct Report {
     pub host: HostFacts,
     pub targets: Vec<TargetReport>,
     pub comparison: Option<Comparison>,
+    /// With `--with-ceiling`: the null broker's rate (its report is the
+    /// last target) and each other target's share of it.
+    pub ceiling: Option<crate::ceiling::CeilingShare>,
 }
 
 fn latency_row(out: &mut String, name: &str, summary: &LatencySummary) {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::args::{
     CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SingleArgs, WorkloadArgs,
 };
+use crate::ceiling::{Ceiling, CeilingShare, CEILING_THREADS_MAX};
 use crate::error::BenchError;
 use crate::host;
 use crate::message::SendMode;
@@ -112,8 +113,9 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: u64) -> Result<()
     }
     args.workload.validate(mode == SingleMode::E2e)?;
     let parameters = parameters(&args, preload)?;
+    let ceiling = start_ceiling(mode == SingleMode::Produce, &args.workload)?;
     let runtime = runtime(&args.workload)?;
-    let report = runtime.block_on(async {
+    let (report, ceiling_report) = runtime.block_on(async {
         let t0 = Instant::now();
         crate::message::anchor();
         let spec = spec_of(&args.target);
@@ -136,20 +138,28 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: u64) -> Result<()
             SingleMode::Produce => Headline::Sent,
             SingleMode::Consume | SingleMode::E2e => Headline::Received,
         };
-        Ok::<_, BenchError>(report_of(
-            &session,
-            headline,
-            request_kind(mode, w),
-            mode == SingleMode::E2e,
-        ))
+        let kind = request_kind(mode, w);
+        let report = report_of(&session, headline, kind, mode == SingleMode::E2e);
+        let ceiling_report = match &ceiling {
+            Some(ceiling) => {
+                let mut c = open_ceiling(ceiling, w, args.output.quiet).await?;
+                c.produce(w.warmup, w.duration, t0).await?;
+                Some(report_of(&c, headline, kind, false))
+            }
+            None => None,
+        };
+        Ok::<_, BenchError>((report, ceiling_report))
     })?;
     println!("{}", target_table(mode.name(), &report));
+    let mut targets = vec![report];
+    let ceiling = with_ceiling(mode.name(), &mut targets, ceiling_report);
     let report = Report {
         mode: mode.name(),
         parameters,
         host: host::collect(),
-        targets: vec![report],
+        targets,
         comparison: None,
+        ceiling,
     };
     let mut workload = args.workload.describe(mode != SingleMode::Produce);
     match mode {
@@ -178,18 +188,22 @@ pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
     }
     let parameters = serde_json::to_value(&args)
         .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))?;
+    let ceiling = start_ceiling(!e2e, &args.workload_args)?;
     let runtime = runtime(&args.workload_args)?;
-    let (a, b) = runtime.block_on(compare_rounds(&args))?;
+    let (a, b, c) = runtime.block_on(compare_rounds(&args, ceiling.as_ref()))?;
     println!("{}", target_table("compare", &a));
     println!("{}", target_table("compare", &b));
     let comparison = Comparison::build(&a, &b, args.rounds, args.round_secs);
     println!("{}", comparison_table(&a, &b, &comparison));
+    let mut targets = vec![a, b];
+    let ceiling = with_ceiling("compare", &mut targets, c);
     let report = Report {
         mode: "compare",
         parameters,
         host: host::collect(),
-        targets: vec![a, b],
+        targets,
         comparison: Some(comparison),
+        ceiling,
     };
     let workload = format!(
         "{}, {} rounds of {} s each, interleaved",
@@ -200,8 +214,15 @@ pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
     write_outputs("compare", &args.output, &report, &workload)
 }
 
-/// Opens both targets and runs the rounds, alternating; their reports.
-async fn compare_rounds(args: &CompareArgs) -> Result<(TargetReport, TargetReport), BenchError> {
+/// The three reports of a compare run: A, B and the ceiling, if any.
+type CompareReports = (TargetReport, TargetReport, Option<TargetReport>);
+
+/// Opens both targets (and the ceiling) and runs the rounds, alternating;
+/// their reports.
+async fn compare_rounds(
+    args: &CompareArgs,
+    ceiling: Option<&Ceiling>,
+) -> Result<CompareReports, BenchError> {
     let e2e = args.workload == CompareWorkload::E2e;
     let quiet = args.output.quiet;
     let t0 = Instant::now();
@@ -210,9 +231,16 @@ async fn compare_rounds(args: &CompareArgs) -> Result<(TargetReport, TargetRepor
     let w = &args.workload_args;
     let mut a = Session::open(&spec_a, w, e2e, run_id(), quiet).await?;
     let mut b = Session::open(&spec_b, w, e2e, run_id().wrapping_add(1), quiet).await?;
+    let mut c = match ceiling {
+        Some(ceiling) => Some(open_ceiling(ceiling, w, quiet).await?),
+        None => None,
+    };
     for round in 0..args.rounds {
         let warmup = if round == 0 { w.warmup } else { 0 };
-        for session in [&mut a, &mut b] {
+        for session in [Some(&mut a), Some(&mut b), c.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             if e2e {
                 session.e2e(warmup, args.round_secs, t0).await?;
             } else {
@@ -229,7 +257,62 @@ async fn compare_rounds(args: &CompareArgs) -> Result<(TargetReport, TargetRepor
     Ok((
         report_of(&a, headline, kind, e2e),
         report_of(&b, headline, kind, e2e),
+        c.map(|c| report_of(&c, headline, kind, false)),
     ))
+}
+
+/// The ceiling for this run, when asked for (`sends_only`: the mode is one
+/// it can serve).
+fn start_ceiling(sends_only: bool, w: &WorkloadArgs) -> Result<Option<Ceiling>, BenchError> {
+    if !w.with_ceiling {
+        return Ok(None);
+    }
+    if !sends_only {
+        return Err(BenchError::Options(
+            "--with-ceiling measures sends: use it with produce or compare --workload produce"
+                .into(),
+        ));
+    }
+    if !(1..=CEILING_THREADS_MAX).contains(&w.ceiling_threads) {
+        return Err(BenchError::Options(format!(
+            "--ceiling-threads must be within 1..={CEILING_THREADS_MAX}"
+        )));
+    }
+    Ceiling::start(w.queues, w.ceiling_threads).map(Some)
+}
+
+/// A session against the ceiling, its CPU measured.
+async fn open_ceiling(
+    ceiling: &Ceiling,
+    w: &WorkloadArgs,
+    quiet: bool,
+) -> Result<Session, BenchError> {
+    let spec = TargetSpec {
+        label: Some("ceiling".into()),
+        namesrv: ceiling.addr.clone(),
+        broker_pids: vec![ceiling.pid()],
+        broker_pid_children: false,
+        broker_config: None,
+        tls: false,
+    };
+    Session::open(&spec, w, false, run_id().wrapping_add(2), quiet).await
+}
+
+/// Prints the ceiling's table and each target's share, and adds its report
+/// last.
+fn with_ceiling(
+    mode: &str,
+    targets: &mut Vec<TargetReport>,
+    ceiling: Option<TargetReport>,
+) -> Option<CeilingShare> {
+    let ceiling = ceiling?;
+    println!("{}", target_table(mode, &ceiling));
+    let share = CeilingShare::build(&ceiling, &targets.iter().collect::<Vec<_>>());
+    for line in share.lines() {
+        println!("{line}");
+    }
+    targets.push(ceiling);
+    Some(share)
 }
 
 /// Targets A and B of a compare run.
