@@ -269,47 +269,6 @@ impl Drop for Ceiling {
     }
 }
 
-/// What a report says of the ceiling: its rate, and each target's share.
-#[derive(Debug, Clone, Serialize)]
-pub struct CeilingShare {
-    pub msgs_per_s: f64,
-    /// Label and msg/s of a target over the ceiling's.
-    pub shares: Vec<(String, f64)>,
-}
-
-impl CeilingShare {
-    pub fn build(
-        ceiling: &crate::report::TargetReport,
-        targets: &[&crate::report::TargetReport],
-    ) -> Self {
-        let share = |msgs_per_s: f64| match ceiling.msgs_per_s > 0.0 {
-            true => msgs_per_s / ceiling.msgs_per_s,
-            false => 0.0,
-        };
-        Self {
-            msgs_per_s: ceiling.msgs_per_s,
-            shares: targets
-                .iter()
-                .map(|t| (t.label.clone(), share(t.msgs_per_s)))
-                .collect(),
-        }
-    }
-
-    /// One line per target: "LABEL: 14.2% of the ceiling (1,204,000 msg/s)".
-    pub fn lines(&self) -> Vec<String> {
-        self.shares
-            .iter()
-            .map(|(label, share)| {
-                format!(
-                    "{label}: {:.1}% of the ceiling ({:.0} msg/s)",
-                    share * 100.0,
-                    self.msgs_per_s
-                )
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,12 +8,13 @@ use serde::Serialize;
 use crate::args::{
     CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SingleArgs, WorkloadArgs,
 };
-use crate::ceiling::{Ceiling, CeilingShare, CEILING_THREADS_MAX};
+use crate::ceiling::{Ceiling, CEILING_THREADS_MAX};
 use crate::error::BenchError;
 use crate::host;
 use crate::message::SendMode;
 use crate::report::{
-    comparison_table, target_table, Comparison, Headline, Report, RequestLatency, TargetReport,
+    comparison_table, target_table, CeilingShare, Comparison, Headline, Report, RequestLatency,
+    TargetReport,
 };
 use crate::svg;
 use crate::target::TargetSpec;

@@ -24,7 +24,8 @@ HERE = Path(__file__).resolve().parent
 REMOTING_SUITE = HERE.parent / "interop"
 sys.path.insert(0, str(REMOTING_SUITE))
 
-os.environ.setdefault("FERROCKET_INTEROP_HOME", tempfile.mkdtemp(prefix="ferrocket-v5-"))
+if "FERROCKET_INTEROP_HOME" not in os.environ:
+    os.environ["FERROCKET_INTEROP_HOME"] = tempfile.mkdtemp(prefix="ferrocket-v5-")
 
 
 def _load_remoting_harness():
