@@ -192,10 +192,13 @@ impl PartialEq for LocalPort {
 impl Eq for LocalPort {}
 
 /// The shard owning the queue a send, pull, pop, ack or invisible-time
-/// change names; `None` when the request names none (or any queue).
+/// change names; shard 0 for client registrations, so that every client
+/// of the endpoint has one connection, as over one Remoting connection;
+/// `None` when the request names no queue (or any queue).
 fn owner_of(request: &RemotingCommand, count: usize) -> Option<usize> {
     use request_code::*;
     let (topic_key, queue_key) = match request.code {
+        HEART_BEAT | UNREGISTER_CLIENT => return Some(0),
         SEND_MESSAGE_V2 => ("b", "e"),
         SEND_MESSAGE | PULL_MESSAGE | POP_MESSAGE | ACK_MESSAGE | CHANGE_MESSAGE_INVISIBLETIME => {
             ("topic", "queueId")
@@ -234,7 +237,9 @@ mod tests {
         );
         assert_eq!(owner_of(&any, 4), None);
         let heartbeat = request(request_code::HEART_BEAT, &[]);
-        assert_eq!(owner_of(&heartbeat, 4), None);
+        assert_eq!(owner_of(&heartbeat, 4), Some(0));
+        let route = request(request_code::GET_ROUTEINFO_BY_TOPIC, &[("topic", "T")]);
+        assert_eq!(owner_of(&route, 4), None);
     }
 
     #[test]
