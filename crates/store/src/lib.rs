@@ -21,7 +21,10 @@
 //! of the peer executor when it sleeps. The first design named crossbeam rings; a
 //! crossbeam queue is just as lock-free but cannot wake a parked glommio
 //! executor, so the appender would have to spin or poll on a timer. A full
-//! ring makes `append` wait (backpressure); nothing is ever dropped.
+//! ring makes `append` wait (backpressure); nothing is ever dropped. When
+//! the appender runs on the only shard's executor (`appenderInShard`) the
+//! rings are glommio `local_channel`s instead, which wake the other side in
+//! the same executor turn (`ring`).
 //!
 //! The result ring also carries ConsumeQueue dispatches: after a batch is
 //! written (async flush) or flushed (sync flush), the appender sends each
@@ -95,6 +98,7 @@ mod names;
 mod queue_floors;
 mod recovery;
 pub mod retention;
+mod ring;
 mod shard;
 mod stop;
 mod store;

@@ -15,9 +15,10 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use glommio::channels::local_channel;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
-use crate::appender::InShardAppender;
+use crate::appender::{AppenderRings, InShardAppender};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared, LocalReader};
 use crate::config::StoreConfig;
@@ -27,6 +28,7 @@ use crate::messages::{
     AppendRequest, AppendResult, DispatchEntry, Envelope, ReplicaChunk, ShardBatch,
 };
 use crate::names::queue_dir;
+use crate::ring::{RingRx, RingTx};
 use crate::stop::Stop;
 use crate::types::QueueOwnerFn;
 
@@ -49,11 +51,53 @@ pub(crate) struct StoreContext {
 /// shard's thread and call [`ShardStore::connect`] there.
 pub struct ShardPort {
     pub(crate) shard_id: usize,
-    pub(crate) requests: SharedSender<Envelope>,
-    pub(crate) results: SharedReceiver<ShardBatch>,
+    pub(crate) rings: PortRings,
     pub(crate) ctx: Arc<StoreContext>,
-    /// Set when this shard runs the appender itself.
-    pub(crate) in_shard: Option<InShardAppender>,
+}
+
+/// How a shard reaches the appender.
+pub(crate) enum PortRings {
+    /// The appender runs on a thread of its own.
+    Shared {
+        requests: SharedSender<Envelope>,
+        results: SharedReceiver<ShardBatch>,
+    },
+    /// This shard runs the appender itself; the rings between them are made
+    /// on the shard's executor (`crate::ring`).
+    InShard(InShardAppender),
+}
+
+impl PortRings {
+    /// Connects this shard's ends (starting the appender when it runs here).
+    async fn connect(
+        self,
+        ring_capacity: usize,
+    ) -> (
+        RingTx<Envelope>,
+        RingRx<ShardBatch>,
+        Option<glommio::Task<()>>,
+    ) {
+        match self {
+            PortRings::Shared { requests, results } => {
+                let (sender, receiver) =
+                    futures_lite::future::zip(requests.connect(), results.connect()).await;
+                (RingTx::Shared(sender), RingRx::Shared(receiver), None)
+            }
+            PortRings::InShard(appender) => {
+                let (request_tx, request_rx) = local_channel::new_bounded(ring_capacity);
+                let (result_tx, result_rx) = local_channel::new_bounded(ring_capacity);
+                let task = appender.spawn(AppenderRings::Local {
+                    requests: request_rx,
+                    results: result_tx,
+                });
+                (
+                    RingTx::local(request_tx),
+                    RingRx::Local(result_rx),
+                    Some(task),
+                )
+            }
+        }
+    }
 }
 
 impl ShardPort {
@@ -143,14 +187,10 @@ impl ShardStore {
     pub async fn connect(port: ShardPort) -> ShardStore {
         let ShardPort {
             shard_id,
-            requests,
-            results,
+            rings,
             ctx,
-            in_shard,
         } = port;
-        let appender_task = in_shard.map(InShardAppender::spawn);
-        let (sender, receiver) =
-            futures_lite::future::zip(requests.connect(), results.connect()).await;
+        let (sender, receiver, appender_task) = rings.connect(ctx.config.ring_capacity).await;
         let start = ctx.shared.written();
         let inner = Rc::new(ShardInner {
             shard_id,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use glommio::channels::shared_channel;
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 
-use crate::appender::{self, AppenderSetup, InShardAppender};
+use crate::appender::{self, AppenderRings, AppenderSetup, InShardAppender};
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::{CommitLogReader, CommitLogShared};
 use crate::config::{StoreConfig, WriteMode};
@@ -14,7 +14,7 @@ use crate::error::StoreError;
 use crate::io::{GlommioIo, StorageIo};
 use crate::json_file::ConfigDir;
 use crate::recovery::{recover, Recovered};
-use crate::shard::{ShardPort, StoreContext};
+use crate::shard::{PortRings, ShardPort, StoreContext};
 use crate::types::QueueOwnerFn;
 
 /// Name of the appender's executor thread.
@@ -123,10 +123,28 @@ impl AppenderParts {
         owner: QueueOwnerFn,
         placement: Placement,
     ) -> Result<(AppenderHandle, Vec<ShardPort>), StoreError> {
-        let (setup, checkpoint, ports, shared) = self.prepare(shard_count, owner)?;
+        let ring_capacity = self.config.ring_capacity;
+        let (setup, checkpoint, ctx, shared) = self.prepare(shard_count, owner)?;
+        let mut ports = Vec::with_capacity(shard_count);
+        let mut requests = Vec::with_capacity(shard_count);
+        let mut results = Vec::with_capacity(shard_count);
+        for shard_id in 0..shard_count {
+            let (request_tx, request_rx) = shared_channel::new_bounded(ring_capacity);
+            let (result_tx, result_rx) = shared_channel::new_bounded(ring_capacity);
+            requests.push(request_rx);
+            results.push(result_tx);
+            ports.push(ShardPort {
+                shard_id,
+                rings: PortRings::Shared {
+                    requests: request_tx,
+                    results: result_rx,
+                },
+                ctx: Arc::clone(&ctx),
+            });
+        }
         let join = LocalExecutorBuilder::new(placement)
             .name(APPENDER_THREAD_NAME)
-            .spawn(move || appender::run(setup))
+            .spawn(move || appender::run(setup, AppenderRings::Shared { requests, results }))
             .map_err(|e| StoreError::Unavailable(format!("cannot start the appender: {e}")))?;
         Ok((
             AppenderHandle {
@@ -147,19 +165,16 @@ impl AppenderParts {
         self,
         owner: QueueOwnerFn,
     ) -> Result<(AppenderHandle, ShardPort), StoreError> {
-        let (setup, checkpoint, mut ports, shared) = self.prepare(1, owner)?;
+        let (setup, checkpoint, ctx, shared) = self.prepare(1, owner)?;
         let (result_tx, result_rx) = std::sync::mpsc::channel();
-        let mut port = ports.pop().ok_or_else(|| {
-            StoreError::Unavailable("no shard port for the in-shard appender".into())
-        })?;
-        assert!(
-            ports.is_empty(),
-            "an in-shard appender serves exactly one shard"
-        );
-        port.in_shard = Some(InShardAppender {
-            setup,
-            result: result_tx,
-        });
+        let port = ShardPort {
+            shard_id: 0,
+            rings: PortRings::InShard(InShardAppender {
+                setup,
+                result: result_tx,
+            }),
+            ctx,
+        };
         Ok((
             AppenderHandle {
                 join: AppenderJoin::InShard(result_rx),
@@ -170,8 +185,8 @@ impl AppenderParts {
         ))
     }
 
-    /// The appender's setup and the shards' ports, connected by one pair of
-    /// rings per shard.
+    /// The appender's setup and what every shard shares; the caller makes
+    /// the rings, which differ between the two ways of starting.
     fn prepare(self, shard_count: usize, owner: QueueOwnerFn) -> Result<Prepared, StoreError> {
         if shard_count == 0 {
             return Err(StoreError::Config("shard_count must be positive".into()));
@@ -188,22 +203,6 @@ impl AppenderParts {
             checkpoint: Arc::clone(&checkpoint),
             shard_count,
         });
-        let mut ports = Vec::with_capacity(shard_count);
-        let mut requests = Vec::with_capacity(shard_count);
-        let mut results = Vec::with_capacity(shard_count);
-        for shard_id in 0..shard_count {
-            let (request_tx, request_rx) = shared_channel::new_bounded(self.config.ring_capacity);
-            let (result_tx, result_rx) = shared_channel::new_bounded(self.config.ring_capacity);
-            requests.push(request_rx);
-            results.push(result_tx);
-            ports.push(ShardPort {
-                shard_id,
-                requests: request_tx,
-                results: result_rx,
-                ctx: Arc::clone(&ctx),
-                in_shard: None,
-            });
-        }
         let setup = AppenderSetup {
             config: StoreConfig::clone(&self.config),
             io: self.io,
@@ -212,11 +211,9 @@ impl AppenderParts {
             floors: self.recovered.floors,
             end: self.recovered.end,
             owner,
-            requests,
-            results,
             checkpoint: Arc::clone(&checkpoint),
         };
-        Ok((setup, checkpoint, ports, self.shared))
+        Ok((setup, checkpoint, ctx, self.shared))
     }
 }
 
@@ -224,7 +221,7 @@ impl AppenderParts {
 type Prepared = (
     AppenderSetup,
     Arc<CheckpointWriter>,
-    Vec<ShardPort>,
+    Arc<StoreContext>,
     Arc<CommitLogShared>,
 );
 

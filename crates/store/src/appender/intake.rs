@@ -14,9 +14,8 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-use glommio::channels::shared_channel::ConnectedReceiver;
-
 use crate::messages::Envelope;
+use crate::ring::RingRx;
 
 /// Staged envelopes and who waits on them.
 pub(crate) struct Intake {
@@ -41,7 +40,7 @@ impl Intake {
     }
 
     /// Spawns the task that drains ring `shard` into the staging queue.
-    pub(crate) fn spawn_ring(self: &Rc<Self>, shard: usize, ring: ConnectedReceiver<Envelope>) {
+    pub(crate) fn spawn_ring(self: &Rc<Self>, shard: usize, ring: RingRx<Envelope>) {
         let intake = Rc::clone(self);
         glommio::spawn_local(async move {
             loop {

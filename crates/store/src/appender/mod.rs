@@ -25,7 +25,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
+use glommio::channels::local_channel::{LocalReceiver, LocalSender};
+use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 use glommio::Task;
 
 use crate::checkpoint_writer::CheckpointWriter;
@@ -35,6 +36,7 @@ use crate::error::StoreError;
 use crate::io::StorageIo;
 use crate::messages::{Envelope, ShardBatch};
 use crate::queue_floors::QueueFloors;
+use crate::ring::{RingRx, RingTx};
 use crate::types::{QueueKey, QueueOwnerFn};
 
 mod batch;
@@ -60,9 +62,22 @@ pub(crate) struct AppenderSetup {
     pub(crate) floors: QueueFloors,
     pub(crate) end: i64,
     pub(crate) owner: QueueOwnerFn,
-    pub(crate) requests: Vec<SharedReceiver<Envelope>>,
-    pub(crate) results: Vec<SharedSender<ShardBatch>>,
     pub(crate) checkpoint: Arc<CheckpointWriter>,
+}
+
+/// The appender's ends of its rings, not yet connected.
+pub(crate) enum AppenderRings {
+    /// On a thread of its own: one request and one result ring per shard,
+    /// in shard order.
+    Shared {
+        requests: Vec<SharedReceiver<Envelope>>,
+        results: Vec<SharedSender<ShardBatch>>,
+    },
+    /// On the only shard's executor (see `crate::ring`).
+    Local {
+        requests: LocalReceiver<Envelope>,
+        results: LocalSender<ShardBatch>,
+    },
 }
 
 /// The appender's setup travelling to the one shard that runs it, and where
@@ -73,11 +88,11 @@ pub(crate) struct InShardAppender {
 }
 
 impl InShardAppender {
-    /// Runs the appender as a task of the current (the shard's) executor;
-    /// its outcome goes to `AppenderHandle::join`.
-    pub(crate) fn spawn(self) -> Task<()> {
+    /// Runs the appender as a task of the current (the shard's) executor,
+    /// on the shard's `rings`; its outcome goes to `AppenderHandle::join`.
+    pub(crate) fn spawn(self, rings: AppenderRings) -> Task<()> {
         glommio::spawn_local(async move {
-            let outcome = run(self.setup).await;
+            let outcome = run(self.setup, rings).await;
             // Nobody waits when the broker is already gone.
             let _ = self.result.send(outcome);
         })
@@ -86,7 +101,7 @@ impl InShardAppender {
 
 /// Runs the appender until every shard ring is closed and drained; returns
 /// the CommitLog's end.
-pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
+pub(crate) async fn run(setup: AppenderSetup, rings: AppenderRings) -> Result<i64, StoreError> {
     let AppenderSetup {
         config,
         io,
@@ -95,11 +110,9 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
         floors,
         end,
         owner,
-        requests,
-        results,
         checkpoint,
     } = setup;
-    let (intake, senders) = connect(requests, results, config.batch_bytes_max).await;
+    let (intake, senders) = connect(rings, config.batch_bytes_max).await;
     let (current, tail) = writer::open_current(&config, &*io, &shared, end).await?;
     let common = Common::new(shared, current, end, senders);
     let writer = SegmentWriter::new(&config, io, Rc::clone(&common), tail);
@@ -128,13 +141,20 @@ pub(crate) async fn run(setup: AppenderSetup) -> Result<i64, StoreError> {
     }
 }
 
-/// Connects every ring end (each connect waits for its peer, so all of
-/// them at once) and starts the intake of the request rings.
+/// Connects every ring end (each shared connect waits for its peer, so all
+/// of them at once) and starts the intake of the request rings.
 async fn connect(
-    requests: Vec<SharedReceiver<Envelope>>,
-    results: Vec<SharedSender<ShardBatch>>,
+    rings: AppenderRings,
     batch_bytes_max: usize,
-) -> (Rc<Intake>, Vec<ConnectedSender<ShardBatch>>) {
+) -> (Rc<Intake>, Vec<RingTx<ShardBatch>>) {
+    let (requests, results) = match rings {
+        AppenderRings::Local { requests, results } => {
+            let intake = Intake::new(1, batch_bytes_max);
+            intake.spawn_ring(0, RingRx::Local(requests));
+            return (intake, vec![RingTx::local(results)]);
+        }
+        AppenderRings::Shared { requests, results } => (requests, results),
+    };
     let connecting_rx: Vec<_> = requests
         .into_iter()
         .map(|ring| glommio::spawn_local(ring.connect()))
@@ -145,11 +165,11 @@ async fn connect(
         .collect();
     let intake = Intake::new(connecting_rx.len(), batch_bytes_max);
     for (shard, task) in connecting_rx.into_iter().enumerate() {
-        intake.spawn_ring(shard, task.await);
+        intake.spawn_ring(shard, RingRx::Shared(task.await));
     }
     let mut senders = Vec::with_capacity(connecting_tx.len());
     for task in connecting_tx {
-        senders.push(task.await);
+        senders.push(RingTx::Shared(task.await));
     }
     (intake, senders)
 }

@@ -7,13 +7,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use glommio::channels::shared_channel::ConnectedSender;
-
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::CommitLogShared;
 use crate::error::StoreError;
 use crate::io::SegmentFile;
 use crate::messages::ShardBatch;
+use crate::ring::RingTx;
 use crate::stop::Stop;
 
 /// The segment the appender is filling.
@@ -33,7 +32,7 @@ pub(crate) struct Common {
     pub(crate) checkpoint_stop: Stop,
     pub(crate) retention_stop: Stop,
     pub(crate) disk_stop: Stop,
-    pub(crate) senders: Vec<ConnectedSender<ShardBatch>>,
+    pub(crate) senders: Vec<RingTx<ShardBatch>>,
 }
 
 impl Common {
@@ -43,7 +42,7 @@ impl Common {
         shared: Arc<CommitLogShared>,
         current: OpenSegment,
         end: i64,
-        senders: Vec<ConnectedSender<ShardBatch>>,
+        senders: Vec<RingTx<ShardBatch>>,
     ) -> Rc<Self> {
         Rc::new(Common {
             shared,
@@ -76,7 +75,7 @@ impl Common {
     pub(crate) async fn send(&self, shard: usize, batch: ShardBatch) {
         if let Some(tx) = self.senders.get(shard) {
             // A shard that went away no longer needs answers.
-            let _ = tx.send(batch).await;
+            tx.send(batch).await;
         }
     }
 }

@@ -16,14 +16,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use glommio::channels::shared_channel::ConnectedSender;
-use glommio::{GlommioError, ResourceType};
-
 use crate::messages::Envelope;
+use crate::ring::{RingTx, TrySend};
 
 pub(crate) struct Outbox {
     /// `None` once closed.
-    ring: RefCell<Option<Rc<ConnectedSender<Envelope>>>>,
+    ring: RefCell<Option<Rc<RingTx<Envelope>>>>,
     /// Envelopes behind one that found the ring full, oldest first.
     held: RefCell<VecDeque<Envelope>>,
     /// A task is sending `held`; until it is done everything queues there.
@@ -31,7 +29,7 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    pub(crate) fn new(ring: ConnectedSender<Envelope>) -> Rc<Self> {
+    pub(crate) fn new(ring: RingTx<Envelope>) -> Rc<Self> {
         Rc::new(Outbox {
             ring: RefCell::new(Some(Rc::new(ring))),
             held: RefCell::new(VecDeque::new()),
@@ -43,7 +41,7 @@ impl Outbox {
         self.ring.borrow().is_none()
     }
 
-    fn ring(&self) -> Option<Rc<ConnectedSender<Envelope>>> {
+    fn ring(&self) -> Option<Rc<RingTx<Envelope>>> {
         self.ring.borrow().clone()
     }
 
@@ -57,7 +55,7 @@ impl Outbox {
             self.held.borrow_mut().push_back(envelope);
             return true;
         }
-        ring.send(envelope).await.is_ok()
+        ring.send(envelope).await
     }
 
     /// Sends `envelope` without waiting: into the ring when it has room
@@ -72,17 +70,16 @@ impl Outbox {
             return;
         }
         match ring.try_send(envelope) {
-            Ok(()) => {}
-            Err(GlommioError::WouldBlock(ResourceType::Channel(envelope))) => {
+            TrySend::Sent | TrySend::Closed => {}
+            TrySend::Full(envelope) => {
                 self.held.borrow_mut().push_back(envelope);
                 self.drain(ring);
             }
-            Err(_) => {}
         }
     }
 
     /// Sends the held envelopes in order, on a task of the current executor.
-    fn drain(self: &Rc<Self>, ring: Rc<ConnectedSender<Envelope>>) {
+    fn drain(self: &Rc<Self>, ring: Rc<RingTx<Envelope>>) {
         assert!(!self.draining.get(), "one drain task at a time");
         self.draining.set(true);
         let outbox = Rc::clone(self);
@@ -93,7 +90,7 @@ impl Outbox {
                     break;
                 };
                 // A closed ring drops it (see the module doc).
-                let _ = ring.send(envelope).await;
+                ring.send(envelope).await;
             }
             outbox.draining.set(false);
         })
