@@ -87,6 +87,7 @@ mod config;
 mod consume_queue;
 mod damage;
 mod disk;
+pub mod epoch;
 mod error;
 mod fault;
 mod files;
