@@ -64,7 +64,7 @@ pub(crate) enum PortRings {
     },
     /// This shard runs the appender itself; the rings between them are made
     /// on the shard's executor (`crate::ring`).
-    InShard(InShardAppender),
+    InShard(Box<InShardAppender>),
 }
 
 impl PortRings {

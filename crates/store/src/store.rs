@@ -169,10 +169,10 @@ impl AppenderParts {
         let (result_tx, result_rx) = std::sync::mpsc::channel();
         let port = ShardPort {
             shard_id: 0,
-            rings: PortRings::InShard(InShardAppender {
+            rings: PortRings::InShard(Box::new(InShardAppender {
                 setup,
                 result: result_tx,
-            }),
+            })),
             ctx,
         };
         Ok((
