@@ -17,7 +17,7 @@ use crate::error::{IoContext, IoFailure, StoreError};
 /// Suffix of the temp file written before the rename.
 const TEMP_SUFFIX: &str = ".tmp";
 /// Suffix of the copy of the previous version kept next to the file.
-const BACKUP_SUFFIX: &str = ".bak";
+pub(crate) const BACKUP_SUFFIX: &str = ".bak";
 
 /// A directory of JSON config files.
 #[derive(Debug, Clone)]
@@ -95,7 +95,8 @@ impl ConfigDir {
     }
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+/// `path` with `suffix` appended to its file name (`x.json` -> `x.json.bak`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)

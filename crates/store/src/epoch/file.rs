@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::{EpochCache, EpochEntry};
 use crate::error::{IoFailure, StoreError};
-use crate::json_file::write_atomic;
+use crate::json_file::{with_suffix, write_atomic, BACKUP_SUFFIX};
 
 /// Java's file name under the store root.
 pub const EPOCH_FILE_NAME: &str = "epochFileCheckpoint";
@@ -49,9 +49,7 @@ impl EpochFile {
     }
 
     fn backup_path(&self) -> PathBuf {
-        let mut name = self.path.as_os_str().to_owned();
-        name.push(".bak");
-        PathBuf::from(name)
+        with_suffix(&self.path, BACKUP_SUFFIX)
     }
 
     /// Writes `cache`; an empty list writes nothing (as Java).
