@@ -14,11 +14,23 @@ use super::{LanguageCode, RemotingCommand, SerializeType};
 use crate::limits::EXT_FIELDS_COUNT_MAX;
 use crate::ExtFields;
 
+/// Whether `byte` must be escaped inside a JSON string.
+fn needs_escape(byte: u8) -> bool {
+    byte == b'"' || byte == b'\\' || byte < 0x20
+}
+
 /// Appends `text` as a JSON string literal (escaping as serde_json does:
 /// quote, backslash and control characters; everything else verbatim).
 pub(super) fn write_str(out: &mut BytesMut, text: &str) {
     out.put_u8(b'"');
     let bytes = text.as_bytes();
+    // Most values need no escape: one pass that the compiler vectorises,
+    // then one copy.
+    if !bytes.iter().any(|&byte| needs_escape(byte)) {
+        out.extend_from_slice(bytes);
+        out.put_u8(b'"');
+        return;
+    }
     let mut clean_from = 0;
     for (i, &byte) in bytes.iter().enumerate() {
         let escape: &[u8] = match byte {
@@ -94,10 +106,20 @@ enum Scalar<'a> {
     Owned,
 }
 
+/// A reader over a header already checked to be UTF-8 as a whole: every
+/// string it returns is a slice of `text` cut at ASCII quotes and
+/// backslashes, so no string is validated again.
 struct Reader<'a> {
+    text: &'a str,
     bytes: &'a [u8],
     at: usize,
     scratch: String,
+}
+
+/// Whether a run of string bytes holds a raw control character (not
+/// allowed unescaped in JSON: the fast reader declines).
+fn has_control(bytes: &[u8]) -> bool {
+    bytes.iter().any(|&byte| byte < 0x20)
 }
 
 impl<'a> Reader<'a> {
@@ -121,76 +143,70 @@ impl<'a> Reader<'a> {
         (self.bytes.get(self.at..end)? == word).then(|| self.at = end)
     }
 
+    /// Moves to the next quote or backslash of a string, returning the text
+    /// passed over; `None` for a raw control character or no end.
+    fn run(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        let end = start + memchr::memchr2(b'"', b'\\', self.bytes.get(start..)?)?;
+        if has_control(&self.bytes[start..end]) {
+            return None;
+        }
+        self.at = end;
+        self.text.get(start..end)
+    }
+
     /// A string; `None` for anything unusual.
     fn string(&mut self) -> Option<Scalar<'a>> {
         self.eat(b'"')?;
-        let start = self.at;
-        loop {
-            match *self.bytes.get(self.at)? {
-                b'"' => {
-                    let text = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
-                    self.at += 1;
-                    return Some(Scalar::Str(text));
-                }
-                b'\\' => break,
-                0..=0x1f => return None,
-                _ => self.at += 1,
-            }
+        let first = self.run()?;
+        if self.bytes[self.at] == b'"' {
+            self.at += 1;
+            return Some(Scalar::Str(first));
         }
         self.scratch.clear();
-        self.scratch
-            .push_str(std::str::from_utf8(&self.bytes[start..self.at]).ok()?);
+        self.scratch.push_str(first);
         loop {
-            let byte = *self.bytes.get(self.at)?;
-            match byte {
+            match *self.bytes.get(self.at)? {
                 b'"' => {
                     self.at += 1;
                     return Some(Scalar::Owned);
                 }
                 b'\\' => {
-                    let escaped = *self.bytes.get(self.at + 1)?;
-                    self.at += 2;
-                    let ch = match escaped {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let unit = self.hex4()?;
-                            // Surrogate pairs and lone surrogates: leave
-                            // them to serde_json.
-                            char::from_u32(unit as u32)?
-                        }
-                        _ => return None,
-                    };
+                    let ch = self.escape()?;
                     self.scratch.push(ch);
                 }
-                0..=0x1f => return None,
                 _ => {
-                    let run_start = self.at;
-                    while let Some(&b) = self.bytes.get(self.at) {
-                        if b == b'"' || b == b'\\' || b < 0x20 {
-                            break;
-                        }
-                        self.at += 1;
-                    }
-                    let run = std::str::from_utf8(&self.bytes[run_start..self.at]).ok()?;
+                    let run = self.run()?;
                     self.scratch.push_str(run);
                 }
             }
         }
     }
 
+    /// The character of the escape at the reader (a backslash).
+    fn escape(&mut self) -> Option<char> {
+        let escaped = *self.bytes.get(self.at + 1)?;
+        self.at += 2;
+        Some(match escaped {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            // Surrogate pairs and lone surrogates: left to serde_json.
+            b'u' => char::from_u32(u32::from(self.hex4()?))?,
+            _ => return None,
+        })
+    }
+
     fn hex4(&mut self) -> Option<u16> {
         let digits = self.bytes.get(self.at..self.at + 4)?;
-        let text = std::str::from_utf8(digits).ok()?;
-        let unit = u16::from_str_radix(text, 16).ok()?;
-        if !digits.iter().all(u8::is_ascii_hexdigit) {
-            return None;
+        let mut unit = 0u16;
+        for &digit in digits {
+            unit = unit << 4 | char::from(digit).to_digit(16)? as u16;
         }
         self.at += 4;
         Some(unit)
@@ -213,7 +229,7 @@ impl<'a> Reader<'a> {
         if let Some(b'.' | b'e' | b'E') = self.bytes.get(self.at) {
             return None;
         }
-        let text = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
+        let text = self.text.get(start..self.at)?;
         if text == "-0" {
             return None;
         }
@@ -271,7 +287,9 @@ fn int_i32(scalar: Scalar<'_>) -> Option<i32> {
 /// Decodes a JSON header of the usual shape, or `None` to let serde_json
 /// decide.
 pub(super) fn decode_header(header: &[u8]) -> Option<RemotingCommand> {
+    let text = std::str::from_utf8(header).ok()?;
     let mut reader = Reader {
+        text,
         bytes: header,
         at: 0,
         scratch: String::new(),
@@ -324,6 +342,15 @@ fn remark(reader: &mut Reader<'_>) -> Option<Option<String>> {
     })
 }
 
+/// `value` in decimal, written into `digits` (an i64 needs at most 20).
+fn int_text(value: i64, digits: &mut [u8; 20]) -> Option<&str> {
+    use std::io::Write;
+    let mut cursor = std::io::Cursor::new(&mut digits[..]);
+    write!(cursor, "{value}").ok()?;
+    let len = cursor.position() as usize;
+    std::str::from_utf8(&digits[..len]).ok()
+}
+
 /// The extFields object (null: none), its text sized by the header's.
 fn ext_fields_of(reader: &mut Reader<'_>, header_len: usize) -> Option<ExtFields> {
     if reader.peek()? == b'n' {
@@ -343,7 +370,10 @@ fn ext_fields_of(reader: &mut Reader<'_>, header_len: usize) -> Option<ExtFields
             Scalar::Bool(flag) => {
                 ext_fields.insert_decoded(name, if flag { "true" } else { "false" })
             }
-            Scalar::Int(value) => ext_fields.insert_decoded(name, &value.to_string()),
+            Scalar::Int(value) => {
+                let mut digits = [0u8; 20];
+                ext_fields.insert_decoded(name, int_text(value, &mut digits)?)
+            }
         }
         (ext_fields.len() <= EXT_FIELDS_COUNT_MAX).then_some(())
     })?;
@@ -377,6 +407,7 @@ mod tests {
             r#"{"code":1,"extFields":null,"language":null,"other":false}"#,
             r#"{}"#,
             r#"{"code":1,"extFields":{}}"#,
+            r#"{"remark":"é\u00e9ü\\","extFields":{"properties":"KEYS\u0001k\u0002TAGS\u0001t\u0002","n":-9223372036854775808}}"#,
         ];
         for header in handled {
             assert!(agrees(header), "fast path declined {header}");
@@ -395,11 +426,16 @@ mod tests {
             r#"{"code":1} x"#,
             r#"[1]"#,
             r#"{"code":1,}"#,
+            "{\"remark\":\"raw\u{1}control\"}",
+            r#"{"remark":"no end}"#,
+            r#"{"remark":"bad \uZZZZ"}"#,
             "",
         ];
         for header in declined {
             assert!(!agrees(header), "fast path should decline {header}");
         }
+        // Not UTF-8: declined (serde_json then refuses it too).
+        assert_eq!(decode_header(b"{\"remark\":\"\xff\"}"), None);
     }
 
     #[test]
