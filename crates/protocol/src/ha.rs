@@ -107,3 +107,5 @@ mod tests {
         assert!(FrameHeader::decode(&bad).is_err());
     }
 }
+
+pub mod autoswitch;

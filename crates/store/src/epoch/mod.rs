@@ -16,22 +16,7 @@ pub mod file;
 
 use thiserror::Error;
 
-/// One epoch's first CommitLog position (`EpochEntry`; its end is the next
-/// entry's start, or the CommitLog's end for the newest).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EpochEntry {
-    pub epoch: i32,
-    pub start_offset: i64,
-}
-
-impl EpochEntry {
-    pub fn new(epoch: i32, start_offset: i64) -> Self {
-        Self {
-            epoch,
-            start_offset,
-        }
-    }
-}
+pub use ferrocket_protocol::ha::autoswitch::EpochEntry;
 
 /// Why a change to the epoch list was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
