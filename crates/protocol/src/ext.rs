@@ -24,6 +24,29 @@ const TEXT_BYTES_INITIAL: usize = 256;
 /// Fields reserved when the first one is added.
 const ENTRIES_INITIAL: usize = 12;
 
+/// The longest decimal i64 (`-9223372036854775808`).
+pub(crate) const INT_TEXT_BYTES_MAX: usize = 20;
+
+/// `value` in decimal, written at the end of `digits`.
+pub(crate) fn int_text(value: i64, digits: &mut [u8; INT_TEXT_BYTES_MAX]) -> &str {
+    let mut at = digits.len();
+    let mut rest = value.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    // Only ASCII digits and a sign were written.
+    std::str::from_utf8(&digits[at..]).unwrap_or_default()
+}
+
 /// Byte ranges of one field inside [`ExtFields::text`].
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -188,6 +211,12 @@ impl ExtFields {
         }
     }
 
+    /// Sets `key` to `value` in decimal, formatted without allocating.
+    pub fn insert_int(&mut self, key: &str, value: i64) {
+        let mut digits = [0u8; INT_TEXT_BYTES_MAX];
+        self.insert(key, int_text(value, &mut digits));
+    }
+
     /// Sets `key` only when `value` is present.
     pub fn insert_opt<V: ToString>(&mut self, key: &str, value: Option<V>) {
         if let Some(value) = value {
@@ -290,6 +319,18 @@ impl FromIterator<(String, String)> for ExtFields {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn int_text_is_decimal_at_the_extremes() {
+        for value in [0, 7, -7, 10, 1_700_000_000_000, i64::MAX, i64::MIN] {
+            let mut digits = [0u8; INT_TEXT_BYTES_MAX];
+            assert_eq!(int_text(value, &mut digits), value.to_string());
+        }
+        let mut fields = ExtFields::new();
+        fields.insert_int("queueOffset", -42);
+        assert_eq!(fields.get("queueOffset"), Some("-42"));
+    }
+
     use super::*;
 
     #[test]

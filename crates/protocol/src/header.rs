@@ -70,7 +70,7 @@ impl HeaderField for Option<i64> {
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
         if let Some(value) = self {
-            out.insert(key, value.to_string());
+            out.insert_int(key, *value);
         }
     }
 }
@@ -83,7 +83,7 @@ impl HeaderField for i64 {
         <Option<i64>>::from_found(found, key)?.ok_or(ProtocolError::MissingField(key))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
-        out.insert(key, self.to_string());
+        out.insert_int(key, *self);
     }
 }
 
@@ -104,7 +104,7 @@ impl HeaderField for Option<i32> {
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
         if let Some(value) = self {
-            out.insert(key, value.to_string());
+            out.insert_int(key, i64::from(*value));
         }
     }
 }
@@ -117,7 +117,7 @@ impl HeaderField for i32 {
         <Option<i32>>::from_found(found, key)?.ok_or(ProtocolError::MissingField(key))
     }
     fn write(&self, key: &'static str, out: &mut ExtFields) {
-        out.insert(key, self.to_string());
+        out.insert_int(key, i64::from(*self));
     }
 }
 

@@ -11,6 +11,7 @@
 use bytes::{BufMut, BytesMut};
 
 use super::{LanguageCode, RemotingCommand, SerializeType};
+use crate::ext::{int_text, INT_TEXT_BYTES_MAX};
 use crate::limits::EXT_FIELDS_COUNT_MAX;
 use crate::ExtFields;
 
@@ -342,15 +343,6 @@ fn remark(reader: &mut Reader<'_>) -> Option<Option<String>> {
     })
 }
 
-/// `value` in decimal, written into `digits` (an i64 needs at most 20).
-fn int_text(value: i64, digits: &mut [u8; 20]) -> Option<&str> {
-    use std::io::Write;
-    let mut cursor = std::io::Cursor::new(&mut digits[..]);
-    write!(cursor, "{value}").ok()?;
-    let len = cursor.position() as usize;
-    std::str::from_utf8(&digits[..len]).ok()
-}
-
 /// The extFields object (null: none), its text sized by the header's.
 fn ext_fields_of(reader: &mut Reader<'_>, header_len: usize) -> Option<ExtFields> {
     if reader.peek()? == b'n' {
@@ -371,8 +363,8 @@ fn ext_fields_of(reader: &mut Reader<'_>, header_len: usize) -> Option<ExtFields
                 ext_fields.insert_decoded(name, if flag { "true" } else { "false" })
             }
             Scalar::Int(value) => {
-                let mut digits = [0u8; 20];
-                ext_fields.insert_decoded(name, int_text(value, &mut digits)?)
+                let mut digits = [0u8; INT_TEXT_BYTES_MAX];
+                ext_fields.insert_decoded(name, int_text(value, &mut digits))
             }
         }
         (ext_fields.len() <= EXT_FIELDS_COUNT_MAX).then_some(())
