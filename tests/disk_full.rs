@@ -10,7 +10,7 @@
 
 mod harness;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -95,12 +95,14 @@ fn body(n: usize) -> String {
 }
 
 /// What the producer saw: acknowledged `(queue, offset) -> body`, and
-/// refusals (with the last remark).
+/// refusals (with every distinct remark: the allocation that failed and the
+/// periodic used-share check each stop writes with their own, and which of
+/// them notices first depends on timing).
 #[derive(Default)]
 struct Sent {
     acked: BTreeMap<(i32, i64), String>,
     refused: usize,
-    remark: String,
+    remarks: BTreeSet<String>,
 }
 
 /// Sends round-robin over the queues until `stop`; records every answer.
@@ -125,7 +127,8 @@ fn produce(addr: String, topic: String, sent: Arc<Mutex<Sent>>, stop: Arc<Atomic
             }
             response_code::SERVICE_NOT_AVAILABLE => {
                 sent.refused += 1;
-                sent.remark = answer.remark.clone().unwrap_or_default();
+                sent.remarks
+                    .insert(answer.remark.clone().unwrap_or_default());
                 drop(sent);
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -274,7 +277,8 @@ fn full_disk_under_load(leave_bytes: u64, remark_needle: &str) {
     assert!(filled > 0, "the filler found no room at all");
     let refused = wait_for(PHASE, || {
         let sent = sent.lock().unwrap();
-        (sent.refused >= REFUSALS_MIN).then(|| sent.remark.clone())
+        let remark = sent.remarks.iter().find(|r| r.contains(remark_needle));
+        remark.filter(|_| sent.refused >= REFUSALS_MIN).cloned()
     });
     let remark = refused.expect("sends are refused once the disk is full");
     assert!(remark.contains("disk is full"), "remark: {remark}");
