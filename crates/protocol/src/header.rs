@@ -183,6 +183,7 @@ macro_rules! header {
     };
 }
 
+pub mod controller;
 mod pop;
 pub use pop::*;
 

@@ -2,6 +2,7 @@
 //! the Java ones. Decoding is liberal: numbers may arrive as strings, enums
 //! as names or ordinals, and missing fields take their defaults.
 
+pub mod controller;
 mod group;
 mod heartbeat;
 mod lenient;
@@ -10,6 +11,10 @@ mod register_compressed;
 mod route;
 mod topic;
 
+pub use controller::{
+    BrokerMemberGroup, BrokerReplicasInfo, ElectMasterResponseBody, ReplicaIdentity, ReplicasInfo,
+    SyncStateSet,
+};
 pub use group::{
     SubscriptionGroupConfig, CONSUME_TIMEOUT_MINUTES_DEFAULT, RETRY_MAX_TIMES_DEFAULT,
     RETRY_QUEUE_NUMS_DEFAULT,
