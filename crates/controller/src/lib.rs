@@ -4,6 +4,21 @@
 //! shrinks and grows. Its state is replicated across one or three
 //! controllers with Raft (the `openraft` crate); only the leader answers,
 //! the others say CONTROLLER_NOT_LEADER.
+//!
+//! Layers, top down: [`start`] (thread, runtime, tasks) → [`server`]
+//! (Remoting) → [`handler`] (request codes) → [`node`] (read and write
+//! paths, elections, notifications) → [`rules`] (decisions) and [`raft`]
+//! (log, storage, transport) → [`state`] (what is replicated).
 
+pub mod config;
+pub mod handler;
+pub mod live;
+pub mod node;
+pub mod raft;
 pub mod rules;
+pub mod server;
+pub mod start;
 pub mod state;
+
+pub use config::ControllerConfig;
+pub use start::{run, start, start_on, ControllerError, ControllerHandle};

@@ -1,0 +1,370 @@
+//! Controllers as brokers see them: real Remoting connections to one and to
+//! three controllers on 127.0.0.1, each with its own store directory.
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ferrocket_client::{Connection, ConnectionConfig};
+use ferrocket_controller::config::{parse_peers, ControllerConfig};
+use ferrocket_controller::{start_on, ControllerHandle};
+use ferrocket_protocol::body::{encode_json, SyncStateSet};
+use ferrocket_protocol::codes::{request_code as code, response_code as rc};
+use ferrocket_protocol::header::controller::*;
+use ferrocket_protocol::limits::FRAME_BYTES_MAX;
+use ferrocket_protocol::{ExtFields, FrameDecoder, RemotingCommand};
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn config(peers: &str, self_id: &str, dir: &std::path::Path) -> ControllerConfig {
+    ControllerConfig {
+        peers: parse_peers(peers).unwrap(),
+        self_id: self_id.into(),
+        store_path: dir.join(self_id),
+        election_timeout_ms: 300,
+        scan_not_active_broker_interval_ms: 200,
+        scan_inactive_master_interval_ms: 200,
+        ..ControllerConfig::default()
+    }
+}
+
+/// Binds `n` listeners on 127.0.0.1 and returns them with their peer list.
+fn listeners(n: usize) -> (Vec<TcpListener>, String) {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let peers: Vec<String> = listeners
+        .iter()
+        .enumerate()
+        .map(|(i, l)| format!("n{i}-{}", l.local_addr().unwrap()))
+        .collect();
+    (listeners, peers.join(";"))
+}
+
+async fn connect(addr: &str) -> Connection {
+    Connection::connect(addr, ConnectionConfig::default(), None)
+        .await
+        .unwrap()
+}
+
+async fn call(
+    conn: &Connection,
+    request_code: i32,
+    ext: ExtFields,
+    body: Vec<u8>,
+) -> RemotingCommand {
+    let mut request = RemotingCommand::request(request_code).with_body(body);
+    request.ext_fields = ext;
+    conn.invoke(request).await.unwrap()
+}
+
+/// Waits until one of `handles` leads and returns its index.
+async fn leader_of(handles: &[Option<ControllerHandle>]) -> usize {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let leaders: Vec<usize> = handles
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.as_ref().is_some_and(|h| h.is_leader()))
+            .map(|(i, _)| i)
+            .collect();
+        if leaders.len() == 1 {
+            return leaders[0];
+        }
+        assert!(Instant::now() < deadline, "no single leader: {leaders:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Registers broker `id` of set "b" the way a broker starts: next id,
+/// apply, register; then one heartbeat on the same connection.
+async fn register(conn: &Connection, id: i64, addr: &str, epoch: i32, max_offset: i64) {
+    let names = GetNextBrokerIdRequestHeader {
+        cluster_name: "c".into(),
+        broker_name: "b".into(),
+    };
+    let next = call(
+        conn,
+        code::CONTROLLER_GET_NEXT_BROKER_ID,
+        names.to_ext(),
+        vec![],
+    )
+    .await;
+    assert_eq!(next.code, rc::SUCCESS, "{:?}", next.remark);
+    let next = GetNextBrokerIdResponseHeader::from_ext(&next.ext_fields).unwrap();
+    assert_eq!(next.next_broker_id, id);
+    let apply = ApplyBrokerIdRequestHeader {
+        cluster_name: "c".into(),
+        broker_name: "b".into(),
+        applied_broker_id: id,
+        register_check_code: format!("{addr};1"),
+    };
+    let applied = call(
+        conn,
+        code::CONTROLLER_APPLY_BROKER_ID,
+        apply.to_ext(),
+        vec![],
+    )
+    .await;
+    assert_eq!(applied.code, rc::SUCCESS, "{:?}", applied.remark);
+    let register = RegisterBrokerToControllerRequestHeader {
+        cluster_name: "c".into(),
+        broker_name: "b".into(),
+        broker_id: id,
+        broker_address: addr.into(),
+        invoke_time: None,
+    };
+    let registered = call(
+        conn,
+        code::CONTROLLER_REGISTER_BROKER,
+        register.to_ext(),
+        vec![],
+    )
+    .await;
+    assert_eq!(registered.code, rc::SUCCESS, "{:?}", registered.remark);
+    heartbeat(conn, id, addr, epoch, max_offset).await;
+}
+
+async fn heartbeat(conn: &Connection, id: i64, addr: &str, epoch: i32, max_offset: i64) {
+    let beat = BrokerHeartbeatRequestHeader {
+        cluster_name: "c".into(),
+        broker_addr: addr.into(),
+        broker_name: "b".into(),
+        broker_id: Some(id),
+        epoch: Some(epoch),
+        max_offset: Some(max_offset),
+        heartbeat_timeout_mills: Some(60_000),
+        ..Default::default()
+    };
+    let answer = call(conn, code::BROKER_HEARTBEAT, beat.to_ext(), vec![]).await;
+    assert_eq!(answer.code, rc::SUCCESS, "{:?}", answer.remark);
+}
+
+async fn elect(conn: &Connection, id: i64) -> RemotingCommand {
+    let request = ElectMasterRequestHeader {
+        cluster_name: Some("c".into()),
+        broker_name: "b".into(),
+        broker_id: Some(id),
+        ..Default::default()
+    };
+    call(
+        conn,
+        code::CONTROLLER_ELECT_MASTER,
+        request.to_ext(),
+        vec![],
+    )
+    .await
+}
+
+async fn replica_info(conn: &Connection) -> (RemotingCommand, GetReplicaInfoResponseHeader) {
+    let request = GetReplicaInfoRequestHeader {
+        broker_name: "b".into(),
+    };
+    let answer = call(
+        conn,
+        code::CONTROLLER_GET_REPLICA_INFO,
+        request.to_ext(),
+        vec![],
+    )
+    .await;
+    let header = GetReplicaInfoResponseHeader::from_ext(&answer.ext_fields).unwrap();
+    (answer, header)
+}
+
+/// A stand-in broker port that reports the request codes it receives.
+async fn fake_broker() -> (String, mpsc::UnboundedReceiver<RemotingCommand>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let decoder = FrameDecoder::new(FRAME_BYTES_MAX);
+                let mut buf = BytesMut::new();
+                while stream.read_buf(&mut buf).await.is_ok_and(|n| n > 0) {
+                    while let Ok(Some(frame)) = decoder.next_frame(&mut buf) {
+                        let _ = tx.send(frame);
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_controller_elects_replaces_a_dead_master_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut listeners, peers) = listeners(1);
+    let handle = start_on(config(&peers, "n0", dir.path()), listeners.remove(0)).unwrap();
+    let addr = handle.addr().to_string();
+    let handles = [Some(handle)];
+    leader_of(&handles).await;
+
+    let broker1 = connect(&addr).await;
+    let broker2 = connect(&addr).await;
+    let (broker2_addr, mut notified) = fake_broker().await;
+    register(&broker1, 1, "127.0.0.1:1", 0, 0).await;
+    register(&broker2, 2, &broker2_addr, 0, 0).await;
+
+    let first = elect(&broker1, 1).await;
+    assert_eq!(first.code, rc::SUCCESS, "{:?}", first.remark);
+    let header = ElectMasterResponseHeader::from_ext(&first.ext_fields).unwrap();
+    assert_eq!(
+        (header.master_broker_id, header.master_epoch),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        elect(&broker2, 2).await.code,
+        rc::CONTROLLER_MASTER_STILL_EXIST
+    );
+
+    // The master adds broker 2 to the in-sync set.
+    let alter = AlterSyncStateSetRequestHeader {
+        broker_name: "b".into(),
+        master_broker_id: Some(1),
+        master_epoch: Some(1),
+        invoke_time: None,
+    };
+    let proposed = SyncStateSet {
+        sync_state_set: [1, 2].into(),
+        sync_state_set_epoch: 1,
+    };
+    let altered = call(
+        &broker1,
+        code::CONTROLLER_ALTER_SYNC_STATE_SET,
+        alter.to_ext(),
+        encode_json(&proposed),
+    )
+    .await;
+    assert_eq!(altered.code, rc::SUCCESS, "{:?}", altered.remark);
+    // A proposal made against the old set is fenced.
+    let shrink = SyncStateSet {
+        sync_state_set: [1].into(),
+        sync_state_set_epoch: 1,
+    };
+    let stale = call(
+        &broker1,
+        code::CONTROLLER_ALTER_SYNC_STATE_SET,
+        alter.to_ext(),
+        encode_json(&shrink),
+    )
+    .await;
+    assert_eq!(stale.code, rc::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH);
+
+    // The master's connection closes (kill -9): broker 2 is elected at once
+    // and told so.
+    broker1.close();
+    let deadline = Instant::now() + WAIT;
+    // (The first election was announced too: skip to the new master's.)
+    let notice = loop {
+        let frame = tokio::time::timeout(WAIT, notified.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(Instant::now() < deadline);
+        if frame.code != code::NOTIFY_BROKER_ROLE_CHANGED {
+            continue;
+        }
+        let notice = NotifyBrokerRoleChangedRequestHeader::from_ext(&frame.ext_fields).unwrap();
+        if notice.master_broker_id == Some(2) {
+            break notice;
+        }
+        assert_eq!(notice.master_broker_id, Some(1));
+    };
+    assert_eq!(notice.master_epoch, Some(2));
+    assert_eq!(
+        notice.master_address.as_deref(),
+        Some(broker2_addr.as_str())
+    );
+    let (answer, info) = replica_info(&broker2).await;
+    assert_eq!(answer.code, rc::SUCCESS);
+    assert_eq!(
+        (info.master_broker_id, info.master_epoch),
+        (Some(2), Some(2))
+    );
+
+    // Restart on the same store: the state is still there.
+    let [handle] = handles;
+    handle.unwrap().stop();
+    let listener = TcpListener::bind(&addr).unwrap();
+    let handle = start_on(config(&peers, "n0", dir.path()), listener).unwrap();
+    let handles = [Some(handle)];
+    leader_of(&handles).await;
+    let conn = connect(&addr).await;
+    let (answer, info) = replica_info(&conn).await;
+    assert_eq!(answer.code, rc::SUCCESS, "{:?}", answer.remark);
+    assert_eq!(
+        (info.master_broker_id, info.master_epoch),
+        (Some(2), Some(2))
+    );
+    let set: SyncStateSet = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(
+        (set.sync_state_set, set.sync_state_set_epoch),
+        ([2].into(), 3)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_controllers_keep_the_state_when_the_leader_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (listeners, peers) = listeners(3);
+    let mut handles: Vec<Option<ControllerHandle>> = listeners
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| Some(start_on(config(&peers, &format!("n{i}"), dir.path()), l).unwrap()))
+        .collect();
+    let leader = leader_of(&handles).await;
+    let addrs: Vec<String> = handles
+        .iter()
+        .map(|h| h.as_ref().unwrap().addr().to_string())
+        .collect();
+
+    // A follower refuses with CONTROLLER_NOT_LEADER and says who leads.
+    let follower = connect(&addrs[(leader + 1) % 3]).await;
+    let (refused, _) = replica_info(&follower).await;
+    assert_eq!(refused.code, rc::CONTROLLER_NOT_LEADER);
+    let meta = call(
+        &follower,
+        code::CONTROLLER_GET_METADATA_INFO,
+        ExtFields::new(),
+        vec![],
+    )
+    .await;
+    let meta = GetMetaDataResponseHeader::from_ext(&meta.ext_fields).unwrap();
+    assert!(!meta.is_leader);
+    assert_eq!(
+        meta.controller_leader_address.as_deref(),
+        Some(addrs[leader].as_str())
+    );
+
+    // Brokers send heartbeats to every controller, as Java's do.
+    let mut conns = Vec::new();
+    for addr in &addrs {
+        conns.push(connect(addr).await);
+    }
+    register(&conns[leader], 1, "127.0.0.1:1", 0, 0).await;
+    for conn in &conns {
+        heartbeat(conn, 1, "127.0.0.1:1", 0, 0).await;
+    }
+    assert_eq!(elect(&conns[leader], 1).await.code, rc::SUCCESS);
+
+    // The leader dies; another takes over with the same state.
+    handles[leader].take().unwrap().stop();
+    let next = leader_of(&handles).await;
+    assert_ne!(next, leader);
+    let (answer, info) = replica_info(&conns[next]).await;
+    assert_eq!(answer.code, rc::SUCCESS, "{:?}", answer.remark);
+    assert_eq!(
+        (info.master_broker_id, info.master_epoch),
+        (Some(1), Some(1))
+    );
+    // And it still takes writes: a second broker joins.
+    register(&conns[next], 2, "127.0.0.1:2", 0, 0).await;
+    for handle in handles.into_iter().flatten() {
+        handle.stop();
+    }
+}
