@@ -78,7 +78,7 @@ type KeyFlag<'a> = (&'a str, &'a str, Option<String>);
 
 /// All settings in force: the file's, then the flags' on top. Each keeps
 /// where it came from, for error messages.
-fn collect(
+pub(crate) fn collect(
     common: &CommonArgs,
     flags: Vec<KeyFlag<'_>>,
 ) -> Result<BTreeMap<String, Setting>, String> {
@@ -117,7 +117,7 @@ fn collect(
 
 /// An unknown key is ignored, as Java ignores it, with a warning that says
 /// where it was and which known key it most resembles.
-fn warn_unknown(key: &str, setting: &Setting, known: &[&str]) {
+pub(crate) fn warn_unknown(key: &str, setting: &Setting, known: &[&str]) {
     match crate::known_keys::closest(key, known) {
         Some(meant) => tracing::warn!(
             "{}: ignoring unknown setting `{key}`: did you mean `{meant}`?",
@@ -127,7 +127,17 @@ fn warn_unknown(key: &str, setting: &Setting, known: &[&str]) {
     }
 }
 
-pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvConfig, String> {
+/// The name server's settings, and the embedded controller's when
+/// `enableControllerInNamesrv=true`.
+pub fn namesrv_config(
+    args: &NamesrvArgs,
+) -> Result<
+    (
+        ferrocket_namesrv::NamesrvConfig,
+        Option<ferrocket_controller::ControllerConfig>,
+    ),
+    String,
+> {
     let settings = collect(
         &args.common,
         vec![(
@@ -142,12 +152,30 @@ pub fn namesrv_config(args: &NamesrvArgs) -> Result<ferrocket_namesrv::NamesrvCo
         kv_config_path: Some(ferrocket_namesrv::kv_config_path_under(&home)),
         ..Default::default()
     };
+    let embedded = crate::config_controller::embedded_wanted(&settings)?;
+    let controller_keys = ferrocket_controller::ControllerConfig::KEYS;
     for (key, setting) in &settings {
-        if !crate::config_keys::apply_namesrv(&mut config, key, setting)? {
+        let ours = crate::config_keys::apply_namesrv(&mut config, key, setting)?;
+        let controller_key = controller_keys.contains(&key.as_str());
+        if !(ours || controller_key && embedded) {
             warn_unknown(key, setting, &crate::known_keys::namesrv_keys());
         }
     }
-    Ok(config)
+    let controller = match embedded {
+        // The embedded controller listens on its own peer address, never on
+        // the name server's port.
+        true => {
+            let mut controller_settings = settings.clone();
+            controller_settings.remove("listenPort");
+            controller_settings.remove("listenAddr");
+            Some(crate::config_controller::from_settings(
+                &controller_settings,
+                &mut |_, _| {},
+            )?)
+        }
+        false => None,
+    };
+    Ok((config, controller))
 }
 
 pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig, String> {

@@ -44,6 +44,11 @@ pub fn apply_namesrv(
                 .map(Into::into)
         }
         "configStorePath" | "orderMessageEnable" => {}
+        // Checked here; the embedded controller is configured from the same
+        // settings (`config_controller`).
+        "enableControllerInNamesrv" => {
+            parse_bool(key, setting)?;
+        }
         _ => return Ok(false),
     }
     Ok(true)

@@ -17,6 +17,7 @@ pub const SERVER_LIMIT_KEYS: &[&str] = &[
 
 /// The name server's own keys (and [`SERVER_LIMIT_KEYS`]).
 pub const NAMESRV_KEYS: &[&str] = &[
+    "enableControllerInNamesrv",
     "listenAddr",
     "listenPort",
     "brokerExpiryMs",

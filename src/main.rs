@@ -5,6 +5,7 @@ mod account_args;
 mod admin;
 mod auth_keys;
 mod config;
+mod config_controller;
 mod config_keys;
 mod config_online;
 mod grpc_local;
@@ -45,6 +46,9 @@ enum Command {
     Namesrv(config::NamesrvArgs),
     /// Run a broker.
     Broker(config::BrokerArgs),
+    /// Run a controller (controller mode's master elections, replicated
+    /// with Raft across one or three controllers).
+    Controller(config_controller::ControllerArgs),
     /// Local development: one name server and one broker as child processes.
     Start(start::StartArgs),
     /// The RocketMQ 5 gRPC endpoint (port 8081) for a cluster's v5 clients.
@@ -81,8 +85,26 @@ fn stop_flag() -> Result<Arc<AtomicBool>, String> {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Namesrv(args) => {
-            let config = config::namesrv_config(&args)?;
-            ferrocket_namesrv::run(config, stop_flag()?).map_err(|e| format!("namesrv: {e}"))
+            let (config, controller) = config::namesrv_config(&args)?;
+            // The embedded controller (`enableControllerInNamesrv`) runs
+            // beside the name server on its own port, and stops with it.
+            let controller = match controller {
+                Some(controller) => Some(
+                    ferrocket_controller::start(controller)
+                        .map_err(|e| format!("controller: {e}"))?,
+                ),
+                None => None,
+            };
+            let ran =
+                ferrocket_namesrv::run(config, stop_flag()?).map_err(|e| format!("namesrv: {e}"));
+            if let Some(controller) = controller {
+                controller.stop();
+            }
+            ran
+        }
+        Command::Controller(args) => {
+            let config = config_controller::controller_config(&args)?;
+            ferrocket_controller::run(config, stop_flag()?).map_err(|e| format!("controller: {e}"))
         }
         Command::Broker(args) => {
             let mut config = config::broker_config(&args)?;
