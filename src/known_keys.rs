@@ -130,6 +130,7 @@ pub fn broker_keys() -> Vec<&'static str> {
         .chain(SERVER_LIMIT_KEYS)
         .chain(&ferrocket_tls::KEYS)
         .chain(&["useTLS"])
+        .chain(ferrocket_broker::ControllerModeConfig::KEYS)
         .copied()
         .chain(crate::auth_keys::auth_keys())
         .collect()

@@ -13,6 +13,7 @@
 pub mod config;
 pub mod handler;
 pub mod live;
+pub mod member;
 pub mod node;
 pub mod raft;
 pub mod rules;

@@ -368,3 +368,59 @@ async fn three_controllers_keep_the_state_when_the_leader_dies() {
         handle.stop();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_get_ids_through_identity_files_and_learn_the_master() {
+    use ferrocket_controller::member::{read_identity, temp_path, ControllerClient, Member};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut listeners, peers) = listeners(1);
+    let handle = start_on(config(&peers, "n0", dir.path()), listeners.remove(0)).unwrap();
+    let handles = [Some(handle)];
+    leader_of(&handles).await;
+    let addr = handles[0].as_ref().unwrap().addr().to_string();
+    // A dead address first: the client must skip it to find the leader.
+    let client = ControllerClient::new(vec!["127.0.0.1:1".into(), addr], Duration::from_secs(2));
+    let member = |n: u8| Member {
+        cluster: "c".into(),
+        broker_name: "b".into(),
+        address: format!("127.0.0.1:{n}"),
+    };
+    let identity_a = dir.path().join("a").join("brokerIdentity");
+    let (id_a, master) = client.register(&member(1), &identity_a).await.unwrap();
+    assert_eq!((id_a, master), (1, None));
+    assert_eq!(std::fs::read_to_string(&identity_a).unwrap(), "c#b#1");
+    assert!(!temp_path(&identity_a).exists());
+    // Registering again keeps the id.
+    assert_eq!(client.register(&member(1), &identity_a).await.unwrap().0, 1);
+
+    // A crash after the temp file: the pending id is applied for, not a new one.
+    let identity_b = dir.path().join("b").join("brokerIdentity");
+    std::fs::create_dir_all(identity_b.parent().unwrap()).unwrap();
+    std::fs::write(temp_path(&identity_b), "c#b#2#127.0.0.1:2;5").unwrap();
+    let (id_b, _) = client.register(&member(2), &identity_b).await.unwrap();
+    assert_eq!(id_b, 2);
+    assert_eq!(read_identity(&identity_b, &member(2)).unwrap(), Some(2));
+
+    // A heartbeat, then an election: A is master, and B learns it.
+    let beat = BrokerHeartbeatRequestHeader {
+        cluster_name: "c".into(),
+        broker_addr: "127.0.0.1:1".into(),
+        broker_name: "b".into(),
+        broker_id: Some(1),
+        ..Default::default()
+    };
+    client.heartbeat_all(&beat).await;
+    let elected = client.elect(&member(1), 1).await.unwrap().unwrap();
+    assert_eq!((elected.broker_id, elected.epoch), (1, 1));
+    let seen = client.replica_info("b").await.unwrap().unwrap();
+    assert_eq!((seen.broker_id, seen.address.as_str()), (1, "127.0.0.1:1"));
+    let still = client.elect(&member(2), 2).await.unwrap().unwrap();
+    assert_eq!(still.broker_id, 1, "MASTER_STILL_EXIST names the master");
+
+    // An identity file of another set is refused.
+    let other = Member {
+        broker_name: "other".into(),
+        ..member(1)
+    };
+    assert!(client.register(&other, &identity_a).await.is_err());
+}

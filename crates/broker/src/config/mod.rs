@@ -12,10 +12,12 @@ use ferrocket_store::{retention, FlushMode, RetentionConfig, StoreConfig, WriteM
 use crate::error::BrokerError;
 
 mod auth;
+mod controller_mode;
 mod online;
 mod replication;
 
 pub use auth::{AuthConfig, Whitelist};
+pub use controller_mode::*;
 pub use ferrocket_metrics::config::{MetricsConfig, MetricsExporter, METRICS_PROM_PORT_DEFAULT};
 pub use online::*;
 pub use replication::*;
@@ -272,6 +274,8 @@ pub struct BrokerConfig {
     pub server_limits: ServerLimits,
     /// `brokerRole` and the HA settings.
     pub replication: ReplicationConfig,
+    /// `enableControllerMode` and its keys: role and id from a controller.
+    pub controller_mode: ControllerModeConfig,
     /// The Prometheus endpoint (`metricsExporterType=PROM` and its keys).
     pub metrics: MetricsConfig,
     /// `brokerPermission`: 6 reads and writes; without the write bit (2)
@@ -362,6 +366,7 @@ impl Default for BrokerConfig {
             clients_per_group_max: CLIENTS_PER_GROUP_MAX_DEFAULT,
             server_limits: ServerLimits::default(),
             replication: ReplicationConfig::default(),
+            controller_mode: ControllerModeConfig::default(),
             metrics: MetricsConfig::default(),
             broker_permission: ferrocket_protocol::body::perm::READ_WRITE,
             online_keys: None,
@@ -441,6 +446,9 @@ impl BrokerConfig {
     /// Rejects values the broker cannot run with.
     pub fn validate(&self) -> Result<(), BrokerError> {
         let bad = |reason: String| Err(BrokerError::Config(reason));
+        self.controller_mode
+            .validate()
+            .map_err(BrokerError::Config)?;
         if self.broker_name.trim().is_empty() {
             return bad("brokerName is empty".into());
         }

@@ -1,0 +1,205 @@
+//! Controller mode (`enableControllerMode`): the broker's id and role come
+//! from a controller, which elects the master of the broker set. The keys
+//! are Java's (`BrokerConfig`, `MessageStoreConfig`), with Java's defaults.
+
+use std::path::{Path, PathBuf};
+
+/// Default `syncBrokerMetadataPeriod`: how often the role is checked.
+pub const SYNC_BROKER_METADATA_PERIOD_MS_DEFAULT: u64 = 5_000;
+/// Default `checkSyncStateSetPeriod`.
+pub const CHECK_SYNC_STATE_SET_PERIOD_MS_DEFAULT: u64 = 5_000;
+/// Default `syncControllerMetadataPeriod`: how often the leader is found.
+pub const SYNC_CONTROLLER_METADATA_PERIOD_MS_DEFAULT: u64 = 10_000;
+/// Default `controllerHeartBeatTimeoutMills`.
+pub const CONTROLLER_HEARTBEAT_TIMEOUT_MS_DEFAULT: u64 = 10_000;
+/// Default `brokerHeartbeatInterval`.
+pub const BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT: u64 = 1_000;
+/// Default `sendHeartbeatTimeoutMillis`.
+pub const SEND_HEARTBEAT_TIMEOUT_MS_DEFAULT: u64 = 1_000;
+/// Default `haMaxTimeSlaveNotCatchup`.
+pub const HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT: u64 = 15_000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerModeConfig {
+    /// `enableControllerMode`.
+    pub enabled: bool,
+    /// `controllerAddr`: `host:port;host:port`, every controller.
+    pub controller_addr: String,
+    pub sync_broker_metadata_period_ms: u64,
+    pub check_sync_state_set_period_ms: u64,
+    pub sync_controller_metadata_period_ms: u64,
+    /// `controllerHeartBeatTimeoutMills`: the controller thinks this broker
+    /// dead after this long without a heartbeat.
+    pub controller_heartbeat_timeout_ms: u64,
+    /// `brokerElectionPriority`: lower wins among equally advanced replicas.
+    pub broker_election_priority: i32,
+    pub broker_heartbeat_interval_ms: u64,
+    pub send_heartbeat_timeout_ms: u64,
+    /// `allAckInSyncStateSet`: a send waits for every in-sync replica.
+    pub all_ack_in_sync_state_set: bool,
+    /// `minInSyncReplicas`: fewer in-sync replicas refuse sends
+    /// (IN_SYNC_REPLICAS_NOT_ENOUGH).
+    pub min_in_sync_replicas: u32,
+    pub ha_max_time_slave_not_catchup_ms: u64,
+    /// `storePathEpochFile`; unset: `{storePathRootDir}/epochFileCheckpoint`.
+    pub store_path_epoch_file: Option<PathBuf>,
+    /// `storePathBrokerIdentity`; unset: `{storePathRootDir}/brokerIdentity`.
+    pub store_path_broker_identity: Option<PathBuf>,
+}
+
+impl Default for ControllerModeConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            controller_addr: String::new(),
+            sync_broker_metadata_period_ms: SYNC_BROKER_METADATA_PERIOD_MS_DEFAULT,
+            check_sync_state_set_period_ms: CHECK_SYNC_STATE_SET_PERIOD_MS_DEFAULT,
+            sync_controller_metadata_period_ms: SYNC_CONTROLLER_METADATA_PERIOD_MS_DEFAULT,
+            controller_heartbeat_timeout_ms: CONTROLLER_HEARTBEAT_TIMEOUT_MS_DEFAULT,
+            broker_election_priority: i32::MAX,
+            broker_heartbeat_interval_ms: BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT,
+            send_heartbeat_timeout_ms: SEND_HEARTBEAT_TIMEOUT_MS_DEFAULT,
+            all_ack_in_sync_state_set: false,
+            min_in_sync_replicas: 1,
+            ha_max_time_slave_not_catchup_ms: HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT,
+            store_path_epoch_file: None,
+            store_path_broker_identity: None,
+        }
+    }
+}
+
+impl ControllerModeConfig {
+    /// The controllers' addresses.
+    pub fn controllers(&self) -> Vec<String> {
+        self.controller_addr
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    pub fn epoch_file(&self, store_root: &Path) -> PathBuf {
+        self.store_path_epoch_file
+            .clone()
+            .unwrap_or_else(|| store_root.join("epochFileCheckpoint"))
+    }
+
+    pub fn identity_file(&self, store_root: &Path) -> PathBuf {
+        self.store_path_broker_identity
+            .clone()
+            .unwrap_or_else(|| store_root.join("brokerIdentity"))
+    }
+
+    /// Applies one setting; `Ok(false)` for a key that is not one of these.
+    pub fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        let value = value.trim();
+        let number = || {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|v| *v > 0)
+                .ok_or_else(|| format!("{key}=`{value}`: expected a positive number"))
+        };
+        let flag = || {
+            value
+                .parse::<bool>()
+                .map_err(|_| format!("{key}=`{value}`: expected true or false"))
+        };
+        let path = || Some(PathBuf::from(value)).filter(|_| !value.is_empty());
+        match key {
+            "enableControllerMode" => self.enabled = flag()?,
+            "controllerAddr" => self.controller_addr = value.to_string(),
+            "syncBrokerMetadataPeriod" => self.sync_broker_metadata_period_ms = number()?,
+            "checkSyncStateSetPeriod" => self.check_sync_state_set_period_ms = number()?,
+            "syncControllerMetadataPeriod" => self.sync_controller_metadata_period_ms = number()?,
+            "controllerHeartBeatTimeoutMills" => self.controller_heartbeat_timeout_ms = number()?,
+            "brokerElectionPriority" => {
+                self.broker_election_priority = value
+                    .parse()
+                    .map_err(|_| format!("{key}=`{value}`: expected an integer"))?
+            }
+            "brokerHeartbeatInterval" => self.broker_heartbeat_interval_ms = number()?,
+            "sendHeartbeatTimeoutMillis" => self.send_heartbeat_timeout_ms = number()?,
+            "allAckInSyncStateSet" => self.all_ack_in_sync_state_set = flag()?,
+            "minInSyncReplicas" => {
+                self.min_in_sync_replicas =
+                    u32::try_from(number()?).map_err(|_| format!("{key}=`{value}`: too large"))?
+            }
+            "haMaxTimeSlaveNotCatchup" => self.ha_max_time_slave_not_catchup_ms = number()?,
+            "storePathEpochFile" => self.store_path_epoch_file = path(),
+            "storePathBrokerIdentity" => self.store_path_broker_identity = path(),
+            // Java keys whose behaviour is fixed here: controller addresses
+            // are listed, never looked up in DNS.
+            "fetchControllerAddrByDnsLookup" => {
+                if flag()? {
+                    return Err(format!("{key}=true: DNS lookup of controllers is not supported; list them in controllerAddr"));
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Every key [`Self::apply`] takes.
+    pub const KEYS: &'static [&'static str] = &[
+        "enableControllerMode",
+        "controllerAddr",
+        "syncBrokerMetadataPeriod",
+        "checkSyncStateSetPeriod",
+        "syncControllerMetadataPeriod",
+        "controllerHeartBeatTimeoutMills",
+        "brokerElectionPriority",
+        "brokerHeartbeatInterval",
+        "sendHeartbeatTimeoutMillis",
+        "allAckInSyncStateSet",
+        "minInSyncReplicas",
+        "haMaxTimeSlaveNotCatchup",
+        "storePathEpochFile",
+        "storePathBrokerIdentity",
+        "fetchControllerAddrByDnsLookup",
+    ];
+
+    /// Java's start-up rules for controller mode.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.controllers().is_empty() {
+            return Err(
+                "enableControllerMode=true needs controllerAddr (host:port;host:port)".into(),
+            );
+        }
+        if self.min_in_sync_replicas == 0 {
+            return Err("minInSyncReplicas must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_apply_with_java_defaults_and_validate() {
+        let mut config = ControllerModeConfig::default();
+        assert_eq!(config.broker_heartbeat_interval_ms, 1_000);
+        assert!(config.apply("enableControllerMode", "true").unwrap());
+        assert!(config.validate().is_err(), "no controllerAddr");
+        assert!(config
+            .apply("controllerAddr", "127.0.0.1:9877; 127.0.0.1:9878")
+            .unwrap());
+        assert_eq!(config.controllers().len(), 2);
+        assert!(config.validate().is_ok());
+        assert!(config.apply("brokerHeartbeatInterval", "0").is_err());
+        assert!(config
+            .apply("fetchControllerAddrByDnsLookup", "true")
+            .is_err());
+        assert!(!config.apply("brokerRole", "SLAVE").unwrap());
+        let root = Path::new("/s");
+        assert_eq!(config.epoch_file(root), Path::new("/s/epochFileCheckpoint"));
+        assert!(config.apply("storePathBrokerIdentity", "/x/id").unwrap());
+        assert_eq!(config.identity_file(root), Path::new("/x/id"));
+    }
+}
