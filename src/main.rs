@@ -8,6 +8,7 @@ mod config;
 mod config_controller;
 mod config_keys;
 mod config_online;
+mod controller_mode;
 mod grpc_local;
 mod known_keys;
 mod properties;
@@ -113,8 +114,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 true => Some(start_endpoint(&mut config, &stop)?),
                 false => None,
             };
-            let ran = ferrocket_broker::run(config, Arc::clone(&stop))
-                .map_err(|e| format!("broker: {e}"));
+            let ran = match config.controller_mode.enabled {
+                true => controller_mode::run(config, Arc::clone(&stop)),
+                false => ferrocket_broker::run(config, Arc::clone(&stop))
+                    .map_err(|e| format!("broker: {e}")),
+            };
             if let Some(thread) = endpoint {
                 // A broker that failed to start leaves the endpoint to stop.
                 stop.store(true, std::sync::atomic::Ordering::Release);

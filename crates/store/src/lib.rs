@@ -104,6 +104,7 @@ mod shard;
 mod stop;
 mod store;
 pub mod timer;
+mod truncate;
 mod types;
 
 pub use checkpoint::StoreCheckpoint;
@@ -125,6 +126,7 @@ pub use retention::{parse_delete_when, RetentionConfig};
 pub use shard::{ShardPort, ShardStore};
 pub use store::{AppenderHandle, AppenderParts, MessageStore, StoreHandle, APPENDER_THREAD_NAME};
 pub use timer::{AddOutcome, TimerConfig, TimerEntry, TimerError, TimerRecovery, TimerStore};
+pub use truncate::{commitlog_end, truncate_commitlog};
 pub use types::QueueOwnerFn;
 
 /// glommio's placement, re-exported for `start_appender`.

@@ -3,6 +3,57 @@
 //! are Java's (`BrokerConfig`, `MessageStoreConfig`), with Java's defaults.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Counts NOTIFY_BROKER_ROLE_CHANGED requests from controllers, so that
+/// whoever runs the broker in controller mode checks its role at once
+/// instead of at the next `syncBrokerMetadataPeriod`. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct RoleNotices(Arc<AtomicU64>);
+
+impl RoleNotices {
+    pub fn notify(&self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+impl PartialEq for RoleNotices {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RoleNotices {}
+
+/// The size of the set's in-sync replica set as the master knows it (0:
+/// not known yet). Set by whoever runs the broker in controller mode: raised
+/// before a larger set is proposed, lowered once a smaller one is committed,
+/// so a send never waits for fewer copies than the controller counts on.
+#[derive(Debug, Clone, Default)]
+pub struct SyncStateSize(Arc<AtomicU32>);
+
+impl SyncStateSize {
+    pub fn set(&self, size: u32) {
+        self.0.store(size, Ordering::Release);
+    }
+
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+impl PartialEq for SyncStateSize {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SyncStateSize {}
 
 /// Default `syncBrokerMetadataPeriod`: how often the role is checked.
 pub const SYNC_BROKER_METADATA_PERIOD_MS_DEFAULT: u64 = 5_000;
@@ -45,6 +96,14 @@ pub struct ControllerModeConfig {
     pub store_path_epoch_file: Option<PathBuf>,
     /// `storePathBrokerIdentity`; unset: `{storePathRootDir}/brokerIdentity`.
     pub store_path_broker_identity: Option<PathBuf>,
+    /// Not a key: set by whoever runs the broker in controller mode when
+    /// this run is the master of that epoch; the broker records the epoch
+    /// at its CommitLog's end before it serves.
+    pub master_epoch: Option<i32>,
+    /// Not a key: where NOTIFY_BROKER_ROLE_CHANGED is signalled.
+    pub role_notices: RoleNotices,
+    /// Not a key: the in-sync set's size, on a master.
+    pub sync_state_size: SyncStateSize,
 }
 
 impl Default for ControllerModeConfig {
@@ -64,6 +123,9 @@ impl Default for ControllerModeConfig {
             ha_max_time_slave_not_catchup_ms: HA_MAX_TIME_SLAVE_NOT_CATCHUP_MS_DEFAULT,
             store_path_epoch_file: None,
             store_path_broker_identity: None,
+            master_epoch: None,
+            role_notices: RoleNotices::default(),
+            sync_state_size: SyncStateSize::default(),
         }
     }
 }
@@ -159,6 +221,23 @@ impl ControllerModeConfig {
         "storePathBrokerIdentity",
         "fetchControllerAddrByDnsLookup",
     ];
+
+    /// Copies (the master's included) a send with `WAIT=true` waits for:
+    /// every in-sync replica with `allAckInSyncStateSet`, else
+    /// `inSyncReplicas`.
+    pub fn required_copies(&self, in_sync_replicas: u32) -> u32 {
+        match self.all_ack_in_sync_state_set {
+            true => self.sync_state_size.get().max(1),
+            false => in_sync_replicas.max(1),
+        }
+    }
+
+    /// Whether the in-sync set is known to be smaller than
+    /// `minInSyncReplicas` (sends are then refused).
+    pub fn too_few_in_sync(&self) -> bool {
+        let size = self.sync_state_size.get();
+        self.enabled && size != 0 && size < self.min_in_sync_replicas
+    }
 
     /// Java's start-up rules for controller mode.
     pub fn validate(&self) -> Result<(), String> {

@@ -16,7 +16,15 @@ use crate::services::replication::ReplicaWait;
 impl Shard {
     /// A slave takes messages only from its master's HA stream.
     pub fn check_accepts_puts(&self) -> Result<(), Reject> {
-        if self.config().replication.broker_role.is_slave() {
+        let config = self.config();
+        if config.controller_mode.too_few_in_sync() {
+            // Java: IN_SYNC_REPLICAS_NOT_ENOUGH, answered as SYSTEM_ERROR.
+            return Err(Reject::new(
+                response_code::SYSTEM_ERROR,
+                "in-sync replicas not enough (minInSyncReplicas)",
+            ));
+        }
+        if config.replication.broker_role.is_slave() {
             return Err(Reject::new(
                 response_code::SERVICE_NOT_AVAILABLE,
                 "this broker is a slave (brokerRole=SLAVE): messages are put to the master, brokerId 0",
@@ -31,8 +39,12 @@ impl Shard {
     /// Every send waiting at once is served by the same slave acks (group
     /// commit).
     pub async fn await_replicas(&self, result: &mut AppendResult, wait_store_ok: bool) {
-        let ha = &self.config().replication;
-        let copies = ha.ack_copies();
+        let config = self.config();
+        let ha = &config.replication;
+        let copies = match config.controller_mode.enabled {
+            true => config.controller_mode.required_copies(ha.in_sync_replicas),
+            false => ha.ack_copies(),
+        };
         if copies <= 1 || !wait_store_ok || result.status != AppendStatus::Ok {
             return;
         }

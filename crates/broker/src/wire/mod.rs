@@ -102,6 +102,8 @@ async fn dispatch(
         3001..=3010 => auth_admin::handle(shard, request).await,
         VIEW_BROKER_STATS_DATA => broker_stats::view_broker_stats_data(shard, request).await,
         GET_BROKER_CONSUME_STATS => broker_stats::broker_consume_stats(shard, request).await,
+        NOTIFY_BROKER_ROLE_CHANGED => Ok(replication::role_changed(shard, request)),
+        GET_BROKER_EPOCH_CACHE => replication::epoch_cache(shard, request),
         _ => Ok(RemotingCommand::not_supported(request)),
     }
 }

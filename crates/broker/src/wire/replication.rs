@@ -34,3 +34,61 @@ impl ShardCall<Shard> for HaStatus {
         serde_json::to_vec(&info).map_err(|e| Reject::system(e.to_string()))
     }
 }
+
+/// NOTIFY_BROKER_ROLE_CHANGED (1008, one-way from a controller): the set
+/// has a new master. Whoever runs this broker in controller mode hears of
+/// it and checks the role with the controller at once.
+pub(crate) fn role_changed(shard: &Rc<Shard>, request: &RemotingCommand) -> RemotingCommand {
+    let config = shard.config();
+    if config.controller_mode.enabled {
+        tracing::info!(
+            master = request.ext_fields.get("masterBrokerId").unwrap_or("?"),
+            epoch = request.ext_fields.get("masterEpoch").unwrap_or("?"),
+            "the controller says the master changed"
+        );
+        config.controller_mode.role_notices.notify();
+    }
+    RemotingCommand::response_to(request, 0, None)
+}
+
+/// GET_BROKER_EPOCH_CACHE (1007, `EpochEntryCache`): this broker's epoch
+/// list with each entry's end (the next entry's start; the CommitLog's end
+/// for the last), and the CommitLog's end. A slave in controller mode
+/// mirrors its master's list for the bytes it holds.
+pub(crate) fn epoch_cache(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let config = shard.config();
+    let path = config
+        .controller_mode
+        .epoch_file(&config.store_path_root_dir);
+    let cache = ferrocket_store::epoch::file::EpochFile::at(path)
+        .read()
+        .map_err(|e| Reject::system(e.to_string()))?;
+    let max_offset = shard.store.reader().written_offset();
+    let entries = cache.entries();
+    let list: Vec<serde_json::Value> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let end = entries
+                .get(i + 1)
+                .map_or(max_offset, |next| next.start_offset);
+            serde_json::json!({
+                "epoch": entry.epoch,
+                "startOffset": entry.start_offset,
+                "endOffset": end,
+            })
+        })
+        .collect();
+    let body = serde_json::json!({
+        "clusterName": config.broker_cluster_name,
+        "brokerName": config.broker_name,
+        "brokerId": config.broker_id,
+        "epochList": list,
+        "maxOffset": max_offset,
+    });
+    let body = serde_json::to_vec(&body).map_err(|e| Reject::system(e.to_string()))?;
+    Ok(RemotingCommand::response_to(request, 0, None).with_body(body))
+}

@@ -1,0 +1,54 @@
+//! Cutting the CommitLog back while the store is closed: a replica in
+//! controller mode whose log runs past the point where it agrees with its
+//! new master (the fork point of the epoch lists) drops the rest before it
+//! follows that master. The bytes from the cut to the end of its segment
+//! are zeroed and later segments deleted; the checkpoint is removed so the
+//! next open scans the whole log, finds its end at the cut, and brings the
+//! ConsumeQueues (and, through the broker, the index and timer log) in line
+//! with it, as after a torn tail.
+
+use std::fs::{self, OpenOptions};
+
+use crate::config::StoreConfig;
+use crate::error::{IoContext, StoreError};
+use crate::files::{list_offset_files, zero_range};
+
+/// The CommitLog's valid end, found by the same recovery an open runs (it
+/// cuts a torn tail as an open would).
+pub fn commitlog_end(config: &StoreConfig) -> Result<i64, StoreError> {
+    Ok(crate::recovery::recover(config)?.end)
+}
+
+/// Cuts the CommitLog at `offset`, which must be a record boundary (an
+/// epoch's start or end): everything from it on is gone after this returns.
+/// Returns how many bytes were dropped (0 when the log ends at or before
+/// `offset`).
+pub fn truncate_commitlog(config: &StoreConfig, offset: i64) -> Result<i64, StoreError> {
+    assert!(offset >= 0, "a cut below zero");
+    let end = commitlog_end(config)?;
+    if end <= offset {
+        return Ok(0);
+    }
+    let seg = config.segment_bytes as i64;
+    for (start, path) in list_offset_files(&config.commitlog_dir())? {
+        if start + seg <= offset {
+            continue;
+        }
+        if start >= offset {
+            fs::remove_file(&path).io_context("delete segment", &path)?;
+            continue;
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .io_context("open segment", &path)?;
+        zero_range(&file, &path, (offset - start) as u64, seg as u64)?;
+        file.sync_all().io_context("sync segment", &path)?;
+    }
+    let checkpoint = config.checkpoint_path();
+    if checkpoint.exists() {
+        fs::remove_file(&checkpoint).io_context("delete checkpoint", &checkpoint)?;
+    }
+    tracing::warn!(offset, end, "CommitLog cut back to the fork point");
+    Ok(end - offset)
+}

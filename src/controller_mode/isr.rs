@@ -1,0 +1,130 @@
+//! The master's upkeep of its set's in-sync replicas (Java's
+//! `ReplicasManager` sync-state-set checks): a slave joins once its
+//! CommitLog reaches where the master's stood at the previous check and the
+//! start of the master's epoch; it leaves when it has not caught up for
+//! `haMaxTimeSlaveNotCatchup` or is no longer alive. Changes go to the
+//! controller as CONTROLLER_ALTER_SYNC_STATE_SET, fenced by the epochs.
+//!
+//! A slave's progress is read from its own broker port
+//! (GET_BROKER_RUNTIME_INFO): the classic HA stream carries no broker id.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use ferrocket_broker::BrokerConfig;
+use ferrocket_controller::member::{ControllerClient, Member};
+use ferrocket_protocol::body::{decode_json, encode_json, BrokerReplicasInfo, SyncStateSet};
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::header::controller::AlterSyncStateSetRequestHeader;
+
+use super::own;
+
+#[derive(Default)]
+pub(crate) struct IsrKeeper {
+    /// When each slave last reached the master's previous end.
+    caught_up_at: HashMap<i64, Instant>,
+    /// The master's end at the previous check.
+    previous_end: Option<i64>,
+}
+
+impl IsrKeeper {
+    pub(crate) fn reset(&mut self) {
+        self.caught_up_at.clear();
+        self.previous_end = None;
+    }
+
+    pub(crate) async fn check(
+        &mut self,
+        client: &ControllerClient,
+        config: &BrokerConfig,
+        member: &Member,
+        id: i64,
+    ) {
+        let names = encode_json(&vec![member.broker_name.clone()]);
+        let answer = match client
+            .call(
+                request_code::CONTROLLER_GET_SYNC_STATE_DATA,
+                Default::default(),
+                names,
+            )
+            .await
+        {
+            Ok(answer) if answer.code == response_code::SUCCESS => answer,
+            Ok(_) | Err(_) => return,
+        };
+        let Ok(info) = decode_json::<BrokerReplicasInfo>(&answer.body) else {
+            return;
+        };
+        let Some(set) = info.replicas_info_table.get(&member.broker_name) else {
+            return;
+        };
+        if set.master_broker_id != Some(id) {
+            return;
+        }
+        let Some(end) = own::max_offset(&member.address).await else {
+            return;
+        };
+        let target = self.previous_end.unwrap_or(end);
+        let epoch_start = own::last_epoch_start(config).unwrap_or(0);
+        let now = Instant::now();
+        let patience =
+            Duration::from_millis(config.controller_mode.ha_max_time_slave_not_catchup_ms);
+        let current: BTreeSet<i64> = set.in_sync_replicas.iter().map(|r| r.broker_id).collect();
+        let mut next = BTreeSet::from([id]);
+        let replicas = set.in_sync_replicas.iter().chain(&set.not_in_sync_replicas);
+        for replica in replicas.filter(|r| r.broker_id != id && r.alive) {
+            let Some(slave_end) = own::max_offset(&replica.broker_address).await else {
+                continue;
+            };
+            if slave_end >= target && slave_end >= epoch_start {
+                self.caught_up_at.insert(replica.broker_id, now);
+            }
+            let recent = self
+                .caught_up_at
+                .get(&replica.broker_id)
+                .is_some_and(|at| now.duration_since(*at) <= patience);
+            if recent {
+                next.insert(replica.broker_id);
+            }
+        }
+        self.previous_end = Some(end);
+        let sizes = &config.controller_mode.sync_state_size;
+        let size_of = |set: &BTreeSet<i64>| u32::try_from(set.len()).unwrap_or(u32::MAX);
+        if next == current {
+            sizes.set(size_of(&current));
+            return;
+        }
+        // A send must never wait for fewer copies than the controller
+        // counts on: raise the wait before a larger set is proposed, lower
+        // it only once a smaller one is committed.
+        if next.len() > current.len() {
+            sizes.set(size_of(&next));
+        }
+        tracing::info!(?current, ?next, "proposing a new in-sync replica set");
+        let header = AlterSyncStateSetRequestHeader {
+            broker_name: member.broker_name.clone(),
+            master_broker_id: Some(id),
+            master_epoch: Some(set.master_epoch),
+            invoke_time: None,
+        };
+        let body = encode_json(&SyncStateSet {
+            sync_state_set: next,
+            sync_state_set_epoch: set.sync_state_set_epoch,
+        });
+        match client
+            .call(
+                request_code::CONTROLLER_ALTER_SYNC_STATE_SET,
+                header.to_ext(),
+                body,
+            )
+            .await
+        {
+            Ok(answer) if answer.code == response_code::SUCCESS => {}
+            Ok(answer) => {
+                tracing::warn!(code = answer.code, remark = ?answer.remark, "the controller refused the in-sync set")
+            }
+            // Unknown outcome: keep the larger wait.
+            Err(e) => tracing::warn!("proposing the in-sync set: {e}"),
+        }
+    }
+}

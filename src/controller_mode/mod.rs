@@ -1,0 +1,320 @@
+//! `ferrocket broker` with `enableControllerMode=true`: the controller, not
+//! the config, says whether this broker is its set's master (RocketMQ's
+//! `ReplicasManager`). This supervisor registers the broker (broker id and
+//! `brokerIdentity` files), sends heartbeats to every controller, asks to be
+//! elected when the set has no master, and runs the broker in the role the
+//! controller gives: master as brokerId 0 (SYNC_MASTER when a send waits
+//! for slave copies), slave as its
+//! controller id and SLAVE (its master's HA address comes from the name
+//! server, as for any slave).
+//!
+//! A role change stops the broker's data plane and starts it again in the
+//! new role, in this process (Java switches its services in place). The
+//! stop is graceful: everything acknowledged is on disk, and clients
+//! reconnect. The role is checked every `syncBrokerMetadataPeriod`, and at
+//! once when a controller sends NOTIFY_BROKER_ROLE_CHANGED.
+
+mod isr;
+mod own;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ferrocket_broker::{BrokerConfig, BrokerRole};
+use ferrocket_controller::member::{ControllerClient, MasterInfo, Member};
+use ferrocket_protocol::header::controller::BrokerHeartbeatRequestHeader;
+
+/// How long a call to a controller may take.
+const CONTROLLER_CALL_TIMEOUT_MS: u64 = 3_000;
+/// The supervisor's tick: how soon it sees a stop, a notice or a dead run.
+const TICK_MS: u64 = 50;
+/// Between failed registrations or elections.
+const RETRY_MS: u64 = 1_000;
+
+/// Runs the broker in controller mode until `stop` is set.
+pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+    if config.listen_port == 0 {
+        return Err(
+            "controller mode needs a fixed listenPort: the controller records the broker's address"
+                .into(),
+        );
+    }
+    config.validate().map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("controller mode: {e}"))?;
+    runtime.block_on(Supervisor::new(config, stop)?.run())
+}
+
+/// One run of the broker's data plane, on its own thread.
+struct BrokerRun {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), String>>>,
+}
+
+impl BrokerRun {
+    fn start(config: BrokerConfig) -> Result<Self, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let run_stop = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("broker-run".into())
+            .spawn(move || {
+                ferrocket_broker::run(config, run_stop).map_err(|e| format!("broker: {e}"))
+            })
+            .map_err(|e| format!("cannot start the broker thread: {e}"))?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    fn ended(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    fn stop(mut self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Release);
+        match self.thread.take() {
+            Some(thread) => thread
+                .join()
+                .map_err(|_| "the broker thread panicked".to_string())?,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why watching a run ended.
+enum Outcome {
+    Stopped,
+    /// The master is now this (or none).
+    MasterChanged(Option<MasterInfo>),
+    /// The run ended by itself (a failed start or a fatal error).
+    Ended,
+}
+
+pub(crate) struct Supervisor {
+    base: BrokerConfig,
+    stop: Arc<AtomicBool>,
+    client: ControllerClient,
+    member: Member,
+    /// This broker's id in the controller (never 0).
+    id: i64,
+    isr: isr::IsrKeeper,
+}
+
+impl Supervisor {
+    fn new(base: BrokerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+        let controllers = base.controller_mode.controllers();
+        let address = format!(
+            "{}:{}",
+            base.advertised_ip().map_err(|e| e.to_string())?,
+            base.listen_port
+        );
+        let member = Member {
+            cluster: base.broker_cluster_name.clone(),
+            broker_name: base.broker_name.clone(),
+            address,
+        };
+        let timeout = Duration::from_millis(CONTROLLER_CALL_TIMEOUT_MS);
+        Ok(Self {
+            client: ControllerClient::new(controllers, timeout),
+            isr: isr::IsrKeeper::default(),
+            base,
+            stop,
+            member,
+            id: 0,
+        })
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Sleeps `ms`, or less when stopping; true when stopping.
+    async fn pause(&self, ms: u64) -> bool {
+        let until = Instant::now() + Duration::from_millis(ms);
+        while Instant::now() < until {
+            if self.stopping() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(TICK_MS)).await;
+        }
+        self.stopping()
+    }
+
+    async fn run(mut self) -> Result<(), String> {
+        let identity = self
+            .base
+            .controller_mode
+            .identity_file(&self.base.store_path_root_dir);
+        let mut master = loop {
+            match self.client.register(&self.member, &identity).await {
+                Ok((id, master)) => {
+                    self.id = id;
+                    tracing::info!(broker_id = id, ?master, "registered with the controller");
+                    break master;
+                }
+                Err(e) => tracing::warn!("registering with the controller: {e}"),
+            }
+            if self.pause(RETRY_MS).await {
+                return Ok(());
+            }
+        };
+        loop {
+            let current = match master.take() {
+                Some(current) => current,
+                None => match self.elect().await {
+                    Some(current) => current,
+                    None if self.pause(RETRY_MS).await => return Ok(()),
+                    None => continue,
+                },
+            };
+            if current.broker_id != self.id && !self.ready_to_follow(&current).await? {
+                master = self
+                    .client
+                    .replica_info(&self.member.broker_name)
+                    .await
+                    .ok()
+                    .flatten();
+                if self.pause(RETRY_MS).await {
+                    return Ok(());
+                }
+                continue;
+            }
+            let run = BrokerRun::start(self.config_for(&current))?;
+            let outcome = self.watch(&current, &run).await;
+            let stopped = run.stop();
+            match outcome {
+                Outcome::Stopped => return stopped,
+                Outcome::Ended => return stopped.and(Err("the broker stopped by itself".into())),
+                Outcome::MasterChanged(next) => {
+                    stopped?;
+                    tracing::info!(?next, "the master changed: restarting in the new role");
+                    master = next;
+                }
+            }
+        }
+    }
+
+    /// Cuts this broker's log back to its agreement with the master before
+    /// following it; false while that cannot be told yet.
+    async fn ready_to_follow(&self, master: &MasterInfo) -> Result<bool, String> {
+        // Stay visible to the controller while waiting.
+        self.heartbeat(None).await;
+        own::prepare_to_follow(&self.base, &master.address).await
+    }
+
+    /// A heartbeat (so the controller sees this broker alive), then asks to
+    /// be elected; the answer names the master, this broker or another.
+    async fn elect(&self) -> Option<MasterInfo> {
+        self.heartbeat(None).await;
+        match self.client.elect(&self.member, self.id).await {
+            Ok(master) => master,
+            Err(e) => {
+                tracing::warn!("asking the controller for a master: {e}");
+                None
+            }
+        }
+    }
+
+    /// The broker's config for a run under `master`.
+    fn config_for(&self, master: &MasterInfo) -> BrokerConfig {
+        let mut config = self.base.clone();
+        if master.broker_id == self.id {
+            config.broker_id = 0;
+            // Java's controller mode waits for `inSyncReplicas` copies
+            // (default 1: none but the master's); `minInSyncReplicas` is
+            // the floor here.
+            let mode = &self.base.controller_mode;
+            let copies = config
+                .replication
+                .in_sync_replicas
+                .max(mode.min_in_sync_replicas);
+            config.replication.in_sync_replicas = copies;
+            config.replication.broker_role = match copies {
+                ..=1 => BrokerRole::AsyncMaster,
+                _ => BrokerRole::SyncMaster,
+            };
+            config.replication.ha_master_address.clear();
+            config.controller_mode.master_epoch = Some(master.epoch);
+        } else {
+            config.broker_id = self.id;
+            config.replication.broker_role = BrokerRole::Slave;
+            config.controller_mode.sync_state_size.set(0);
+            config.controller_mode.master_epoch = None;
+        }
+        config
+    }
+
+    async fn heartbeat(&self, max_offset: Option<i64>) {
+        let mode = &self.base.controller_mode;
+        let header = BrokerHeartbeatRequestHeader {
+            cluster_name: self.member.cluster.clone(),
+            broker_addr: self.member.address.clone(),
+            broker_name: self.member.broker_name.clone(),
+            broker_id: Some(self.id),
+            epoch: Some(own::last_epoch(&self.base)),
+            max_offset: Some(max_offset.unwrap_or(-1)),
+            confirm_offset: Some(max_offset.unwrap_or(-1)),
+            heartbeat_timeout_mills: Some(mode.controller_heartbeat_timeout_ms as i64),
+            election_priority: Some(mode.broker_election_priority),
+        };
+        self.client.heartbeat_all(&header).await;
+    }
+
+    /// Heartbeats, role checks and (as master) in-sync set upkeep while
+    /// the run lasts.
+    async fn watch(&mut self, current: &MasterInfo, run: &BrokerRun) -> Outcome {
+        let mode = self.base.controller_mode.clone();
+        let is_master = current.broker_id == self.id;
+        let mut notices = mode.role_notices.count();
+        let (mut last_beat, mut last_check, mut last_isr) =
+            (None::<Instant>, Instant::now(), Instant::now());
+        let due = |at: Option<Instant>, ms: u64| {
+            at.is_none_or(|at| at.elapsed() >= Duration::from_millis(ms))
+        };
+        self.isr.reset();
+        loop {
+            if self.stopping() {
+                return Outcome::Stopped;
+            }
+            if run.ended() {
+                return Outcome::Ended;
+            }
+            if due(last_beat, mode.broker_heartbeat_interval_ms) {
+                last_beat = Some(Instant::now());
+                let end = own::max_offset(&self.member.address).await;
+                self.heartbeat(end).await;
+                if !is_master {
+                    own::mirror_master_epochs(&self.base, &current.address, end).await;
+                }
+            }
+            let noticed = mode.role_notices.count() != notices;
+            if noticed || due(Some(last_check), mode.sync_broker_metadata_period_ms) {
+                notices = mode.role_notices.count();
+                last_check = Instant::now();
+                match self.client.replica_info(&self.member.broker_name).await {
+                    Ok(seen) if !same_master(seen.as_ref(), current) => {
+                        return Outcome::MasterChanged(seen)
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("asking the controller for the master: {e}"),
+                }
+            }
+            if is_master && due(Some(last_isr), mode.check_sync_state_set_period_ms) {
+                last_isr = Instant::now();
+                self.isr
+                    .check(&self.client, &self.base, &self.member, self.id)
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(TICK_MS)).await;
+        }
+    }
+}
+
+fn same_master(seen: Option<&MasterInfo>, current: &MasterInfo) -> bool {
+    seen.is_some_and(|seen| seen.broker_id == current.broker_id && seen.epoch == current.epoch)
+}

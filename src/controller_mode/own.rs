@@ -1,0 +1,183 @@
+//! What the supervisor asks brokers over their own Remoting port: a
+//! broker's CommitLog end (GET_BROKER_RUNTIME_INFO) and a master's epoch
+//! list (GET_BROKER_EPOCH_CACHE); and this broker's epoch file.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ferrocket_broker::BrokerConfig;
+use ferrocket_client::{ConnectionConfig, ConnectionPool};
+use ferrocket_protocol::body::{decode_json, KvTable};
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::RemotingCommand;
+use ferrocket_store::epoch::file::EpochFile;
+use ferrocket_store::epoch::{fork_point, EpochCache, EpochEntry, ForkPoint};
+use serde::Deserialize;
+
+const CALL_TIMEOUT_MS: u64 = 1_000;
+
+fn pool() -> &'static ConnectionPool {
+    static POOL: OnceLock<ConnectionPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let config = ConnectionConfig {
+            connect_timeout_ms: CALL_TIMEOUT_MS,
+            request_timeout_ms: CALL_TIMEOUT_MS,
+            ..ConnectionConfig::default()
+        };
+        ConnectionPool::new(config, None)
+    })
+}
+
+async fn ask(addr: &str, code: i32) -> Option<RemotingCommand> {
+    let request = RemotingCommand::request(code);
+    let timeout = Duration::from_millis(CALL_TIMEOUT_MS);
+    match pool().invoke_timeout(addr, request, timeout).await {
+        Ok(answer) if answer.code == response_code::SUCCESS => Some(answer),
+        Ok(answer) => {
+            tracing::debug!(addr, code = answer.code, "broker refused");
+            None
+        }
+        Err(e) => {
+            pool().close(addr);
+            tracing::debug!(addr, "broker unreachable: {e}");
+            None
+        }
+    }
+}
+
+/// The CommitLog end of the broker at `addr`, if it answers.
+pub(crate) async fn max_offset(addr: &str) -> Option<i64> {
+    let answer = ask(addr, request_code::GET_BROKER_RUNTIME_INFO).await?;
+    let table: KvTable = decode_json(&answer.body).ok()?;
+    table.table.get("commitLogMaxOffset")?.parse().ok()
+}
+
+fn epoch_file(config: &BrokerConfig) -> EpochFile {
+    EpochFile::at(
+        config
+            .controller_mode
+            .epoch_file(&config.store_path_root_dir),
+    )
+}
+
+fn read_epochs(config: &BrokerConfig) -> EpochCache {
+    epoch_file(config).read().unwrap_or_else(|e| {
+        tracing::warn!("reading the epoch file: {e}");
+        EpochCache::new()
+    })
+}
+
+/// This broker's newest epoch (-1 when it has none), for heartbeats.
+pub(crate) fn last_epoch(config: &BrokerConfig) -> i32 {
+    read_epochs(config).last_epoch()
+}
+
+/// Where this broker's newest epoch starts, if it has one.
+pub(crate) fn last_epoch_start(config: &BrokerConfig) -> Option<i64> {
+    read_epochs(config).last().map(|e| e.start_offset)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EpochItem {
+    epoch: i32,
+    start_offset: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EpochEntryCache {
+    #[serde(default)]
+    epoch_list: Vec<EpochItem>,
+    #[serde(default)]
+    max_offset: i64,
+}
+
+impl EpochEntryCache {
+    fn entries(&self, below: i64) -> Vec<EpochEntry> {
+        self.epoch_list
+            .iter()
+            .filter(|item| item.start_offset < below)
+            .map(|item| EpochEntry {
+                epoch: item.epoch,
+                start_offset: item.start_offset,
+            })
+            .collect()
+    }
+}
+
+async fn master_epochs(master_addr: &str) -> Option<EpochEntryCache> {
+    let answer = ask(master_addr, request_code::GET_BROKER_EPOCH_CACHE).await?;
+    decode_json::<EpochEntryCache>(&answer.body).ok()
+}
+
+/// Before following `master_addr`: cut this broker's CommitLog back to
+/// where it agrees with the master's (the fork point of the two epoch
+/// lists), so that it copies only the master's bytes. `Ok(false)` when it
+/// cannot tell yet (the master does not answer, or no epoch is shared:
+/// Java retries too).
+pub(crate) async fn prepare_to_follow(
+    config: &BrokerConfig,
+    master_addr: &str,
+) -> Result<bool, String> {
+    let Some(master) = master_epochs(master_addr).await else {
+        return Ok(false);
+    };
+    let master_cache = EpochCache::from_entries(&master.entries(i64::MAX))
+        .map_err(|e| format!("the master's epoch list: {e}"))?;
+    let store = config.store_config();
+    let own_end = ferrocket_store::commitlog_end(&store)
+        .map_err(|e| format!("reading the CommitLog: {e}"))?;
+    let local = read_epochs(config);
+    let cut = match fork_point(&local, own_end, &master_cache, master.max_offset) {
+        // Bytes without epochs (a slave that never mirrored them): copy
+        // everything again rather than trust them.
+        ForkPoint::NoLocalEpochs => 0,
+        ForkPoint::At(point) => point,
+        ForkPoint::NoCommonEpoch => {
+            tracing::warn!(own_end, "no epoch shared with the master yet; waiting");
+            return Ok(false);
+        }
+    };
+    if cut < own_end {
+        tracing::warn!(
+            own_end,
+            cut,
+            master = master_addr,
+            "this log ran past the master's: cutting it back"
+        );
+        ferrocket_store::truncate_commitlog(&store, cut)
+            .map_err(|e| format!("cutting the CommitLog: {e}"))?;
+        let mut kept = local;
+        kept.truncate_from_offset(cut);
+        epoch_file(config)
+            .write(&kept)
+            .map_err(|e| format!("writing the epoch file: {e}"))?;
+    }
+    Ok(true)
+}
+
+/// A slave's bytes are a prefix of its master's log, so its epochs are the
+/// master's epochs that start below its own end. Kept in its epoch file so
+/// that, promoted, it knows where each of its epochs began.
+pub(crate) async fn mirror_master_epochs(
+    config: &BrokerConfig,
+    master_addr: &str,
+    own_end: Option<i64>,
+) {
+    let Some(own_end) = own_end else { return };
+    let Some(cache) = master_epochs(master_addr).await else {
+        return;
+    };
+    let entries = cache.entries(own_end);
+    let Ok(mirrored) = EpochCache::from_entries(&entries) else {
+        tracing::warn!("the master's epoch list is out of order; not mirrored");
+        return;
+    };
+    if mirrored.entries() == read_epochs(config).entries() {
+        return;
+    }
+    if let Err(e) = epoch_file(config).write(&mirrored) {
+        tracing::warn!("writing the epoch file: {e}");
+    }
+}
