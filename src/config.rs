@@ -73,6 +73,28 @@ pub struct BrokerArgs {
 }
 
 /// All settings in force: the file's, then the flags' on top.
+/// `ferrocket controller`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControllerArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The controller's settings for `ferrocket controller`. Without
+/// `controllerDLegerPeers` it is a group of one on `listenAddr:listenPort`
+/// (default 127.0.0.1:19876).
+pub fn controller_config(
+    args: &ControllerArgs,
+) -> Result<ferrocket_controller::ControllerConfig, String> {
+    let settings = collect(&args.common, Vec::new())?;
+    let config = crate::config_controller::from_settings(&settings, &mut |key, setting| {
+        if !matches!(key, "listenAddr" | "listenPort") {
+            warn_unknown(key, setting, ferrocket_controller::ControllerConfig::KEYS);
+        }
+    })?;
+    Ok(config)
+}
+
 /// A flag that sets one key: (key, flag as typed, value if given).
 type KeyFlag<'a> = (&'a str, &'a str, Option<String>);
 

@@ -8,27 +8,7 @@ use std::collections::BTreeMap;
 use ferrocket_controller::config::Peer;
 use ferrocket_controller::ControllerConfig;
 
-use crate::config::CommonArgs;
 use crate::properties::Setting;
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct ControllerArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-/// The controller's settings for `ferrocket controller`. Without
-/// `controllerDLegerPeers` it is a group of one on `listenAddr:listenPort`
-/// (default 127.0.0.1:19876).
-pub fn controller_config(args: &ControllerArgs) -> Result<ControllerConfig, String> {
-    let settings = crate::config::collect(&args.common, Vec::new())?;
-    let config = from_settings(&settings, &mut |key, setting| {
-        if !matches!(key, "listenAddr" | "listenPort") {
-            crate::config::warn_unknown(key, setting, ControllerConfig::KEYS);
-        }
-    })?;
-    Ok(config)
-}
 
 /// Builds a controller config from settings; `unknown` hears of each key
 /// that is not a controller key.

@@ -49,7 +49,7 @@ enum Command {
     Broker(config::BrokerArgs),
     /// Run a controller (controller mode's master elections, replicated
     /// with Raft across one or three controllers).
-    Controller(config_controller::ControllerArgs),
+    Controller(config::ControllerArgs),
     /// Local development: one name server and one broker as child processes.
     Start(start::StartArgs),
     /// The RocketMQ 5 gRPC endpoint (port 8081) for a cluster's v5 clients.
@@ -104,7 +104,7 @@ fn run(cli: Cli) -> Result<(), String> {
             ran
         }
         Command::Controller(args) => {
-            let config = config_controller::controller_config(&args)?;
+            let config = config::controller_config(&args)?;
             ferrocket_controller::run(config, stop_flag()?).map_err(|e| format!("controller: {e}"))
         }
         Command::Broker(args) => {

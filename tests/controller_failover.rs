@@ -1,256 +1,128 @@
-//! Automatic failover with real processes on 127.0.0.1: one controller, a
-//! name server and two brokers of one set in controller mode
-//! (`allAckInSyncStateSet=true`). The first broker is elected master, the
-//! second follows it and joins the in-sync set. With the slave paused, the
-//! master takes sends that do not wait (`WAIT=false`), more than the socket
-//! buffers hold, so its log runs past the slave's; then the master is
-//! killed with SIGKILL. The slave is
-//! elected, restarts as master with every acknowledged message, and takes
-//! sends; the old master comes back, cuts its log back to the fork point,
-//! follows the new master, and ends with the same CommitLog.
+//! Automatic failover with real processes on 127.0.0.1: controllers, a name
+//! server and two brokers of one set in controller mode
+//! (`allAckInSyncStateSet=true`, `tests/harness/failover.rs`).
+//!
+//! - One controller: the first broker is elected master, the second
+//!   follows it and joins the in-sync set. With the slave paused, the master
+//!   takes sends that do not wait (`WAIT=false`), more than the socket
+//!   buffers hold, so its log runs past the slave's; then the master is
+//!   killed with SIGKILL. The slave is elected, restarts as master with every
+//!   acknowledged message, and takes sends; the old master comes back, cuts
+//!   its log back to the fork point, follows the new master, and ends with
+//!   the same CommitLog.
+//! - Three controllers: the controller leader is killed (another takes
+//!   over; the brokers keep their roles), then the master is killed again
+//!   and again under a steady load: nothing acknowledged is lost.
+//!   `FAILOVER_CYCLES` kills (CI: 2; `scripts/chaos/failover.sh`: 10).
 
 mod harness;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrocket_protocol::body::{decode_json, encode_json, BrokerReplicasInfo};
 use ferrocket_protocol::codes::{request_code, response_code};
-use ferrocket_protocol::record::records;
+use ferrocket_protocol::header::controller::GetMetaDataResponseHeader;
 use ferrocket_protocol::RemotingCommand;
-use harness::process::free_port;
-use harness::requests::{pull_request, send_header, send_request};
-use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn, ServerProcess};
+use harness::failover::*;
+use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn, ServerProcess};
 
-const SET: &str = "failover-set";
-const QUEUES: i32 = 4;
 const MESSAGES: usize = 200;
 const WAIT: Duration = Duration::from_secs(60);
 
-fn controller(dir: &std::path::Path) -> ServerProcess {
-    let port = free_port();
-    let args: Vec<String> = [
-        "controller".to_string(),
-        "--listen-addr".into(),
-        "127.0.0.1".into(),
-        "--listen-port".into(),
-        port.to_string(),
-        "--set".into(),
-        format!("controllerStorePath={}", dir.join("controller").display()),
-    ]
-    .into();
-    ServerProcess::start("controller", &args, dir, port).unwrap()
-}
-
-fn broker(namesrv: &Namesrv, controller_addr: &str) -> Broker {
-    let extra = [
-        "enableControllerMode=true".to_string(),
-        format!("controllerAddr={controller_addr}"),
-        format!("haListenPort={}", free_port()),
-        "allAckInSyncStateSet=true".into(),
-        "syncBrokerMetadataPeriod=1000".into(),
-        "checkSyncStateSetPeriod=1000".into(),
-        "slaveTimeout=3000".into(),
-    ];
-    Broker::start(
-        &namesrv.addr(),
-        BrokerOpts {
-            broker_name: Some(SET.into()),
-            extra_args: extra
-                .iter()
-                .flat_map(|s| ["--set".to_string(), s.clone()])
-                .collect(),
-            ..BrokerOpts::default()
-        },
-    )
-}
-
-/// The set's in-sync replica ids and master id, from the controller.
-fn sync_state(controller: &str) -> Option<(BTreeSet<i64>, Option<i64>, i32)> {
-    let mut conn = RemotingConn::connect(controller).ok()?;
-    let request = RemotingCommand::request(request_code::CONTROLLER_GET_SYNC_STATE_DATA)
-        .with_body(encode_json(&vec![SET.to_string()]));
-    let answer = conn.request(request);
-    let info: BrokerReplicasInfo = decode_json(&answer.body).ok()?;
-    let set = info.replicas_info_table.get(SET)?;
-    let ids = set.in_sync_replicas.iter().map(|r| r.broker_id).collect();
-    Some((ids, set.master_broker_id, set.master_epoch))
-}
-
-fn send(conn: &mut RemotingConn, topic: &str, n: usize) -> i32 {
-    let header = send_header("failover-producer", topic, (n % QUEUES as usize) as i32);
-    conn.request(send_request(&header, format!("failover-{n:05}")))
-        .code
-}
-
-/// A send that does not wait for replicas (`WAIT=false`).
-fn send_no_wait(conn: &mut RemotingConn, topic: &str, n: usize) -> i32 {
-    let mut header = send_header("failover-producer", topic, (n % QUEUES as usize) as i32);
-    header.properties = Some("WAIT\u{1}false\u{2}".into());
-    // Large bodies: more than the socket buffers hold, so a paused slave
-    // cannot have been sent them all.
-    let body = format!("unreplicated-{n:05}-{}", "u".repeat(100 * 1024));
-    conn.request(send_request(&header, body)).code
-}
-
-/// `commitLogMaxOffset` of a broker.
-fn commit_log_end(broker: &Broker) -> Option<i64> {
-    let mut conn = RemotingConn::connect(broker.addr()).ok()?;
-    let answer = conn.request(RemotingCommand::request(
-        request_code::GET_BROKER_RUNTIME_INFO,
-    ));
-    let value: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
-    value["table"]["commitLogMaxOffset"].as_str()?.parse().ok()
-}
-
-/// The CommitLog bytes below `end` of the store at `dir` (test segments).
-fn log_bytes(dir: &std::path::Path, end: i64) -> Vec<u8> {
-    let seg = harness::TEST_COMMIT_LOG_SEGMENT_BYTES as i64;
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < end {
-        let file = std::fs::read(dir.join("commitlog").join(format!("{pos:020}"))).unwrap();
-        let upto = end.min(pos + seg);
-        out.extend_from_slice(&file[..(upto - pos) as usize]);
-        pos = upto;
-    }
-    out
-}
-
-/// Every body in the topic's queues on `broker`.
-fn bodies(broker: &Broker, topic: &str) -> BTreeSet<String> {
-    let mut conn = broker.connect();
-    let mut out = BTreeSet::new();
-    for queue_id in 0..QUEUES {
-        let mut offset = 0;
-        loop {
-            let answer = conn.request(pull_request(
-                "failover-consumer",
-                topic,
-                queue_id,
-                offset,
-                32,
-                0,
-            ));
-            if answer.code != response_code::SUCCESS {
-                break;
-            }
-            for record in records(&answer.body, true) {
-                out.insert(String::from_utf8_lossy(record.unwrap().body).into_owned());
-            }
-            offset = answer
-                .ext_fields
-                .get("nextBeginOffset")
-                .unwrap()
-                .parse()
-                .unwrap();
-        }
-    }
-    out
+fn wait_state(addrs: &str, what: &str, ok: impl Fn(&SetState) -> bool) -> SetState {
+    wait_for(WAIT, || sync_state(addrs).filter(|s| ok(s)))
+        .unwrap_or_else(|| panic!("{what}: the set stayed {:?}", sync_state(addrs)))
 }
 
 #[test]
 fn killing_the_master_elects_the_in_sync_slave_and_keeps_every_acknowledged_message() {
     let dir = tempfile::tempdir().unwrap();
-    let controller = controller(dir.path());
-    let controller_addr = controller.addr().to_string();
+    let controllers = controllers(dir.path(), 1);
+    let addrs = controller_addr(&controllers);
     let namesrv = Namesrv::start();
-    let mut first = broker(&namesrv, &controller_addr);
-    let mut second = broker(&namesrv, &controller_addr);
-
-    // The first is master (id 1), the second follows and joins the set.
-    let joined = wait_for(WAIT, || {
-        let (isr, master, _) = sync_state(&controller_addr)?;
-        (master == Some(1) && isr == BTreeSet::from([1, 2])).then_some(())
+    let mut first = controller_broker(&namesrv, &addrs);
+    let mut second = controller_broker(&namesrv, &addrs);
+    wait_state(&addrs, "the slave joins", |s| {
+        s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
     });
-    assert!(
-        joined.is_some(),
-        "the slave never joined the in-sync set: {:?}\nfirst:\n{}\nsecond:\n{}",
-        sync_state(&controller_addr),
-        first.process.output(),
-        second.process.output()
-    );
 
-    // Sends wait for the slave's copy (minInSyncReplicas=2).
     let topic = unique_name("Failover");
     let mut conn = first.connect();
     let mut acked = BTreeSet::new();
     for n in 0..MESSAGES {
-        if send(&mut conn, &topic, n) == response_code::SUCCESS {
-            acked.insert(format!("failover-{n:05}"));
-        }
+        let body = format!("failover-{n:05}");
+        assert_eq!(
+            send(&mut conn, &topic, n, body.clone(), true),
+            response_code::SUCCESS
+        );
+        acked.insert(body);
     }
-    assert_eq!(
-        acked.len(),
-        MESSAGES,
-        "every send is acknowledged while both run"
-    );
 
     // The slave stops (SIGSTOP: its connections stay open, so the
     // controller still counts it alive and in sync); the master takes
-    // sends that do not wait, which the slave never gets.
+    // sends that do not wait, more than the socket buffers hold.
     second.process.signal(libc::SIGSTOP);
     for n in 0..300 {
-        assert_eq!(send_no_wait(&mut conn, &topic, n), response_code::SUCCESS);
+        let body = format!("unreplicated-{n:05}-{}", "u".repeat(100 * 1024));
+        assert_eq!(
+            send(&mut conn, &topic, n, body, false),
+            response_code::SUCCESS
+        );
     }
     first.process.kill();
     let killed = Instant::now();
     second.process.signal(libc::SIGCONT);
-    let mut conn_second = None;
+    let mut to_second = None;
     let served = wait_for(WAIT, || {
-        let conn = match conn_second.as_mut() {
+        let conn = match to_second.as_mut() {
             Some(conn) => conn,
-            None => conn_second.insert(RemotingConn::connect(second.addr()).ok()?),
+            None => to_second.insert(RemotingConn::connect(second.addr()).ok()?),
         };
-        let code = send(conn, &topic, MESSAGES);
+        let code = send(
+            conn,
+            &topic,
+            MESSAGES,
+            format!("failover-{MESSAGES:05}"),
+            true,
+        );
         if code != response_code::SUCCESS {
-            conn_second = None;
+            to_second = None;
         }
         (code == response_code::SUCCESS).then_some(())
     });
-    let failover = killed.elapsed();
     assert!(
         served.is_some(),
-        "the slave never took sends after the master died: {:?}\n{}",
-        sync_state(&controller_addr),
+        "the slave never took sends:\n{}",
         second.process.output()
     );
     eprintln!(
-        "failover: kill -9 to the first acknowledged send on the new master took {failover:?}"
+        "failover: kill -9 to the first acknowledged send took {:?}",
+        killed.elapsed()
     );
-    let (_, master, epoch) = sync_state(&controller_addr).unwrap();
-    assert_eq!((master, epoch), (Some(2), 2));
-
+    let state = sync_state(&addrs).unwrap();
+    assert_eq!((state.master, state.master_epoch), (Some(2), 2));
     let kept = bodies(&second, &topic);
     let lost: Vec<&String> = acked.difference(&kept).collect();
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged messages lost, e.g. {:?}",
-        lost.len(),
-        lost.first()
-    );
+    assert!(lost.is_empty(), "{} acknowledged messages lost", lost.len());
     let mut conn = second.connect();
     for n in MESSAGES + 1..MESSAGES + 50 {
-        assert_eq!(send(&mut conn, &topic, n), response_code::SUCCESS);
+        let body = format!("failover-{n:05}");
+        assert_eq!(
+            send(&mut conn, &topic, n, body, true),
+            response_code::SUCCESS
+        );
     }
 
     // The old master returns: it cuts its unreplicated tail, follows the
     // new master, rejoins the in-sync set, and holds the same log.
     first.start_again();
-    let rejoined = wait_for(WAIT, || {
-        let (isr, master, _) = sync_state(&controller_addr)?;
-        (master == Some(2) && isr == BTreeSet::from([1, 2])).then_some(())
+    wait_state(&addrs, "the old master rejoins", |s| {
+        s.master == Some(2) && s.in_sync == BTreeSet::from([1, 2])
     });
-    assert!(
-        rejoined.is_some(),
-        "the old master never rejoined:\n{}",
-        first.process.output()
-    );
-    assert!(
-        first.process.output().contains("cutting it back"),
-        "the old master did not cut its tail:\n{}",
-        first.process.output()
-    );
+    let output = first.process.output();
+    assert!(output.contains("cutting it back"), "no cut:\n{output}");
     let end = commit_log_end(&second).unwrap();
     let same = wait_for(WAIT, || (commit_log_end(&first)? == end).then_some(()));
     assert!(same.is_some(), "the old master did not catch up to {end}");
@@ -258,8 +130,143 @@ fn killing_the_master_elects_the_in_sync_slave_and_keeps_every_acknowledged_mess
         log_bytes(first.store_dir(), end) == log_bytes(second.store_dir(), end),
         "the two CommitLogs differ"
     );
-    assert!(!bodies(&first, &topic)
+}
+
+/// Kills the leader among `controllers` and returns its index.
+fn kill_controller_leader(controllers: &mut [ServerProcess]) -> usize {
+    let leader = controllers.iter().position(|c| {
+        let Ok(mut conn) = RemotingConn::connect(c.addr()) else {
+            return false;
+        };
+        let answer = conn.request(RemotingCommand::request(
+            request_code::CONTROLLER_GET_METADATA_INFO,
+        ));
+        GetMetaDataResponseHeader::from_ext(&answer.ext_fields).is_ok_and(|h| h.is_leader)
+    });
+    let leader = leader.expect("a controller leads");
+    controllers[leader].kill();
+    leader
+}
+
+/// Sends without pause to whichever broker the controllers name master,
+/// recording each acknowledged body and when it was acknowledged.
+fn steady_load(
+    addrs: String,
+    topic: String,
+    stop: Arc<AtomicBool>,
+) -> Arc<Mutex<Vec<(String, Instant)>>> {
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&acked);
+    std::thread::spawn(move || {
+        let mut conn: Option<RemotingConn> = None;
+        let mut n = 0;
+        while !stop.load(Ordering::Acquire) {
+            let Some(c) = conn.as_mut() else {
+                let master = sync_state(&addrs).and_then(|s| s.master_address);
+                // Java's default send timeout: a send caught by a role
+                // change gives up after it, as a real client's would.
+                conn = master
+                    .and_then(|m| RemotingConn::connect(m).ok())
+                    .map(|c| c.with_answer_timeout(Duration::from_secs(3)));
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            let body = format!("load-{n:07}");
+            n += 1;
+            if send(c, &topic, n, body.clone(), true) == response_code::SUCCESS {
+                record.lock().unwrap().push((body, Instant::now()));
+            } else {
+                conn = None;
+            }
+        }
+    });
+    acked
+}
+
+#[test]
+fn repeated_master_kills_under_load_lose_nothing_with_three_controllers() {
+    let cycles: usize = std::env::var("FAILOVER_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let dir = tempfile::tempdir().unwrap();
+    let mut controllers = controllers(dir.path(), 3);
+    let all_addrs = controller_addr(&controllers);
+    let namesrv = Namesrv::start();
+    let mut brokers: Vec<Broker> = (0..2)
+        .map(|_| controller_broker(&namesrv, &all_addrs))
+        .collect();
+    let both = BTreeSet::from([1, 2]);
+    wait_state(&all_addrs, "both in sync", |s| s.in_sync == both);
+
+    // The controller leader dies: another leads, the brokers keep roles.
+    let before = sync_state(&all_addrs).unwrap();
+    let dead = kill_controller_leader(&mut controllers);
+    let live: Vec<&str> = (0..3)
+        .filter(|i| *i != dead)
+        .map(|i| controllers[i].addr())
+        .collect();
+    let addrs = live.join(";");
+    let after = wait_state(&addrs, "a new controller leader", |_| true);
+    assert_eq!(
+        (after.master, after.master_epoch),
+        (before.master, before.master_epoch)
+    );
+
+    let topic = unique_name("Cycles");
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = steady_load(addrs.clone(), topic.clone(), Arc::clone(&stop));
+    let mut times = Vec::new();
+    for cycle in 0..cycles {
+        let state = sync_state(&addrs).unwrap();
+        let master_addr = state.master_address.clone().unwrap();
+        let index = brokers
+            .iter()
+            .position(|b| b.addr() == master_addr)
+            .unwrap();
+        let count = acked.lock().unwrap().len();
+        assert!(
+            wait_for(WAIT, || (acked.lock().unwrap().len() >= count + 100)
+                .then_some(()))
+            .is_some()
+        );
+        brokers[index].process.kill();
+        let killed = Instant::now();
+        wait_state(&addrs, "a new master", |s| {
+            s.master_epoch > state.master_epoch
+        });
+        let first_ack = wait_for(WAIT, || {
+            acked
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(_, at)| *at)
+                .find(|at| *at > killed)
+        });
+        let took = first_ack.expect("an acknowledged send after the kill") - killed;
+        eprintln!("failover cycle {}: {took:?}", cycle + 1);
+        times.push(took);
+        brokers[index].start_again();
+        wait_state(&addrs, "the old master rejoins", |s| s.in_sync == both);
+    }
+    stop.store(true, Ordering::Release);
+    std::thread::sleep(Duration::from_millis(200));
+    let master_addr = sync_state(&addrs).unwrap().master_address.unwrap();
+    let master = brokers.iter().find(|b| b.addr() == master_addr).unwrap();
+    let kept = bodies(master, &topic);
+    let acked: BTreeSet<String> = acked
+        .lock()
+        .unwrap()
         .iter()
-        .any(|b| b.starts_with("unreplicated-")));
-    drop(controller);
+        .map(|(b, _)| b.clone())
+        .collect();
+    let lost = acked.difference(&kept).count();
+    times.sort();
+    eprintln!(
+        "failover over {cycles} kills: median {:?}, max {:?}; {} acknowledged, {lost} lost",
+        times[times.len() / 2],
+        times[times.len() - 1],
+        acked.len()
+    );
+    assert_eq!(lost, 0, "acknowledged messages lost");
 }

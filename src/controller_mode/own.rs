@@ -94,10 +94,11 @@ struct EpochEntryCache {
 }
 
 impl EpochEntryCache {
-    fn entries(&self, below: i64) -> Vec<EpochEntry> {
+    /// The entries that start at or before `upto`.
+    fn entries(&self, upto: i64) -> Vec<EpochEntry> {
         self.epoch_list
             .iter()
-            .filter(|item| item.start_offset < below)
+            .filter(|item| item.start_offset <= upto)
             .map(|item| EpochEntry {
                 epoch: item.epoch,
                 start_offset: item.start_offset,
@@ -158,8 +159,11 @@ pub(crate) async fn prepare_to_follow(
 }
 
 /// A slave's bytes are a prefix of its master's log, so its epochs are the
-/// master's epochs that start below its own end. Kept in its epoch file so
-/// that, promoted, it knows where each of its epochs began.
+/// master's epochs that start at or below its own end (one starting at its
+/// end is where its next bytes belong). Kept in its epoch file so that,
+/// promoted, it knows where each of its epochs began. Mirrored once a
+/// heartbeat: an epoch the slave has bytes of but has not mirrored yet
+/// makes a later fork point earlier than need be, never later.
 pub(crate) async fn mirror_master_epochs(
     config: &BrokerConfig,
     master_addr: &str,

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod bad_input;
+pub mod failover;
 pub mod namesrv_restart;
 pub mod process;
 pub mod remoting;

@@ -105,6 +105,25 @@ impl RemotingConn {
     pub fn request(&mut self, mut command: RemotingCommand) -> RemotingCommand {
         let code = command.code;
         let opaque = self.send(&mut command).unwrap();
+        match self.await_response(opaque) {
+            Outcome::Response(response) => response,
+            other => panic!("request code {code}: expected a response, got {other:?}"),
+        }
+    }
+
+    /// Like [`request`](Self::request), but `None` instead of a panic when
+    /// the connection fails, closes or times out (a server being killed).
+    pub fn try_request(&mut self, mut command: RemotingCommand) -> Option<RemotingCommand> {
+        let opaque = self.send(&mut command).ok()?;
+        match self.await_response(opaque) {
+            Outcome::Response(response) => Some(response),
+            _ => None,
+        }
+    }
+
+    /// The response with `opaque` as `Outcome::Response`, or what ended
+    /// the wait.
+    fn await_response(&mut self, opaque: i32) -> Outcome {
         let deadline = Instant::now() + self.answer_timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -115,11 +134,11 @@ impl RemotingConn {
                 Outcome::Response(response)
                     if response.opaque == opaque && response.is_response() =>
                 {
-                    return response;
+                    return Outcome::Response(response);
                 }
                 Outcome::Response(notice) if !notice.is_response() => self.notices.push(notice),
                 Outcome::Response(_) => continue, // an answer to another request
-                other => panic!("request code {code}: expected a response, got {other:?}"),
+                other => return other,
             }
         }
     }
