@@ -10,11 +10,15 @@
 #
 #   scripts/chaos/failover.sh [CYCLES]     default 10
 #
+# The brokers check their role and in-sync set at Java's default periods
+# (5 s; FAILOVER_PERIOD_MS overrides): a failover itself is driven by the
+# closed connection and the controller's notification, not by them.
+#
 # Every process is stopped by pid and every store deleted by the test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 cycles="${1:-10}"
 case "$cycles" in ''|*[!0-9]*) echo "usage: $0 [cycles]" >&2; exit 2 ;; esac
-FAILOVER_CYCLES="$cycles" cargo test --test controller_failover \
+FAILOVER_PERIOD_MS="${FAILOVER_PERIOD_MS:-5000}" FAILOVER_CYCLES="$cycles" cargo test --test controller_failover \
     repeated_master_kills_under_load -- --nocapture 2>&1 \
     | grep -E '^failover|^test |panicked|test result'

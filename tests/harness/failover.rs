@@ -51,15 +51,18 @@ pub fn controller_addr(controllers: &[ServerProcess]) -> String {
     addrs.join(";")
 }
 
-/// A broker of [`SET`] in controller mode, `allAckInSyncStateSet=true`.
+/// A broker of [`SET`] in controller mode, `allAckInSyncStateSet=true`;
+/// role and in-sync checks every second, or every `FAILOVER_PERIOD_MS`
+/// (Java's default is 5000).
 pub fn controller_broker(namesrv: &Namesrv, controller_addr: &str) -> Broker {
+    let period = std::env::var("FAILOVER_PERIOD_MS").unwrap_or_else(|_| "1000".into());
     let extra = [
         "enableControllerMode=true".to_string(),
         format!("controllerAddr={controller_addr}"),
         format!("haListenPort={}", free_port()),
         "allAckInSyncStateSet=true".into(),
-        "syncBrokerMetadataPeriod=1000".into(),
-        "checkSyncStateSetPeriod=1000".into(),
+        format!("syncBrokerMetadataPeriod={period}"),
+        format!("checkSyncStateSetPeriod={period}"),
         "slaveTimeout=3000".into(),
     ];
     Broker::start(
