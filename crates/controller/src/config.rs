@@ -11,6 +11,8 @@ pub const SCAN_NOT_ACTIVE_BROKER_INTERVAL_MS_DEFAULT: u64 = 5_000;
 pub const SCAN_INACTIVE_MASTER_INTERVAL_MS_DEFAULT: u64 = 5_000;
 /// Raft election timeout (`jRaftElectionTimeoutMs`).
 pub const ELECTION_TIMEOUT_MS_DEFAULT: u64 = 1_000;
+/// Default `controllerSnapshotLogs`.
+pub const SNAPSHOT_LOGS_DEFAULT: u64 = 1_000;
 /// Controllers in one group at most.
 pub const PEERS_MAX: usize = 9;
 
@@ -44,6 +46,10 @@ pub struct ControllerConfig {
     pub elect_master_max_retry_count: u32,
     /// `jRaftElectionTimeoutMs` (also `controllerElectionTimeoutMs`).
     pub election_timeout_ms: u64,
+    /// `controllerSnapshotLogs` (Ferrocket's): a snapshot after this many
+    /// log entries; the log up to a tenth of it before the snapshot is kept,
+    /// the rest purged.
+    pub snapshot_logs: u64,
 }
 
 impl Default for ControllerConfig {
@@ -63,6 +69,7 @@ impl Default for ControllerConfig {
             notify_broker_role_changed: true,
             elect_master_max_retry_count: 3,
             election_timeout_ms: ELECTION_TIMEOUT_MS_DEFAULT,
+            snapshot_logs: SNAPSHOT_LOGS_DEFAULT,
         }
     }
 }
@@ -131,6 +138,7 @@ impl ControllerConfig {
                 "scanInactiveMasterInterval",
             ),
             (self.election_timeout_ms, "jRaftElectionTimeoutMs"),
+            (self.snapshot_logs, "controllerSnapshotLogs"),
         ] {
             if value == 0 {
                 return Err(ConfigError::Zero(key));
@@ -175,6 +183,7 @@ impl ControllerConfig {
             "jRaftElectionTimeoutMs" | "controllerElectionTimeoutMs" => {
                 self.election_timeout_ms = number()?
             }
+            "controllerSnapshotLogs" => self.snapshot_logs = number()?,
             // Java keys with no meaning here: the Raft library is ours.
             "controllerType" | "isProcessReadEvent" | "mappedFileSize" => {}
             _ => return Ok(false),
@@ -195,6 +204,7 @@ impl ControllerConfig {
         "electMasterMaxRetryCount",
         "jRaftElectionTimeoutMs",
         "controllerElectionTimeoutMs",
+        "controllerSnapshotLogs",
         "controllerType",
         "isProcessReadEvent",
         "mappedFileSize",

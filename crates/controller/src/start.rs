@@ -207,8 +207,8 @@ async fn new_raft(
         heartbeat_interval: (election_ms / 5).max(10),
         election_timeout_min: election_ms,
         election_timeout_max: election_ms * 2,
-        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(1_000),
-        max_in_snapshot_log_to_keep: 100,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(config.snapshot_logs),
+        max_in_snapshot_log_to_keep: config.snapshot_logs / 10,
         ..Default::default()
     }
     .validate()

@@ -23,7 +23,7 @@ fn config(peers: &str, self_id: &str, dir: &std::path::Path) -> ControllerConfig
         peers: parse_peers(peers).unwrap(),
         self_id: self_id.into(),
         store_path: dir.join(self_id),
-        election_timeout_ms: 300,
+        election_timeout_ms: 600,
         scan_not_active_broker_interval_ms: 200,
         scan_inactive_master_interval_ms: 200,
         ..ControllerConfig::default()
@@ -324,22 +324,28 @@ async fn three_controllers_keep_the_state_when_the_leader_dies() {
         .collect();
 
     // A follower refuses with CONTROLLER_NOT_LEADER and says who leads.
-    let follower = connect(&addrs[(leader + 1) % 3]).await;
-    let (refused, _) = replica_info(&follower).await;
-    assert_eq!(refused.code, rc::CONTROLLER_NOT_LEADER);
-    let meta = call(
-        &follower,
-        code::CONTROLLER_GET_METADATA_INFO,
-        ExtFields::new(),
-        vec![],
-    )
-    .await;
-    let meta = GetMetaDataResponseHeader::from_ext(&meta.ext_fields).unwrap();
-    assert!(!meta.is_leader);
-    assert_eq!(
-        meta.controller_leader_address.as_deref(),
-        Some(addrs[leader].as_str())
-    );
+    // (It learns the leader from its first heartbeat; on a busy machine
+    // leadership may still move: look again until the view is stable.)
+    let deadline = Instant::now() + WAIT;
+    let leader = loop {
+        let leader = leader_of(&handles).await;
+        let follower = connect(&addrs[(leader + 1) % 3]).await;
+        let (refused, _) = replica_info(&follower).await;
+        let meta = call(
+            &follower,
+            code::CONTROLLER_GET_METADATA_INFO,
+            ExtFields::new(),
+            vec![],
+        )
+        .await;
+        let meta = GetMetaDataResponseHeader::from_ext(&meta.ext_fields).unwrap();
+        let named = meta.controller_leader_address.as_deref() == Some(addrs[leader].as_str());
+        if refused.code == rc::CONTROLLER_NOT_LEADER && !meta.is_leader && named {
+            break leader;
+        }
+        assert!(Instant::now() < deadline, "no stable leader: {meta:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
 
     // Brokers send heartbeats to every controller, as Java's do.
     let mut conns = Vec::new();
@@ -423,4 +429,111 @@ async fn brokers_get_ids_through_identity_files_and_learn_the_master() {
         ..member(1)
     };
     assert!(client.register(&other, &identity_a).await.is_err());
+}
+
+/// Registers a broker of set `name` (id 1) through `conn`: one log entry.
+async fn apply_first_id(conn: &Connection, name: &str) -> i32 {
+    let apply = ApplyBrokerIdRequestHeader {
+        cluster_name: "c".into(),
+        broker_name: name.into(),
+        applied_broker_id: 1,
+        register_check_code: format!("127.0.0.1:1;{name}"),
+    };
+    call(
+        conn,
+        code::CONTROLLER_APPLY_BROKER_ID,
+        apply.to_ext(),
+        vec![],
+    )
+    .await
+    .code
+}
+
+/// Applies for set `name` on whichever controller leads, retrying while
+/// leadership moves (a rejoining controller may start an election).
+async fn apply_on_leader(handles: &[Option<ControllerHandle>], addrs: &[String], name: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let leader = leader_of(handles).await;
+        let conn = connect(&addrs[leader]).await;
+        let code = apply_first_id(&conn, name).await;
+        if code == rc::SUCCESS {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name}: still {code}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_controller_catches_up_from_a_snapshot_after_the_log_was_purged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (listeners, peers) = listeners(3);
+    let configs: Vec<ControllerConfig> = (0..3)
+        .map(|i| ControllerConfig {
+            snapshot_logs: 5,
+            ..config(&peers, &format!("n{i}"), dir.path())
+        })
+        .collect();
+    let addrs: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    let mut handles: Vec<Option<ControllerHandle>> = listeners
+        .into_iter()
+        .zip(configs.clone())
+        .map(|(l, c)| Some(start_on(c, l).unwrap()))
+        .collect();
+    let leader = leader_of(&handles).await;
+    let (lagging, other) = ((leader + 1) % 3, (leader + 2) % 3);
+    handles[lagging].take().unwrap().stop();
+
+    // Thirty entries: several snapshots, and the log purged behind them.
+    for n in 0..30 {
+        apply_on_leader(&handles, &addrs, &format!("set-{n}")).await;
+    }
+    let leader = leader_of(&handles).await;
+    let snapshot = dir
+        .path()
+        .join(format!("n{leader}"))
+        .join("raft-snapshot.json");
+    assert!(snapshot.exists(), "the leader took a snapshot");
+
+    // The lagging one returns; with the other gone, a write needs it.
+    let listener = TcpListener::bind(&addrs[lagging]).unwrap();
+    handles[lagging] = Some(start_on(configs[lagging].clone(), listener).unwrap());
+    handles[other].take().unwrap().stop();
+    apply_on_leader(&handles, &addrs, "after").await;
+    let installed = dir
+        .path()
+        .join(format!("n{lagging}"))
+        .join("raft-snapshot.json");
+    assert!(
+        installed.exists(),
+        "the lagging controller holds a snapshot"
+    );
+
+    // The other returns and the leader goes: whoever leads has every set.
+    let listener = TcpListener::bind(&addrs[other]).unwrap();
+    handles[other] = Some(start_on(configs[other].clone(), listener).unwrap());
+    let leader = leader_of(&handles).await;
+    handles[leader].take().unwrap().stop();
+    let next = leader_of(&handles).await;
+    let conn = connect(&addrs[next]).await;
+    for name in ["set-0", "set-29", "after"] {
+        let request = GetReplicaInfoRequestHeader {
+            broker_name: name.into(),
+        };
+        let answer = call(
+            &conn,
+            code::CONTROLLER_GET_REPLICA_INFO,
+            request.to_ext(),
+            vec![],
+        )
+        .await;
+        assert_eq!(answer.code, rc::SUCCESS, "{name}: {:?}", answer.remark);
+    }
+    for handle in handles.into_iter().flatten() {
+        handle.stop();
+    }
 }
