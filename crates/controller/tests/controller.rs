@@ -317,7 +317,6 @@ async fn three_controllers_keep_the_state_when_the_leader_dies() {
         .enumerate()
         .map(|(i, l)| Some(start_on(config(&peers, &format!("n{i}"), dir.path()), l).unwrap()))
         .collect();
-    let leader = leader_of(&handles).await;
     let addrs: Vec<String> = handles
         .iter()
         .map(|h| h.as_ref().unwrap().addr().to_string())
