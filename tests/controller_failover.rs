@@ -173,7 +173,12 @@ fn steady_load(
             };
             let body = format!("load-{n:07}");
             n += 1;
-            if send(c, &topic, n, body.clone(), true) == response_code::SUCCESS {
+            let t = Instant::now();
+            let code = send(c, &topic, n, body.clone(), true);
+            if t.elapsed() > Duration::from_secs(2) {
+                eprintln!("failover load: a send took {:?} (code {code})", t.elapsed());
+            }
+            if code == response_code::SUCCESS {
                 record.lock().unwrap().push((body, Instant::now()));
             } else {
                 conn = None;

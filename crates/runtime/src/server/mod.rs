@@ -47,7 +47,7 @@ pub use connection::{shard_of_conn_id, Connection, ConnectionError, CONN_ID_SHAR
 pub use handoff::{HandedOver, Handoff};
 pub use listener::{bind_listener, bind_waiting, in_use_hint, BIND_WAIT_MS_MAX, LISTEN_BACKLOG};
 pub use port_holder::port_holder;
-pub use serve::serve;
+pub use serve::{accept_unless, serve};
 
 /// What a request handler returns: the response, or `None` for no response
 /// (oneway requests, or a response sent later with [`Connection::send`]).

@@ -88,16 +88,7 @@ where
     let sweeper = glommio::spawn_local(sweep_loop(registry.clone()));
     let mut stop = pin!(stop);
     loop {
-        // Stop first, so a flood of connections cannot starve it.
-        let accepted = future::or(
-            async {
-                stop.as_mut().await;
-                None
-            },
-            async { Some(listener.accept().await) },
-        )
-        .await;
-        match accepted {
+        match accept_unless(&listener, stop.as_mut()).await {
             None => break,
             Some(Ok(stream)) => start_connection(stream, &handler, &config, &registry),
             Some(Err(e)) => {
@@ -145,6 +136,45 @@ where
         registry.wait_empty().await;
     }
     tracing::debug!(?local, "stopped");
+}
+
+/// How long stopping waits to connect to its own listener.
+const SELF_CONNECT_TIMEOUT_MS: u64 = 100;
+
+/// The next connection on `listener`, or `None` once `stop` completes
+/// (checked first, so a flood of connections cannot starve it).
+///
+/// The accept in flight when `stop` completes is finished before this
+/// returns: the kernel completes an io_uring accept whether or not anyone
+/// still waits for it, and a socket it hands to nobody is never closed. A
+/// client that connected just then hung until its own timeout, and the
+/// descriptor leaked (seen when controller mode restarts a broker within
+/// its process). A connection to the listener itself completes the accept,
+/// and what it brings (that connection, or a client's that came first) is
+/// closed.
+pub async fn accept_unless<S: Future<Output = ()>>(
+    listener: &TcpListener,
+    mut stop: std::pin::Pin<&mut S>,
+) -> Option<glommio::Result<TcpStream, ()>> {
+    let mut accept = pin!(listener.accept());
+    let accepted = future::or(
+        async {
+            stop.as_mut().await;
+            None
+        },
+        async { Some(accept.as_mut().await) },
+    )
+    .await;
+    if accepted.is_some() {
+        return accepted;
+    }
+    if let Ok(local) = listener.local_addr() {
+        let timeout = Duration::from_millis(SELF_CONNECT_TIMEOUT_MS);
+        let wake = std::net::TcpStream::connect_timeout(&local, timeout);
+        drop(accept.await);
+        drop(wake);
+    }
+    None
 }
 
 /// Closes connections past a timeout (see `watch`) every

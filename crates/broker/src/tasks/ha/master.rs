@@ -45,12 +45,9 @@ pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
 /// Accepts slaves until the shard stops.
 pub(crate) async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
     loop {
-        let accepted = future::or(async { Some(listener.accept().await) }, async {
-            shard.stopping.wait().await;
-            None
-        })
-        .await;
-        match accepted {
+        // (Finishes the accept in flight at stop: see `accept_unless`.)
+        let stopping = std::pin::pin!(shard.stopping.wait());
+        match ferrocket_runtime::server::accept_unless(&listener, stopping).await {
             None => return,
             Some(Ok(stream)) => {
                 let shard_for_link = Rc::clone(&shard);
