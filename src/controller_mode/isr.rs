@@ -89,16 +89,15 @@ impl IsrKeeper {
         }
         self.previous_end = Some(end);
         let sizes = &config.controller_mode.sync_state_size;
-        let size_of = |set: &BTreeSet<i64>| u32::try_from(set.len()).unwrap_or(u32::MAX);
         if next == current {
-            sizes.set(size_of(&current));
+            sizes.set_ids(&current);
             return;
         }
         // A send must never wait for fewer copies than the controller
         // counts on: raise the wait before a larger set is proposed, lower
         // it only once a smaller one is committed.
         if next.len() > current.len() {
-            sizes.set(size_of(&next));
+            sizes.set_ids(&next);
         }
         tracing::info!(?current, ?next, "proposing a new in-sync replica set");
         let header = AlterSyncStateSetRequestHeader {
@@ -108,7 +107,7 @@ impl IsrKeeper {
             invoke_time: None,
         };
         let body = encode_json(&SyncStateSet {
-            sync_state_set: next,
+            sync_state_set: next.clone(),
             sync_state_set_epoch: set.sync_state_set_epoch,
         });
         match client
@@ -119,9 +118,10 @@ impl IsrKeeper {
             )
             .await
         {
-            Ok(answer) if answer.code == response_code::SUCCESS => {}
+            Ok(answer) if answer.code == response_code::SUCCESS => sizes.set_ids(&next),
             Ok(answer) => {
-                tracing::warn!(code = answer.code, remark = ?answer.remark, "the controller refused the in-sync set")
+                tracing::warn!(code = answer.code, remark = ?answer.remark, "the controller refused the in-sync set");
+                sizes.set_ids(&current);
             }
             // Unknown outcome: keep the larger wait.
             Err(e) => tracing::warn!("proposing the in-sync set: {e}"),

@@ -17,6 +17,7 @@
 mod isr;
 mod own;
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -225,25 +226,21 @@ impl Supervisor {
         let mut config = self.base.clone();
         if master.broker_id == self.id {
             config.broker_id = 0;
-            // Java's controller mode waits for `inSyncReplicas` copies
-            // (default 1: none but the master's); `minInSyncReplicas` is
-            // the floor here.
-            let mode = &self.base.controller_mode;
-            let copies = config
-                .replication
-                .in_sync_replicas
-                .max(mode.min_in_sync_replicas);
-            config.replication.in_sync_replicas = copies;
-            config.replication.broker_role = match copies {
-                ..=1 => BrokerRole::AsyncMaster,
-                _ => BrokerRole::SyncMaster,
-            };
+            // Java's controller-mode master is a SYNC_MASTER; how many
+            // copies a send waits for is `required_copies`, from the
+            // in-sync set the controller gave.
+            config.replication.broker_role = BrokerRole::SyncMaster;
+            let in_sync = &master.sync_state_set.sync_state_set;
+            config.controller_mode.sync_state_size.set_ids(in_sync);
             config.replication.ha_master_address.clear();
             config.controller_mode.master_epoch = Some(master.epoch);
         } else {
             config.broker_id = self.id;
             config.replication.broker_role = BrokerRole::Slave;
-            config.controller_mode.sync_state_size.set(0);
+            config
+                .controller_mode
+                .sync_state_size
+                .set_ids(&BTreeSet::new());
             config.controller_mode.master_epoch = None;
         }
         config
@@ -288,9 +285,6 @@ impl Supervisor {
                 last_beat = Some(Instant::now());
                 let end = own::max_offset(&self.member.address).await;
                 self.heartbeat(end).await;
-                if !is_master {
-                    own::mirror_master_epochs(&self.base, &current.address, end).await;
-                }
             }
             let noticed = mode.role_notices.count() != notices;
             if noticed || due(Some(last_check), mode.sync_broker_metadata_period_ms) {

@@ -157,31 +157,3 @@ pub(crate) async fn prepare_to_follow(
     }
     Ok(true)
 }
-
-/// A slave's bytes are a prefix of its master's log, so its epochs are the
-/// master's epochs that start at or below its own end (one starting at its
-/// end is where its next bytes belong). Kept in its epoch file so that,
-/// promoted, it knows where each of its epochs began. Mirrored once a
-/// heartbeat: an epoch the slave has bytes of but has not mirrored yet
-/// makes a later fork point earlier than need be, never later.
-pub(crate) async fn mirror_master_epochs(
-    config: &BrokerConfig,
-    master_addr: &str,
-    own_end: Option<i64>,
-) {
-    let Some(own_end) = own_end else { return };
-    let Some(cache) = master_epochs(master_addr).await else {
-        return;
-    };
-    let entries = cache.entries(own_end);
-    let Ok(mirrored) = EpochCache::from_entries(&entries) else {
-        tracing::warn!("the master's epoch list is out of order; not mirrored");
-        return;
-    };
-    if mirrored.entries() == read_epochs(config).entries() {
-        return;
-    }
-    if let Err(e) = epoch_file(config).write(&mirrored) {
-        tracing::warn!("writing the epoch file: {e}");
-    }
-}

@@ -17,7 +17,8 @@ use ferrocket_testkit::remoting::RemotingConn;
 #[test]
 fn no_request_hangs_across_an_in_process_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), 1);
+    // Two shards: two listeners share the port (SO_REUSEPORT).
+    let config = config(dir.path(), 2);
     let addr = std::net::SocketAddr::new(config.listen_addr, config.listen_port);
     let stop = Arc::new(AtomicBool::new(false));
     let hangs = Arc::new(AtomicUsize::new(0));

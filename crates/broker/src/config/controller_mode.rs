@@ -30,26 +30,38 @@ impl PartialEq for RoleNotices {
 
 impl Eq for RoleNotices {}
 
-/// The size of the set's in-sync replica set as the master knows it (0:
-/// not known yet). Set by whoever runs the broker in controller mode: raised
-/// before a larger set is proposed, lowered once a smaller one is committed,
-/// so a send never waits for fewer copies than the controller counts on.
+/// The set's in-sync replicas (broker ids) as the master knows them (empty:
+/// not known yet). Set by whoever runs the broker in controller mode:
+/// raised before a larger set is proposed, lowered once a smaller one is
+/// committed, so a send never waits for fewer copies than the controller
+/// counts on.
 #[derive(Debug, Clone, Default)]
-pub struct SyncStateSize(Arc<AtomicU32>);
+pub struct SyncStateSize {
+    size: Arc<AtomicU32>,
+    ids: Arc<std::sync::Mutex<std::collections::BTreeSet<i64>>>,
+}
 
 impl SyncStateSize {
-    pub fn set(&self, size: u32) {
-        self.0.store(size, Ordering::Release);
+    pub fn set_ids(&self, ids: &std::collections::BTreeSet<i64>) {
+        *self.ids.lock().unwrap_or_else(|p| p.into_inner()) = ids.clone();
+        let size = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        self.size.store(size, Ordering::Release);
     }
 
+    /// How many (0: not known).
     pub fn get(&self) -> u32 {
-        self.0.load(Ordering::Acquire)
+        self.size.load(Ordering::Acquire)
+    }
+
+    /// Which broker ids.
+    pub fn ids(&self) -> std::collections::BTreeSet<i64> {
+        self.ids.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
 impl PartialEq for SyncStateSize {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.size, &other.size)
     }
 }
 

@@ -4,6 +4,7 @@
 //! where its master is and how its link to it is doing (`HAClient`).
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -25,6 +26,9 @@ pub(crate) struct SlaveLink {
     pub transfer_from: Cell<i64>,
     /// Bytes sent in the current second, and that second.
     pub sent_in_second: Cell<(i64, u64)>,
+    /// The slave's broker id, from an AutoSwitch handshake (controller
+    /// mode); `None` on the classic stream.
+    pub broker_id: Cell<Option<i64>>,
 }
 
 /// How a SYNC_MASTER send's wait for its slaves ended.
@@ -88,6 +92,7 @@ impl HaState {
             acked: Cell::new(-1),
             transfer_from: Cell::new(-1),
             sent_in_second: Cell::new((0, 0)),
+            broker_id: Cell::new(None),
         });
         self.links.borrow_mut().push(Rc::clone(&link));
         self.acks.notify_all();
@@ -123,15 +128,33 @@ impl HaState {
     }
 
     /// Copies of everything below `end`: this master's and each slave's
-    /// that acked past it.
-    pub fn copies_of(&self, end: i64) -> u32 {
+    /// that acked past it, counting only the slaves whose broker id is in
+    /// `among` when it is given (controller mode: the in-sync replicas,
+    /// since an election picks among them).
+    pub fn copies_among(&self, end: i64, among: Option<&BTreeSet<i64>>) -> u32 {
+        let counts = |l: &SlaveLink| match among {
+            None => true,
+            Some(ids) => l.broker_id.get().is_some_and(|id| ids.contains(&id)),
+        };
         let slaves = self
             .links
             .borrow()
             .iter()
-            .filter(|l| l.acked.get() >= end)
+            .filter(|l| l.acked.get() >= end && counts(l))
             .count();
         1 + slaves as u32
+    }
+
+    /// Below this offset every in-sync replica (`among`) has the log, as
+    /// far as their links have said: the master's `written` when none is
+    /// connected besides it (controller mode's `confirmOffset`).
+    pub fn confirm_offset(&self, written: i64, among: &BTreeSet<i64>) -> i64 {
+        self.links
+            .borrow()
+            .iter()
+            .filter(|l| l.broker_id.get().is_some_and(|id| among.contains(&id)))
+            .map(|l| l.acked.get().max(0))
+            .fold(written, i64::min)
     }
 
     /// RocketMQ 4.x's check before waiting: false when slaves are
@@ -145,10 +168,16 @@ impl HaState {
 
     /// Waits until `copies` copies hold everything below `end`, at most
     /// `timeout_ms`.
-    pub async fn wait(&self, end: i64, copies: u32, timeout_ms: u64) -> ReplicaWait {
+    pub async fn wait(
+        &self,
+        end: i64,
+        copies: u32,
+        among: Option<&BTreeSet<i64>>,
+        timeout_ms: u64,
+    ) -> ReplicaWait {
         let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
         loop {
-            if self.copies_of(end) >= copies {
+            if self.copies_among(end, among) >= copies {
                 return ReplicaWait::Replicated;
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -217,14 +246,14 @@ mod tests {
         );
         let a = ha.add_link("127.0.0.1:1".parse().unwrap());
         let b = ha.add_link("127.0.0.1:2".parse().unwrap());
-        assert_eq!(ha.copies_of(50), 1);
+        assert_eq!(ha.copies_among(50, None), 1);
         ha.ack(&a, 60);
         ha.ack(&b, 40);
-        assert_eq!(ha.copies_of(50), 2);
+        assert_eq!(ha.copies_among(50, None), 2);
         assert!(ha.slave_available(100, 1000));
         assert!(!ha.slave_available(2000, 1000));
         ha.remove_link(a.id);
-        assert_eq!(ha.copies_of(50), 1);
+        assert_eq!(ha.copies_among(50, None), 1);
         let counter = Cell::new((0, 0));
         assert_eq!(count_in_second(&counter, 1500, 10), 10);
         assert_eq!(count_in_second(&counter, 1900, 5), 15);

@@ -49,9 +49,13 @@ impl Shard {
             return;
         }
         let end = result.physical_offset + i64::from(result.total_bytes);
+        let mode = &config.controller_mode;
+        let among =
+            (mode.enabled && mode.all_ack_in_sync_state_set).then(|| mode.sync_state_size.ids());
         let call = WaitReplicas {
             end,
             copies,
+            among,
             timeout_ms: ha.slave_timeout_ms,
         };
         result.status = match self.call(0, call).await {
@@ -73,6 +77,8 @@ pub(crate) fn wait_store_ok(props: &ferrocket_protocol::properties::Properties) 
 struct WaitReplicas {
     end: i64,
     copies: u32,
+    /// Controller mode with `allAckInSyncStateSet`: only these slaves count.
+    among: Option<std::collections::BTreeSet<i64>>,
     timeout_ms: u64,
 }
 
@@ -90,7 +96,7 @@ impl ShardCall<Shard> for WaitReplicas {
         }
         control
             .ha
-            .wait(self.end, self.copies, self.timeout_ms)
+            .wait(self.end, self.copies, self.among.as_ref(), self.timeout_ms)
             .await
     }
 }

@@ -140,6 +140,10 @@ where
 
 /// How long stopping waits to connect to its own listener.
 const SELF_CONNECT_TIMEOUT_MS: u64 = 100;
+/// How many connections stopping makes to complete its own pending accept.
+const SELF_CONNECT_TRIES_MAX: usize = 32;
+/// How long it waits for each to land.
+const SELF_CONNECT_WAIT_MS: u64 = 20;
 
 /// The next connection on `listener`, or `None` once `stop` completes
 /// (checked first, so a flood of connections cannot starve it).
@@ -168,11 +172,24 @@ pub async fn accept_unless<S: Future<Output = ()>>(
     if accepted.is_some() {
         return accepted;
     }
-    if let Ok(local) = listener.local_addr() {
-        let timeout = Duration::from_millis(SELF_CONNECT_TIMEOUT_MS);
-        let wake = std::net::TcpStream::connect_timeout(&local, timeout);
-        drop(accept.await);
-        drop(wake);
+    let Ok(local) = listener.local_addr() else {
+        return None;
+    };
+    // With several shards on one port (SO_REUSEPORT) the kernel spreads
+    // connections over their listeners by source port: connect again until
+    // one lands here, a bounded number of times.
+    let timeout = Duration::from_millis(SELF_CONNECT_TIMEOUT_MS);
+    let mut wakers = Vec::new();
+    for _ in 0..SELF_CONNECT_TRIES_MAX {
+        wakers.push(std::net::TcpStream::connect_timeout(&local, timeout));
+        let landed = future::or(async { Some(accept.as_mut().await) }, async {
+            glommio::timer::sleep(Duration::from_millis(SELF_CONNECT_WAIT_MS)).await;
+            None
+        })
+        .await;
+        if landed.is_some() {
+            break;
+        }
     }
     None
 }

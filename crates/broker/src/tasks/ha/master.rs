@@ -13,10 +13,9 @@ use ferrocket_runtime::server::{bind_listener, bind_waiting};
 use futures_lite::future;
 use glommio::net::{TcpListener, TcpStream};
 
-use super::{within, HaStream};
-use crate::clock::now_ms;
+use super::{start_offset, throttle, within, HaStream};
 use crate::error::BrokerError;
-use crate::services::replication::{count_in_second, HaState, SlaveLink};
+use crate::services::replication::{HaState, SlaveLink};
 use crate::shard::Shard;
 
 /// Binds the HA listener (shard 0 of a master); a busy port fails the start.
@@ -80,10 +79,16 @@ async fn serve_slave(shard: Rc<Shard>, stream: TcpStream) {
     let link = ha.add_link(peer);
     tracing::info!(slave = %peer, "slave connected to the HA port");
     let stream = HaStream::new(stream);
-    let work = future::or(
-        read_reports(&shard, ha, &link, &stream),
-        push_log(&shard, ha, &link, &stream),
-    );
+    let work = async {
+        if shard.config().controller_mode.enabled {
+            return super::auto_master::serve(&shard, ha, &link, &stream).await;
+        }
+        future::or(
+            read_reports(&shard, ha, &link, &stream),
+            push_log(&shard, ha, &link, &stream),
+        )
+        .await
+    };
     let stopped = async {
         shard.stopping.wait().await;
         Ok(())
@@ -132,34 +137,6 @@ async fn read_reports(
             ha.ack(link, offset);
         }
     }
-}
-
-/// Where a new link starts: the reported offset, or for a report of 0 the
-/// start of the master's last segment.
-fn start_offset(shard: &Shard, reported: i64) -> io::Result<i64> {
-    let reader = shard.store.reader();
-    let written = reader.written_offset();
-    let segment = reader.segment_bytes() as i64;
-    let start = if reported == 0 {
-        written - written % segment
-    } else {
-        reported
-    };
-    let refuse = |why: String| Err(io::Error::new(io::ErrorKind::InvalidData, why));
-    if start > written {
-        return refuse(format!(
-            "the slave's CommitLog ends at {start}, past this master's end {written}: \
-             it holds data this master does not; clear the slave's store"
-        ));
-    }
-    if start < reader.min_offset() {
-        return refuse(format!(
-            "the slave's CommitLog ends at {start}, below this master's first offset {}: \
-             retention deleted what it needs; clear the slave's store",
-            reader.min_offset()
-        ));
-    }
-    Ok(start)
 }
 
 /// Pushes the CommitLog from where the slave's first report says, a frame
@@ -221,16 +198,5 @@ async fn push_log(
             continue;
         }
         future::or(ha.written.since(seen), glommio::timer::sleep(idle_left)).await;
-    }
-}
-
-/// `haFlowControlEnable`: at most `maxHaTransferByteInSecond` per slave.
-async fn throttle(shard: &Shard, link: &SlaveLink, len: usize) {
-    let ha_config = &shard.config().replication;
-    let now = now_ms();
-    let sent = count_in_second(&link.sent_in_second, now, len as u64);
-    if ha_config.ha_flow_control_enable && sent > ha_config.ha_transfer_bytes_per_sec_max {
-        let wait_ms = 1000 - now.rem_euclid(1000) as u64;
-        glommio::timer::sleep(Duration::from_millis(wait_ms)).await;
     }
 }

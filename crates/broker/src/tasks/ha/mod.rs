@@ -12,6 +12,8 @@
 //!   offsets from the master's broker port (`SlaveSynchronize`).
 
 pub(crate) mod assemble;
+pub(crate) mod auto_master;
+pub(crate) mod auto_slave;
 pub(crate) mod master;
 pub(crate) mod metadata;
 pub(crate) mod slave;
@@ -25,6 +27,10 @@ use std::time::Duration;
 
 use futures_lite::{future, AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
+
+use crate::clock::now_ms;
+use crate::services::replication::{count_in_second, SlaveLink};
+use crate::shard::Shard;
 
 /// Longest a connect to the master may take.
 pub const HA_CONNECT_TIMEOUT_MS: u64 = 3_000;
@@ -88,4 +94,54 @@ pub(crate) async fn within<T>(
         ))
     };
     future::or(work, timeout).await
+}
+
+/// Where a new link starts: the reported offset, or for a report of 0 the
+/// start of the master's last segment.
+fn start_offset(shard: &Shard, reported: i64) -> io::Result<i64> {
+    let reader = shard.store.reader();
+    let written = reader.written_offset();
+    let segment = reader.segment_bytes() as i64;
+    let start = if reported == 0 {
+        written - written % segment
+    } else {
+        reported
+    };
+    let refuse = |why: String| Err(io::Error::new(io::ErrorKind::InvalidData, why));
+    if start > written {
+        return refuse(format!(
+            "the slave's CommitLog ends at {start}, past this master's end {written}: \
+             it holds data this master does not; clear the slave's store"
+        ));
+    }
+    if start < reader.min_offset() {
+        return refuse(format!(
+            "the slave's CommitLog ends at {start}, below this master's first offset {}: \
+             retention deleted what it needs; clear the slave's store",
+            reader.min_offset()
+        ));
+    }
+    Ok(start)
+}
+
+/// `haFlowControlEnable`: at most `maxHaTransferByteInSecond` per slave.
+async fn throttle(shard: &Shard, link: &SlaveLink, len: usize) {
+    let ha_config = &shard.config().replication;
+    let now = now_ms();
+    let sent = count_in_second(&link.sent_in_second, now, len as u64);
+    if ha_config.ha_flow_control_enable && sent > ha_config.ha_transfer_bytes_per_sec_max {
+        let wait_ms = 1000 - now.rem_euclid(1000) as u64;
+        glommio::timer::sleep(Duration::from_millis(wait_ms)).await;
+    }
+}
+
+fn note_read(shard: &Shard, bytes: usize) {
+    if let Ok(control) = shard.control() {
+        let mut master = control.ha.master.borrow_mut();
+        let now = now_ms();
+        master.last_read_ms = now;
+        let counter = std::cell::Cell::new(master.received_in_second);
+        count_in_second(&counter, now, bytes as u64);
+        master.received_in_second = counter.get();
+    }
 }

@@ -11,16 +11,16 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use ferrocket_protocol::ha::autoswitch::SlaveMessage;
 use ferrocket_protocol::ha::{encode_report, FrameHeader, FRAME_HEADER_BYTES};
 use ferrocket_runtime::sync::Notify;
 use futures_lite::future;
 use glommio::net::TcpStream;
 
 use super::assemble::Assembler;
-use super::{within, HaStream, HA_CONNECT_TIMEOUT_MS};
+use super::{note_read, within, HaStream, HA_CONNECT_TIMEOUT_MS};
 use crate::clock::now_ms;
 use crate::config::parse_host_port;
-use crate::services::replication::count_in_second;
 use crate::shard::Shard;
 
 const BACKOFF_MS_MIN: u64 = 500;
@@ -100,10 +100,23 @@ async fn link(shard: &Rc<Shard>, addr: SocketAddr) -> io::Result<()> {
     set_connected(shard, true);
     let stream = HaStream::new(stream);
     let grew = Notify::default();
-    let work = future::or(
-        report(shard, &stream, &grew),
-        receive(shard, &stream, &grew),
-    );
+    let work = async {
+        if shard.config().controller_mode.enabled {
+            super::auto_slave::handshake(shard, &stream).await?;
+            let encode = |end: i64| SlaveMessage::Report { max_offset: end }.encode();
+            return future::or(
+                report(shard, &stream, &grew, encode),
+                super::auto_slave::receive(shard, &stream, &grew),
+            )
+            .await;
+        }
+        let encode = |end: i64| encode_report(end).to_vec();
+        future::or(
+            report(shard, &stream, &grew, encode),
+            receive(shard, &stream, &grew),
+        )
+        .await
+    };
     let stopped = async {
         shard.stopping.wait().await;
         Ok(())
@@ -113,7 +126,13 @@ async fn link(shard: &Rc<Shard>, addr: SocketAddr) -> io::Result<()> {
 
 /// Reports the CommitLog's end at once, whenever it grew, and at least
 /// every heartbeat interval.
-async fn report(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<()> {
+/// (`encode`: the report's bytes, classic or AutoSwitch.)
+async fn report(
+    shard: &Shard,
+    stream: &HaStream,
+    grew: &Notify,
+    encode: impl Fn(i64) -> Vec<u8>,
+) -> io::Result<()> {
     let heartbeat = Duration::from_millis(shard.config().replication.ha_heartbeat_interval_ms);
     let write_ms = shard.config().replication.ha_housekeeping_interval_ms;
     let reader = shard.store.reader();
@@ -122,7 +141,7 @@ async fn report(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<(
         within(
             write_ms,
             "reporting to the master",
-            stream.write_all(&encode_report(end)),
+            stream.write_all(&encode(end)),
         )
         .await?;
         if let Ok(control) = shard.control() {
@@ -174,16 +193,5 @@ async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<
             })?;
             grew.notify();
         }
-    }
-}
-
-fn note_read(shard: &Shard, bytes: usize) {
-    if let Ok(control) = shard.control() {
-        let mut master = control.ha.master.borrow_mut();
-        let now = now_ms();
-        master.last_read_ms = now;
-        let counter = std::cell::Cell::new(master.received_in_second);
-        count_in_second(&counter, now, bytes as u64);
-        master.received_in_second = counter.get();
     }
 }
