@@ -14,7 +14,7 @@ import time
 from rocketmq.client import SendStatus
 
 from conftest import interop_home, start_broker, start_namesrv, start_server
-from interop_helpers import Puller, make_message
+from interop_helpers import Puller, make_message, wait_until
 from naming import unique_name
 from remoting import RemotingConnection
 
@@ -24,15 +24,13 @@ DEADLINE_S = 120
 
 
 def _wait(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def quietly():
         try:
-            if predicate():
-                return
+            return predicate()
         except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+            return False
+
+    assert wait_until(quietly, timeout_s, interval_s=0.2), f"timed out waiting for {what}"
 
 
 def _sync_state(controller_addr, broker_name):

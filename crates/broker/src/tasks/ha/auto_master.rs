@@ -16,7 +16,7 @@ use ferrocket_store::epoch::file::EpochFile;
 use ferrocket_store::epoch::EpochCache;
 use futures_lite::future;
 
-use super::{start_offset, throttle, within, HaStream};
+use super::{frame_body, frame_end, start_offset, throttle, within, HaStream};
 use crate::services::replication::{HaState, SlaveLink};
 use crate::shard::Shard;
 
@@ -129,7 +129,6 @@ async fn push(
         0 => reader.min_offset(),
         reported => start_offset(shard, reported)?,
     };
-    let segment = reader.segment_bytes() as i64;
     let heartbeat = Duration::from_millis(ha_config.ha_heartbeat_interval_ms);
     let write_ms = ha_config.ha_housekeeping_interval_ms;
     let mut last_write = Instant::now();
@@ -143,25 +142,16 @@ async fn push(
         let epoch_end = epochs
             .next_after(epoch.epoch)
             .map_or(i64::MAX, |e| e.start_offset);
-        let mut end = next;
-        if next < written {
-            end = written
-                .min(next - next % segment + segment)
-                .min(next + ha_config.ha_transfer_batch_bytes as i64)
-                .min(epoch_end);
-        } else if heartbeat.saturating_sub(last_write.elapsed()) > Duration::ZERO {
-            let idle_left = heartbeat.saturating_sub(last_write.elapsed());
+        let idle_left = heartbeat.saturating_sub(last_write.elapsed());
+        if next >= written && !idle_left.is_zero() {
             future::or(ha.written.since(seen), glommio::timer::sleep(idle_left)).await;
             continue;
         }
+        // Nothing to send and the heartbeat due: an empty frame.
+        let end = frame_end(shard, next, written, epoch_end);
         let len = (end - next) as usize;
         throttle(shard, link, len).await;
-        let bytes = match len {
-            0 => Default::default(),
-            _ => shard.store.read_records(next, len).ok_or_else(|| {
-                io::Error::other(format!("CommitLog bytes [{next}, {end}) are not readable"))
-            })?,
-        };
+        let bytes = frame_body(shard, next, end)?;
         let among = shard.config().controller_mode.sync_state_size.ids();
         let header = MasterMessage::Transfer(TransferHeader {
             offset: next,

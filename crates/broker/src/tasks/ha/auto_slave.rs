@@ -6,7 +6,6 @@
 
 use std::io;
 
-use bytes::BytesMut;
 use ferrocket_protocol::ha::autoswitch::{
     MasterMessage, SlaveHandshake, SlaveMessage, EPOCH_ENTRY_BYTES, HANDSHAKE_EPOCHS_MAX,
     MASTER_HANDSHAKE_HEADER_BYTES, MASTER_TRANSFER_HEADER_BYTES, TRANSFER_BODY_BYTES_MAX,
@@ -15,8 +14,7 @@ use ferrocket_runtime::sync::Notify;
 use ferrocket_store::epoch::file::EpochFile;
 use ferrocket_store::epoch::{fork_point, EpochCache, EpochEntry, ForkPoint};
 
-use super::assemble::Assembler;
-use super::{note_read, within, HaStream};
+use super::{within, HaStream, Intake};
 use crate::shard::Shard;
 
 fn bad(why: String) -> io::Error {
@@ -115,10 +113,8 @@ fn note_epoch(shard: &Shard, epochs: &mut EpochCache, epoch: EpochEntry) -> io::
 /// Takes frames and appends their whole records.
 pub(crate) async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<()> {
     let housekeeping_ms = shard.config().replication.ha_housekeeping_interval_ms;
-    let local_end = shard.store.reader().written_offset();
-    let mut assembler = Assembler::new(local_end);
+    let mut intake = Intake::new(shard.store.reader().written_offset());
     let mut epochs = read_epochs(shard)?;
-    let mut first = true;
     loop {
         let mut head = [0u8; MASTER_TRANSFER_HEADER_BYTES];
         within(
@@ -137,34 +133,10 @@ pub(crate) async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> 
         if frame.body_bytes > TRANSFER_BODY_BYTES_MAX {
             return Err(bad(format!("a frame of {} bytes", frame.body_bytes)));
         }
-        // An empty slave takes whatever the master starts with.
-        if first && local_end == 0 && frame.body_bytes > 0 {
-            assembler = Assembler::new(frame.offset);
-        }
-        if frame.offset != assembler.next_offset() {
-            return Err(bad(format!(
-                "the master sent offset {}, this slave expects {}",
-                frame.offset,
-                assembler.next_offset()
-            )));
-        }
-        first = first && frame.body_bytes == 0;
+        intake.check(frame.offset, frame.body_bytes)?;
         if frame.body_bytes > 0 {
             note_epoch(shard, &mut epochs, frame.epoch)?;
         }
-        let mut body = BytesMut::zeroed(frame.body_bytes);
-        within(
-            housekeeping_ms,
-            "a frame body",
-            stream.read_exact(&mut body),
-        )
-        .await?;
-        note_read(shard, body.len());
-        for (start, chunk) in assembler.push(&body).map_err(bad)? {
-            shard.store.replicate(start, chunk).await.map_err(|e| {
-                io::Error::other(format!("appending the master's bytes at {start}: {e}"))
-            })?;
-            grew.notify();
-        }
+        intake.take(shard, stream, frame.body_bytes, grew).await?;
     }
 }

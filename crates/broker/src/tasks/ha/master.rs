@@ -13,7 +13,7 @@ use ferrocket_runtime::server::{bind_listener, bind_waiting};
 use futures_lite::future;
 use glommio::net::{TcpListener, TcpStream};
 
-use super::{start_offset, throttle, within, HaStream};
+use super::{frame_body, frame_end, start_offset, throttle, within, HaStream};
 use crate::error::BrokerError;
 use crate::services::replication::{HaState, SlaveLink};
 use crate::shard::Shard;
@@ -155,7 +155,6 @@ async fn push_log(
     }
     let mut next = start_offset(shard, link.acked.get())?;
     let reader = shard.store.reader();
-    let segment = reader.segment_bytes() as i64;
     let heartbeat = Duration::from_millis(ha_config.ha_heartbeat_interval_ms);
     let write_ms = ha_config.ha_housekeeping_interval_ms;
     let mut last_write = Instant::now();
@@ -163,40 +162,26 @@ async fn push_log(
         link.transfer_from.set(next);
         let seen = ha.written.epoch();
         let written = reader.written_offset();
-        if next < written {
-            let end = written
-                .min(next - next % segment + segment)
-                .min(next + ha_config.ha_transfer_batch_bytes as i64);
-            let len = (end - next) as usize;
-            throttle(shard, link, len).await;
-            let bytes = shard.store.read_records(next, len).ok_or_else(|| {
-                io::Error::other(format!("CommitLog bytes [{next}, {end}) are not readable"))
-            })?;
-            let header = FrameHeader {
-                offset: next,
-                body_bytes: len,
-            }
-            .encode();
-            within(write_ms, "pushing to the slave", async {
-                stream.write_all(&header).await?;
-                stream.write_all(&bytes).await
-            })
-            .await?;
-            next = end;
-            last_write = Instant::now();
-            continue;
-        }
         let idle_left = heartbeat.saturating_sub(last_write.elapsed());
-        if idle_left.is_zero() {
-            let header = FrameHeader {
-                offset: next,
-                body_bytes: 0,
-            }
-            .encode();
-            within(write_ms, "HA heartbeat", stream.write_all(&header)).await?;
-            last_write = Instant::now();
+        if next >= written && !idle_left.is_zero() {
+            future::or(ha.written.since(seen), glommio::timer::sleep(idle_left)).await;
             continue;
         }
-        future::or(ha.written.since(seen), glommio::timer::sleep(idle_left)).await;
+        // Nothing to send and the heartbeat due: an empty frame.
+        let end = frame_end(shard, next, written, i64::MAX);
+        throttle(shard, link, (end - next) as usize).await;
+        let bytes = frame_body(shard, next, end)?;
+        let header = FrameHeader {
+            offset: next,
+            body_bytes: bytes.len(),
+        }
+        .encode();
+        within(write_ms, "pushing to the slave", async {
+            stream.write_all(&header).await?;
+            stream.write_all(&bytes).await
+        })
+        .await?;
+        next = end;
+        last_write = Instant::now();
     }
 }

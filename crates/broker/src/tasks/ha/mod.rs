@@ -145,3 +145,92 @@ fn note_read(shard: &Shard, bytes: usize) {
         master.received_in_second = counter.get();
     }
 }
+
+fn invalid(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}
+
+/// A slave's intake of the master's frames, classic or AutoSwitch: where
+/// the next frame must start, and the records being assembled from them.
+pub(crate) struct Intake {
+    assembler: assemble::Assembler,
+    local_end: i64,
+    first: bool,
+}
+
+impl Intake {
+    pub(crate) fn new(local_end: i64) -> Self {
+        Self {
+            assembler: assemble::Assembler::new(local_end),
+            local_end,
+            first: true,
+        }
+    }
+
+    /// Checks a frame's offset; an empty slave takes whatever the master
+    /// starts with.
+    pub(crate) fn check(&mut self, offset: i64, body_bytes: usize) -> io::Result<()> {
+        if self.first && self.local_end == 0 && body_bytes > 0 {
+            self.assembler = assemble::Assembler::new(offset);
+        }
+        if offset != self.assembler.next_offset() {
+            return Err(invalid(format!(
+                "the master sent offset {offset}, this slave expects {}",
+                self.assembler.next_offset()
+            )));
+        }
+        self.first = self.first && body_bytes == 0;
+        Ok(())
+    }
+
+    /// Reads a frame's body and appends its whole records.
+    pub(crate) async fn take(
+        &mut self,
+        shard: &Shard,
+        stream: &HaStream,
+        len: usize,
+        grew: &ferrocket_runtime::sync::Notify,
+    ) -> io::Result<()> {
+        let housekeeping_ms = shard.config().replication.ha_housekeeping_interval_ms;
+        let mut body = bytes::BytesMut::zeroed(len);
+        within(
+            housekeeping_ms,
+            "a frame body",
+            stream.read_exact(&mut body),
+        )
+        .await?;
+        note_read(shard, body.len());
+        for (start, chunk) in self.assembler.push(&body).map_err(invalid)? {
+            shard.store.replicate(start, chunk).await.map_err(|e| {
+                io::Error::other(format!("appending the master's bytes at {start}: {e}"))
+            })?;
+            grew.notify();
+        }
+        Ok(())
+    }
+}
+
+/// The end of the next frame from `next`: within its segment, at most
+/// `haTransferBatchSize`, and not past `limit` (an epoch's end).
+fn frame_end(shard: &Shard, next: i64, written: i64, limit: i64) -> i64 {
+    let segment = shard.store.reader().segment_bytes() as i64;
+    let batch = shard.config().replication.ha_transfer_batch_bytes as i64;
+    written
+        .min(next - next % segment + segment)
+        .min(next + batch)
+        .min(limit)
+        .max(next)
+}
+
+/// The CommitLog bytes `[next, end)` for a frame (none for a heartbeat).
+fn frame_body(shard: &Shard, next: i64, end: i64) -> io::Result<bytes::Bytes> {
+    if end == next {
+        return Ok(bytes::Bytes::new());
+    }
+    shard
+        .store
+        .read_records(next, (end - next) as usize)
+        .ok_or_else(|| {
+            io::Error::other(format!("CommitLog bytes [{next}, {end}) are not readable"))
+        })
+}

@@ -10,15 +10,13 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use ferrocket_protocol::ha::autoswitch::SlaveMessage;
 use ferrocket_protocol::ha::{encode_report, FrameHeader, FRAME_HEADER_BYTES};
 use ferrocket_runtime::sync::Notify;
 use futures_lite::future;
 use glommio::net::TcpStream;
 
-use super::assemble::Assembler;
-use super::{note_read, within, HaStream, HA_CONNECT_TIMEOUT_MS};
+use super::{within, HaStream, Intake, HA_CONNECT_TIMEOUT_MS};
 use crate::clock::now_ms;
 use crate::config::parse_host_port;
 use crate::shard::Shard;
@@ -154,10 +152,7 @@ async fn report(
 /// Takes frames and appends their whole records.
 async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<()> {
     let housekeeping_ms = shard.config().replication.ha_housekeeping_interval_ms;
-    let local_end = shard.store.reader().written_offset();
-    let mut assembler = Assembler::new(local_end);
-    let mut first = true;
-    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+    let mut intake = Intake::new(shard.store.reader().written_offset());
     loop {
         let mut head = [0u8; FRAME_HEADER_BYTES];
         within(
@@ -166,32 +161,9 @@ async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<
             stream.read_exact(&mut head),
         )
         .await?;
-        let header = FrameHeader::decode(&head).map_err(|e| bad(e.to_string()))?;
-        // A new slave takes whatever the master starts with.
-        if first && local_end == 0 && header.body_bytes > 0 {
-            assembler = Assembler::new(header.offset);
-        }
-        if header.offset != assembler.next_offset() {
-            return Err(bad(format!(
-                "the master sent offset {}, this slave expects {}",
-                header.offset,
-                assembler.next_offset()
-            )));
-        }
-        first = first && header.body_bytes == 0;
-        let mut body = BytesMut::zeroed(header.body_bytes);
-        within(
-            housekeeping_ms,
-            "a frame body",
-            stream.read_exact(&mut body),
-        )
-        .await?;
-        note_read(shard, body.len());
-        for (start, chunk) in assembler.push(&body).map_err(bad)? {
-            shard.store.replicate(start, chunk).await.map_err(|e| {
-                io::Error::other(format!("appending the master's bytes at {start}: {e}"))
-            })?;
-            grew.notify();
-        }
+        let header = FrameHeader::decode(&head)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        intake.check(header.offset, header.body_bytes)?;
+        intake.take(shard, stream, header.body_bytes, grew).await?;
     }
 }
