@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use ferrocket_broker::BrokerConfig;
 use ferrocket_controller::member::{ControllerClient, Member};
-use ferrocket_protocol::body::{decode_json, encode_json, BrokerReplicasInfo, SyncStateSet};
+use ferrocket_protocol::body::{
+    decode_json, encode_json, BrokerReplicasInfo, ReplicasInfo, SyncStateSet,
+};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::controller::AlterSyncStateSetRequestHeader;
 
@@ -33,6 +35,8 @@ impl IsrKeeper {
         self.previous_end = None;
     }
 
+    /// One check: reads the set from the controller, decides who is in
+    /// sync now, and proposes the change, if any.
     pub(crate) async fn check(
         &mut self,
         client: &ControllerClient,
@@ -40,36 +44,52 @@ impl IsrKeeper {
         member: &Member,
         id: i64,
     ) {
-        let names = encode_json(&vec![member.broker_name.clone()]);
-        let answer = match client
-            .call(
-                request_code::CONTROLLER_GET_SYNC_STATE_DATA,
-                Default::default(),
-                names,
-            )
-            .await
-        {
-            Ok(answer) if answer.code == response_code::SUCCESS => answer,
-            Ok(_) | Err(_) => return,
-        };
-        let Ok(info) = decode_json::<BrokerReplicasInfo>(&answer.body) else {
+        let Some(set) = master_view(client, &member.broker_name, id).await else {
             return;
         };
-        let Some(set) = info.replicas_info_table.get(&member.broker_name) else {
+        let Some(next) = self.in_sync_now(config, member, id, &set).await else {
             return;
         };
-        if set.master_broker_id != Some(id) {
+        let current: BTreeSet<i64> = set.in_sync_replicas.iter().map(|r| r.broker_id).collect();
+        let sizes = &config.controller_mode.sync_state_size;
+        if next == current {
+            sizes.set_ids(&current);
             return;
         }
-        let Some(end) = own::max_offset(&member.address).await else {
-            return;
-        };
+        // A send must never wait for fewer copies than the controller
+        // counts on: raise the wait before a larger set is proposed, lower
+        // it only once a smaller one is committed.
+        if next.len() > current.len() {
+            sizes.set_ids(&next);
+        }
+        tracing::info!(?current, ?next, "proposing a new in-sync replica set");
+        match propose(client, member, id, &set, &next).await {
+            Ok(answer) if answer.code == response_code::SUCCESS => sizes.set_ids(&next),
+            Ok(answer) => {
+                tracing::warn!(code = answer.code, remark = ?answer.remark, "the controller refused the in-sync set");
+                sizes.set_ids(&current);
+            }
+            // Unknown outcome: keep the larger wait.
+            Err(e) => tracing::warn!("proposing the in-sync set: {e}"),
+        }
+    }
+
+    /// This master and every live slave that caught up within
+    /// `haMaxTimeSlaveNotCatchup`: reached where the master stood at the
+    /// previous check and the start of its epoch.
+    async fn in_sync_now(
+        &mut self,
+        config: &BrokerConfig,
+        member: &Member,
+        id: i64,
+        set: &ReplicasInfo,
+    ) -> Option<BTreeSet<i64>> {
+        let end = own::max_offset(&member.address).await?;
         let target = self.previous_end.unwrap_or(end);
         let epoch_start = own::last_epoch_start(config).unwrap_or(0);
         let now = Instant::now();
         let patience =
             Duration::from_millis(config.controller_mode.ha_max_time_slave_not_catchup_ms);
-        let current: BTreeSet<i64> = set.in_sync_replicas.iter().map(|r| r.broker_id).collect();
         let mut next = BTreeSet::from([id]);
         let replicas = set.in_sync_replicas.iter().chain(&set.not_in_sync_replicas);
         for replica in replicas.filter(|r| r.broker_id != id && r.alive) {
@@ -88,43 +108,54 @@ impl IsrKeeper {
             }
         }
         self.previous_end = Some(end);
-        let sizes = &config.controller_mode.sync_state_size;
-        if next == current {
-            sizes.set_ids(&current);
-            return;
-        }
-        // A send must never wait for fewer copies than the controller
-        // counts on: raise the wait before a larger set is proposed, lower
-        // it only once a smaller one is committed.
-        if next.len() > current.len() {
-            sizes.set_ids(&next);
-        }
-        tracing::info!(?current, ?next, "proposing a new in-sync replica set");
-        let header = AlterSyncStateSetRequestHeader {
-            broker_name: member.broker_name.clone(),
-            master_broker_id: Some(id),
-            master_epoch: Some(set.master_epoch),
-            invoke_time: None,
-        };
-        let body = encode_json(&SyncStateSet {
-            sync_state_set: next.clone(),
-            sync_state_set_epoch: set.sync_state_set_epoch,
-        });
-        match client
-            .call(
-                request_code::CONTROLLER_ALTER_SYNC_STATE_SET,
-                header.to_ext(),
-                body,
-            )
-            .await
-        {
-            Ok(answer) if answer.code == response_code::SUCCESS => sizes.set_ids(&next),
-            Ok(answer) => {
-                tracing::warn!(code = answer.code, remark = ?answer.remark, "the controller refused the in-sync set");
-                sizes.set_ids(&current);
-            }
-            // Unknown outcome: keep the larger wait.
-            Err(e) => tracing::warn!("proposing the in-sync set: {e}"),
-        }
+        Some(next)
     }
+}
+
+/// The set as the controller sees it, when this broker (`id`) is its master.
+async fn master_view(
+    client: &ControllerClient,
+    broker_name: &str,
+    id: i64,
+) -> Option<ReplicasInfo> {
+    let names = encode_json(&vec![broker_name.to_string()]);
+    let answer = client
+        .call(
+            request_code::CONTROLLER_GET_SYNC_STATE_DATA,
+            Default::default(),
+            names,
+        )
+        .await
+        .ok()
+        .filter(|answer| answer.code == response_code::SUCCESS)?;
+    let mut info = decode_json::<BrokerReplicasInfo>(&answer.body).ok()?;
+    let set = info.replicas_info_table.remove(broker_name)?;
+    (set.master_broker_id == Some(id)).then_some(set)
+}
+
+/// CONTROLLER_ALTER_SYNC_STATE_SET, fenced by the master and set epochs.
+async fn propose(
+    client: &ControllerClient,
+    member: &Member,
+    id: i64,
+    set: &ReplicasInfo,
+    next: &BTreeSet<i64>,
+) -> Result<ferrocket_protocol::RemotingCommand, ferrocket_controller::member::MemberError> {
+    let header = AlterSyncStateSetRequestHeader {
+        broker_name: member.broker_name.clone(),
+        master_broker_id: Some(id),
+        master_epoch: Some(set.master_epoch),
+        invoke_time: None,
+    };
+    let body = encode_json(&SyncStateSet {
+        sync_state_set: next.clone(),
+        sync_state_set_epoch: set.sync_state_set_epoch,
+    });
+    client
+        .call(
+            request_code::CONTROLLER_ALTER_SYNC_STATE_SET,
+            header.to_ext(),
+            body,
+        )
+        .await
 }

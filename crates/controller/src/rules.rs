@@ -114,62 +114,10 @@ pub fn alter_sync_state_set(
         )
         .into();
     };
+    if let Err(refusal) = check_alter(set, live, request, proposed) {
+        return refusal.into();
+    }
     let new_set = &proposed.sync_state_set;
-    if *new_set == set.sync_state_set {
-        return Reply::error(
-            rc::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
-            "the new sync-state set equals the current one",
-        )
-        .into();
-    }
-    if set.master_id.is_none() || set.master_id != request.master_broker_id {
-        return Reply::error(
-            rc::CONTROLLER_INVALID_MASTER,
-            format!(
-                "the master is {:?}, not {:?}",
-                set.master_id, request.master_broker_id
-            ),
-        )
-        .into();
-    }
-    if request.master_epoch != Some(set.master_epoch) {
-        return Reply::error(
-            rc::CONTROLLER_FENCED_MASTER_EPOCH,
-            format!(
-                "the master epoch is {}, not {:?}",
-                set.master_epoch, request.master_epoch
-            ),
-        )
-        .into();
-    }
-    if proposed.sync_state_set_epoch != set.sync_state_set_epoch {
-        return Reply::error(
-            rc::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
-            format!(
-                "the sync-state set epoch is {}, not {}",
-                set.sync_state_set_epoch, proposed.sync_state_set_epoch
-            ),
-        )
-        .into();
-    }
-    for id in new_set {
-        if !set.members.contains_key(id) {
-            let remark = format!("replica {id} does not exist");
-            return Reply::error(rc::CONTROLLER_INVALID_REPLICAS, remark).into();
-        }
-        if !live.is_alive(&set.cluster_name, name, *id) {
-            let remark = format!("replica {id} is not alive");
-            return Reply::error(rc::CONTROLLER_BROKER_NOT_ALIVE, remark).into();
-        }
-    }
-    let master = set.master_id.unwrap_or(-1);
-    if !new_set.contains(&master) {
-        return Reply::error(
-            rc::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
-            format!("the new sync-state set does not contain the master {master}"),
-        )
-        .into();
-    }
     let epoch = set.sync_state_set_epoch + 1;
     let header = AlterSyncStateSetResponseHeader {
         new_sync_state_set_epoch: epoch,
@@ -185,6 +133,69 @@ pub fn alter_sync_state_set(
             sync_state_set: new_set.clone(),
         }],
     }
+}
+
+/// Java's checks of a proposed in-sync set, in Java's order: a change, from
+/// the current master, of the current master and set epochs, of registered
+/// live members, keeping the master.
+fn check_alter(
+    set: &BrokerSet,
+    live: &dyn Liveness,
+    request: &AlterSyncStateSetRequestHeader,
+    proposed: &SyncStateSet,
+) -> Result<(), Reply> {
+    let new_set = &proposed.sync_state_set;
+    if *new_set == set.sync_state_set {
+        return Err(Reply::error(
+            rc::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+            "the new sync-state set equals the current one",
+        ));
+    }
+    if set.master_id.is_none() || set.master_id != request.master_broker_id {
+        return Err(Reply::error(
+            rc::CONTROLLER_INVALID_MASTER,
+            format!(
+                "the master is {:?}, not {:?}",
+                set.master_id, request.master_broker_id
+            ),
+        ));
+    }
+    if request.master_epoch != Some(set.master_epoch) {
+        return Err(Reply::error(
+            rc::CONTROLLER_FENCED_MASTER_EPOCH,
+            format!(
+                "the master epoch is {}, not {:?}",
+                set.master_epoch, request.master_epoch
+            ),
+        ));
+    }
+    if proposed.sync_state_set_epoch != set.sync_state_set_epoch {
+        return Err(Reply::error(
+            rc::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
+            format!(
+                "the sync-state set epoch is {}, not {}",
+                set.sync_state_set_epoch, proposed.sync_state_set_epoch
+            ),
+        ));
+    }
+    for id in new_set {
+        if !set.members.contains_key(id) {
+            let remark = format!("replica {id} does not exist");
+            return Err(Reply::error(rc::CONTROLLER_INVALID_REPLICAS, remark));
+        }
+        if !live.is_alive(&set.cluster_name, &set.broker_name, *id) {
+            let remark = format!("replica {id} is not alive");
+            return Err(Reply::error(rc::CONTROLLER_BROKER_NOT_ALIVE, remark));
+        }
+    }
+    let master = set.master_id.unwrap_or(-1);
+    if !new_set.contains(&master) {
+        return Err(Reply::error(
+            rc::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+            format!("the new sync-state set does not contain the master {master}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Whom an election picks among `candidates` (`DefaultElectPolicy.tryElect`):
