@@ -10,9 +10,10 @@
 //!   acknowledged message, and takes sends; the old master comes back, cuts
 //!   its log back to the fork point, follows the new master, and ends with
 //!   the same CommitLog.
-//! - Three controllers: the controller leader is killed (another takes
-//!   over; the brokers keep their roles), then the master is killed again
-//!   and again under a steady load: nothing acknowledged is lost.
+//! - Three controllers and three brokers: the controller leader is killed
+//!   (another takes over; the brokers keep their roles), then the master is
+//!   killed again and again under a steady load: nothing acknowledged is
+//!   lost.
 //!   `FAILOVER_CYCLES` kills (CI: 2; `scripts/chaos/failover.sh`: 10).
 
 mod harness;
@@ -198,11 +199,11 @@ fn repeated_master_kills_under_load_lose_nothing_with_three_controllers() {
     let mut controllers = controllers(dir.path(), 3);
     let all_addrs = controller_addr(&controllers);
     let namesrv = Namesrv::start();
-    let mut brokers: Vec<Broker> = (0..2)
+    let mut brokers: Vec<Broker> = (0..3)
         .map(|_| controller_broker(&namesrv, &all_addrs))
         .collect();
-    let both = BTreeSet::from([1, 2]);
-    wait_state(&all_addrs, "both in sync", |s| s.in_sync == both);
+    let all = BTreeSet::from([1, 2, 3]);
+    wait_state(&all_addrs, "all three in sync", |s| s.in_sync == all);
 
     // The controller leader dies: another leads, the brokers keep roles.
     let before = sync_state(&all_addrs).unwrap();
@@ -252,7 +253,7 @@ fn repeated_master_kills_under_load_lose_nothing_with_three_controllers() {
         eprintln!("failover cycle {}: {took:?}", cycle + 1);
         times.push(took);
         brokers[index].start_again();
-        wait_state(&addrs, "the old master rejoins", |s| s.in_sync == both);
+        wait_state(&addrs, "the old master rejoins", |s| s.in_sync == all);
     }
     stop.store(true, Ordering::Release);
     std::thread::sleep(Duration::from_millis(200));

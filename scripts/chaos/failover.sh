@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Failover campaign: three controllers, a name server and two brokers of
+# Failover campaign: three controllers, a name server and three brokers of
 # one set in controller mode on 127.0.0.1 (tests/controller_failover.rs).
 # The controller leader is killed once, then the master is killed with
 # SIGKILL CYCLES times under a steady load of sends that wait for every
