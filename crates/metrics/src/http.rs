@@ -36,15 +36,10 @@ where
     // One scrape at a time: concurrent requests wait for the running one
     // instead of each gathering every shard's figures.
     let one_scrape = Rc::new(glommio::sync::Semaphore::new(1));
-    let stop = std::pin::pin!(stop);
-    let mut stop = stop;
+    let mut stop = std::pin::pin!(stop);
     loop {
-        let accepted = future::or(async { Some(listener.accept().await) }, async {
-            (&mut stop).await;
-            None
-        })
-        .await;
-        match accepted {
+        // (Finishes the accept in flight at stop: see `accept_unless`.)
+        match ferrocket_runtime::server::accept_unless(&listener, stop.as_mut()).await {
             None => return,
             Some(Ok(stream)) if open.get() < CONNECTIONS_MAX => {
                 open.set(open.get() + 1);
