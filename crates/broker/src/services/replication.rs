@@ -115,6 +115,16 @@ impl HaState {
         self.acks.since(seen).await
     }
 
+    /// Waits for the slave's first report on `link` and returns it: where
+    /// the slave's CommitLog ends, so where pushing starts.
+    pub async fn first_report(&self, link: &SlaveLink) -> i64 {
+        while link.acked.get() < 0 {
+            let seen = self.acks_epoch();
+            self.acks_since(seen).await;
+        }
+        link.acked.get()
+    }
+
     pub fn links(&self) -> Vec<Rc<SlaveLink>> {
         self.links.borrow().clone()
     }

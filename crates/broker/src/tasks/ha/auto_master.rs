@@ -119,13 +119,10 @@ async fn push(
     epochs: &EpochCache,
 ) -> io::Result<()> {
     let ha_config = &shard.config().replication;
-    while link.acked.get() < 0 {
-        let seen = ha.acks_epoch();
-        ha.acks_since(seen).await;
-    }
+    let reported = ha.first_report(link).await;
     let reader = shard.store.reader();
     // A slave with nothing copies from the master's first byte.
-    let mut next = match link.acked.get() {
+    let mut next = match reported {
         0 => reader.min_offset(),
         reported => start_offset(shard, reported)?,
     };

@@ -149,11 +149,7 @@ async fn push_log(
     stream: &HaStream,
 ) -> io::Result<()> {
     let ha_config = &shard.config().replication;
-    while link.acked.get() < 0 {
-        let seen = ha.acks_epoch();
-        ha.acks_since(seen).await;
-    }
-    let mut next = start_offset(shard, link.acked.get())?;
+    let mut next = start_offset(shard, ha.first_report(link).await)?;
     let reader = shard.store.reader();
     let heartbeat = Duration::from_millis(ha_config.ha_heartbeat_interval_ms);
     let write_ms = ha_config.ha_housekeeping_interval_ms;
