@@ -139,6 +139,7 @@ class ServerProcess:
         self.pid = self.popen.pid
         with _LIVE_LOCK:
             _LIVE[self.pid] = self
+            _STARTED_IN_TEST.append(self)
 
     def log_text(self):
         try:
@@ -442,8 +443,41 @@ def _watchdog_fired(nodeid):
     os._exit(3)
 
 
+# Servers started by the running test (stopped ones too: a failing test has
+# usually stopped its own servers by the time its report is made).
+_STARTED_IN_TEST = []
+# Where the C++ client's log ended when the running test began.
+_CPP_LOG_START = {}
+# How many of the C++ client's error lines a failure report shows.
+CPP_LOG_LINES_MAX = 80
+
+
+def _cpp_logs():
+    return sorted((interop_home() / "logs" / "rocketmq-cpp").glob(f"{os.getpid()}_rocketmq-cpp.log*"))
+
+
+def _cpp_errors_since_start():
+    """The C++ client's error and warning lines written during the running
+    test: the real reason behind a "No route info of this topic"."""
+    lines = []
+    for path in _cpp_logs():
+        try:
+            with open(path, "rb") as log:
+                log.seek(_CPP_LOG_START.get(path, 0))
+                text = log.read().decode(errors="replace")
+        except OSError:
+            continue
+        lines += [line for line in text.splitlines() if "](error)" in line or "](warn" in line]
+    return "\n".join(lines[-CPP_LOG_LINES_MAX:])
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    with _LIVE_LOCK:
+        _STARTED_IN_TEST.clear()
+    _CPP_LOG_START.clear()
+    for path in _cpp_logs():
+        _CPP_LOG_START[path] = path.stat().st_size
     timer = threading.Timer(TEST_TIMEOUT_S, _watchdog_fired, args=(item.nodeid,))
     timer.daemon = True
     timer.start()
@@ -460,6 +494,10 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         with _LIVE_LOCK:
             servers = list(_LIVE.values())
+            servers += [server for server in _STARTED_IN_TEST if server.pid not in _LIVE]
+        cpp_errors = _cpp_errors_since_start()
+        if cpp_errors:
+            report.sections.append(("C++ client errors during this test", cpp_errors))
         for server in servers:
             report.sections.append(
                 (f"{server.role} {server.addr} (pid {server.pid}) log tail", server.log_tail())
