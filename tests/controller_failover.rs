@@ -25,8 +25,10 @@ use std::time::{Duration, Instant};
 
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::controller::GetMetaDataResponseHeader;
+use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::failover::*;
+use harness::requests::pull_request;
 use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn, ServerProcess};
 
 const MESSAGES: usize = 200;
@@ -61,6 +63,9 @@ fn killing_the_master_elects_the_in_sync_slave_and_keeps_every_acknowledged_mess
         acked.insert(body);
     }
 
+    confirm_offset_holds_back_what_the_slave_lacks(&mut first, &mut second, &topic);
+    acked.insert(CONFIRM_PROBE.to_string());
+
     // The slave stops (SIGSTOP: its connections stay open, so the
     // controller still counts it alive and in sync); the master takes
     // sends that do not wait, more than the socket buffers hold.
@@ -72,6 +77,13 @@ fn killing_the_master_elects_the_in_sync_slave_and_keeps_every_acknowledged_mess
             response_code::SUCCESS
         );
     }
+    // Consumers never see what a failover could take back: the master's
+    // queues stop at what its in-sync slave acknowledged.
+    assert_eq!(
+        bodies(&first, &topic),
+        acked,
+        "the master's consumers see past the confirm offset"
+    );
     first.process.kill();
     let killed = Instant::now();
     second.process.signal(libc::SIGCONT);
@@ -131,6 +143,62 @@ fn killing_the_master_elects_the_in_sync_slave_and_keeps_every_acknowledged_mess
         log_bytes(first.store_dir(), end) == log_bytes(second.store_dir(), end),
         "the two CommitLogs differ"
     );
+}
+
+/// Sent while the slave is paused, seen once it resumes.
+const CONFIRM_PROBE: &str = "confirm-probe";
+/// Longest the probe's pull is held: it must be woken before.
+const PROBE_SUSPEND: Duration = Duration::from_secs(40);
+
+/// With the in-sync slave paused, a message the master wrote is not
+/// consumable there (its queue ends before it) and a pull for it is held;
+/// once the slave resumes and acknowledges it, the confirm offset moves and
+/// the held pull is answered with it, long before its suspend timeout.
+fn confirm_offset_holds_back_what_the_slave_lacks(
+    first: &mut Broker,
+    second: &mut Broker,
+    topic: &str,
+) {
+    let queue_id = (MESSAGES % QUEUES as usize) as i32;
+    let mut conn = first.connect();
+    let before = queue_max_offset(&mut conn, topic, queue_id);
+    second.process.signal(libc::SIGSTOP);
+    let code = send(&mut conn, topic, MESSAGES, CONFIRM_PROBE.into(), false);
+    assert_eq!(code, response_code::SUCCESS);
+    assert_eq!(
+        queue_max_offset(&mut conn, topic, queue_id),
+        before,
+        "dispatched past the confirm offset"
+    );
+    let mut puller = first.connect().with_answer_timeout(PROBE_SUSPEND * 2);
+    let suspend = PROBE_SUSPEND.as_millis() as u64;
+    let request = pull_request("failover-consumer", topic, queue_id, before, 8, suspend);
+    let held = std::thread::spawn(move || {
+        let started = Instant::now();
+        (puller.request(request), started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    second.process.signal(libc::SIGCONT);
+    let (answer, waited) = held.join().unwrap();
+    assert_eq!(answer.code, response_code::SUCCESS, "{:?}", answer.remark);
+    let bodies: Vec<String> = records(&answer.body, true)
+        .map(|r| String::from_utf8_lossy(r.unwrap().body).into_owned())
+        .collect();
+    assert_eq!(bodies, vec![CONFIRM_PROBE.to_string()]);
+    assert!(
+        waited < PROBE_SUSPEND,
+        "the held pull was not woken when the confirm offset moved"
+    );
+}
+
+/// The next offset of a queue (GET_MAX_OFFSET).
+fn queue_max_offset(conn: &mut RemotingConn, topic: &str, queue_id: i32) -> i64 {
+    let request = RemotingCommand::request(request_code::GET_MAX_OFFSET)
+        .with_ext("topic", topic)
+        .with_ext("queueId", queue_id);
+    let answer = conn.request(request);
+    assert_eq!(answer.code, response_code::SUCCESS, "{:?}", answer.remark);
+    answer.ext_fields.get("offset").unwrap().parse().unwrap()
 }
 
 /// Kills the leader among `controllers` and returns its index.

@@ -224,6 +224,7 @@ impl Supervisor {
     /// The broker's config for a run under `master`.
     fn config_for(&self, master: &MasterInfo) -> BrokerConfig {
         let mut config = self.base.clone();
+        config.controller_mode.broker_controller_id = Some(self.id);
         if master.broker_id == self.id {
             config.broker_id = 0;
             // Java's controller-mode master is a SYNC_MASTER; how many

@@ -81,6 +81,10 @@ pub struct StoreConfig {
     /// nothing for it (a master's HA links push new bytes from there; see
     /// [`ShardStore::set_written_listener`](crate::ShardStore::set_written_listener)).
     pub notify_written_shard: Option<usize>,
+    /// Controller mode: each shard's dispatch gate starts closed at the
+    /// recovered CommitLog end, and the broker moves it to the confirm
+    /// offset ([`ShardStore::set_dispatch_gate`](crate::ShardStore::set_dispatch_gate)).
+    pub dispatch_gated: bool,
 }
 
 impl StoreConfig {
@@ -102,6 +106,7 @@ impl StoreConfig {
             retention: crate::retention::RetentionConfig::default(),
             replica: false,
             notify_written_shard: None,
+            dispatch_gated: false,
         }
     }
 

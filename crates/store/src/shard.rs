@@ -147,9 +147,15 @@ struct ShardInner {
     applied: Cell<i64>,
     /// The latest batch watermark: `applied` once nothing is deferred.
     watermark: Cell<i64>,
-    /// Dispatches that found no disk space for their ConsumeQueue, in order,
-    /// with whether they are a slave's; retried until they fit.
+    /// Dispatches that found no disk space for their ConsumeQueue or wait
+    /// behind the dispatch gate, in order, with whether they are a slave's;
+    /// retried until they fit and the gate is past them.
     deferred: RefCell<VecDeque<(DispatchEntry, bool)>>,
+    /// A dispatch found no disk space (logged once the backlog is applied).
+    disk_deferred: Cell<bool>,
+    /// Records ending past this CommitLog position are not dispatched yet
+    /// (controller mode's confirm offset); `i64::MAX`: no gate.
+    gate: Cell<i64>,
     /// A ConsumeQueue write or flush failed: stop advancing the flushed
     /// watermark so recovery rebuilds from the last good point.
     cq_broken: Cell<bool>,
@@ -192,6 +198,11 @@ impl ShardStore {
         } = port;
         let (sender, receiver, appender_task) = rings.connect(ctx.config.ring_capacity).await;
         let start = ctx.shared.written();
+        let gate = if ctx.config.dispatch_gated {
+            start
+        } else {
+            i64::MAX
+        };
         let inner = Rc::new(ShardInner {
             shard_id,
             reader: LocalReader::new(Arc::clone(&ctx.shared)),
@@ -205,6 +216,8 @@ impl ShardStore {
             applied: Cell::new(start),
             watermark: Cell::new(start),
             deferred: RefCell::new(VecDeque::new()),
+            disk_deferred: Cell::new(false),
+            gate: Cell::new(gate),
             cq_broken: Cell::new(false),
             done: Cell::new(false),
             done_waiters: RefCell::new(Vec::new()),
@@ -350,6 +363,16 @@ impl ShardStore {
     /// shard's executor): the hook for waking long-polling pulls.
     pub fn set_dispatch_listener(&self, listener: impl Fn(&DispatchEntry) + 'static) {
         *self.inner.listener.borrow_mut() = Some(Rc::new(listener));
+    }
+
+    /// Controller mode's confirm offset (Java's reput end): dispatches of
+    /// records that end past `end` wait here, in CommitLog order, until the
+    /// gate moves past them, so no ConsumeQueue shows a record a failover
+    /// could take back. `i64::MAX` (the default) opens it. It may move back
+    /// (a slave joined the in-sync set): what is dispatched stays.
+    pub fn set_dispatch_gate(&self, end: i64) {
+        self.inner.gate.set(end);
+        self.inner.retry_deferred();
     }
 
     /// Called after each batch the appender sends this shard: on the shard

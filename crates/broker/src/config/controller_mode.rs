@@ -116,6 +116,9 @@ pub struct ControllerModeConfig {
     pub role_notices: RoleNotices,
     /// Not a key: the in-sync set's size, on a master.
     pub sync_state_size: SyncStateSize,
+    /// Not a key: this broker's id from the controller (the config's
+    /// `brokerId` is 0 on a master).
+    pub broker_controller_id: Option<i64>,
 }
 
 impl Default for ControllerModeConfig {
@@ -138,6 +141,7 @@ impl Default for ControllerModeConfig {
             master_epoch: None,
             role_notices: RoleNotices::default(),
             sync_state_size: SyncStateSize::default(),
+            broker_controller_id: None,
         }
     }
 }

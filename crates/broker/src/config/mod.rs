@@ -542,7 +542,16 @@ impl BrokerConfig {
         store.replica = self.replication.broker_role.is_slave();
         // A master's HA links run on shard 0 and push every written batch.
         store.notify_written_shard = (!store.replica).then_some(0);
+        store.dispatch_gated = self.dispatch_gated();
         store
+    }
+
+    /// Controller mode keeps ConsumeQueue dispatch at the confirm offset
+    /// on a slave, and on a master whose sends wait for every in-sync
+    /// replica (Java's `CommitLog.getConfirmOffset`; see `tasks::ha::gate`).
+    pub fn dispatch_gated(&self) -> bool {
+        let mode = &self.controller_mode;
+        mode.enabled && (self.replication.broker_role.is_slave() || mode.all_ack_in_sync_state_set)
     }
 
     /// Where the shards run.

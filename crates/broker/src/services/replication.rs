@@ -58,7 +58,6 @@ pub(crate) struct MasterLink {
     pub received_in_second: (i64, u64),
 }
 
-#[derive(Default)]
 pub(crate) struct HaState {
     links: RefCell<Vec<Rc<SlaveLink>>>,
     next_link: Cell<u64>,
@@ -70,6 +69,28 @@ pub(crate) struct HaState {
     pub master: RefCell<MasterLink>,
     /// Where a master's HA listener is bound.
     pub listen: Cell<Option<SocketAddr>>,
+    /// See [`HaState::gate`].
+    gate: Cell<i64>,
+    /// A slave's view of its master's confirm offset (its frames carry
+    /// it; `None` before the first), and when it changes.
+    pub master_confirm: Cell<Option<i64>>,
+    pub confirm_changed: Changed,
+}
+
+impl Default for HaState {
+    fn default() -> Self {
+        Self {
+            links: RefCell::default(),
+            next_link: Cell::default(),
+            acks: Changed::default(),
+            written: Changed::default(),
+            master: RefCell::default(),
+            listen: Cell::default(),
+            gate: Cell::new(i64::MAX),
+            master_confirm: Cell::new(None),
+            confirm_changed: Changed::default(),
+        }
+    }
 }
 
 /// Adds `bytes` to a per-second counter at `now_ms`; returns the bytes of
@@ -155,16 +176,41 @@ impl HaState {
         1 + slaves as u32
     }
 
-    /// Below this offset every in-sync replica (`among`) has the log, as
-    /// far as their links have said: the master's `written` when none is
-    /// connected besides it (controller mode's `confirmOffset`).
-    pub fn confirm_offset(&self, written: i64, among: &BTreeSet<i64>) -> i64 {
-        self.links
-            .borrow()
+    /// Controller mode's confirm offset on a master (Java's
+    /// `computeConfirmOffset`): the least that a connected in-sync slave
+    /// (of `slaves`) acked, at most `written`; a slave that has not
+    /// reported yet does not count. `None` while one of `slaves` is not
+    /// connected: then it cannot be known, and stays where it was.
+    pub fn confirm_offset(&self, written: i64, slaves: &BTreeSet<i64>) -> Option<i64> {
+        let links = self.links.borrow();
+        let linked = |id: &i64| links.iter().any(|l| l.broker_id.get() == Some(*id));
+        if !slaves.iter().all(linked) {
+            return None;
+        }
+        let confirmed = links
             .iter()
-            .filter(|l| l.broker_id.get().is_some_and(|id| among.contains(&id)))
-            .map(|l| l.acked.get().max(0))
-            .fold(written, i64::min)
+            .filter(|l| l.broker_id.get().is_some_and(|id| slaves.contains(&id)))
+            .map(|l| l.acked.get())
+            .filter(|acked| *acked > 0)
+            .fold(written, i64::min);
+        Some(confirmed)
+    }
+
+    /// The confirm offset in force (see `tasks::ha::gate`): where every
+    /// shard's ConsumeQueue dispatch stops; `i64::MAX` while there is none.
+    pub fn gate(&self) -> i64 {
+        self.gate.get()
+    }
+
+    pub fn set_gate(&self, gate: i64) {
+        self.gate.set(gate);
+    }
+
+    /// A slave heard its master's confirm offset.
+    pub fn note_master_confirm(&self, confirm: i64) {
+        if self.master_confirm.replace(Some(confirm)) != Some(confirm) {
+            self.confirm_changed.notify_all();
+        }
     }
 
     /// RocketMQ 4.x's check before waiting: false when slaves are

@@ -51,6 +51,9 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
 /// metadata sync.
 fn start_replication(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     let tasks = &shard.tasks;
+    if shard.config().dispatch_gated() {
+        tasks.spawn("confirm offset", ha::gate::gate_loop(shard.clone()));
+    }
     if shard.config().replication.broker_role.is_slave() {
         tasks.spawn(
             "HA link to the master",

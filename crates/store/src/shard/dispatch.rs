@@ -3,8 +3,10 @@
 //! is deferred, with every later one behind it (order is kept across
 //! queues), and retried with the next batch and every ConsumeQueue flush
 //! tick; the store is marked disk full meanwhile, so appends stop and the
-//! backlog is bounded. `applied` (what the checkpoint may claim) stops at
-//! the first deferred record, so a crash re-dispatches it in recovery.
+//! backlog is bounded. Dispatches of records past the dispatch gate
+//! (controller mode's confirm offset) wait the same way until it moves.
+//! `applied` (what the checkpoint may claim) stops at the first deferred
+//! record, so a crash re-dispatches it in recovery.
 
 use super::{Listener, ShardInner};
 use crate::consume_queue::CqEntry;
@@ -24,7 +26,7 @@ impl ShardInner {
         let listener = self.listener.borrow().clone();
         for entry in dispatches {
             self.check_dispatch(entry, written);
-            if !self.deferred.borrow().is_empty() {
+            if !self.deferred.borrow().is_empty() || self.gated(entry) {
                 self.deferred
                     .borrow_mut()
                     .push_back((entry.clone(), replica));
@@ -40,8 +42,13 @@ impl ShardInner {
         self.advance_applied();
     }
 
+    /// The record ends past the dispatch gate.
+    fn gated(&self, entry: &DispatchEntry) -> bool {
+        entry.physical_offset + i64::from(entry.size) > self.gate.get()
+    }
+
     /// Retries the deferred dispatches in order, up to the first that still
-    /// finds no room.
+    /// finds no room or waits behind the gate.
     pub(super) fn retry_deferred(&self) {
         if self.deferred.borrow().is_empty() {
             return;
@@ -51,6 +58,9 @@ impl ShardInner {
             let Some((entry, replica)) = self.deferred.borrow().front().cloned() else {
                 break;
             };
+            if self.gated(&entry) {
+                break;
+            }
             match self.dispatch_one(&entry, replica, listener.as_ref()) {
                 Err(e) if e.is_disk_full() => break,
                 Err(e) => self.dispatch_broken(&entry, &e),
@@ -58,7 +68,7 @@ impl ShardInner {
             }
             self.deferred.borrow_mut().pop_front();
         }
-        if self.deferred.borrow().is_empty() {
+        if self.deferred.borrow().is_empty() && self.disk_deferred.replace(false) {
             tracing::info!(
                 shard = self.shard_id,
                 "deferred ConsumeQueue dispatches applied"
@@ -75,6 +85,7 @@ impl ShardInner {
         tracing::warn!(shard = self.shard_id, %error, topic = %entry.topic,
             queue_id = entry.queue_id, "no disk space for a ConsumeQueue entry; deferring dispatches");
         self.ctx.shared.disk.mark_full(&error.to_string());
+        self.disk_deferred.set(true);
         self.deferred
             .borrow_mut()
             .push_back((entry.clone(), replica));

@@ -134,6 +134,10 @@ pub(crate) async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> 
             return Err(bad(format!("a frame of {} bytes", frame.body_bytes)));
         }
         intake.check(frame.offset, frame.body_bytes)?;
+        // Before the bytes it covers are appended and dispatched.
+        if let Ok(control) = shard.control() {
+            control.ha.note_master_confirm(frame.confirm_offset);
+        }
         if frame.body_bytes > 0 {
             note_epoch(shard, &mut epochs, frame.epoch)?;
         }

@@ -8,12 +8,15 @@
 //!   master's bytes, cut them into whole records (`assemble`) and append
 //!   them at the master's offsets (`ShardStore::replicate`); reconnects
 //!   with back-off.
+//! - `gate` (controller mode): ConsumeQueue dispatch on every shard stops
+//!   at the confirm offset.
 //! - `metadata`: a slave copies topics, groups, consumer and delay
 //!   offsets from the master's broker port (`SlaveSynchronize`).
 
 pub(crate) mod assemble;
 pub(crate) mod auto_master;
 pub(crate) mod auto_slave;
+pub(crate) mod gate;
 pub(crate) mod master;
 pub(crate) mod metadata;
 pub(crate) mod slave;
