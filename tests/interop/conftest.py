@@ -82,8 +82,13 @@ def free_port_other_than(taken):
 _CREATED_HOME = None
 
 
+# The session's config, for the watchdog (it must get past output capture).
+_CONFIG = None
+
+
 def pytest_configure(config):
-    global _CREATED_HOME
+    global _CREATED_HOME, _CONFIG
+    _CONFIG = config
     home = os.environ.get("FERROCKET_INTEROP_HOME")
     if not home:
         home = tempfile.mkdtemp(prefix="ferrocket-interop-")
@@ -429,6 +434,11 @@ def clients():
 
 
 def _watchdog_fired(nodeid):
+    # The test's output is being captured, and os._exit below would drop
+    # it: write to the real stderr.
+    capture = _CONFIG.pluginmanager.getplugin("capturemanager") if _CONFIG else None
+    if capture is not None:
+        capture.suspend_global_capture(in_=True)
     sys.stderr.write(
         f"\n*** {nodeid} ran longer than {TEST_TIMEOUT_S} s; dumping threads, stopping servers, exiting ***\n"
     )
@@ -437,6 +447,7 @@ def _watchdog_fired(nodeid):
         servers = list(_LIVE.values())
     for server in servers:
         sys.stderr.write(f"---- {server.role} {server.addr} log tail ----\n{server.log_tail()}\n")
+    sys.stderr.write(f"---- C++ client errors during this test ----\n{_cpp_errors_since_start()}\n")
     _stop_all_live()
     sys.stderr.flush()
     # A C++ call that never returns cannot be interrupted; leave for good.
