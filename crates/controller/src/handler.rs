@@ -15,6 +15,7 @@ use crate::config::peers_text;
 use crate::node::Controller;
 use crate::rules::{self, Reply};
 use crate::server::Service;
+use crate::settings;
 
 /// Brokers named in one CONTROLLER_GET_SYNC_STATE_DATA at most.
 pub const SYNC_STATE_NAMES_MAX: usize = 10_000;
@@ -44,6 +45,10 @@ impl Service for Controller {
             }
             code::BROKER_HEARTBEAT => self.heartbeat(&request, connection),
             code::CONTROLLER_GET_METADATA_INFO => self.metadata(),
+            code::GET_CONTROLLER_CONFIG => settings::show(&self.config, &self.settings),
+            code::UPDATE_CONTROLLER_CONFIG => {
+                settings::update(&self.config, &self.settings, &request.body)
+            }
             _ => match self.controller_request(&request).await {
                 Some(reply) => reply,
                 None => return Some(RemotingCommand::not_supported(&request)),
@@ -130,7 +135,7 @@ impl Controller {
     /// ELECT_MASTER from a broker or an admin tool; a new master is pushed
     /// to the set's brokers as Java does.
     async fn elect(self: &Arc<Self>, header: &ElectMasterRequestHeader) -> Reply {
-        let unclean = self.config.enable_elect_unclean_master;
+        let unclean = self.settings.elect_unclean_master();
         let reply = self
             .write(|s, l| rules::elect_master(s, l, header, unclean))
             .await;

@@ -8,7 +8,8 @@
 //! Layers, top down: [`start`] (thread, runtime, tasks) → [`server`]
 //! (Remoting) → [`handler`] (request codes) → [`node`] (read and write
 //! paths, elections, notifications) → [`rules`] (decisions) and [`raft`]
-//! (log, storage, transport) → [`state`] (what is replicated).
+//! (log, storage, transport) → [`state`] (what is replicated);
+//! [`settings`] shows and changes the settings read while running.
 
 pub mod config;
 pub mod handler;
@@ -18,6 +19,7 @@ pub mod node;
 pub mod raft;
 pub mod rules;
 pub mod server;
+pub mod settings;
 pub mod start;
 pub mod state;
 

@@ -20,11 +20,14 @@ use crate::live::{BrokerKey, LiveAt, LiveTable};
 use crate::raft::store::Store;
 use crate::raft::{ControllerRaft, Events};
 use crate::rules::{self, Decision, Liveness, Reply};
+use crate::settings::LiveSettings;
 use crate::state::ControllerState;
 
 /// One controller of the group.
 pub struct Controller {
+    /// The settings as started; those read while running are in `settings`.
     pub(crate) config: ControllerConfig,
+    pub(crate) settings: LiveSettings,
     pub(crate) node_id: u64,
     pub(crate) raft: ControllerRaft,
     store: Store,
@@ -61,6 +64,7 @@ impl Controller {
         brokers: ConnectionPool,
     ) -> Self {
         Self {
+            settings: LiveSettings::new(&config),
             config,
             node_id,
             raft,
@@ -176,8 +180,8 @@ impl Controller {
             broker_id: Some(-1),
             ..Default::default()
         };
-        let unclean = self.config.enable_elect_unclean_master;
-        for attempt in 1..=self.config.elect_master_max_retry_count.max(1) {
+        let unclean = self.settings.elect_unclean_master();
+        for attempt in 1..=self.settings.elect_master_max_retry_count().max(1) {
             let reply = self
                 .write(|state, live| rules::elect_master(state, live, &request, unclean))
                 .await;
@@ -202,7 +206,7 @@ impl Controller {
     /// Sends NOTIFY_BROKER_ROLE_CHANGED to every live broker of the set
     /// after an election answered with `elected`.
     pub(crate) async fn notify_role_changed(self: &Arc<Self>, broker_name: &str, elected: &Reply) {
-        if !self.config.notify_broker_role_changed {
+        if !self.settings.notify_broker_role_changed() {
             return;
         }
         let Ok(header) = ElectMasterResponseHeader::from_ext(&elected.ext) else {

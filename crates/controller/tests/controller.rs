@@ -536,3 +536,65 @@ async fn a_lagging_controller_catches_up_from_a_snapshot_after_the_log_was_purge
         handle.stop();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_are_shown_and_the_live_ones_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut listeners, peers) = listeners(1);
+    let handle = start_on(config(&peers, "n0", dir.path()), listeners.remove(0)).unwrap();
+    let conn = connect(&handle.addr().to_string()).await;
+    let show = |conn| async move {
+        let answer = call(
+            conn,
+            code::GET_CONTROLLER_CONFIG,
+            ExtFields::default(),
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(answer.code, rc::SUCCESS, "{:?}", answer.remark);
+        String::from_utf8(answer.body.to_vec()).unwrap()
+    };
+    let before = show(&conn).await;
+    assert!(
+        before.contains(&format!("controllerDLegerPeers={peers}\n")),
+        "{before}"
+    );
+    assert!(
+        before.contains("enableElectUncleanMaster=false\n"),
+        "{before}"
+    );
+
+    let body = b"enableElectUncleanMaster=true\n".to_vec();
+    let answer = call(
+        &conn,
+        code::UPDATE_CONTROLLER_CONFIG,
+        ExtFields::default(),
+        body,
+    )
+    .await;
+    assert_eq!(answer.code, rc::SUCCESS, "{:?}", answer.remark);
+    assert!(show(&conn)
+        .await
+        .contains("enableElectUncleanMaster=true\n"));
+
+    let body = b"configStorePath=/tmp/elsewhere\n".to_vec();
+    let answer = call(
+        &conn,
+        code::UPDATE_CONTROLLER_CONFIG,
+        ExtFields::default(),
+        body,
+    )
+    .await;
+    assert_eq!(answer.code, rc::NO_PERMISSION);
+    let body = b"controllerDLegerSelfId=n1\n".to_vec();
+    let answer = call(
+        &conn,
+        code::UPDATE_CONTROLLER_CONFIG,
+        ExtFields::default(),
+        body,
+    )
+    .await;
+    assert_eq!(answer.code, rc::INVALID_PARAMETER);
+    assert!(answer.remark.unwrap().contains("read at start only"));
+    handle.stop();
+}

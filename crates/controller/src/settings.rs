@@ -1,0 +1,233 @@
+//! The settings a running controller shows and changes, as Java's
+//! controller does for `mqadmin getControllerConfig` / `updateControllerConfig`:
+//! GET_CONTROLLER_CONFIG (1010) answers every key as `key=value` lines;
+//! UPDATE_CONTROLLER_CONFIG (1009) takes such lines. Each controller answers
+//! for itself (an admin tool asks each), and a change lasts until the
+//! controller restarts (the config file is not rewritten).
+//!
+//! Only the keys read while running can change: the election and
+//! notification switches. Java's black-listed keys answer NO_PERMISSION with
+//! Java's remark; a key read only at start, an unknown key or a bad value
+//! answers INVALID_PARAMETER naming it, and then nothing changes.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use ferrocket_protocol::codes::response_code as rc;
+
+use crate::config::{peers_text, ControllerConfig};
+use crate::rules::Reply;
+
+/// Keys no update may touch (Java's `configBlackList` default, and
+/// `rocketmqHome`, which Java adds).
+pub const BLACK_LIST: &[&str] = &["configBlackList", "configStorePath", "rocketmqHome"];
+/// Lines in one update at most.
+pub const UPDATE_LINES_MAX: usize = 256;
+
+/// The settings read while running.
+#[derive(Debug)]
+pub struct LiveSettings {
+    elect_unclean_master: AtomicBool,
+    notify_broker_role_changed: AtomicBool,
+    elect_master_max_retry_count: AtomicU32,
+}
+
+impl LiveSettings {
+    pub fn new(config: &ControllerConfig) -> Self {
+        Self {
+            elect_unclean_master: AtomicBool::new(config.enable_elect_unclean_master),
+            notify_broker_role_changed: AtomicBool::new(config.notify_broker_role_changed),
+            elect_master_max_retry_count: AtomicU32::new(config.elect_master_max_retry_count),
+        }
+    }
+
+    /// `enableElectUncleanMaster`.
+    pub fn elect_unclean_master(&self) -> bool {
+        self.elect_unclean_master.load(Ordering::Acquire)
+    }
+
+    /// `notifyBrokerRoleChanged`.
+    pub fn notify_broker_role_changed(&self) -> bool {
+        self.notify_broker_role_changed.load(Ordering::Acquire)
+    }
+
+    /// `electMasterMaxRetryCount`.
+    pub fn elect_master_max_retry_count(&self) -> u32 {
+        self.elect_master_max_retry_count.load(Ordering::Acquire)
+    }
+
+    fn install(&self, from: &ControllerConfig) {
+        let release = Ordering::Release;
+        self.elect_unclean_master
+            .store(from.enable_elect_unclean_master, release);
+        self.notify_broker_role_changed
+            .store(from.notify_broker_role_changed, release);
+        self.elect_master_max_retry_count
+            .store(from.elect_master_max_retry_count, release);
+    }
+
+    /// `config` with the live values in force.
+    fn overlay(&self, config: &ControllerConfig) -> ControllerConfig {
+        let mut now = config.clone();
+        now.enable_elect_unclean_master = self.elect_unclean_master();
+        now.notify_broker_role_changed = self.notify_broker_role_changed();
+        now.elect_master_max_retry_count = self.elect_master_max_retry_count();
+        now
+    }
+}
+
+/// GET_CONTROLLER_CONFIG: every setting in force, one `key=value` a line.
+pub fn show(config: &ControllerConfig, live: &LiveSettings) -> Reply {
+    let now = live.overlay(config);
+    let lines = [
+        ("controllerDLegerGroup", now.group.clone()),
+        ("controllerDLegerPeers", peers_text(&now.peers)),
+        ("controllerDLegerSelfId", now.self_id.clone()),
+        ("controllerStorePath", now.store_path.display().to_string()),
+        (
+            "scanNotActiveBrokerInterval",
+            now.scan_not_active_broker_interval_ms.to_string(),
+        ),
+        (
+            "scanInactiveMasterInterval",
+            now.scan_inactive_master_interval_ms.to_string(),
+        ),
+        (
+            "enableElectUncleanMaster",
+            now.enable_elect_unclean_master.to_string(),
+        ),
+        (
+            "notifyBrokerRoleChanged",
+            now.notify_broker_role_changed.to_string(),
+        ),
+        (
+            "electMasterMaxRetryCount",
+            now.elect_master_max_retry_count.to_string(),
+        ),
+        (
+            "jRaftElectionTimeoutMs",
+            now.election_timeout_ms.to_string(),
+        ),
+        ("controllerSnapshotLogs", now.snapshot_logs.to_string()),
+        ("configBlackList", BLACK_LIST[..2].join(";")),
+    ];
+    let text: String = lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    let mut reply = Reply::ok(Default::default());
+    reply.body = Some(text.into_bytes());
+    reply
+}
+
+/// UPDATE_CONTROLLER_CONFIG: applies every line, or none.
+pub fn update(config: &ControllerConfig, live: &LiveSettings, body: &[u8]) -> Reply {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Reply::error(rc::INVALID_PARAMETER, "the settings are not UTF-8");
+    };
+    let pairs = match properties(text) {
+        Ok(pairs) => pairs,
+        Err(why) => return Reply::error(rc::INVALID_PARAMETER, why),
+    };
+    if pairs.iter().any(|(key, _)| BLACK_LIST.contains(key)) {
+        return Reply::error(rc::NO_PERMISSION, "Can not update config in black list.");
+    }
+    let mut next = live.overlay(config);
+    for (key, value) in &pairs {
+        if let Err(why) = apply_live(&mut next, key, value) {
+            return Reply::error(rc::INVALID_PARAMETER, why);
+        }
+    }
+    live.install(&next);
+    tracing::info!(?pairs, "controller settings updated");
+    Reply::ok(Default::default())
+}
+
+/// One change to a live key, checked.
+fn apply_live(next: &mut ControllerConfig, key: &str, value: &str) -> Result<(), String> {
+    const LIVE_KEYS: &[&str] = &[
+        "enableElectUncleanMaster",
+        "notifyBrokerRoleChanged",
+        "electMasterMaxRetryCount",
+    ];
+    if LIVE_KEYS.contains(&key) {
+        next.apply(key, value)?;
+        return Ok(());
+    }
+    if ControllerConfig::KEYS.contains(&key) {
+        return Err(format!(
+            "{key} is read at start only: change it in the controller's config and restart"
+        ));
+    }
+    Err(format!("{key} is not a controller setting"))
+}
+
+/// `key=value` lines (Java's properties text: `#` and `!` comments, `=` or
+/// `:` between key and value).
+fn properties(text: &str) -> Result<Vec<(&str, &str)>, String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .collect();
+    if lines.len() > UPDATE_LINES_MAX {
+        return Err(format!(
+            "{} settings in one update, at most {UPDATE_LINES_MAX}",
+            lines.len()
+        ));
+    }
+    lines
+        .into_iter()
+        .map(|line| {
+            let at = line
+                .find(['=', ':'])
+                .ok_or_else(|| format!("`{line}` is not key=value"))?;
+            Ok((line[..at].trim(), line[at + 1..].trim()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(reply: &Reply) -> String {
+        String::from_utf8(reply.body.clone().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn live_keys_change_and_the_rest_is_refused_whole() {
+        let config = ControllerConfig::default();
+        let live = LiveSettings::new(&config);
+        let shown = text(&show(&config, &live));
+        assert!(
+            shown.contains("enableElectUncleanMaster=false\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("controllerDLegerPeers=n0-127.0.0.1:19876\n"));
+
+        let ok = update(
+            &config,
+            &live,
+            b"# admin\nenableElectUncleanMaster=true\nelectMasterMaxRetryCount: 5\n",
+        );
+        assert_eq!(ok.code, rc::SUCCESS, "{:?}", ok.remark);
+        assert!(live.elect_unclean_master());
+        assert_eq!(live.elect_master_max_retry_count(), 5);
+        assert!(text(&show(&config, &live)).contains("electMasterMaxRetryCount=5\n"));
+
+        let black = update(&config, &live, b"configStorePath=/tmp/x\n");
+        assert_eq!(black.code, rc::NO_PERMISSION);
+        for bad in [
+            &b"notifyBrokerRoleChanged=false\njRaftElectionTimeoutMs=10"[..],
+            b"notifyBrokerRoleChanged=false\nnoSuchKey=1",
+            b"notifyBrokerRoleChanged=maybe",
+            b"notifyBrokerRoleChanged",
+            b"\xff=1",
+        ] {
+            let refused = update(&config, &live, bad);
+            assert_eq!(refused.code, rc::INVALID_PARAMETER, "{bad:?}");
+            assert!(refused.remark.is_some());
+        }
+        assert!(
+            live.notify_broker_role_changed(),
+            "a refused update changes nothing"
+        );
+    }
+}
