@@ -564,36 +564,18 @@ async fn settings_are_shown_and_the_live_ones_change() {
         "{before}"
     );
 
-    let body = b"enableElectUncleanMaster=true\n".to_vec();
-    let answer = call(
-        &conn,
-        code::UPDATE_CONTROLLER_CONFIG,
-        ExtFields::default(),
-        body,
-    )
-    .await;
+    let update = |conn, body: &'static [u8]| async move {
+        let ext = ExtFields::default();
+        call(conn, code::UPDATE_CONTROLLER_CONFIG, ext, body.to_vec()).await
+    };
+    let answer = update(&conn, b"enableElectUncleanMaster=true\n").await;
     assert_eq!(answer.code, rc::SUCCESS, "{:?}", answer.remark);
     assert!(show(&conn)
         .await
         .contains("enableElectUncleanMaster=true\n"));
-
-    let body = b"configStorePath=/tmp/elsewhere\n".to_vec();
-    let answer = call(
-        &conn,
-        code::UPDATE_CONTROLLER_CONFIG,
-        ExtFields::default(),
-        body,
-    )
-    .await;
+    let answer = update(&conn, b"configStorePath=/tmp/elsewhere\n").await;
     assert_eq!(answer.code, rc::NO_PERMISSION);
-    let body = b"controllerDLegerSelfId=n1\n".to_vec();
-    let answer = call(
-        &conn,
-        code::UPDATE_CONTROLLER_CONFIG,
-        ExtFields::default(),
-        body,
-    )
-    .await;
+    let answer = update(&conn, b"controllerDLegerSelfId=n1\n").await;
     assert_eq!(answer.code, rc::INVALID_PARAMETER);
     assert!(answer.remark.unwrap().contains("read at start only"));
     handle.stop();
