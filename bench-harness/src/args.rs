@@ -220,6 +220,20 @@ pub struct ConsumeArgs {
     /// Messages produced (unmeasured) before the drain is measured.
     #[arg(long, default_value_t = 200_000)]
     pub preload: u64,
+    /// Drop the host's page cache after each preload (sync, then
+    /// /proc/sys/vm/drop_caches; needs root), so the drain reads from the
+    /// disk: a consumer catching up rather than keeping up.
+    #[arg(long)]
+    pub drop_page_cache: bool,
+}
+
+/// What consume mode produces before each measured drain.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Preload {
+    /// Messages, unmeasured.
+    pub messages: u64,
+    /// Evict them from the page cache before the drain.
+    pub drop_page_cache: bool,
 }
 
 #[derive(Debug, Clone, Args, Serialize)]

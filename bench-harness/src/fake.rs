@@ -155,7 +155,11 @@ async fn consume_drains_whole_preloads_until_the_duration_is_measured() {
     let mut session = Session::open(&spec(&fake.namesrv.addr), &w, true, 5, true)
         .await
         .unwrap();
-    session.drain(300, 1, Instant::now()).await.unwrap();
+    let preload = crate::args::Preload {
+        messages: 300,
+        drop_page_cache: false,
+    };
+    session.drain(preload, 1, Instant::now()).await.unwrap();
     let totals = &session.result.totals;
     assert_eq!(totals.sent_msgs, 0, "preload is not measured");
     let received = totals.received_msgs;

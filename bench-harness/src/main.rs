@@ -47,9 +47,9 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let outcome = match cli.mode {
-        Mode::Produce(args) => run::run_single(SingleMode::Produce, args, 0),
+        Mode::Produce(args) => run::run_single(SingleMode::Produce, args, Default::default()),
         Mode::Consume(args) => run::run_consume(args),
-        Mode::E2e(args) => run::run_single(SingleMode::E2e, args, 0),
+        Mode::E2e(args) => run::run_single(SingleMode::E2e, args, Default::default()),
         Mode::Compare(args) => run::run_compare(args),
         Mode::Grpc(args) => grpc::run(args),
         Mode::Ceiling(args) => ceiling::run(args),

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::args::{
-    CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, SingleArgs, WorkloadArgs,
+    CompareArgs, CompareWorkload, ConsumeArgs, OutputArgs, Preload, SingleArgs, WorkloadArgs,
 };
 use crate::ceiling::{Ceiling, CEILING_THREADS_MAX};
 use crate::error::BenchError;
@@ -107,7 +107,7 @@ fn report_of(
 }
 
 /// produce, consume and e2e.
-pub fn run_single(mode: SingleMode, args: SingleArgs, preload: u64) -> Result<(), BenchError> {
+pub fn run_single(mode: SingleMode, args: SingleArgs, preload: Preload) -> Result<(), BenchError> {
     let mut args = args;
     if mode == SingleMode::E2e && args.workload.rate.is_none() {
         args.workload.rate = Some(E2E_RATE_DEFAULT);
@@ -164,14 +164,23 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: u64) -> Result<()
     };
     let mut workload = args.workload.describe(mode != SingleMode::Produce);
     match mode {
-        SingleMode::Consume => workload.push_str(&format!(", preload {preload}")),
+        SingleMode::Consume => {
+            workload.push_str(&format!(", preload {}", preload.messages));
+            if preload.drop_page_cache {
+                workload.push_str(", page cache dropped before each drain");
+            }
+        }
         _ => workload.push_str(&format!(", {} s measured", args.workload.duration)),
     }
     write_outputs(mode.name(), &args.output, &report, &workload)
 }
 
 pub fn run_consume(args: ConsumeArgs) -> Result<(), BenchError> {
-    run_single(SingleMode::Consume, args.single, args.preload)
+    let preload = Preload {
+        messages: args.preload,
+        drop_page_cache: args.drop_page_cache,
+    };
+    run_single(SingleMode::Consume, args.single, preload)
 }
 
 /// The same workload on two targets, in alternating rounds.
@@ -352,15 +361,21 @@ fn compare_specs(args: &CompareArgs) -> (TargetSpec, TargetSpec) {
     )
 }
 
-fn parameters(args: &SingleArgs, preload: u64) -> Result<serde_json::Value, BenchError> {
+fn parameters(args: &SingleArgs, preload: Preload) -> Result<serde_json::Value, BenchError> {
     #[derive(Serialize)]
     struct WithPreload<'a> {
         #[serde(flatten)]
         args: &'a SingleArgs,
         preload: u64,
+        drop_page_cache: bool,
     }
-    serde_json::to_value(WithPreload { args, preload })
-        .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))
+    let preload_messages = preload.messages;
+    serde_json::to_value(WithPreload {
+        args,
+        preload: preload_messages,
+        drop_page_cache: preload.drop_page_cache,
+    })
+    .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))
 }
 
 fn write_outputs(

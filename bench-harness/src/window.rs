@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ferrocket_client::{Connection, MessageQueue};
 use tokio::task::JoinHandle;
 
-use crate::args::{Driver, WorkloadArgs};
+use crate::args::{Driver, Preload, WorkloadArgs};
 use crate::control::Control;
 use crate::error::BenchError;
 use crate::message::{SendFactory, SendMode};
@@ -390,7 +390,7 @@ impl Session {
     /// second), at most [`DRAIN_ROUNDS_MAX`] times.
     pub async fn drain(
         &mut self,
-        preload: u64,
+        preload: Preload,
         measure_s: u64,
         t0: Instant,
     ) -> Result<(), BenchError> {
@@ -401,7 +401,7 @@ impl Session {
                 break;
             }
             self.drain_once(preload, left_s.ceil() as u64, t0).await?;
-            if preload == 0 {
+            if preload.messages == 0 {
                 break;
             }
         }
@@ -410,17 +410,17 @@ impl Session {
 
     async fn drain_once(
         &mut self,
-        preload: u64,
+        preload: Preload,
         measure_s: u64,
         t0: Instant,
     ) -> Result<(), BenchError> {
         let start = self.max_offsets().await?;
-        if preload > 0 {
+        if preload.messages > 0 {
             let spec = WindowSpec {
                 phase: "preload",
                 warmup_s: 0,
                 measure_s: PRELOAD_S_MAX,
-                budget: Some(preload),
+                budget: Some(preload.messages),
                 produce: true,
                 consume: None,
                 e2e: false,
@@ -430,6 +430,9 @@ impl Session {
             let outcome = self.run_window(&spec, t0).await;
             self.workload.rate = saved_rate;
             outcome?;
+        }
+        if preload.drop_page_cache {
+            drop_page_cache()?;
         }
         let end = self.max_offsets().await?;
         let ranges = start
@@ -457,6 +460,18 @@ impl Session {
         };
         self.run_window(&spec, t0).await
     }
+}
+
+/// Writes back dirty pages, then drops the clean ones from the page cache
+/// (root only).
+fn drop_page_cache() -> Result<(), BenchError> {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "1\n").map_err(|e| {
+        BenchError::Setup(format!(
+            "cannot drop the page cache (/proc/sys/vm/drop_caches needs root): {e}"
+        ))
+    })
 }
 
 impl WindowSpec {
