@@ -220,11 +220,12 @@ pub struct ConsumeArgs {
     /// Messages produced (unmeasured) before the drain is measured.
     #[arg(long, default_value_t = 200_000)]
     pub preload: u64,
-    /// Drop the host's page cache after each preload (sync, then
-    /// /proc/sys/vm/drop_caches; needs root), so the drain reads from the
-    /// disk: a consumer catching up rather than keeping up.
+    /// Drain what the topic holds from each queue's start (offset 0) to
+    /// its end, once, instead of a fresh preload: with a broker restarted
+    /// and the page cache dropped beforehand, the drain reads from the
+    /// disk, as a consumer catching up does (see `tuning/consume.sh`).
     #[arg(long)]
-    pub drop_page_cache: bool,
+    pub from_start: bool,
 }
 
 /// What consume mode produces before each measured drain.
@@ -232,8 +233,8 @@ pub struct ConsumeArgs {
 pub struct Preload {
     /// Messages, unmeasured.
     pub messages: u64,
-    /// Evict them from the page cache before the drain.
-    pub drop_page_cache: bool,
+    /// Drain from each queue's start instead (see `ConsumeArgs::from_start`).
+    pub from_start: bool,
 }
 
 #[derive(Debug, Clone, Args, Serialize)]

@@ -157,7 +157,7 @@ async fn consume_drains_whole_preloads_until_the_duration_is_measured() {
         .unwrap();
     let preload = crate::args::Preload {
         messages: 300,
-        drop_page_cache: false,
+        from_start: false,
     };
     session.drain(preload, 1, Instant::now()).await.unwrap();
     let totals = &session.result.totals;

@@ -166,8 +166,8 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: Preload) -> Resul
     match mode {
         SingleMode::Consume => {
             workload.push_str(&format!(", preload {}", preload.messages));
-            if preload.drop_page_cache {
-                workload.push_str(", page cache dropped before each drain");
+            if preload.from_start {
+                workload.push_str(", drained from each queue's start");
             }
         }
         _ => workload.push_str(&format!(", {} s measured", args.workload.duration)),
@@ -178,7 +178,7 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: Preload) -> Resul
 pub fn run_consume(args: ConsumeArgs) -> Result<(), BenchError> {
     let preload = Preload {
         messages: args.preload,
-        drop_page_cache: args.drop_page_cache,
+        from_start: args.from_start,
     };
     run_single(SingleMode::Consume, args.single, preload)
 }
@@ -367,13 +367,13 @@ fn parameters(args: &SingleArgs, preload: Preload) -> Result<serde_json::Value, 
         #[serde(flatten)]
         args: &'a SingleArgs,
         preload: u64,
-        drop_page_cache: bool,
+        from_start: bool,
     }
     let preload_messages = preload.messages;
     serde_json::to_value(WithPreload {
         args,
         preload: preload_messages,
-        drop_page_cache: preload.drop_page_cache,
+        from_start: preload.from_start,
     })
     .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))
 }

@@ -414,7 +414,10 @@ impl Session {
         measure_s: u64,
         t0: Instant,
     ) -> Result<(), BenchError> {
-        let start = self.max_offsets().await?;
+        let mut start = self.max_offsets().await?;
+        if preload.from_start {
+            start.values_mut().for_each(|offset| *offset = 0);
+        }
         if preload.messages > 0 {
             let spec = WindowSpec {
                 phase: "preload",
@@ -430,9 +433,6 @@ impl Session {
             let outcome = self.run_window(&spec, t0).await;
             self.workload.rate = saved_rate;
             outcome?;
-        }
-        if preload.drop_page_cache {
-            drop_page_cache()?;
         }
         let end = self.max_offsets().await?;
         let ranges = start
@@ -460,18 +460,6 @@ impl Session {
         };
         self.run_window(&spec, t0).await
     }
-}
-
-/// Writes back dirty pages, then drops the clean ones from the page cache
-/// (root only).
-fn drop_page_cache() -> Result<(), BenchError> {
-    // SAFETY: sync(2) takes no arguments and cannot fail.
-    unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "1\n").map_err(|e| {
-        BenchError::Setup(format!(
-            "cannot drop the page cache (/proc/sys/vm/drop_caches needs root): {e}"
-        ))
-    })
 }
 
 impl WindowSpec {
