@@ -172,10 +172,7 @@ fn record_master_epoch(config: &BrokerConfig, end: i64) -> Result<(), BrokerErro
     let Some(epoch) = config.controller_mode.master_epoch else {
         return Ok(());
     };
-    let path = config
-        .controller_mode
-        .epoch_file(&config.store_path_root_dir);
-    let file = ferrocket_store::epoch::file::EpochFile::at(path);
+    let file = config.epoch_file();
     let mut cache = file.read()?;
     cache.truncate_from_epoch(epoch);
     cache.truncate_from_offset(end);

@@ -546,6 +546,12 @@ impl BrokerConfig {
         store
     }
 
+    /// Controller mode's epoch file (`storePathEpochFile`).
+    pub fn epoch_file(&self) -> ferrocket_store::epoch::file::EpochFile {
+        let path = self.controller_mode.epoch_file(&self.store_path_root_dir);
+        ferrocket_store::epoch::file::EpochFile::at(path)
+    }
+
     /// Controller mode keeps ConsumeQueue dispatch at the confirm offset
     /// on a slave, and on a master whose sends wait for every in-sync
     /// replica (Java's `CommitLog.getConfirmOffset`; see `tasks::ha::gate`).

@@ -60,10 +60,8 @@ pub(crate) fn epoch_cache(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let config = shard.config();
-    let path = config
-        .controller_mode
-        .epoch_file(&config.store_path_root_dir);
-    let cache = ferrocket_store::epoch::file::EpochFile::at(path)
+    let cache = config
+        .epoch_file()
         .read()
         .map_err(|e| Reject::system(e.to_string()))?;
     let max_offset = shard.store.reader().written_offset();

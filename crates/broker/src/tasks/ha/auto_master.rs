@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use ferrocket_protocol::ha::autoswitch::{
     MasterMessage, SlaveMessage, TransferHeader, SLAVE_HANDSHAKE_BYTES, SLAVE_REPORT_BYTES,
 };
-use ferrocket_store::epoch::file::EpochFile;
 use ferrocket_store::epoch::EpochCache;
 use futures_lite::future;
 
@@ -72,13 +71,7 @@ pub(crate) async fn serve(
 }
 
 fn master_epochs(shard: &Shard) -> io::Result<EpochCache> {
-    let config = shard.config();
-    let path = config
-        .controller_mode
-        .epoch_file(&config.store_path_root_dir);
-    let epochs = EpochFile::at(path)
-        .read()
-        .map_err(|e| io::Error::other(e.to_string()))?;
+    let epochs = super::auto_slave::read_epochs(shard)?;
     if epochs.is_empty() {
         return Err(io::Error::other("this master has no epoch yet"));
     }

@@ -11,7 +11,6 @@ use ferrocket_protocol::ha::autoswitch::{
     MASTER_HANDSHAKE_HEADER_BYTES, MASTER_TRANSFER_HEADER_BYTES, TRANSFER_BODY_BYTES_MAX,
 };
 use ferrocket_runtime::sync::Notify;
-use ferrocket_store::epoch::file::EpochFile;
 use ferrocket_store::epoch::{fork_point, EpochCache, EpochEntry, ForkPoint};
 
 use super::{within, HaStream, Intake};
@@ -21,17 +20,11 @@ fn bad(why: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why)
 }
 
-fn epoch_file(shard: &Shard) -> EpochFile {
-    let config = shard.config();
-    EpochFile::at(
-        config
-            .controller_mode
-            .epoch_file(&config.store_path_root_dir),
-    )
-}
-
-fn read_epochs(shard: &Shard) -> io::Result<EpochCache> {
-    epoch_file(shard)
+/// This broker's epochs (controller mode's epoch file).
+pub(crate) fn read_epochs(shard: &Shard) -> io::Result<EpochCache> {
+    shard
+        .config()
+        .epoch_file()
         .read()
         .map_err(|e| io::Error::other(e.to_string()))
 }
@@ -99,7 +92,9 @@ fn note_epoch(shard: &Shard, epochs: &mut EpochCache, epoch: EpochEntry) -> io::
     }
     epochs.truncate_from_offset(epoch.start_offset);
     epochs.append(epoch).map_err(|e| bad(e.to_string()))?;
-    epoch_file(shard)
+    shard
+        .config()
+        .epoch_file()
         .write(epochs)
         .map_err(|e| io::Error::other(e.to_string()))?;
     tracing::info!(
