@@ -374,6 +374,54 @@ def topic(cluster):
 # C++ clients.
 
 
+# How many times a send is tried when the C++ client fails it in its own
+# transport-table lock (see `_Producer`).
+CPP_LOCK_TRIES_MAX = 3
+CPP_LOCK_BUSY = "get timed_mutex timeout"
+
+
+def _cpp_log_sizes():
+    return {path: path.stat().st_size for path in _cpp_logs()}
+
+
+def _cpp_logged_since(sizes, needle):
+    for path in _cpp_logs():
+        try:
+            with open(path, "rb") as log:
+                log.seek(sizes.get(path, 0))
+                if needle in log.read().decode(errors="replace"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+class _Producer:
+    """A started C++ producer. The C++ client (2.x) sometimes fails a send
+    at once, before anything reaches a broker, when its own threads hold its
+    transport-table lock: its log says "get timed_mutex timeout" and the
+    send raises its catch-all "No route info of this topic". Such a send is
+    tried again (at most CPP_LOCK_TRIES_MAX times); any other failure is
+    raised as it is."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def send_sync(self, msg):
+        for attempt in range(1, CPP_LOCK_TRIES_MAX + 1):
+            sizes = _cpp_log_sizes()
+            try:
+                return self._inner.send_sync(msg)
+            except Exception:
+                if attempt == CPP_LOCK_TRIES_MAX or not _cpp_logged_since(sizes, CPP_LOCK_BUSY):
+                    raise
+                sys.stderr.write(f"C++ client: {CPP_LOCK_BUSY} on a send; trying it again\n")
+                time.sleep(0.1)
+
+
 class Clients:
     """Creates started C++ clients, each with its own instance name (its own
     client factory, connections and threads), and shuts them all down."""
@@ -390,7 +438,7 @@ class Clients:
         dll.SetProducerInstanceName(producer._handle, unique_name("p").encode())
         producer.start()
         self._started.append(producer)
-        return producer
+        return _Producer(producer)
 
     def pull_consumer(self, namesrv_addr, group=None):
         from rocketmq.client import PullConsumer
