@@ -14,9 +14,13 @@ use harness::{Broker, BrokerOpts, Namesrv, RemotingConn};
 const TOPIC: &str = "QueryWire";
 
 fn send(conn: &mut RemotingConn, body: &str, keys: &str) -> RemotingCommand {
+    send_keyed(conn, body, keys, &format!("UNIQ-{body}"))
+}
+
+fn send_keyed(conn: &mut RemotingConn, body: &str, keys: &str, uniq: &str) -> RemotingCommand {
     let mut props = Properties::new();
     props.insert(properties::KEYS, keys);
-    props.insert(properties::UNIQ_KEY, format!("UNIQ-{body}"));
+    props.insert(properties::UNIQ_KEY, uniq);
     let request = RemotingCommand::request(request_code::SEND_MESSAGE)
         .with_ext("producerGroup", "query_pg")
         .with_ext("topic", TOPIC)
@@ -128,4 +132,68 @@ fn lookups_by_time_id_and_key() {
         query(&mut conn, "nothing-here"),
         (response_code::QUERY_NOT_FOUND, Vec::new())
     );
+}
+
+/// The index scanner reads many records per read: keys of records that
+/// straddle its read windows, of a record larger than a window, and of
+/// records on both sides of segment ends (blank fillers) are all found.
+#[test]
+fn keys_across_read_windows_and_segments() {
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            shards: Some(1),
+            commit_log_segment_bytes: Some(1 << 20),
+            ..BrokerOpts::default()
+        },
+    );
+    let mut conn = broker.connect();
+    // 60 KiB bodies: about four per window, seventeen per segment.
+    let sizes: Vec<usize> = (0..40)
+        .map(|i| if i == 20 { 400 << 10 } else { 60 << 10 })
+        .collect();
+    for (i, size) in sizes.iter().enumerate() {
+        let body = format!("m{i}:{}", "x".repeat(*size));
+        send_keyed(
+            &mut conn,
+            &body,
+            &format!("key-{i} shared"),
+            &format!("UNIQ-{i}"),
+        );
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for i in 0..sizes.len() {
+        let request = RemotingCommand::request(request_code::QUERY_MESSAGE)
+            .with_ext("topic", TOPIC)
+            .with_ext("key", format!("key-{i}"))
+            .with_ext("maxNum", 32)
+            .with_ext("beginTimestamp", 0)
+            .with_ext("endTimestamp", i64::MAX);
+        let response = loop {
+            let response = conn.request(request.clone());
+            if response.code == response_code::SUCCESS || std::time::Instant::now() > deadline {
+                break response;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert_eq!(
+            response.code,
+            response_code::SUCCESS,
+            "key-{i}: {response:?}"
+        );
+        let bodies: Vec<_> = records(&response.body, true)
+            .map(|r| r.unwrap().body.to_vec())
+            .collect();
+        assert_eq!(bodies.len(), 1, "key-{i}");
+        assert!(
+            bodies[0].starts_with(format!("m{i}:").as_bytes()),
+            "key-{i}"
+        );
+        assert_eq!(
+            bodies[0].len(),
+            format!("m{i}:").len() + sizes[i],
+            "key-{i}"
+        );
+    }
 }

@@ -7,6 +7,7 @@
 //! name or value (or no `\x01`) are skipped, a repeated name keeps the last
 //! value. Decoding never fails.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Separates a name from its value (Java `NAME_VALUE_SEPARATOR`).
@@ -314,6 +315,25 @@ impl Properties {
     }
 }
 
+/// The value of `name` in an encoded properties string, read in place:
+/// the same answer as `Properties::decode(bytes).get(name)` (the last
+/// non-empty value of that name; invalid UTF-8 replaced) without building
+/// the map. For readers that need one or two properties of many records.
+pub fn find<'a>(bytes: &'a [u8], name: &str) -> Option<Cow<'a, str>> {
+    let mut found = None;
+    for segment in bytes.split(|b| *b == PROPERTY_SEPARATOR) {
+        let Some(rest) = segment.strip_prefix(name.as_bytes()) else {
+            continue;
+        };
+        if let Some((&NAME_VALUE_SEPARATOR, value)) = rest.split_first() {
+            if !value.is_empty() && !name.is_empty() {
+                found = Some(value);
+            }
+        }
+    }
+    found.map(String::from_utf8_lossy)
+}
+
 impl FromIterator<(String, String)> for Properties {
     fn from_iter<T: IntoIterator<Item = (String, String)>>(iter: T) -> Self {
         let mut properties = Properties::new();
@@ -362,6 +382,28 @@ mod tests {
         assert_eq!(dup.iter().collect::<Vec<_>>(), vec![("a", "3"), ("b", "2")]);
         let value_with_sep = Properties::decode(b"a\x01x\x01y\x02");
         assert_eq!(value_with_sep.get("a"), Some("x\x01y"));
+    }
+
+    #[test]
+    fn find_answers_as_decode_does() {
+        let cases: [&[u8]; 6] = [
+            b"TAGS\x01tagA\x02KEYS\x01k1 k2\x02\x02bad\x02\x01v\x02k\x01\x02UNIQ_KEY\x01u",
+            b"KEYS\x011\x02KEYS\x01\x02KEYS\x013\x02KEYSX\x014\x02",
+            b"KEYS\x01x\x01y\x02UNIQ_KEY\x01\xff\xfeu\x02",
+            b"\xffKEYS\x01a\x02KEYS\x01b\xff",
+            b"",
+            b"KEYS",
+        ];
+        for bytes in cases {
+            let decoded = Properties::decode(bytes);
+            for name in [KEYS, UNIQ_KEY, TAGS, "k", ""] {
+                assert_eq!(
+                    find(bytes, name).as_deref(),
+                    decoded.get(name),
+                    "{name} in {bytes:?}"
+                );
+            }
+        }
     }
 
     #[test]

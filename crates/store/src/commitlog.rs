@@ -332,6 +332,18 @@ impl CommitLogReader {
             .copied()
     }
 
+    /// Start of the first quarantined damaged range after
+    /// `physical_offset`, if any: where a sequential reader's window must
+    /// end so that it never reads into one.
+    pub fn next_damage_start(&self, physical_offset: i64) -> Option<i64> {
+        self.shared
+            .damaged
+            .iter()
+            .map(|r| r.start)
+            .filter(|start| *start > physical_offset)
+            .min()
+    }
+
     pub fn next_segment_start(&self, physical_offset: i64) -> i64 {
         let size = self.shared.segment_bytes as i64;
         physical_offset - physical_offset.rem_euclid(size) + size

@@ -12,7 +12,7 @@
 use std::cell::{Cell, RefCell};
 use std::path::Path;
 
-use ferrocket_protocol::properties::KEYS;
+use ferrocket_protocol::properties::{self, KEYS, UNIQ_KEY};
 use ferrocket_protocol::record::{decode_record, peek_record, RecordPeek};
 use ferrocket_store::index::{index_dir, message_index_keys, IndexConfig, IndexService};
 
@@ -28,6 +28,14 @@ pub const SCAN_INTERVAL_MS: u64 = 20;
 pub const INDEX_FLUSH_INTERVAL_MS: u64 = 1_000;
 /// Bytes read to learn a record's size.
 const HEAD_BYTES: usize = 8;
+/// Bytes the scanner reads at once: many records per read.
+const WINDOW_BYTES_MAX: usize = 256 * 1024;
+
+/// Where a window's scan stopped, and how many records it indexed.
+struct Scanned {
+    next: i64,
+    records: usize,
+}
 
 /// The index and the scanner's position.
 pub(crate) struct IndexFeed {
@@ -65,7 +73,9 @@ impl IndexFeed {
     }
 
     /// Indexes up to `budget` records written since the last call; returns
-    /// whether it reached the written end.
+    /// whether it reached the written end. Records are read a window at a
+    /// time (one read for many records, never past a segment's end or into
+    /// a quarantined range).
     pub fn step(&self, store: &ShardStore, budget: usize) -> bool {
         let reader = store.reader();
         let end = reader.written_offset();
@@ -77,42 +87,88 @@ impl IndexFeed {
                 pos = range.end;
                 continue;
             }
-            let Some(head) = store.read_records(pos, HEAD_BYTES) else {
+            let segment_end = reader.next_segment_start(pos);
+            let window_end = [end, segment_end, pos + WINDOW_BYTES_MAX as i64]
+                .into_iter()
+                .chain(reader.next_damage_start(pos))
+                .min()
+                .unwrap_or(end);
+            let Some(window) = store.read_records(pos, (window_end - pos) as usize) else {
                 // Past a segment's end without a blank: next segment.
-                pos = reader.next_segment_start(pos);
+                pos = segment_end;
                 continue;
             };
-            match peek_record(&head) {
-                Ok(RecordPeek::Message { total_size, .. }) => {
-                    self.index_record(store, pos, total_size);
-                    pos += total_size as i64;
-                    done += 1;
+            let scanned = self.index_window(store, &window, pos, budget - done);
+            if scanned.next == pos {
+                // Less than a record head before the window's end: a
+                // segment's unusable tail or a quarantined range is skipped;
+                // at the written end, wait for more.
+                if window_end == end {
+                    break;
                 }
-                Ok(RecordPeek::Blank { .. }) => pos = reader.next_segment_start(pos),
-                Ok(RecordPeek::Unwritten) | Err(_) => {
-                    tracing::error!(
-                        pos,
-                        "index scanner found no record outside the quarantined ranges; \
-                         skipping to the next segment"
-                    );
-                    pos = reader.next_segment_start(pos);
-                }
+                pos = window_end;
+                continue;
             }
+            assert!(scanned.next > pos, "the index scanner must move forward");
+            pos = scanned.next;
+            done += scanned.records;
         }
         self.next.set(pos);
         pos >= end
     }
 
-    fn index_record(&self, store: &ShardStore, pos: i64, size: usize) {
-        let Some(bytes) = store.read_records(pos, size) else {
-            return;
-        };
-        let Ok(record) = decode_record(&bytes, false) else {
+    /// Indexes up to `budget` whole records at the front of `window` (read
+    /// at CommitLog position `base`).
+    fn index_window(&self, store: &ShardStore, window: &[u8], base: i64, budget: usize) -> Scanned {
+        let mut at = 0;
+        let mut records = 0;
+        while records < budget && at + HEAD_BYTES <= window.len() {
+            let pos = base + at as i64;
+            match peek_record(&window[at..]) {
+                Ok(RecordPeek::Message { total_size, .. }) => {
+                    match window.get(at..at + total_size) {
+                        Some(record) => self.index_record(record, pos),
+                        // Cut by the window: read again from here, alone
+                        // when it is the first (larger than a window).
+                        None if at > 0 => break,
+                        None => {
+                            if let Some(record) = store.read_records(pos, total_size) {
+                                self.index_record(&record, pos);
+                            }
+                        }
+                    }
+                    at += total_size;
+                    records += 1;
+                }
+                found => {
+                    if !matches!(found, Ok(RecordPeek::Blank { .. })) {
+                        tracing::error!(
+                            pos,
+                            "index scanner found no record outside the quarantined ranges; \
+                             skipping to the next segment"
+                        );
+                    }
+                    let next = store.reader().next_segment_start(pos);
+                    return Scanned { next, records };
+                }
+            }
+        }
+        Scanned {
+            next: base + at as i64,
+            records,
+        }
+    }
+
+    /// Indexes one whole record's UNIQ_KEY and KEYS, reading the two
+    /// properties in place.
+    fn index_record(&self, bytes: &[u8], pos: i64) {
+        let Ok(record) = decode_record(bytes, false) else {
             tracing::warn!(pos, "index scanner skipped an undecodable record");
             return;
         };
-        let props = record.properties();
-        let keys = message_index_keys(props.get(KEYS), props.unique_key());
+        let keys_property = properties::find(record.properties, KEYS);
+        let uniq_key = properties::find(record.properties, UNIQ_KEY);
+        let keys = message_index_keys(keys_property.as_deref(), uniq_key.as_deref());
         if keys.is_empty() {
             return;
         }
