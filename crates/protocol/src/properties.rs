@@ -143,10 +143,39 @@ pub const CRC32: &str = "__CRC32#";
 const LINEAR_SCAN_ENTRIES_MAX: usize = 16;
 
 /// An ordered set of message properties. Small and linear: a message has a
-/// handful of properties, so a vector of pairs beats a map.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// handful of properties, so a vector beats a map.
+///
+/// Every name and value lives in one string (`text`), each entry holding
+/// the byte ranges of its name and value: decoding costs two allocations
+/// instead of two per property (this runs for every message sent). A
+/// replaced or removed value leaves its old bytes behind until the text is
+/// compacted.
+#[derive(Clone, Default)]
 pub struct Properties {
-    entries: Vec<(String, String)>,
+    text: String,
+    entries: Vec<Entry>,
+}
+
+/// Byte ranges of one property's name and value inside [`Properties::text`].
+#[derive(Clone, Copy)]
+struct Entry {
+    name: (u32, u32),
+    value: (u32, u32),
+}
+
+/// Equal when both hold the same properties in the same order.
+impl PartialEq for Properties {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Properties {}
+
+impl std::fmt::Debug for Properties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 impl Properties {
@@ -156,35 +185,25 @@ impl Properties {
 
     /// Parses the wire/disk form. Never fails; see the module doc.
     pub fn decode(bytes: &[u8]) -> Self {
-        if let Ok(text) = std::str::from_utf8(bytes) {
-            // One validation for the whole string, not two per entry.
-            return Self::decode_str(text);
-        }
-        let mut properties = Properties::new();
-        let mut index = HashMap::new();
-        for segment in bytes.split(|b| *b == PROPERTY_SEPARATOR) {
-            let Some(sep) = segment.iter().position(|b| *b == NAME_VALUE_SEPARATOR) else {
-                continue;
-            };
-            let (name, value) = (&segment[..sep], &segment[sep + 1..]);
-            if !name.is_empty() && !value.is_empty() {
-                let text = |part| String::from_utf8_lossy(part).into_owned();
-                properties.decoded(&mut index, text(name), text(value));
-            }
-        }
-        properties
+        // The separators are ASCII, so replacing invalid UTF-8 in the whole
+        // string replaces it in each name and value alike (and a valid
+        // string is validated once, not twice per entry).
+        Self::decode_str(&String::from_utf8_lossy(bytes))
     }
 
     /// Parses a properties string (e.g. the `properties` send header field).
     pub fn decode_str(text: &str) -> Self {
-        let mut properties = Properties::new();
+        let mut properties = Properties {
+            text: String::with_capacity(text.len()),
+            entries: Vec::new(),
+        };
         let mut index = HashMap::new();
         for segment in text.split(PROPERTY_SEPARATOR as char) {
             let Some((name, value)) = segment.split_once(NAME_VALUE_SEPARATOR as char) else {
                 continue;
             };
             if !name.is_empty() && !value.is_empty() {
-                properties.decoded(&mut index, name.to_owned(), value.to_owned());
+                properties.decoded(&mut index, name, value);
             }
         }
         properties
@@ -192,38 +211,80 @@ impl Properties {
 
     /// One decoded pair; a later duplicate wins. `index` (name to position)
     /// is built only past [`LINEAR_SCAN_ENTRIES_MAX`] entries.
-    fn decoded(&mut self, index: &mut HashMap<String, usize>, name: String, value: String) {
+    fn decoded(&mut self, index: &mut HashMap<String, usize>, name: &str, value: &str) {
         if self.entries.len() < LINEAR_SCAN_ENTRIES_MAX && index.is_empty() {
             self.insert(name, value);
             return;
         }
         if index.is_empty() {
-            for (i, (k, _)) in self.entries.iter().enumerate() {
-                index.insert(k.clone(), i);
+            for (i, (known, _)) in self.iter().enumerate() {
+                index.insert(known.to_owned(), i);
             }
         }
-        match index.get(&name) {
-            Some(&i) => self.entries[i].1 = value,
+        match index.get(name) {
+            Some(&i) => self.set_value(i, value),
             None => {
-                index.insert(name.clone(), self.entries.len());
-                self.entries.push((name, value));
+                index.insert(name.to_owned(), self.entries.len());
+                self.push(name, value);
             }
+        }
+    }
+
+    fn slice(&self, (start, end): (u32, u32)) -> &str {
+        &self.text[start as usize..end as usize]
+    }
+
+    /// Appends `piece` to the text, returning its range.
+    fn push_text(&mut self, piece: &str) -> (u32, u32) {
+        let start = self.text.len();
+        self.text.push_str(piece);
+        let end = self.text.len();
+        assert!(end <= u32::MAX as usize, "properties text over 4 GiB");
+        (start as u32, end as u32)
+    }
+
+    fn push(&mut self, name: &str, value: &str) {
+        let name = self.push_text(name);
+        let value = self.push_text(value);
+        self.entries.push(Entry { name, value });
+    }
+
+    fn set_value(&mut self, index: usize, value: &str) {
+        self.entries[index].value = self.push_text(value);
+        self.compact_if_sparse();
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|entry| self.slice(entry.name) == name)
+    }
+
+    /// Rewrites the text without the bytes of replaced or removed values
+    /// once they make up most of it.
+    fn compact_if_sparse(&mut self) {
+        let live: usize = self.encoded_len();
+        if self.text.len() <= 2 * live + 256 {
+            return;
+        }
+        let old = std::mem::take(self);
+        self.text.reserve(live);
+        self.entries.reserve(old.entries.len());
+        for (name, value) in old.iter() {
+            self.push(name, value);
         }
     }
 
     /// Bytes [`Properties::encode`] writes.
     pub fn encoded_len(&self) -> usize {
-        self.entries
-            .iter()
-            .map(|(k, v)| k.len() + v.len() + 2)
-            .sum()
+        self.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
     }
 
     /// Appends `name\x01value\x02` for every entry, in order. Names and
     /// values must not contain `\x01` or `\x02` (see [`is_valid_text`]).
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.reserve(self.encoded_len());
-        for (name, value) in &self.entries {
+        for (name, value) in self.iter() {
             out.extend_from_slice(name.as_bytes());
             out.push(NAME_VALUE_SEPARATOR);
             out.extend_from_slice(value.as_bytes());
@@ -240,7 +301,7 @@ impl Properties {
     /// The encoded form as text (what the send header's `properties` holds).
     pub fn to_encoded_string(&self) -> String {
         let mut out = String::with_capacity(self.encoded_len());
-        for (name, value) in &self.entries {
+        for (name, value) in self.iter() {
             out.push_str(name);
             out.push(NAME_VALUE_SEPARATOR as char);
             out.push_str(value);
@@ -258,37 +319,47 @@ impl Properties {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries
+            .iter()
+            .map(|entry| (self.slice(entry.name), self.slice(entry.value)))
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.position(name)
+            .map(|index| self.slice(self.entries[index].value))
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.get(name).is_some()
+        self.position(name).is_some()
     }
 
     /// Sets `name` to `value`, keeping the position of an earlier value;
     /// returns the earlier value.
-    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) -> Option<String> {
-        let name = name.into();
-        let value = value.into();
-        match self.entries.iter_mut().find(|(k, _)| *k == name) {
-            Some(entry) => Some(std::mem::replace(&mut entry.1, value)),
+    pub fn insert(&mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Option<String> {
+        let (name, value) = (name.as_ref(), value.as_ref());
+        match self.position(name) {
+            Some(index) => {
+                let old = self.slice(self.entries[index].value).to_owned();
+                self.set_value(index, value);
+                Some(old)
+            }
             None => {
-                self.entries.push((name, value));
+                self.push(name, value);
                 None
             }
         }
     }
 
     pub fn remove(&mut self, name: &str) -> Option<String> {
-        let index = self.entries.iter().position(|(k, _)| k == name)?;
-        Some(self.entries.remove(index).1)
+        let index = self.position(name)?;
+        let entry = self.entries.remove(index);
+        let old = self.slice(entry.value).to_owned();
+        if self.entries.is_empty() {
+            self.text.clear();
+        } else {
+            self.compact_if_sparse();
+        }
+        Some(old)
     }
 
     /// The `TAGS` property.
@@ -433,6 +504,42 @@ mod tests {
         assert_eq!(p.remove(TAGS), Some("b".to_string()));
         assert_eq!(p.remove(TAGS), None);
         assert_eq!(p.to_bytes(), b"WAIT\x01true\x02".to_vec());
+    }
+
+    /// Replacing and removing values keeps the same answers as a plain
+    /// list of pairs while the shared text is compacted under it.
+    #[test]
+    fn churn_matches_a_list_of_pairs() {
+        let mut properties = Properties::new();
+        let mut model: Vec<(String, String)> = Vec::new();
+        for step in 0..2_000u32 {
+            let name = format!("n{}", step % 7);
+            let value = format!("v{step}-{}", "x".repeat((step % 50) as usize));
+            if step % 5 == 4 {
+                let expected = model
+                    .iter()
+                    .position(|(k, _)| *k == name)
+                    .map(|i| model.remove(i).1);
+                assert_eq!(properties.remove(&name), expected);
+            } else {
+                let expected = match model.iter_mut().find(|(k, _)| *k == name) {
+                    Some(entry) => Some(std::mem::replace(&mut entry.1, value.clone())),
+                    None => {
+                        model.push((name.clone(), value.clone()));
+                        None
+                    }
+                };
+                assert_eq!(properties.insert(&name, &value), expected);
+            }
+            let pairs: Vec<(&str, &str)> = properties.iter().collect();
+            let expected: Vec<(&str, &str)> = model
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            assert_eq!(pairs, expected, "step {step}");
+            assert!(properties.text.len() <= 2 * properties.encoded_len() + 256 + 64);
+        }
+        assert_eq!(Properties::decode(&properties.to_bytes()), properties);
     }
 
     #[test]

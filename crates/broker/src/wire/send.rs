@@ -191,10 +191,7 @@ pub(crate) async fn send_message(
     if !matches!(props.unique_key(), Some(key) if !key.is_empty()) {
         props.insert(properties::UNIQ_KEY, shard.next_unique_key());
     }
-    props.insert(
-        properties::CLUSTER,
-        shard.config().broker_cluster_name.clone(),
-    );
+    props.insert(properties::CLUSTER, &shard.config().broker_cluster_name);
     let place = placement(shard, &header, queue_id, &mut props)?;
     let props_bytes = props.to_bytes();
     if props_bytes.len() > PROPERTIES_BYTES_MAX {
