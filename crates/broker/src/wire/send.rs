@@ -192,7 +192,9 @@ pub(crate) async fn send_message(
         props.insert(properties::UNIQ_KEY, shard.next_unique_key());
     }
     props.insert(properties::CLUSTER, &shard.config().broker_cluster_name);
-    let place = placement(shard, &header, queue_id, &mut props)?;
+    // One clock read per send: routing and the stored record agree on it.
+    let now = now_ms();
+    let place = placement(shard, &header, queue_id, &mut props, now)?;
     let props_bytes = props.to_bytes();
     if props_bytes.len() > PROPERTIES_BYTES_MAX {
         return Err(Reject::new(
@@ -209,7 +211,7 @@ pub(crate) async fn send_message(
         sys_flag: place.sys_flag,
         body: &request.body,
         properties: &props_bytes,
-        ..sent_record(shard, &header, conn.peer_addr(), now_ms())
+        ..sent_record(shard, &header, conn.peer_addr(), now)
     };
     let mut result = shard.store_record(&record, tag_hash(&props)).await?;
     let kind = MessageType::of(&props);
@@ -262,11 +264,12 @@ fn placement<'a>(
     header: &'a SendMessageRequestHeader,
     queue_id: i32,
     props: &mut Properties,
+    now: i64,
 ) -> Result<Placement<'a>, Reject> {
     let sys_flag = header.sys_flag.unwrap_or(0);
     let topic = header.topic.as_str();
     let config = shard.config();
-    let routed = routing::route_send(&config, topic, queue_id, sys_flag, props, now_ms())?;
+    let routed = routing::route_send(&config, topic, queue_id, sys_flag, props, now)?;
     if let Some(to) = routed {
         return Ok(Placement {
             topic: to.topic,
