@@ -333,6 +333,70 @@ fn record_error(message: impl Into<String>) -> ProtocolError {
     ProtocolError::Record(message.into())
 }
 
+/// TOPIC and PROPERTIES, the last fields of a record (the cursor just
+/// past BODY), checking that they end the record.
+fn topic_and_properties<'a>(
+    c: &mut Cursor<'a>,
+    magic: u32,
+) -> Result<(&'a str, &'a [u8]), ProtocolError> {
+    let topic_len = if magic == MAGIC_V2 {
+        i64::from(c.i16("TOPIC length")?)
+    } else {
+        i64::from(c.array::<1>("TOPIC length")?[0])
+    };
+    let topic = c.length(topic_len, "TOPIC")?;
+    let topic =
+        std::str::from_utf8(topic).map_err(|_| record_error("the topic is not valid UTF-8"))?;
+    let properties_len = c.i16("PROPERTIES length")?;
+    let properties = c.length(properties_len.into(), "PROPERTIES")?;
+    if c.pos != c.buf.len() {
+        return Err(record_error(format!(
+            "fields end at {} but the total size is {}",
+            c.pos,
+            c.buf.len()
+        )));
+    }
+    Ok((topic, properties))
+}
+
+/// What the message index reads of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexFields<'a> {
+    pub topic: &'a str,
+    pub properties: &'a [u8],
+    pub store_timestamp_ms: i64,
+}
+
+/// The topic, properties and store time of the message record at the front
+/// of `buf`, skipping the fields between them (the index feed reads these
+/// three of every stored message; [`decode_record`] reads and checks all).
+/// The layout is checked as `decode_record` checks it.
+pub fn index_fields(buf: &[u8]) -> Result<IndexFields<'_>, ProtocolError> {
+    let (record, magic) = message_record(buf)?;
+    let mut c = Cursor {
+        buf: record,
+        pos: SYS_FLAG_POS,
+    };
+    let sys_flag = c.i32("SYSFLAG")?;
+    let host_bytes = |v6: bool| if v6 { 16 + 4 } else { 4 + 4 };
+    let born_v6 = sys_flag & sys_flag::BORN_HOST_V6 != 0;
+    c.take(8 + host_bytes(born_v6), "BORNTIMESTAMP and BORNHOST")?;
+    let store_timestamp_ms = c.i64("STORETIMESTAMP")?;
+    let store_v6 = sys_flag & sys_flag::STORE_HOST_V6 != 0;
+    c.take(
+        host_bytes(store_v6) + 4 + 8,
+        "STOREHOST to PREPAREDTRANSACTIONOFFSET",
+    )?;
+    let body_len = c.i32("BODY length")?;
+    c.length(body_len.into(), "BODY")?;
+    let (topic, properties) = topic_and_properties(&mut c, magic)?;
+    Ok(IndexFields {
+        topic,
+        properties,
+        store_timestamp_ms,
+    })
+}
+
 /// A bounds-checked cursor over one record.
 struct Cursor<'a> {
     buf: &'a [u8],
@@ -491,22 +555,7 @@ fn record_fields(record: &[u8], magic: u32) -> Result<RecordView<'_>, ProtocolEr
     let prepared_transaction_offset = c.i64("PREPAREDTRANSACTIONOFFSET")?;
     let body_len = c.i32("BODY length")?;
     let body = c.length(body_len.into(), "BODY")?;
-    let topic_len = if magic == MAGIC_V2 {
-        i64::from(c.i16("TOPIC length")?)
-    } else {
-        i64::from(c.array::<1>("TOPIC length")?[0])
-    };
-    let topic = c.length(topic_len, "TOPIC")?;
-    let topic =
-        std::str::from_utf8(topic).map_err(|_| record_error("the topic is not valid UTF-8"))?;
-    let properties_len = c.i16("PROPERTIES length")?;
-    let properties = c.length(properties_len.into(), "PROPERTIES")?;
-    if c.pos != total_size {
-        return Err(record_error(format!(
-            "fields end at {} but the total size is {total_size}",
-            c.pos
-        )));
-    }
+    let (topic, properties) = topic_and_properties(&mut c, magic)?;
     Ok(RecordView {
         record,
         total_size,

@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use ferrocket_protocol::batch::{decode_batch, encode_batch, BatchItem};
 use ferrocket_protocol::message_id::{decode_offset_msg_id, decode_unique_key, offset_msg_id};
 use ferrocket_protocol::properties::Properties;
-use ferrocket_protocol::record::{decode_record, peek_record, records, NewRecord};
+use ferrocket_protocol::record::{decode_record, index_fields, peek_record, records, NewRecord};
 use ferrocket_protocol::{FrameDecoder, RemotingCommand, SerializeType};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -190,6 +190,11 @@ fn exercise(input: &[u8]) {
         if let Ok(view) = decode_record(input, verify) {
             let _ = view.properties();
             let _ = view.offset_msg_id();
+            // What the index feed reads agrees with the full decode.
+            let index = index_fields(input).expect("a decodable record has index fields");
+            assert_eq!(index.topic, view.topic);
+            assert_eq!(index.properties, view.properties);
+            assert_eq!(index.store_timestamp_ms, view.store_timestamp_ms);
         }
         for view in records(input, verify).flatten() {
             let _ = view.properties().tags();

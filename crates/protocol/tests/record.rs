@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use bytes::BytesMut;
 use ferrocket_protocol::limits::PROPERTIES_BYTES_MAX;
 use ferrocket_protocol::record::{
-    decode_record, encode_blank, patch_offsets, peek_record, record_len, records, sys_flag,
-    NewRecord, RecordPeek, BLANK_MAGIC, BODY_CRC_POS, MAGIC_V1, MAGIC_V2, RECORD_BYTES_MIN,
-    TOPIC_BYTES_MAX_V1,
+    decode_record, encode_blank, index_fields, patch_offsets, peek_record, record_len, records,
+    sys_flag, NewRecord, RecordPeek, BLANK_MAGIC, BODY_CRC_POS, MAGIC_V1, MAGIC_V2,
+    RECORD_BYTES_MIN, TOPIC_BYTES_MAX_V1,
 };
 use ferrocket_protocol::ProtocolError;
 
@@ -241,4 +241,30 @@ fn patching_offsets_in_place() {
     let view = decode_record(&bytes, true).unwrap();
     assert_eq!(view.queue_offset, i64::MAX);
     assert_eq!(view.physical_offset, 1 << 33);
+}
+
+#[test]
+fn index_fields_agree_with_the_full_decode() {
+    let long_topic = "T".repeat(TOPIC_BYTES_MAX_V1 + 1);
+    for topic in ["T", long_topic.as_str()] {
+        for (born, store) in [
+            ("10.0.0.1:1", "10.0.0.2:2"),
+            ("[fe80::1]:1", "10.0.0.2:2"),
+            ("10.0.0.1:1", "[fe80::2]:2"),
+            ("[fe80::1]:1", "[fe80::2]:2"),
+        ] {
+            let mut record = sample(topic, b"body", b"KEYS\x01k\x02");
+            record.born_host = host(born);
+            record.store_host = host(store);
+            record.store_timestamp_ms = 1_764_800_000_123;
+            let bytes = encode(&record);
+            let view = decode_record(&bytes, true).unwrap();
+            let index = index_fields(&bytes).unwrap();
+            assert_eq!(index.topic, view.topic, "{born} {store}");
+            assert_eq!(index.properties, view.properties);
+            assert_eq!(index.store_timestamp_ms, 1_764_800_000_123);
+            // Cut short or with a wrong topic length: refused, not read past.
+            assert!(index_fields(&bytes[..bytes.len() - 1]).is_err());
+        }
+    }
 }

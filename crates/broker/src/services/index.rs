@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::path::Path;
 
 use ferrocket_protocol::properties::{self, KEYS, UNIQ_KEY};
-use ferrocket_protocol::record::{decode_record, peek_record, RecordPeek};
+use ferrocket_protocol::record::{index_fields, peek_record, RecordPeek};
 use ferrocket_store::index::{index_dir, message_index_keys, IndexConfig, IndexService};
 
 use ferrocket_store::ShardStore;
@@ -162,7 +162,7 @@ impl IndexFeed {
     /// Indexes one whole record's UNIQ_KEY and KEYS, reading the two
     /// properties in place.
     fn index_record(&self, bytes: &[u8], pos: i64) {
-        let Ok(record) = decode_record(bytes, false) else {
+        let Ok(record) = index_fields(bytes) else {
             tracing::warn!(pos, "index scanner skipped an undecodable record");
             return;
         };
