@@ -103,9 +103,10 @@ pub struct WorkloadArgs {
     /// Use the topic as it is (it must exist or be auto-created).
     #[arg(long)]
     pub no_create_topic: bool,
-    /// Also run the sends against a null broker started for the run (the
-    /// ceiling) and give each target's rate as a share of its (produce and
-    /// compare --workload produce).
+    /// Also run the workload against a null broker started for the run (the
+    /// ceiling: it stores nothing, answers sends at once and pulls from the
+    /// newest messages it holds in memory) and give each target's rate as a
+    /// share of its (produce, e2e and compare; not consume).
     #[arg(long)]
     pub with_ceiling: bool,
     /// Threads of that null broker.

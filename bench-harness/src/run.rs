@@ -114,7 +114,7 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: Preload) -> Resul
     }
     args.workload.validate(mode == SingleMode::E2e)?;
     let parameters = parameters(&args, preload)?;
-    let ceiling = start_ceiling(mode == SingleMode::Produce, &args.workload)?;
+    let ceiling = start_ceiling(mode != SingleMode::Consume, &args.workload)?;
     let runtime = runtime(&args.workload)?;
     let (report, ceiling_report) = runtime.block_on(async {
         let t0 = Instant::now();
@@ -143,9 +143,14 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: Preload) -> Resul
         let report = report_of(&session, headline, kind, mode == SingleMode::E2e);
         let ceiling_report = match &ceiling {
             Some(ceiling) => {
-                let mut c = open_ceiling(ceiling, w, args.output.quiet).await?;
-                c.produce(w.warmup, w.duration, t0).await?;
-                Some(report_of(&c, headline, kind, false))
+                let e2e = mode == SingleMode::E2e;
+                let mut c = open_ceiling(ceiling, w, e2e, args.output.quiet).await?;
+                if e2e {
+                    c.e2e(w.warmup, w.duration, t0).await?;
+                } else {
+                    c.produce(w.warmup, w.duration, t0).await?;
+                }
+                Some(report_of(&c, headline, kind, e2e))
             }
             None => None,
         };
@@ -198,7 +203,7 @@ pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
     }
     let parameters = serde_json::to_value(&args)
         .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))?;
-    let ceiling = start_ceiling(!e2e, &args.workload_args)?;
+    let ceiling = start_ceiling(true, &args.workload_args)?;
     let runtime = runtime(&args.workload_args)?;
     let (a, b, c) = runtime.block_on(compare_rounds(&args, ceiling.as_ref()))?;
     println!("{}", target_table("compare", &a));
@@ -242,7 +247,7 @@ async fn compare_rounds(
     let mut a = Session::open(&spec_a, w, e2e, run_id(), quiet).await?;
     let mut b = Session::open(&spec_b, w, e2e, run_id().wrapping_add(1), quiet).await?;
     let mut c = match ceiling {
-        Some(ceiling) => Some(open_ceiling(ceiling, w, quiet).await?),
+        Some(ceiling) => Some(open_ceiling(ceiling, w, e2e, quiet).await?),
         None => None,
     };
     for round in 0..args.rounds {
@@ -267,19 +272,19 @@ async fn compare_rounds(
     Ok((
         report_of(&a, headline, kind, e2e),
         report_of(&b, headline, kind, e2e),
-        c.map(|c| report_of(&c, headline, kind, false)),
+        c.map(|c| report_of(&c, headline, kind, e2e)),
     ))
 }
 
-/// The ceiling for this run, when asked for (`sends_only`: the mode is one
-/// it can serve).
-fn start_ceiling(sends_only: bool, w: &WorkloadArgs) -> Result<Option<Ceiling>, BenchError> {
+/// The ceiling for this run, when asked for (`served`: the mode is one it
+/// can serve: produce and e2e, not draining a preload).
+fn start_ceiling(served: bool, w: &WorkloadArgs) -> Result<Option<Ceiling>, BenchError> {
     if !w.with_ceiling {
         return Ok(None);
     }
-    if !sends_only {
+    if !served {
         return Err(BenchError::Options(
-            "--with-ceiling measures sends: use it with produce or compare --workload produce"
+            "--with-ceiling measures produce and e2e runs: the ceiling keeps no preload to drain"
                 .into(),
         ));
     }
@@ -295,6 +300,7 @@ fn start_ceiling(sends_only: bool, w: &WorkloadArgs) -> Result<Option<Ceiling>, 
 async fn open_ceiling(
     ceiling: &Ceiling,
     w: &WorkloadArgs,
+    consumers: bool,
     quiet: bool,
 ) -> Result<Session, BenchError> {
     let spec = TargetSpec {
@@ -305,7 +311,7 @@ async fn open_ceiling(
         broker_config: None,
         tls: false,
     };
-    Session::open(&spec, w, false, run_id().wrapping_add(2), quiet).await
+    Session::open(&spec, w, consumers, run_id().wrapping_add(2), quiet).await
 }
 
 /// Prints the ceiling's table and each target's share, and adds its report

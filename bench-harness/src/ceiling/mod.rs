@@ -6,12 +6,18 @@
 //!
 //! Per connection it reads what has arrived, answers every whole frame in
 //! it and writes the answers back in one write: the least work a Remoting
-//! server can do per send (one header decode and one encode).
+//! server can do per send (one header decode and one encode). Once a
+//! consumer shows up it also keeps each queue's newest messages in memory
+//! and answers pulls from them, holding a pull until a message arrives, so
+//! e2e runs have a ceiling too (`queues`).
+
+mod queues;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use clap::Args;
@@ -22,7 +28,11 @@ use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::{FrameDecoder, RemotingCommand};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Mutex;
+
+use queues::{Pulled, Queues};
 
 use crate::error::BenchError;
 
@@ -72,6 +82,8 @@ pub fn run(args: CeilingArgs) -> Result<(), BenchError> {
         .worker_threads(args.threads)
         .thread_name("ceiling")
         .enable_io()
+        // Held pulls wait with a timeout.
+        .enable_time()
         .build()
         .map_err(|e| BenchError::io("tokio runtime", e))?;
     runtime.block_on(async {
@@ -102,31 +114,36 @@ async fn serve(listener: TcpListener, answers: Arc<Answers>) -> Result<(), Bench
         let _ = stream.set_nodelay(true);
         let (answers, open) = (Arc::clone(&answers), Arc::clone(&open));
         tokio::spawn(async move {
-            connection(stream, &answers).await;
+            connection(stream, answers).await;
             open.fetch_sub(1, Ordering::AcqRel);
         });
     }
 }
 
 /// Answers one connection's requests until it closes or sends a frame
-/// that does not decode.
-async fn connection(mut stream: TcpStream, answers: &Answers) {
+/// that does not decode. A held pull is answered by a task of its own
+/// through the shared write half.
+async fn connection(stream: TcpStream, answers: Arc<Answers>) {
     let decoder = FrameDecoder::default();
+    let (mut reader, writer) = stream.into_split();
+    let writer = Arc::new(Mutex::new(writer));
     let mut input = BytesMut::with_capacity(READ_BYTES_MIN);
     let mut output = BytesMut::new();
     loop {
         input.reserve(READ_BYTES_MIN);
-        match stream.read_buf(&mut input).await {
+        match reader.read_buf(&mut input).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
         loop {
             match decoder.next_frame(&mut input) {
-                Ok(Some(request)) => {
-                    if let Some(answer) = answers.answer(&request) {
-                        answer.encode(&mut output);
+                Ok(Some(request)) => match answers.answer(&request) {
+                    Some(Reply::Now(answer)) => answer.encode(&mut output),
+                    Some(Reply::Hold(wait)) => {
+                        hold(Arc::clone(&answers), Arc::clone(&writer), request, wait)
                     }
-                }
+                    None => {}
+                },
                 Ok(None) => break,
                 Err(error) => {
                     eprintln!("ceiling: closing a connection: {error}");
@@ -135,7 +152,7 @@ async fn connection(mut stream: TcpStream, answers: &Answers) {
             }
         }
         if !output.is_empty() {
-            if stream.write_all(&output).await.is_err() {
+            if writer.lock().await.write_all(&output).await.is_err() {
                 return;
             }
             output.clear();
@@ -143,12 +160,37 @@ async fn connection(mut stream: TcpStream, answers: &Answers) {
     }
 }
 
+/// Answers a pull that found nothing once a message arrives or its wait
+/// passes.
+fn hold(
+    answers: Arc<Answers>,
+    writer: Arc<Mutex<OwnedWriteHalf>>,
+    request: RemotingCommand,
+    wait: Duration,
+) {
+    tokio::spawn(async move {
+        answers.queues.wait_for_message(&request, wait).await;
+        if let Pulled::Answer(answer) = answers.queues.pull(&request, true) {
+            let mut out = BytesMut::new();
+            answer.encode(&mut out);
+            let _ = writer.lock().await.write_all(&out).await;
+        }
+    });
+}
+
+/// What a request gets.
+enum Reply {
+    Now(RemotingCommand),
+    /// A pull that waits for a message (at most this long).
+    Hold(Duration),
+}
+
 /// The null broker's answers; routes and cluster info encoded once.
 struct Answers {
     route: Bytes,
     cluster: Bytes,
     runtime_info: Bytes,
-    next_offset: AtomicI64,
+    queues: Queues,
 }
 
 impl Answers {
@@ -180,25 +222,30 @@ impl Answers {
             route: encode_json(&route).into(),
             cluster: encode_json(&cluster).into(),
             runtime_info: encode_json(&runtime_info).into(),
-            next_offset: AtomicI64::new(0),
+            queues: Queues::new(queues, addr.parse().unwrap_or(([127, 0, 0, 1], 0).into())),
         }
     }
 
     /// The answer to `request`; none to a oneway request or a response.
-    fn answer(&self, request: &RemotingCommand) -> Option<RemotingCommand> {
+    fn answer(&self, request: &RemotingCommand) -> Option<Reply> {
         use request_code::*;
         if request.is_oneway() || request.is_response() {
             return None;
         }
         let ok = || RemotingCommand::response_to(request, response_code::SUCCESS, None);
-        Some(match request.code {
+        Some(Reply::Now(match request.code {
             SEND_MESSAGE | SEND_MESSAGE_V2 | SEND_BATCH_MESSAGE => self.stored(request),
             GET_ROUTEINFO_BY_TOPIC => ok().with_body(self.route.clone()),
             GET_BROKER_CLUSTER_INFO => ok().with_body(self.cluster.clone()),
             GET_BROKER_RUNTIME_INFO => ok().with_body(self.runtime_info.clone()),
             UPDATE_AND_CREATE_TOPIC | HEART_BEAT | UNREGISTER_CLIENT => ok(),
+            GET_MAX_OFFSET => self.queues.max_offset(request),
+            PULL_MESSAGE => match self.queues.pull(request, false) {
+                Pulled::Answer(answer) => answer,
+                Pulled::Hold(wait) => return Some(Reply::Hold(wait)),
+            },
             _ => RemotingCommand::not_supported(request),
-        })
+        }))
     }
 
     /// A send answered as a broker answers a stored one.
@@ -209,7 +256,10 @@ impl Answers {
             .get("e")
             .or_else(|| fields.get("queueId"))
             .unwrap_or("0");
-        let offset = self.next_offset.fetch_add(1, Ordering::Relaxed);
+        let queue_id = queue.trim().parse().unwrap_or(0);
+        // A batch is answered as one message and not kept for pulls.
+        let keep = request.code != request_code::SEND_BATCH_MESSAGE;
+        let offset = self.queues.append(queue_id, request, keep);
         RemotingCommand::response_to(request, response_code::SUCCESS, None)
             .with_ext("msgId", MSG_ID)
             .with_ext("queueId", queue)
@@ -278,14 +328,23 @@ mod tests {
         Answers::new("127.0.0.1:1", 4)
     }
 
+    /// An answer given at once.
+    fn now(answers: &Answers, request: &RemotingCommand) -> RemotingCommand {
+        match answers.answer(request) {
+            Some(Reply::Now(answer)) => answer,
+            Some(Reply::Hold(_)) => panic!("held"),
+            None => panic!("no answer"),
+        }
+    }
+
     #[test]
     fn a_send_is_answered_as_stored_on_the_queue_it_named() {
         let mut v2 = RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_ext("e", 3);
         v2.opaque = 41;
         v2.serialize_type = SerializeType::Json;
         let a = answers();
-        let first = a.answer(&v2).expect("answered");
-        let second = a.answer(&v2).expect("answered");
+        let first = now(&a, &v2);
+        let second = now(&a, &v2);
         assert_eq!(
             (first.code, first.opaque, first.is_response()),
             (0, 41, true)
@@ -301,20 +360,20 @@ mod tests {
         let mut oneway = RemotingCommand::request(request_code::SEND_MESSAGE);
         oneway.mark_oneway();
         assert!(answers().answer(&oneway).is_none());
-        let other = answers()
-            .answer(&RemotingCommand::request(request_code::PULL_MESSAGE))
-            .expect("answered");
+        let other = now(
+            &answers(),
+            &RemotingCommand::request(request_code::QUERY_MESSAGE),
+        );
         assert_eq!(other.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
     }
 
     #[test]
     fn the_route_names_the_ceiling_itself() {
         let a = answers();
-        let route = a
-            .answer(&RemotingCommand::request(
-                request_code::GET_ROUTEINFO_BY_TOPIC,
-            ))
-            .expect("answered");
+        let route = now(
+            &a,
+            &RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC),
+        );
         let route: TopicRouteData =
             ferrocket_protocol::body::decode_json(&route.body).expect("route");
         assert_eq!(route.broker_datas[0].master_addr(), Some("127.0.0.1:1"));
@@ -370,10 +429,55 @@ mod tests {
         let totals = &session.result.totals;
         assert!(totals.sent_msgs >= 2000, "sent {}", totals.sent_msgs);
         assert!(totals.errors.is_empty(), "{:?}", totals.errors);
-        assert_eq!(
-            answers.next_offset.load(Ordering::Relaxed) as u64,
-            totals.sent_msgs
-        );
+        assert_eq!(answers.queues.appended() as u64, totals.sent_msgs);
+    }
+
+    /// An e2e run against the ceiling, in this process: long-polled pulls
+    /// receive every message sent, with its e2e latency.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_e2e_run_against_the_ceiling_receives_what_it_sends() {
+        use clap::Parser;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(serve(listener, Arc::new(Answers::new(&addr, 2))));
+        let args = [
+            "ferrocket-bench",
+            "e2e",
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+            "--size",
+            "64",
+            "--rate",
+            "2000",
+            "--queues",
+            "2",
+            "--suspend-ms",
+            "200",
+        ];
+        let crate::args::Mode::E2e(single) = crate::args::Cli::try_parse_from(args).unwrap().mode
+        else {
+            unreachable!()
+        };
+        let spec = crate::target::TargetSpec {
+            label: Some("ceiling".into()),
+            namesrv: addr,
+            broker_pids: vec![],
+            broker_pid_children: false,
+            broker_config: None,
+            tls: false,
+        };
+        let mut session = crate::window::Session::open(&spec, &single.workload, true, 9, true)
+            .await
+            .unwrap();
+        session.e2e(0, 1, std::time::Instant::now()).await.unwrap();
+        let totals = &session.result.totals;
+        assert!(totals.sent_msgs > 0);
+        assert_eq!(totals.received_msgs, totals.sent_msgs);
+        assert_eq!(totals.e2e_latency.len(), totals.received_msgs);
+        assert!(totals.pulls > 0);
+        assert!(totals.errors.is_empty(), "{:?}", totals.errors);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
