@@ -5,7 +5,9 @@
 # the cores above them; then saturated produce with JSON and binary headers,
 # e2e at a fixed rate, and the ceiling (`ferrocket-bench ceiling`, a null
 # broker with N threads, pinned to the same cores as the shards) under the
-# same produce workload. Writes every report and a summary table under OUT;
+# same produce workload; the e2e run measures the ceiling too (started by
+# the bench with N threads, on the client's cores). Writes every report and
+# a summary table under OUT;
 # stops everything it started by pid and deletes each store.
 #
 #   tuning/scaling.sh                           # SHARD_COUNTS="1 2 4 8 16"
@@ -83,7 +85,8 @@ for n in ${SHARD_COUNTS:-1 2 4 8 16}; do
   done
   "${client[@]}" "$BENCH" e2e -n "127.0.0.1:$NS_PORT" --broker-pid "$broker_pid" \
     --label "ferrocket-$n" --topic "ScalingE2e$n" --rate "${E2E_RATE:-20000}" \
-    --header-encoding rocketmq --duration "$SECS" --quiet --out "$OUT/e2e-$n" > /dev/null
+    --header-encoding rocketmq --duration "$SECS" --with-ceiling --ceiling-threads "$n" \
+    --quiet --out "$OUT/e2e-$n" > /dev/null
   kill "$broker_pid"; wait "$broker_pid" 2>/dev/null || true
   rm -rf "$W/store-$n"
   echo "== $n shards: done"
@@ -92,9 +95,9 @@ done
 python3 - "$OUT" <<'EOF' | tee "$OUT/summary.md"
 import json, os, sys
 out = sys.argv[1]
-def load(name):
+def load(name, index=0):
     path = os.path.join(out, name, "report.json")
-    return json.load(open(path))["targets"][0] if os.path.exists(path) else None
+    return json.load(open(path))["targets"][index] if os.path.exists(path) else None
 def cell(t, e2e=False):
     if t is None:
         return "-"
@@ -102,8 +105,8 @@ def cell(t, e2e=False):
     cpu = (t.get("broker_cpu") or {}).get("cpu_us_per_msg", float("nan"))
     return f'{t["msgs_per_s"]:,.0f} msg/s, {cpu:.2f} CPU-µs, p99 {lat["p99_us"] / 1000:.2f} ms'
 counts = sorted({int(d.rsplit("-", 1)[1]) for d in os.listdir(out) if d.startswith("produce-")})
-print("| shards | JSON produce | JSON ceiling | share | binary produce | binary ceiling | share | e2e |")
-print("|---|---|---|---|---|---|---|---|")
+print("| shards | JSON produce | JSON ceiling | share | binary produce | binary ceiling | share | e2e | e2e ceiling |")
+print("|---|---|---|---|---|---|---|---|---|")
 for n in counts:
     row = [str(n)]
     for enc in ("json", "rocketmq"):
@@ -111,6 +114,7 @@ for n in counts:
         share = f'{100 * p["msgs_per_s"] / c["msgs_per_s"]:.0f}%' if p and c else "-"
         row += [cell(p), cell(c), share]
     row.append(cell(load(f"e2e-{n}"), e2e=True))
+    row.append(cell(load(f"e2e-{n}", -1), e2e=True))
     print("| " + " | ".join(row) + " |")
 EOF
 echo "reports: $OUT"
