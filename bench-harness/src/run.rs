@@ -114,7 +114,11 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: Preload) -> Resul
     }
     args.workload.validate(mode == SingleMode::E2e)?;
     let parameters = parameters(&args, preload)?;
-    let ceiling = start_ceiling(mode != SingleMode::Consume, &args.workload)?;
+    let ceiling = start_ceiling(
+        mode != SingleMode::Consume,
+        mode == SingleMode::E2e,
+        &args.workload,
+    )?;
     let runtime = runtime(&args.workload)?;
     let (report, ceiling_report) = runtime.block_on(async {
         let t0 = Instant::now();
@@ -203,7 +207,7 @@ pub fn run_compare(args: CompareArgs) -> Result<(), BenchError> {
     }
     let parameters = serde_json::to_value(&args)
         .map_err(|e| BenchError::Setup(format!("cannot encode the parameters: {e}")))?;
-    let ceiling = start_ceiling(true, &args.workload_args)?;
+    let ceiling = start_ceiling(true, e2e, &args.workload_args)?;
     let runtime = runtime(&args.workload_args)?;
     let (a, b, c) = runtime.block_on(compare_rounds(&args, ceiling.as_ref()))?;
     println!("{}", target_table("compare", &a));
@@ -277,14 +281,22 @@ async fn compare_rounds(
 }
 
 /// The ceiling for this run, when asked for (`served`: the mode is one it
-/// can serve: produce and e2e, not draining a preload).
-fn start_ceiling(served: bool, w: &WorkloadArgs) -> Result<Option<Ceiling>, BenchError> {
+/// can serve: produce and e2e, not draining a preload; `e2e`: consumers
+/// pull what was sent, which the ceiling keeps for single sends only).
+fn start_ceiling(served: bool, e2e: bool, w: &WorkloadArgs) -> Result<Option<Ceiling>, BenchError> {
     if !w.with_ceiling {
         return Ok(None);
     }
     if !served {
         return Err(BenchError::Options(
             "--with-ceiling measures produce and e2e runs: the ceiling keeps no preload to drain"
+                .into(),
+        ));
+    }
+    if e2e && (w.pop || w.send_mode != SendMode::Sync) {
+        return Err(BenchError::Options(
+            "--with-ceiling e2e runs need pull consumers and --send-mode sync: the ceiling \
+             keeps single sends for pulls (no pop, no oneway, no batches)"
                 .into(),
         ));
     }

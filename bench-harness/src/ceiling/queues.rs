@@ -1,7 +1,8 @@
 //! The ceiling's queues: offsets for sends and, once a consumer has shown
 //! up, the newest messages of each queue in memory so pulls (and long
 //! polls) can be answered. Nothing is written anywhere; a queue keeps at
-//! most [`QUEUE_MESSAGES_MAX`] messages and drops the oldest.
+//! most [`QUEUE_MESSAGES_MAX`] messages and [`QUEUE_BYTES_MAX`] bytes and
+//! drops the oldest.
 //!
 //! Until the first PULL_MESSAGE or GET_MAX_OFFSET no message is kept, so a
 //! produce run costs the ceiling what it cost before pulls were served:
@@ -25,8 +26,13 @@ use tokio::sync::Notify;
 
 /// Messages kept per queue for pulls.
 pub const QUEUE_MESSAGES_MAX: usize = 16_384;
+/// Bytes of records kept per queue for pulls.
+pub const QUEUE_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Most messages one pull answer carries.
 const PULL_MESSAGES_MAX: usize = 1_024;
+/// Most record bytes one pull answer carries (always at least one record),
+/// well under the client's frame limit.
+const PULL_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Longest a pull is held waiting for a message.
 const SUSPEND_MS_MAX: u64 = 30_000;
 
@@ -50,11 +56,29 @@ struct Queue {
 struct Kept {
     next_offset: i64,
     records: VecDeque<Bytes>,
+    /// Bytes of `records`.
+    bytes: usize,
 }
 
 impl Kept {
     fn min_offset(&self) -> i64 {
         self.next_offset - self.records.len() as i64
+    }
+
+    fn push(&mut self, record: Bytes) {
+        self.bytes += record.len();
+        self.records.push_back(record);
+        while self.records.len() > QUEUE_MESSAGES_MAX || self.bytes > QUEUE_BYTES_MAX {
+            match self.records.pop_front() {
+                Some(old) => self.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.records.clear();
+        self.bytes = 0;
     }
 }
 
@@ -97,33 +121,32 @@ impl Queues {
     }
 
     /// The queue offset of a send on `queue_id` (queues outside the route
-    /// share the first one's offsets), keeping the message when `keep` and
-    /// a consumer has shown up.
+    /// share the first one's offsets and are not kept), keeping the message
+    /// when `keep` and a consumer has shown up.
     pub(super) fn append(&self, queue_id: i32, request: &RemotingCommand, keep: bool) -> i64 {
-        let queue = self.queue(queue_id).unwrap_or(&self.queues[0]);
+        let (queue, routed) = match self.queue(queue_id) {
+            Some(queue) => (queue, true),
+            None => (&self.queues[0], false),
+        };
         let mut kept = Self::lock(queue);
         // Read under the lock: GET_MAX_OFFSET sets the flag before it takes
         // the lock to read the next offset, so every message at or after
         // that offset is kept.
-        let keep = keep && self.consumed.load(Ordering::SeqCst);
+        let consumed = self.consumed.load(Ordering::SeqCst);
         let offset = kept.next_offset;
         kept.next_offset += 1;
-        match keep
+        let record = (keep && routed && consumed)
             .then(|| self.record_of(queue_id, offset, request))
-            .flatten()
-        {
-            Some(record) => {
-                kept.records.push_back(record);
-                if kept.records.len() > QUEUE_MESSAGES_MAX {
-                    kept.records.pop_front();
-                }
-            }
+            .flatten();
+        match record {
+            Some(record) => kept.push(record),
             // The kept messages must end at the next offset: a message not
             // kept ends them.
-            None => kept.records.clear(),
+            None => kept.clear(),
         }
         drop(kept);
-        if keep {
+        if consumed {
+            // Held pulls look again (a message not kept moves them on).
             queue.arrived.notify_waiters();
         }
         offset
@@ -203,6 +226,9 @@ impl Queues {
             let mut body = BytesMut::new();
             let mut count = 0;
             for record in records {
+                if count > 0 && body.len() + record.len() > PULL_BYTES_MAX {
+                    break;
+                }
                 body.extend_from_slice(record);
                 count += 1;
             }
@@ -376,6 +402,32 @@ mod tests {
         let after = answer(queues.pull(&pull(3, 1, 0), false));
         assert_eq!(after.code, response_code::PULL_OFFSET_MOVED);
         assert_eq!(next_begin(&after), end);
+    }
+
+    #[test]
+    fn answers_and_queues_are_capped_in_bytes() {
+        let queues = Queues::new(2, "127.0.0.1:9".parse().unwrap());
+        answer(queues.pull(&pull(0, 1, 0), false));
+        let big = vec![b'x'; 3 * 1024 * 1024];
+        for _ in 0..30 {
+            queues.append(1, &send(&big), true);
+        }
+        // 30 records of 3 MiB: the queue keeps what fits in its 64 MiB.
+        let moved = answer(queues.pull(&pull(0, 32, 0), false));
+        assert_eq!(moved.code, response_code::PULL_OFFSET_MOVED);
+        let first = next_begin(&moved);
+        assert!((9..=10).contains(&first), "{first}");
+        // One 3 MiB record per answer: a second would pass 4 MiB.
+        let found = answer(queues.pull(&pull(first, 32, 0), false));
+        assert_eq!(next_begin(&found), first + 1);
+        // A send to a queue outside the route is answered, never kept.
+        // (It takes the first queue's next offset.)
+        queues.append(7, &send(b"stray"), true);
+        let mut first_queue = pull(0, 1, 0);
+        first_queue.ext_fields.insert("queueId", "0");
+        let stray = answer(queues.pull(&first_queue, false));
+        assert_eq!(stray.code, response_code::PULL_OFFSET_MOVED);
+        assert_eq!(next_begin(&stray), 1);
     }
 
     #[tokio::test]

@@ -370,7 +370,8 @@ pub struct IndexFields<'a> {
 /// The topic, properties and store time of the message record at the front
 /// of `buf`, skipping the fields between them (the index feed reads these
 /// three of every stored message; [`decode_record`] reads and checks all).
-/// The layout is checked as `decode_record` checks it.
+/// Lengths and the record's end are checked as `decode_record` checks
+/// them; the hosts' ports, skipped, are not.
 pub fn index_fields(buf: &[u8]) -> Result<IndexFields<'_>, ProtocolError> {
     let (record, magic) = message_record(buf)?;
     let mut c = Cursor {

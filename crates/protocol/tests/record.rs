@@ -263,7 +263,7 @@ fn index_fields_agree_with_the_full_decode() {
             assert_eq!(index.topic, view.topic, "{born} {store}");
             assert_eq!(index.properties, view.properties);
             assert_eq!(index.store_timestamp_ms, 1_764_800_000_123);
-            // Cut short or with a wrong topic length: refused, not read past.
+            // Cut short: refused, not read past.
             assert!(index_fields(&bytes[..bytes.len() - 1]).is_err());
         }
     }
