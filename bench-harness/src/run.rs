@@ -148,12 +148,7 @@ pub fn run_single(mode: SingleMode, args: SingleArgs, preload: Preload) -> Resul
         let ceiling_report = match &ceiling {
             Some(ceiling) => {
                 let e2e = mode == SingleMode::E2e;
-                let mut c = open_ceiling(ceiling, w, e2e, args.output.quiet).await?;
-                if e2e {
-                    c.e2e(w.warmup, w.duration, t0).await?;
-                } else {
-                    c.produce(w.warmup, w.duration, t0).await?;
-                }
+                let c = ceiling_run(ceiling, w, e2e, args.output.quiet, t0).await?;
                 Some(report_of(&c, headline, kind, e2e))
             }
             None => None,
@@ -306,6 +301,23 @@ fn start_ceiling(served: bool, e2e: bool, w: &WorkloadArgs) -> Result<Option<Cei
         )));
     }
     Ceiling::start(w.queues, w.ceiling_threads).map(Some)
+}
+
+/// The single-mode workload (produce, or e2e) run against the ceiling.
+async fn ceiling_run(
+    ceiling: &Ceiling,
+    w: &WorkloadArgs,
+    e2e: bool,
+    quiet: bool,
+    t0: Instant,
+) -> Result<Session, BenchError> {
+    let mut c = open_ceiling(ceiling, w, e2e, quiet).await?;
+    if e2e {
+        c.e2e(w.warmup, w.duration, t0).await?;
+    } else {
+        c.produce(w.warmup, w.duration, t0).await?;
+    }
+    Ok(c)
 }
 
 /// A session against the ceiling, its CPU measured.

@@ -380,14 +380,32 @@ mod tests {
         assert_eq!(route.queue_datas[0].write_queue_nums, 4);
     }
 
+    /// A ceiling serving `queues` queues in this process: its address and
+    /// answers.
+    async fn start_in_process(queues: i32) -> (String, Arc<Answers>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let answers = Arc::new(Answers::new(&addr, queues));
+        tokio::spawn(serve(listener, Arc::clone(&answers)));
+        (addr, answers)
+    }
+
+    fn spec_of(addr: String) -> crate::target::TargetSpec {
+        crate::target::TargetSpec {
+            label: Some("ceiling".into()),
+            namesrv: addr,
+            broker_pids: vec![],
+            broker_pid_children: false,
+            broker_config: None,
+            tls: false,
+        }
+    }
+
     /// A whole produce run against the ceiling, in this process: every
     /// send is answered, once.
     async fn produce_through(encoding: &str) {
         use clap::Parser;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let answers = Arc::new(Answers::new(&addr, 4));
-        tokio::spawn(serve(listener, Arc::clone(&answers)));
+        let (addr, answers) = start_in_process(4).await;
         let args = [
             "ferrocket-bench",
             "produce",
@@ -409,14 +427,7 @@ mod tests {
         else {
             unreachable!()
         };
-        let spec = crate::target::TargetSpec {
-            label: Some("ceiling".into()),
-            namesrv: addr,
-            broker_pids: vec![],
-            broker_pid_children: false,
-            broker_config: None,
-            tls: false,
-        };
+        let spec = spec_of(addr);
         let w = &single.workload;
         let mut session = crate::window::Session::open(&spec, w, false, 1, true)
             .await
@@ -437,9 +448,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_e2e_run_against_the_ceiling_receives_what_it_sends() {
         use clap::Parser;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        tokio::spawn(serve(listener, Arc::new(Answers::new(&addr, 2))));
+        let (addr, _answers) = start_in_process(2).await;
         let args = [
             "ferrocket-bench",
             "e2e",
@@ -460,14 +469,7 @@ mod tests {
         else {
             unreachable!()
         };
-        let spec = crate::target::TargetSpec {
-            label: Some("ceiling".into()),
-            namesrv: addr,
-            broker_pids: vec![],
-            broker_pid_children: false,
-            broker_config: None,
-            tls: false,
-        };
+        let spec = spec_of(addr);
         let mut session = crate::window::Session::open(&spec, &single.workload, true, 9, true)
             .await
             .unwrap();
