@@ -163,7 +163,7 @@ fn keys_across_read_windows_and_segments() {
         );
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    for i in 0..sizes.len() {
+    for (i, size) in sizes.iter().enumerate() {
         let request = RemotingCommand::request(request_code::QUERY_MESSAGE)
             .with_ext("topic", TOPIC)
             .with_ext("key", format!("key-{i}"))
@@ -190,10 +190,6 @@ fn keys_across_read_windows_and_segments() {
             bodies[0].starts_with(format!("m{i}:").as_bytes()),
             "key-{i}"
         );
-        assert_eq!(
-            bodies[0].len(),
-            format!("m{i}:").len() + sizes[i],
-            "key-{i}"
-        );
+        assert_eq!(bodies[0].len(), format!("m{i}:").len() + size, "key-{i}");
     }
 }
