@@ -356,9 +356,10 @@ impl Shard {
         self.conns.borrow_mut().remove(&conn_id);
     }
 
-    /// A new UNIQ_KEY for a message sent without one.
-    pub fn next_unique_key(&self) -> String {
-        self.uniq.borrow_mut().next_key(now_ms())
+    /// A new UNIQ_KEY for a message sent without one, at the time the
+    /// caller read for the send.
+    pub fn next_unique_key(&self, now_ms: i64) -> String {
+        self.uniq.borrow_mut().next_key(now_ms)
     }
 
     /// A pseudo-random value in `0..bound` (xorshift; queue selection only).

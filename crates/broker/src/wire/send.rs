@@ -187,13 +187,14 @@ pub(crate) async fn send_message(
     check_body(shard, request.body.len())?;
     let topic = topic_for_send(shard, &header).await?;
     let queue_id = choose_queue(shard, &header, &topic)?;
+    // One clock read per send: the unique key, routing and the stored
+    // record agree on it.
+    let now = now_ms();
     let mut props = Properties::decode_str(header.properties.as_deref().unwrap_or(""));
     if !matches!(props.unique_key(), Some(key) if !key.is_empty()) {
-        props.insert(properties::UNIQ_KEY, shard.next_unique_key());
+        props.insert(properties::UNIQ_KEY, shard.next_unique_key(now));
     }
     props.insert(properties::CLUSTER, &shard.config().broker_cluster_name);
-    // One clock read per send: routing and the stored record agree on it.
-    let now = now_ms();
     let place = placement(shard, &header, queue_id, &mut props, now)?;
     let props_bytes = props.to_bytes();
     if props_bytes.len() > PROPERTIES_BYTES_MAX {
