@@ -389,20 +389,31 @@ impl Properties {
 /// The value of `name` in an encoded properties string, read in place:
 /// the same answer as `Properties::decode(bytes).get(name)` (the last
 /// non-empty value of that name; invalid UTF-8 replaced) without building
-/// the map. For readers that need one or two properties of many records.
+/// the map. For readers that need one property of many records.
 pub fn find<'a>(bytes: &'a [u8], name: &str) -> Option<Cow<'a, str>> {
-    let mut found = None;
+    let [found] = find_each(bytes, [name]);
+    found
+}
+
+/// [`find`] for several names in one pass over the string: the index feed
+/// reads `KEYS` and `UNIQ_KEY` of every stored message, and two passes
+/// cost 2.9% of a saturated send profile.
+pub fn find_each<'a, const N: usize>(
+    bytes: &'a [u8],
+    names: [&str; N],
+) -> [Option<Cow<'a, str>>; N] {
+    let mut found: [Option<&'a [u8]>; N] = [None; N];
     for segment in bytes.split(|b| *b == PROPERTY_SEPARATOR) {
-        let Some(rest) = segment.strip_prefix(name.as_bytes()) else {
-            continue;
-        };
-        if let Some((&NAME_VALUE_SEPARATOR, value)) = rest.split_first() {
-            if !value.is_empty() && !name.is_empty() {
-                found = Some(value);
+        for (name, slot) in names.iter().zip(found.iter_mut()) {
+            let value = segment
+                .strip_prefix(name.as_bytes())
+                .and_then(|rest| rest.strip_prefix(&[NAME_VALUE_SEPARATOR]));
+            if let Some(value) = value.filter(|v| !v.is_empty() && !name.is_empty()) {
+                *slot = Some(value);
             }
         }
     }
-    found.map(String::from_utf8_lossy)
+    found.map(|value| value.map(String::from_utf8_lossy))
 }
 
 impl FromIterator<(String, String)> for Properties {
@@ -474,6 +485,10 @@ mod tests {
                     "{name} in {bytes:?}"
                 );
             }
+            let [keys, uniq, tags] = find_each(bytes, [KEYS, UNIQ_KEY, TAGS]);
+            assert_eq!(keys.as_deref(), decoded.get(KEYS), "{bytes:?}");
+            assert_eq!(uniq.as_deref(), decoded.get(UNIQ_KEY), "{bytes:?}");
+            assert_eq!(tags.as_deref(), decoded.get(TAGS), "{bytes:?}");
         }
     }
 

@@ -166,8 +166,7 @@ impl IndexFeed {
             tracing::warn!(pos, "index scanner skipped an undecodable record");
             return;
         };
-        let keys_property = properties::find(record.properties, KEYS);
-        let uniq_key = properties::find(record.properties, UNIQ_KEY);
+        let [keys_property, uniq_key] = properties::find_each(record.properties, [KEYS, UNIQ_KEY]);
         let keys = message_index_keys(keys_property.as_deref(), uniq_key.as_deref());
         if keys.is_empty() {
             return;
