@@ -13,12 +13,14 @@ use crate::error::BrokerError;
 
 mod auth;
 mod controller_mode;
+mod modes;
 mod online;
 mod replication;
 
 pub use auth::{AuthConfig, Whitelist};
 pub use controller_mode::*;
 pub use ferrocket_metrics::config::{MetricsConfig, MetricsExporter, METRICS_PROM_PORT_DEFAULT};
+pub use modes::{CommitLogWriteMode, FlushDiskType, ProxyMode};
 pub use online::*;
 pub use replication::*;
 
@@ -72,76 +74,6 @@ pub const TRANSACTION_TIMEOUT_MS_DEFAULT: u64 = 6_000;
 pub const TRANSACTION_CHECK_INTERVAL_MS_DEFAULT: u64 = 30_000;
 /// Default checks before a rollback (`transactionCheckMax`).
 pub const TRANSACTION_CHECK_MAX_DEFAULT: u32 = 15;
-
-/// When the CommitLog is flushed (`flushDiskType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FlushDiskType {
-    /// `ASYNC_FLUSH`: acknowledge once written; fdatasync periodically.
-    #[default]
-    AsyncFlush,
-    /// `SYNC_FLUSH`: acknowledge after the fdatasync (group commit).
-    SyncFlush,
-}
-
-impl FlushDiskType {
-    /// Parses `ASYNC_FLUSH` / `SYNC_FLUSH` (any case).
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_uppercase().as_str() {
-            "ASYNC_FLUSH" | "ASYNC" => Some(Self::AsyncFlush),
-            "SYNC_FLUSH" | "SYNC" => Some(Self::SyncFlush),
-            _ => None,
-        }
-    }
-}
-
-/// How the CommitLog is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CommitLogWriteMode {
-    /// Through the page cache.
-    #[default]
-    Buffered,
-    /// O_DIRECT, with a hot tail kept in memory for readers.
-    Direct,
-}
-
-impl CommitLogWriteMode {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "buffered" => Some(Self::Buffered),
-            "direct" => Some(Self::Direct),
-            _ => None,
-        }
-    }
-}
-
-/// How the in-broker gRPC endpoint calls the broker (`proxyMode`, RocketMQ
-/// proxy's names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ProxyMode {
-    /// In process, straight to the shards' request handler.
-    #[default]
-    Local,
-    /// Remoting over loopback through the name server's routes.
-    Cluster,
-}
-
-impl ProxyMode {
-    /// Parses `local` / `cluster` (any case).
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "local" => Some(Self::Local),
-            "cluster" => Some(Self::Cluster),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Local => "local",
-            Self::Cluster => "cluster",
-        }
-    }
-}
 
 /// Everything a broker is started with.
 #[derive(Debug, Clone, PartialEq, Eq)]
