@@ -291,6 +291,9 @@ impl ExtFields {
 /// Parses an integer the way clients write them: plain decimal, possibly with
 /// surrounding whitespace, or a JSON float with no fraction ("4.0").
 pub fn parse_i64(field: &'static str, value: &str) -> Result<Option<i64>, ProtocolError> {
+    if let Some(number) = plain_decimal(value) {
+        return Ok(Some(number));
+    }
     let trimmed = value.trim();
     if trimmed.is_empty() || trimmed == "null" {
         return Ok(None);
@@ -305,6 +308,29 @@ pub fn parse_i64(field: &'static str, value: &str) -> Result<Option<i64>, Protoc
             value: value.to_string(),
         }),
     }
+}
+
+/// The value of a plain decimal of up to 18 digits with an optional minus
+/// sign (what clients send for nearly every integer field), read without
+/// the Unicode trim and general parse of [`parse_i64`]'s slow path, which
+/// answers the same for such text.
+fn plain_decimal(value: &str) -> Option<i64> {
+    const DIGITS_MAX: usize = 18;
+    let (negative, digits) = match value.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        all => (false, all),
+    };
+    if digits.is_empty() || digits.len() > DIGITS_MAX {
+        return None;
+    }
+    let mut number: i64 = 0;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        number = number * 10 + i64::from(digit - b'0');
+    }
+    Some(if negative { -number } else { number })
 }
 
 impl FromIterator<(String, String)> for ExtFields {
@@ -353,6 +379,46 @@ mod tests {
         f.insert("queueId", "5");
         assert_eq!(f.len(), 6);
         assert_eq!(f.get_any(&["e", "queueId"]), Some("5"));
+    }
+
+    #[test]
+    fn plain_decimals_parse_as_the_general_path_does() {
+        let cases = [
+            "0",
+            "7",
+            "-7",
+            "007",
+            "-0",
+            "123456789012345678",
+            "-123456789012345678",
+            "1234567890123456789",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "+5",
+            " 5",
+            "5 ",
+            "-",
+            "",
+            "1-",
+            "1.0",
+            "1e3",
+            "null",
+            "x",
+        ];
+        for text in cases {
+            if let Some(fast) = plain_decimal(text) {
+                assert_eq!(text.trim().parse::<i64>().ok(), Some(fast), "{text:?}");
+            }
+            let general = parse_i64("f", text).ok().flatten();
+            let slow = match text.trim() {
+                "" | "null" => None,
+                trimmed => trimmed
+                    .parse::<i64>()
+                    .ok()
+                    .or_else(|| trimmed.parse::<f64>().ok().map(|f| f as i64)),
+            };
+            assert_eq!(general, slow, "{text:?}");
+        }
     }
 
     #[test]
