@@ -138,6 +138,11 @@ pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
 /// CRC32 appended to stored properties when enabled (`PROPERTY_CRC32`).
 pub const CRC32: &str = "__CRC32#";
 
+/// Text bytes a decode reserves beyond the string it reads.
+const ADDED_TEXT_BYTES: usize = 96;
+/// Entries a decode reserves (a sent message carries a handful).
+const ENTRIES_INITIAL: usize = 8;
+
 /// Above this many entries, decoding indexes names with a hash map instead
 /// of scanning, so a hostile properties string stays linear.
 const LINEAR_SCAN_ENTRIES_MAX: usize = 16;
@@ -193,9 +198,11 @@ impl Properties {
 
     /// Parses a properties string (e.g. the `properties` send header field).
     pub fn decode_str(text: &str) -> Self {
+        // Room for what a broker adds to a sent message's properties
+        // (UNIQ_KEY, CLUSTER) without growing either vector again.
         let mut properties = Properties {
-            text: String::with_capacity(text.len()),
-            entries: Vec::new(),
+            text: String::with_capacity(text.len() + ADDED_TEXT_BYTES),
+            entries: Vec::with_capacity(ENTRIES_INITIAL),
         };
         let mut index = HashMap::new();
         for segment in text.split(PROPERTY_SEPARATOR as char) {
