@@ -1,11 +1,11 @@
 //! `rocketmq_rpc_latency` (`RemotingMetricsManager`): every request's time
 //! from read to answer, by request and response code.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code_name, response_code_name};
+use foldhash::HashMap;
 
 use crate::exposition::{milliseconds, Labels, Writer};
 use crate::histogram::{Histogram, RPC_LATENCY_MS_BOUNDS};

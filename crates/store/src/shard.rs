@@ -7,7 +7,7 @@
 //! far they are flushed for the checkpoint.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use foldhash::{HashMap, HashMapExt};
 use glommio::channels::local_channel;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 

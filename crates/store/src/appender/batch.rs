@@ -4,7 +4,6 @@
 //! commit), then answer the shards and send each queue's owner its
 //! ConsumeQueue dispatches.
 
-use std::collections::{HashMap, HashSet};
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use ferrocket_protocol::record::{self, BLANK_BYTES_MIN, RECORD_BYTES_MIN};
+use foldhash::{HashMap, HashSet};
 use futures_lite::future;
 
 use super::tasks::Common;
@@ -168,11 +168,12 @@ impl Appender {
         owner: QueueOwnerFn,
         common: Rc<Common>,
         writer: SegmentWriter,
-        table: HashMap<QueueKey, i64>,
+        table: std::collections::HashMap<QueueKey, i64>,
         floors: QueueFloors,
         end: i64,
     ) -> Self {
         let shard_count = common.senders.len();
+        let table: HashMap<QueueKey, i64> = table.into_iter().collect();
         let topics = table.keys().map(|(topic, _)| Arc::clone(topic)).collect();
         Appender {
             seg_bytes: config.segment_bytes as i64,

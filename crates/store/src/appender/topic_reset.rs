@@ -14,8 +14,9 @@
 //! (and never after) the batch's dispatches, so a shard that receives a
 //! later dispatch has always seen it.
 
-use std::collections::HashMap;
 use std::path::Path;
+
+use foldhash::HashMap;
 
 use crate::json_file::ConfigDir;
 use crate::queue_floors::QueueFloors;

@@ -13,12 +13,12 @@ pub(crate) mod labels;
 pub(crate) mod render;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::time::Duration;
 
 use ferrocket_metrics::histogram::{Histogram, FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS};
 pub(crate) use ferrocket_metrics::rpc::RpcKey;
 use ferrocket_metrics::rpc::RpcLatencies;
+use foldhash::HashMap;
 pub(crate) use labels::{ConsumeMode, MessageType};
 
 /// Most labelled series one shard keeps (topics × message types, groups ×
