@@ -168,12 +168,11 @@ impl Appender {
         owner: QueueOwnerFn,
         common: Rc<Common>,
         writer: SegmentWriter,
-        table: std::collections::HashMap<QueueKey, i64>,
+        table: HashMap<QueueKey, i64>,
         floors: QueueFloors,
         end: i64,
     ) -> Self {
         let shard_count = common.senders.len();
-        let table: HashMap<QueueKey, i64> = table.into_iter().collect();
         let topics = table.keys().map(|(topic, _)| Arc::clone(topic)).collect();
         Appender {
             seg_bytes: config.segment_bytes as i64,

@@ -21,10 +21,10 @@
 //! segment writes and rolls, `topic_reset` applies deleted topics' resets.
 //! The children never import this module, so they form no cycle with it.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use foldhash::HashMap;
 use glommio::channels::local_channel::{LocalReceiver, LocalSender};
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 use glommio::Task;

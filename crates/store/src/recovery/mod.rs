@@ -40,7 +40,8 @@ pub(crate) struct Recovered {
     /// Valid end of the CommitLog: the next append goes here.
     pub(crate) end: i64,
     /// Next queue offset of every queue with entries.
-    pub(crate) queue_offsets: HashMap<QueueKey, i64>,
+    /// The appender's table, in the map type it keeps (hashed on every send).
+    pub(crate) queue_offsets: foldhash::HashMap<QueueKey, i64>,
     /// Where deleted topics' queues restarted.
     pub(crate) floors: QueueFloors,
     /// Damaged ranges quarantined by this and earlier recoveries.
@@ -179,7 +180,7 @@ fn settle(
 
 /// The appender's queue-offset table: the next offset of every queue with
 /// entries.
-fn next_queue_offsets(queues: HashMap<QueueKey, ConsumeQueue>) -> HashMap<QueueKey, i64> {
+fn next_queue_offsets(queues: HashMap<QueueKey, ConsumeQueue>) -> foldhash::HashMap<QueueKey, i64> {
     queues
         .into_iter()
         .filter(|(_, queue)| queue.max_offset() > 0)
