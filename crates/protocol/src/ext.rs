@@ -103,6 +103,12 @@ impl ExtFields {
         self.entries.is_empty()
     }
 
+    /// Bytes of all keys and values (at least; replaced values count until
+    /// the text is compacted).
+    pub fn text_bytes(&self) -> usize {
+        self.text.len()
+    }
+
     fn key_of(&self, entry: &Entry) -> &str {
         &self.text[entry.key_start as usize..entry.key_end as usize]
     }

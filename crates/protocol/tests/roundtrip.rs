@@ -161,8 +161,15 @@ proptest! {
 
     #[test]
     fn frames_round_trip_json(original in command(SerializeType::Json)) {
-        let decoded = RemotingCommand::decode(original.to_bytes()).unwrap();
+        let bytes = original.to_bytes();
+        let decoded = RemotingCommand::decode(bytes.clone()).unwrap();
         assert_same_command(&decoded, &original);
+        // The size estimate holds for text that needs no JSON escape.
+        let plain = |text: &str| !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        let fields_plain = original.ext_fields.iter().all(|(k, v)| plain(k) && plain(v));
+        if original.remark.as_deref().is_none_or(plain) && fields_plain {
+            prop_assert!(bytes.len() <= original.encoded_len_max());
+        }
     }
 
     #[test]

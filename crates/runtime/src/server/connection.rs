@@ -573,7 +573,7 @@ fn encode_chunks(mut command: RemotingCommand) -> Result<(Bytes, Option<Bytes>),
     } else {
         None
     };
-    let mut head = BytesMut::with_capacity(256 + command.body.len());
+    let mut head = BytesMut::with_capacity(command.encoded_len_max());
     command.encode(&mut head);
     let body_bytes = body.as_ref().map_or(0, Bytes::len);
     let frame_bytes = head.len() - 4 + body_bytes;
