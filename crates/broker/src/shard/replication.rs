@@ -68,9 +68,12 @@ impl Shard {
 
 /// `WAIT` unset means true (`Message.isWaitStoreMsgOK`).
 pub(crate) fn wait_store_ok(props: &ferrocket_protocol::properties::Properties) -> bool {
-    props
-        .get(ferrocket_protocol::properties::WAIT)
-        .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
+    wait_value_ok(props.get(ferrocket_protocol::properties::WAIT))
+}
+
+/// [`wait_store_ok`] from the `WAIT` value.
+pub(crate) fn wait_value_ok(wait: Option<&str>) -> bool {
+    wait.is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
 }
 
 /// On shard 0: waits for the slaves' acks past `end`.

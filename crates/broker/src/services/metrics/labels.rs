@@ -25,23 +25,32 @@ pub(crate) enum MessageType {
 impl MessageType {
     pub const ALL: [MessageType; 4] = [Self::Normal, Self::Fifo, Self::Delay, Self::Transaction];
 
-    /// In Java's order: a half message, then a sharding key, then any
-    /// delay or timer property.
+    /// The properties [`MessageType::of_values`] reads, in its order.
+    pub const PROPERTIES: [&'static str; 7] = [
+        properties::TRAN_MSG,
+        properties::SHARDING_KEY,
+        START_DELIVER_TIME,
+        properties::DELAY,
+        properties::TIMER_DELIVER_MS,
+        properties::TIMER_DELAY_SEC,
+        properties::TIMER_DELAY_MS,
+    ];
+
     pub fn of(props: &Properties) -> Self {
-        if props.get(properties::TRAN_MSG) == Some("true") {
+        Self::of_values(Self::PROPERTIES.map(|name| props.get(name)))
+    }
+
+    /// From the values of [`MessageType::PROPERTIES`], in Java's order: a
+    /// half message, then a sharding key, then any delay or timer property.
+    pub fn of_values(values: [Option<&str>; 7]) -> Self {
+        let [tran_msg, sharding_key, delayed @ ..] = values;
+        if tran_msg == Some("true") {
             return Self::Transaction;
         }
-        if props.contains(properties::SHARDING_KEY) {
+        if sharding_key.is_some() {
             return Self::Fifo;
         }
-        let delayed = [
-            START_DELIVER_TIME,
-            properties::DELAY,
-            properties::TIMER_DELIVER_MS,
-            properties::TIMER_DELAY_SEC,
-            properties::TIMER_DELAY_MS,
-        ];
-        if delayed.iter().any(|key| props.contains(key)) {
+        if delayed.iter().any(Option::is_some) {
             return Self::Delay;
         }
         Self::Normal

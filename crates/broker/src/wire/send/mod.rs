@@ -30,6 +30,9 @@ use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 use crate::shard::replication::wait_store_ok;
 use crate::shard::Shard;
 
+mod plain;
+use plain::SendProps;
+
 /// What a send needs from its topic's config (copied out, not cloned).
 #[derive(Debug, Clone, Copy)]
 struct SendTopic {
@@ -190,19 +193,13 @@ pub(crate) async fn send_message(
     // One clock read per send: the unique key, routing and the stored
     // record agree on it.
     let now = now_ms();
-    let mut props = Properties::decode_str(header.properties.as_deref().unwrap_or(""));
-    if !matches!(props.unique_key(), Some(key) if !key.is_empty()) {
-        props.insert(properties::UNIQ_KEY, shard.next_unique_key(now));
-    }
-    props.insert(properties::CLUSTER, &shard.config().broker_cluster_name);
-    let place = placement(shard, &header, queue_id, &mut props, now)?;
-    let props_bytes = props.to_bytes();
-    if props_bytes.len() > PROPERTIES_BYTES_MAX {
+    let (place, props) = stored_properties(shard, &header, queue_id, now)?;
+    if props.bytes.len() > PROPERTIES_BYTES_MAX {
         return Err(Reject::new(
             response_code::MESSAGE_ILLEGAL,
             format!(
                 "the message properties length {} is over the max value {PROPERTIES_BYTES_MAX}",
-                props_bytes.len()
+                props.bytes.len()
             ),
         ));
     }
@@ -211,18 +208,49 @@ pub(crate) async fn send_message(
         queue_id: place.queue_id,
         sys_flag: place.sys_flag,
         body: &request.body,
-        properties: &props_bytes,
+        properties: &props.bytes,
         ..sent_record(shard, &header, conn.peer_addr(), now)
     };
-    let mut result = shard.store_record(&record, tag_hash(&props)).await?;
-    let kind = MessageType::of(&props);
+    let mut result = shard.store_record(&record, props.tags_code).await?;
     let stored_bytes = u64::from(result.total_bytes);
-    shard.metrics.count_in(&header.topic, kind, 1, stored_bytes);
     shard
-        .await_replicas(&mut result, wait_store_ok(&props))
-        .await;
+        .metrics
+        .count_in(&header.topic, props.kind, 1, stored_bytes);
+    shard.await_replicas(&mut result, props.wait_store_ok).await;
     let msg_id = offset_msg_id(shard.env.store_host, result.physical_offset);
     Ok(success(shard, request, &result, queue_id, msg_id))
+}
+
+/// Where a send is stored and its properties as stored: appended to in
+/// place for a plain send ([`plain::plain`]), otherwise decoded, given a
+/// unique key and the cluster, routed and encoded again.
+fn stored_properties<'a>(
+    shard: &Shard,
+    header: &'a SendMessageRequestHeader,
+    queue_id: i32,
+    now: i64,
+) -> Result<(Placement<'a>, SendProps), Reject> {
+    let text = header.properties.as_deref().unwrap_or("");
+    let sys_flag = header.sys_flag.unwrap_or(0);
+    let cluster = &shard.config().broker_cluster_name;
+    if let Some(props) = plain::plain(text, sys_flag, cluster, || shard.next_unique_key(now)) {
+        let topic = header.topic.as_str();
+        return Ok((
+            Placement {
+                topic,
+                queue_id,
+                sys_flag,
+            },
+            props,
+        ));
+    }
+    let mut props = Properties::decode_str(text);
+    if !matches!(props.unique_key(), Some(key) if !key.is_empty()) {
+        props.insert(properties::UNIQ_KEY, shard.next_unique_key(now));
+    }
+    props.insert(properties::CLUSTER, cluster);
+    let place = placement(shard, header, queue_id, &mut props, now)?;
+    Ok((place, SendProps::of(&props)))
 }
 
 /// The fields every message a client sends is stored with: the header's

@@ -10,6 +10,9 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+mod canonical;
+pub use canonical::find_canonical;
+
 /// Separates a name from its value (Java `NAME_VALUE_SEPARATOR`).
 pub const NAME_VALUE_SEPARATOR: u8 = 0x01;
 /// Ends each name/value pair (Java `PROPERTY_SEPARATOR`).
@@ -292,10 +295,7 @@ impl Properties {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.reserve(self.encoded_len());
         for (name, value) in self.iter() {
-            out.extend_from_slice(name.as_bytes());
-            out.push(NAME_VALUE_SEPARATOR);
-            out.extend_from_slice(value.as_bytes());
-            out.push(PROPERTY_SEPARATOR);
+            encode_entry(out, name, value);
         }
     }
 
@@ -431,6 +431,14 @@ impl FromIterator<(String, String)> for Properties {
         }
         properties
     }
+}
+
+/// Appends one `name\x01value\x02` entry.
+pub fn encode_entry(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.push(NAME_VALUE_SEPARATOR);
+    out.extend_from_slice(value.as_bytes());
+    out.push(PROPERTY_SEPARATOR);
 }
 
 /// Whether `text` can be a property name or value: non-empty and free of
