@@ -12,7 +12,8 @@ Fails (exit 1) on:
   and its own children: allowed only when every member lies under one
   member of the component;
 - a non-test function longer than 100 lines (from its `fn` line to its
-  closing brace).
+  closing brace);
+- a Rust file (any, tests included) longer than 600 lines.
 
 Usage: scripts/check-structure.py [--report] [ROOT]
   --report  print the numbers (largest component per crate, functions over
@@ -31,6 +32,9 @@ import tomllib
 from dataclasses import dataclass, field
 
 FN_LINES_MAX = 100
+FILE_LINES_MAX = 600
+# Folders the file-length check does not walk: build output and packages.
+SKIPPED_DIRS = {"target", "node_modules", ".git"}
 FN_LINES_REPORTED = 70
 
 Path = tuple[str, ...]  # a module path below the crate root; () is the root
@@ -474,8 +478,24 @@ def workspace_crates(root: str) -> list[Crate]:
     return crates
 
 
+def long_files(root: str) -> list[str]:
+    """Each Rust file under `root` longer than FILE_LINES_MAX lines."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
+        for file in sorted(files):
+            if not file.endswith(".rs"):
+                continue
+            path = os.path.join(folder, file)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = sum(1 for _ in f)
+            if lines > FILE_LINES_MAX:
+                out.append(f"{os.path.relpath(path, root)} {lines} lines (over {FILE_LINES_MAX})")
+    return out
+
+
 def check(root: str, report: bool) -> int:
-    failures = []
+    failures = long_files(root)
     long_70 = long_100 = 0
     for crate in workspace_crates(root):
         graph = {p: references(m, crate.modules) for p, m in crate.modules.items()}
