@@ -227,3 +227,36 @@ fn timer_store_can_move_to_a_blocking_thread() {
     fn assert_send<T: Send>() {}
     assert_send::<TimerStore>();
 }
+
+/// A new wheel file holds its blocks from the start: its first persist
+/// writes the whole wheel, and on a nearly full disk a sparse file would
+/// take the last free bytes half-written (and fail) instead.
+#[test]
+fn a_new_wheel_file_is_allocated_when_created() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    if !fallocate_works(dir.path()) {
+        eprintln!("SKIPPED: this file system has no fallocate; the wheel stays sparse here");
+        return;
+    }
+    let store = open(dir.path(), &config(60_000));
+    let wheel = std::fs::metadata(dir.path().join("wheel")).unwrap();
+    assert!(wheel.len() > 0);
+    assert!(
+        wheel.blocks() * 512 >= wheel.len(),
+        "{} of {} bytes allocated",
+        wheel.blocks() * 512,
+        wheel.len()
+    );
+    drop(store);
+}
+
+fn fallocate_works(dir: &std::path::Path) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let probe = std::fs::File::create(dir.join("probe")).unwrap();
+    // SAFETY: plain syscall on an open descriptor.
+    let done = unsafe { libc::fallocate(probe.as_raw_fd(), 0, 0, 4096) } == 0;
+    drop(probe);
+    std::fs::remove_file(dir.join("probe")).unwrap();
+    done
+}

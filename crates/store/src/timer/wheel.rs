@@ -42,6 +42,17 @@ pub(crate) struct Wheel {
     dirty_count: usize,
 }
 
+/// Gives a new wheel file its blocks now, so that its first persist (the
+/// whole wheel, megabytes) never finds a nearly full disk and takes its
+/// last free bytes with a half-written file. Without room the file stays
+/// sparse: the broker still starts, and persists fail (and are retried)
+/// until space is freed.
+fn allocate_blocks(file: &fs::File, path: &Path, bytes: u64) {
+    if let Err(error) = crate::files::allocate(file, 0, bytes) {
+        tracing::warn!(path = %path.display(), %error, "cannot allocate the timer wheel's blocks");
+    }
+}
+
 impl Wheel {
     /// Opens the wheel file; its contents are used only when `load` and the
     /// file has exactly `count` slots. Returns whether they were loaded.
@@ -76,6 +87,7 @@ impl Wheel {
             }
         } else if len != bytes {
             file.set_len(bytes).io_context("size timer wheel", path)?;
+            allocate_blocks(&file, path, bytes);
         }
         let mut wheel = Self {
             path: path.to_path_buf(),
