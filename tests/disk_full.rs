@@ -67,14 +67,37 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Writes zeros to `path` until the file system refuses, then gives back
-/// `leave_bytes` of it; the bytes the file keeps.
+/// Bytes an unprivileged writer can still allocate on the file system
+/// holding `path`.
+fn free_bytes(path: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: statvfs writes only into `stats`; the path is NUL-terminated.
+    let stats = unsafe {
+        let mut stats: libc::statvfs = std::mem::zeroed();
+        assert_eq!(libc::statvfs(c_path.as_ptr(), &mut stats), 0, "statvfs");
+        stats
+    };
+    stats.f_bavail as u64 * stats.f_frsize as u64
+}
+
+/// Writes zeros to `path` until `leave_bytes` are free (or the file system
+/// refuses); the bytes written. It never fills the disk completely on the
+/// way when `leave_bytes` is above zero: a moment of a completely full disk
+/// would let the broker's periodic used-share check stop writes first, and
+/// the allocation failure under test would never be reached.
 fn fill(path: &Path, leave_bytes: u64) -> u64 {
+    const CHUNK_BYTES: u64 = 256 << 10;
     let mut file = fs::File::create(path).unwrap();
-    let chunk = vec![0u8; 256 << 10];
+    let chunk = vec![0u8; CHUNK_BYTES as usize];
     let mut written = 0u64;
     loop {
-        match file.write(&chunk) {
+        let free = free_bytes(path);
+        if free <= leave_bytes {
+            break;
+        }
+        let want = (free - leave_bytes).min(CHUNK_BYTES) as usize;
+        match file.write(&chunk[..want]) {
             Ok(0) => break,
             Ok(n) => written += n as u64,
             Err(e) => {
@@ -83,10 +106,8 @@ fn fill(path: &Path, leave_bytes: u64) -> u64 {
             }
         }
     }
-    let kept = written.saturating_sub(leave_bytes);
-    file.set_len(kept).unwrap();
     let _ = file.sync_all();
-    kept
+    written
 }
 
 fn body(n: usize) -> String {
