@@ -4,7 +4,7 @@
 
 use ferrocket_protocol::body::{decode_json, HeartbeatData};
 use ferrocket_protocol::codes::request_code::*;
-use ferrocket_protocol::header::SendMessageRequestHeader;
+use ferrocket_protocol::header::SendMessageRequestView;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::config::RETRY_PREFIX;
@@ -50,9 +50,9 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
         // The topic as the send handler reads it (either name, V1's or
         // V2's), so the checked topic is the one written to.
         SEND_MESSAGE | SEND_MESSAGE_V2 | SEND_BATCH_MESSAGE => {
-            let header = SendMessageRequestHeader::from_ext(ext)
+            let header = SendMessageRequestView::from_ext(ext)
                 .map_err(|e| format!("cannot read the send header: {e}"))?;
-            topic(Some(&header.topic), PUB)
+            topic(Some(header.topic), PUB)
         }
         PULL_MESSAGE | UPDATE_CONSUMER_OFFSET | QUERY_MESSAGE => topic(ext.get("topic"), SUB),
         // Pop consumption: not checked by Java's ACL 1.0 (which predates

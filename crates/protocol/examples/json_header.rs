@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use ferrocket_protocol::header::SendMessageRequestHeader;
+use ferrocket_protocol::header::{SendMessageRequestHeader, SendMessageRequestView};
 use ferrocket_protocol::properties::Properties;
 use ferrocket_protocol::{ExtFields, RemotingCommand, SerializeType};
 
@@ -66,8 +66,11 @@ fn main() {
     time("decode frame", || {
         black_box(RemotingCommand::decode(black_box(frame.clone())).ok());
     });
-    time("typed send header", || {
+    time("typed send header, owned", || {
         black_box(SendMessageRequestHeader::from_ext(black_box(&command.ext_fields)).ok());
+    });
+    time("typed send header, borrowed", || {
+        black_box(SendMessageRequestView::from_ext(black_box(&command.ext_fields)).ok());
     });
     let mut answer = RemotingCommand::response_to(&command, 0, None);
     let mut fields = ExtFields::new();

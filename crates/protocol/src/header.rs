@@ -4,157 +4,34 @@
 
 use crate::{ExtFields, ProtocolError};
 
-/// One header field's type: how it is read from and written to `extFields`.
-pub trait HeaderField: Sized {
-    /// Builds the field from what was found under its names: the name that
-    /// matched and its value, or `None`. `key` names the field in errors.
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        key: &'static str,
-    ) -> Result<Self, ProtocolError>;
-    /// Writes the field under `key` (omitted when absent).
-    fn write(&self, key: &'static str, out: &mut ExtFields);
-
-    /// Reads the field from the first present key among `keys`.
-    fn read(fields: &ExtFields, keys: &[&'static str]) -> Result<Self, ProtocolError> {
-        Self::from_found(raw(fields, keys), keys[0])
-    }
-}
-
-fn raw<'a>(fields: &'a ExtFields, keys: &[&'static str]) -> Option<(&'static str, &'a str)> {
-    keys.iter()
-        .find_map(|key| fields.get(key).map(|value| (*key, value)))
-}
-
-fn parse_int(key: &'static str, value: &str) -> Result<Option<i64>, ProtocolError> {
-    crate::ext::parse_i64(key, value)
-}
-
-impl HeaderField for String {
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        key: &'static str,
-    ) -> Result<Self, ProtocolError> {
-        found
-            .map(|(_, v)| v.to_string())
-            .ok_or(ProtocolError::MissingField(key))
-    }
-    fn write(&self, key: &'static str, out: &mut ExtFields) {
-        out.insert(key, self);
-    }
-}
-
-impl HeaderField for Option<String> {
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        _key: &'static str,
-    ) -> Result<Self, ProtocolError> {
-        Ok(found.map(|(_, v)| v.to_string()))
-    }
-    fn write(&self, key: &'static str, out: &mut ExtFields) {
-        if let Some(value) = self {
-            out.insert(key, value);
-        }
-    }
-}
-
-impl HeaderField for Option<i64> {
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        _key: &'static str,
-    ) -> Result<Self, ProtocolError> {
-        match found {
-            None => Ok(None),
-            Some((name, value)) => parse_int(name, value),
-        }
-    }
-    fn write(&self, key: &'static str, out: &mut ExtFields) {
-        if let Some(value) = self {
-            out.insert_int(key, *value);
-        }
-    }
-}
-
-impl HeaderField for i64 {
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        key: &'static str,
-    ) -> Result<Self, ProtocolError> {
-        <Option<i64>>::from_found(found, key)?.ok_or(ProtocolError::MissingField(key))
-    }
-    fn write(&self, key: &'static str, out: &mut ExtFields) {
-        out.insert_int(key, *self);
-    }
-}
-
-impl HeaderField for Option<i32> {
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        key: &'static str,
-    ) -> Result<Self, ProtocolError> {
-        match <Option<i64>>::from_found(found, key)? {
-            None => Ok(None),
-            Some(wide) => i32::try_from(wide)
-                .map(Some)
-                .map_err(|_| ProtocolError::InvalidField {
-                    field: key,
-                    value: wide.to_string(),
-                }),
-        }
-    }
-    fn write(&self, key: &'static str, out: &mut ExtFields) {
-        if let Some(value) = self {
-            out.insert_int(key, i64::from(*value));
-        }
-    }
-}
-
-impl HeaderField for i32 {
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        key: &'static str,
-    ) -> Result<Self, ProtocolError> {
-        <Option<i32>>::from_found(found, key)?.ok_or(ProtocolError::MissingField(key))
-    }
-    fn write(&self, key: &'static str, out: &mut ExtFields) {
-        out.insert_int(key, i64::from(*self));
-    }
-}
-
-impl HeaderField for bool {
-    fn from_found(
-        found: Option<(&'static str, &str)>,
-        _key: &'static str,
-    ) -> Result<Self, ProtocolError> {
-        Ok(found.is_some_and(|(_, v)| v.trim().eq_ignore_ascii_case("true")))
-    }
-    fn write(&self, key: &'static str, out: &mut ExtFields) {
-        out.insert(key, if *self { "true" } else { "false" });
-    }
-}
+mod field;
+pub use field::HeaderField;
 
 /// Declares a header struct with its Java field names (and alternative
 /// names, such as V2's short ones, after `|`).
 macro_rules! header {
-    ($(#[$meta:meta])* pub struct $name:ident {
+    ($(#[$meta:meta])* pub struct $name:ident $(<$lt:lifetime>)? {
         $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $java:literal $(| $alt:literal)* ),* $(,)?
     }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, Default)]
-        pub struct $name {
+        pub struct $name $(<$lt>)? {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
 
-        impl $name {
+        impl $(<$lt>)? $name $(<$lt>)? {
             /// Reads the header from a command's `extFields` in one pass:
             /// each key is matched against every field's names at once (a
             /// `match` on the literals), where looking each field up by
             /// scanning cost a scan per name. The Java name wins over an
             /// alternative one when both are present.
-            pub fn from_ext(fields: &ExtFields) -> Result<Self, ProtocolError> {
+            pub fn from_ext<'f>(fields: &'f ExtFields) -> Result<Self, ProtocolError>
+            where
+                $( $ty: HeaderField<'f>, )*
+            {
                 #[derive(Default)]
-                struct Found<'a> {
-                    $( $field: Option<(&'static str, &'a str)>, )*
+                struct Found<'x> {
+                    $( $field: Option<(&'static str, &'x str)>, )*
                 }
                 let mut found = Found::default();
                 for (key, value) in fields.iter() {
@@ -169,7 +46,7 @@ macro_rules! header {
                     }
                 }
                 Ok(Self {
-                    $( $field: <$ty as HeaderField>::from_found(found.$field, $java)?, )*
+                    $( $field: <$ty as HeaderField<'f>>::from_found(found.$field, $java)?, )*
                 })
             }
 
@@ -186,38 +63,8 @@ macro_rules! header {
 pub mod controller;
 mod pop;
 pub use pop::*;
-
-header! {
-    /// SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE request
-    /// (`SendMessageRequestHeader`, V2's short names a..n accepted too).
-    pub struct SendMessageRequestHeader {
-        producer_group: String = "producerGroup" | "a",
-        topic: String = "topic" | "b",
-        default_topic: Option<String> = "defaultTopic" | "c",
-        default_topic_queue_nums: Option<i32> = "defaultTopicQueueNums" | "d",
-        queue_id: Option<i32> = "queueId" | "e",
-        sys_flag: Option<i32> = "sysFlag" | "f",
-        born_timestamp: Option<i64> = "bornTimestamp" | "g",
-        flag: Option<i32> = "flag" | "h",
-        properties: Option<String> = "properties" | "i",
-        reconsume_times: Option<i32> = "reconsumeTimes" | "j",
-        unit_mode: bool = "unitMode" | "k",
-        max_reconsume_times: Option<i32> = "maxReconsumeTimes" | "l",
-        batch: bool = "batch" | "m",
-        broker_name: Option<String> = "brokerName" | "n",
-    }
-}
-
-header! {
-    /// Response to a send (`SendMessageResponseHeader`).
-    pub struct SendMessageResponseHeader {
-        msg_id: String = "msgId",
-        queue_id: i32 = "queueId",
-        queue_offset: i64 = "queueOffset",
-        transaction_id: Option<String> = "transactionId",
-        batch_uniq_id: Option<String> = "batchUniqId",
-    }
-}
+mod send;
+pub use send::*;
 
 header! {
     /// PULL_MESSAGE request (`PullMessageRequestHeader`).

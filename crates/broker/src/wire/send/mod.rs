@@ -11,7 +11,7 @@ use bytes::BytesMut;
 use ferrocket_protocol::batch::decode_batch;
 use ferrocket_protocol::body::{perm, TopicConfig};
 use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
+use ferrocket_protocol::header::{SendMessageRequestView, SendMessageResponseHeader};
 use ferrocket_protocol::limits::{validate_topic, PROPERTIES_BYTES_MAX};
 use ferrocket_protocol::message_id::offset_msg_id;
 use ferrocket_protocol::properties::{self, Properties};
@@ -56,9 +56,9 @@ impl SendTopic {
 /// (`msgCheck`).
 async fn topic_for_send(
     shard: &Shard,
-    header: &SendMessageRequestHeader,
+    header: &SendMessageRequestView<'_>,
 ) -> Result<SendTopic, Reject> {
-    let topic = header.topic.as_str();
+    let topic = header.topic;
     validate_topic(topic)
         .map_err(|e| Reject::new(response_code::MESSAGE_ILLEGAL, e.to_string()))?;
     if topics::is_send_forbidden(topic, &shard.config()) {
@@ -72,7 +72,6 @@ async fn topic_for_send(
         None => {
             let template = header
                 .default_topic
-                .as_deref()
                 .filter(|t| !t.is_empty())
                 .unwrap_or(TBW102);
             let queue_nums = header
@@ -103,7 +102,7 @@ async fn topic_for_send(
 /// when it asks for none (negative id).
 fn choose_queue(
     shard: &Shard,
-    header: &SendMessageRequestHeader,
+    header: &SendMessageRequestView<'_>,
     topic: &SendTopic,
 ) -> Result<i32, Reject> {
     let requested = header.queue_id.unwrap_or(-1);
@@ -169,7 +168,7 @@ fn success(
 /// Whether a send carries a batch body. Besides Java's "true", the Apache
 /// C++ client before 2.0 writes the flag as "1" (its bool to string gave
 /// 0/1); reading that as false would store the whole batch as one message.
-fn is_batch(header: &SendMessageRequestHeader, request: &RemotingCommand) -> bool {
+fn is_batch(header: &SendMessageRequestView<'_>, request: &RemotingCommand) -> bool {
     header.batch
         || request
             .ext_fields
@@ -183,7 +182,7 @@ pub(crate) async fn send_message(
     conn: &Rc<Connection>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
-    let header = SendMessageRequestHeader::from_ext(&request.ext_fields)?;
+    let header = SendMessageRequestView::from_ext(&request.ext_fields)?;
     if is_batch(&header, request) {
         return send_batch(shard, conn, request).await;
     }
@@ -215,7 +214,7 @@ pub(crate) async fn send_message(
     let stored_bytes = u64::from(result.total_bytes);
     shard
         .metrics
-        .count_in(&header.topic, props.kind, 1, stored_bytes);
+        .count_in(header.topic, props.kind, 1, stored_bytes);
     shard.await_replicas(&mut result, props.wait_store_ok).await;
     let msg_id = offset_msg_id(shard.env.store_host, result.physical_offset);
     Ok(success(shard, request, &result, queue_id, msg_id))
@@ -226,15 +225,15 @@ pub(crate) async fn send_message(
 /// unique key and the cluster, routed and encoded again.
 fn stored_properties<'a>(
     shard: &Shard,
-    header: &'a SendMessageRequestHeader,
+    header: &SendMessageRequestView<'a>,
     queue_id: i32,
     now: i64,
 ) -> Result<(Placement<'a>, SendProps), Reject> {
-    let text = header.properties.as_deref().unwrap_or("");
+    let text = header.properties.unwrap_or("");
     let sys_flag = header.sys_flag.unwrap_or(0);
     let cluster = &shard.config().broker_cluster_name;
     if let Some(props) = plain::plain(text, sys_flag, cluster, || shard.next_unique_key(now)) {
-        let topic = header.topic.as_str();
+        let topic = header.topic;
         return Ok((
             Placement {
                 topic,
@@ -259,12 +258,12 @@ fn stored_properties<'a>(
 /// the caller's).
 fn sent_record<'a>(
     shard: &Shard,
-    header: &'a SendMessageRequestHeader,
+    header: &SendMessageRequestView<'a>,
     born_host: SocketAddr,
     now: i64,
 ) -> NewRecord<'a> {
     NewRecord {
-        topic: &header.topic,
+        topic: header.topic,
         queue_id: header.queue_id.unwrap_or(0),
         flag: header.flag.unwrap_or(0),
         sys_flag: header.sys_flag.unwrap_or(0),
@@ -290,13 +289,13 @@ struct Placement<'a> {
 /// half messages (`routing`), delay levels (SCHEDULE_TOPIC_XXXX).
 fn placement<'a>(
     shard: &Shard,
-    header: &'a SendMessageRequestHeader,
+    header: &SendMessageRequestView<'a>,
     queue_id: i32,
     props: &mut Properties,
     now: i64,
 ) -> Result<Placement<'a>, Reject> {
     let sys_flag = header.sys_flag.unwrap_or(0);
-    let topic = header.topic.as_str();
+    let topic = header.topic;
     let config = shard.config();
     let routed = routing::route_send(&config, topic, queue_id, sys_flag, props, now)?;
     if let Some(to) = routed {
@@ -331,7 +330,7 @@ pub(crate) async fn send_batch(
     conn: &Rc<Connection>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
-    let header = SendMessageRequestHeader::from_ext(&request.ext_fields)?;
+    let header = SendMessageRequestView::from_ext(&request.ext_fields)?;
     crate::services::routing::check_batch(header.sys_flag.unwrap_or(0))?;
     check_body(shard, request.body.len())?;
     let topic = topic_for_send(shard, &header).await?;
@@ -368,15 +367,15 @@ pub(crate) async fn send_batch(
         sizes.push(encode_into(&record, &mut encoded)?);
         codes.push(tag_hash(&Properties::decode(&item.properties)));
     }
-    let append = AppendRequest::batch(Arc::from(header.topic.as_str()), queue_id, encoded, codes);
+    let append = AppendRequest::batch(Arc::from(header.topic), queue_id, encoded, codes);
     let body_bytes = request.body.len() as u64;
     let mut result = shard.append(append, items.len() as u64, body_bytes).await?;
-    let batch_props = Properties::decode_str(header.properties.as_deref().unwrap_or(""));
+    let batch_props = Properties::decode_str(header.properties.unwrap_or(""));
     let (kind, stored_bytes) = (MessageType::of(&batch_props), u64::from(result.total_bytes));
     let messages = items.len() as u64;
     shard
         .metrics
-        .count_in(&header.topic, kind, messages, stored_bytes);
+        .count_in(header.topic, kind, messages, stored_bytes);
     shard
         .await_replicas(&mut result, wait_store_ok(&batch_props))
         .await;
