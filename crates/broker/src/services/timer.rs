@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use ferrocket_protocol::properties;
 use ferrocket_store::timer::{AddOutcome, TimerConfig, TimerError, TimerStore};
-use ferrocket_store::{ConsumeQueue, ShardStore};
+use ferrocket_store::{ConsumeQueue, FailureLevel, RepeatedFailure, ShardStore};
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
@@ -58,6 +58,7 @@ pub(crate) struct TimerService {
     /// Next queue offset of the timer topic to ingest.
     next_queue_offset: Cell<i64>,
     wake: Notify,
+    flush_failures: RepeatedFailure,
 }
 
 /// One timer-topic entry ready to add.
@@ -104,6 +105,7 @@ impl TimerService {
             store: Arc::new(Mutex::new(store)),
             next_queue_offset: Cell::new(next),
             wake: Notify::default(),
+            flush_failures: RepeatedFailure::new("timer store flush", FailureLevel::Error),
         })
     }
 
@@ -190,9 +192,8 @@ impl TimerService {
 
     /// Makes the timer store durable.
     pub async fn flush(&self) {
-        if let Err(err) = self.with_store(|store| store.flush()).await {
-            tracing::error!(%err, "timer store flush failed");
-        }
+        let flushed = self.with_store(|store| store.flush()).await;
+        self.flush_failures.record(&flushed);
     }
 }
 

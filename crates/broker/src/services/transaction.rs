@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ferrocket_protocol::properties;
 use ferrocket_runtime::sync::Notify;
-use ferrocket_store::{ConfigDir, ShardStore};
+use ferrocket_store::{ConfigDir, FailureLevel, RepeatedFailure, ShardStore};
 use serde::{Deserialize, Serialize};
 
 use crate::services::records::{read_record, view};
@@ -143,6 +143,7 @@ pub(crate) struct TxnService {
     pub wake: Notify,
     /// Set once recovery has rebuilt the pending set.
     pub ready: Cell<bool>,
+    persist_failures: RepeatedFailure,
 }
 
 impl TxnService {
@@ -156,6 +157,10 @@ impl TxnService {
             state: RefCell::new(TxnState::from_saved(saved)),
             wake: Notify::default(),
             ready: Cell::new(false),
+            persist_failures: RepeatedFailure::new(
+                "persisting transaction state",
+                FailureLevel::Error,
+            ),
         })
     }
 
@@ -185,9 +190,7 @@ impl TxnService {
         let written = glommio::executor()
             .spawn_blocking(move || dir.write_json(STATE_FILE, &saved))
             .await;
-        if let Err(err) = written {
-            tracing::error!(%err, "persisting transaction state failed");
-        }
+        self.persist_failures.record(&written);
     }
 }
 

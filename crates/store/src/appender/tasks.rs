@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::checkpoint_writer::CheckpointWriter;
 use crate::commitlog::CommitLogShared;
 use crate::error::StoreError;
+use crate::failure_log::{FailureLevel, RepeatedFailure};
 use crate::io::SegmentFile;
 use crate::messages::ShardBatch;
 use crate::ring::RingTx;
@@ -108,6 +109,7 @@ pub(crate) async fn checkpoint_task(
     interval_ms: u64,
 ) {
     let interval = Duration::from_millis(interval_ms);
+    let failures = RepeatedFailure::new("checkpoint write", FailureLevel::Warn);
     while !common.checkpoint_stop.sleep(interval).await {
         let watermark = common.dispatched_upto.get();
         for tx in &common.senders {
@@ -119,8 +121,6 @@ pub(crate) async fn checkpoint_task(
         let outcome = glommio::executor()
             .spawn_blocking(move || writer.write(durable))
             .await;
-        if let Err(e) = outcome {
-            tracing::warn!(error = %e, "checkpoint write failed");
-        }
+        failures.record(&outcome);
     }
 }
