@@ -118,3 +118,30 @@ fn queue_dispatches_wait_for_space_and_nothing_acknowledged_is_lost() {
     });
     assert!(acked > ENTRIES_PER_CHUNK);
 }
+
+/// A timer store opens on a disk without room for its wheel: the wheel
+/// stays sparse (holding none of the little space left) and takes its
+/// blocks with its first persist once there is room.
+#[test]
+fn a_timer_store_opens_without_room_for_its_wheel() {
+    use ferrocket_store::timer::{TimerConfig, TimerStore};
+    use std::os::unix::fs::MetadataExt;
+    let Some(tmpfs) = Tmpfs::mount() else {
+        eprintln!("SKIPPED: mounting a tmpfs needs root; this test did not run");
+        return;
+    };
+    let dir = tmpfs.0.path().join("timer");
+    let filler = tmpfs.0.path().join("filler");
+    fill(&filler, 256 << 10);
+    // The default wheel: 16 bytes a slot, 8 MiB, more than the room left.
+    let (store, _) = TimerStore::open(&dir, TimerConfig::default()).unwrap();
+    let wheel = fs::metadata(dir.join("wheel")).unwrap();
+    assert!(
+        wheel.len() > TMPFS_BYTES / 4,
+        "wheel of {} bytes",
+        wheel.len()
+    );
+    assert_eq!(wheel.blocks(), 0, "a wheel without room stays sparse");
+    drop(store);
+    fs::remove_file(&filler).unwrap();
+}

@@ -45,11 +45,17 @@ pub(crate) struct Wheel {
 /// Gives a new wheel file its blocks now, so that its first persist (the
 /// whole wheel, megabytes) never finds a nearly full disk and takes its
 /// last free bytes with a half-written file. Without room the file stays
-/// sparse: the broker still starts, and persists fail (and are retried)
-/// until space is freed.
+/// sparse (what a failed `fallocate` did take, which some file systems
+/// keep, is given back): the broker still starts, and persists fail (and
+/// are retried) until space is freed.
 fn allocate_blocks(file: &fs::File, path: &Path, bytes: u64) {
-    if let Err(error) = crate::files::allocate(file, 0, bytes) {
-        tracing::warn!(path = %path.display(), %error, "cannot allocate the timer wheel's blocks");
+    let Err(error) = crate::files::allocate(file, 0, bytes) else {
+        return;
+    };
+    tracing::warn!(path = %path.display(), %error, "cannot allocate the timer wheel's blocks");
+    let sparse = file.set_len(0).and_then(|()| file.set_len(bytes));
+    if let Err(error) = sparse {
+        tracing::warn!(path = %path.display(), %error, "cannot size the timer wheel");
     }
 }
 
