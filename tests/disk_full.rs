@@ -23,6 +23,7 @@ use ferrocket_protocol::body::{decode_json, perm, TopicRouteData};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_store::disk_free_bytes;
 use harness::remoting::route_request;
 use harness::requests::{create_topic, pull_request, send_header, send_request};
 use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
@@ -67,20 +68,6 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Bytes an unprivileged writer can still allocate on the file system
-/// holding `path`.
-fn free_bytes(path: &Path) -> u64 {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: statvfs writes only into `stats`; the path is NUL-terminated.
-    let stats = unsafe {
-        let mut stats: libc::statvfs = std::mem::zeroed();
-        assert_eq!(libc::statvfs(c_path.as_ptr(), &mut stats), 0, "statvfs");
-        stats
-    };
-    stats.f_bavail as u64 * stats.f_frsize as u64
-}
-
 /// Writes zeros to `path` until `leave_bytes` are free (or the file system
 /// refuses); the bytes written. It never fills the disk completely on the
 /// way when `leave_bytes` is above zero: a moment of a completely full disk
@@ -92,7 +79,7 @@ fn fill(path: &Path, leave_bytes: u64) -> u64 {
     let chunk = vec![0u8; CHUNK_BYTES as usize];
     let mut written = 0u64;
     loop {
-        let free = free_bytes(path);
+        let free = disk_free_bytes(path).expect("statvfs of the tmpfs");
         if free <= leave_bytes {
             break;
         }

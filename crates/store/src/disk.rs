@@ -115,6 +115,12 @@ pub fn disk_used_bytes(path: &Path) -> Option<u64> {
     disk_space(path).map(|space| space.used_bytes)
 }
 
+/// Bytes an unprivileged writer can still allocate on the file system
+/// holding `path`, or `None` when it cannot be told.
+pub fn disk_free_bytes(path: &Path) -> Option<u64> {
+    disk_space(path).map(|space| space.free_bytes)
+}
+
 /// The disk check's verdict: whether writes may go on, given the space
 /// now, the level, and the bytes the next segment needs.
 pub(crate) fn has_room(space: DiskSpace, warning_level_percent: u8, needed_bytes: u64) -> bool {

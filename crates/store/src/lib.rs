@@ -113,7 +113,7 @@ pub use commitlog::CommitLogReader;
 pub use config::*;
 pub use consume_queue::{ConsumeQueue, CqEntry, CQ_ENTRY_BYTES, LOST_TAGS_CODE};
 pub use damage::{DamagedRange, QUARANTINE_DIR};
-pub use disk::{disk_used_bytes, DISK_WARNING_LEVEL_PERCENT_DEFAULT};
+pub use disk::{disk_free_bytes, disk_used_bytes, DISK_WARNING_LEVEL_PERCENT_DEFAULT};
 pub use error::StoreError;
 pub use failure_log::{FailureLevel, RepeatedFailure, FAILURE_LOG_INTERVAL_MS};
 pub use fault::{FaultPlan, FaultyIo};
