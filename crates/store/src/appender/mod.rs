@@ -18,7 +18,8 @@
 //! segment, start the periodic tasks (`tasks`, `retention`), feed batches
 //! from `intake` to the [`Appender`] until every ring is closed, shut down.
 //! `batch` takes one batch from numbering to answers, `writer` does the
-//! segment writes and rolls, `topic_reset` applies deleted topics' resets.
+//! segment writes and rolls, `ahead` creates the next segment while the
+//! current one fills, `topic_reset` applies deleted topics' resets.
 //! The children never import this module, so they form no cycle with it.
 
 use std::rc::Rc;
@@ -39,6 +40,7 @@ use crate::queue_floors::QueueFloors;
 use crate::ring::{RingRx, RingTx};
 use crate::types::{QueueKey, QueueOwnerFn};
 
+mod ahead;
 mod batch;
 mod intake;
 mod replica;
@@ -134,6 +136,7 @@ pub(crate) async fn run(setup: AppenderSetup, rings: AppenderRings) -> Result<i6
         appender.process(batch).await;
     }
     background.stop(&common).await;
+    appender.writer.discard_ahead().await;
     shut_down(&common).await;
     match common.failure() {
         Some(error) => Err(error),

@@ -2,12 +2,12 @@
 //! current segment) per write, the roll to the next segment, and in Direct
 //! mode the partly written block that every aligned write starts with.
 
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::ahead::{check_alignment, Lookahead, NextSegment, SegmentFactory};
 use super::tasks::{Common, OpenSegment};
 use crate::commitlog::{CommitLogShared, SegmentMap};
 use crate::config::{StoreConfig, WriteMode};
@@ -15,19 +15,11 @@ use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::offset_file_name;
 use crate::io::{IoBuffer, SegmentFile, StorageIo};
 
-/// A segment created for the next roll, not yet in the published list.
-pub(super) struct NextSegment {
-    start: i64,
-    file: Rc<dyn SegmentFile>,
-    map: Arc<SegmentMap>,
-}
-
 /// Writes jobs into the current segment and rolls to the next one.
 pub(super) struct SegmentWriter {
-    dir: PathBuf,
-    write_mode: WriteMode,
-    seg_bytes: i64,
-    io: Arc<dyn StorageIo>,
+    factory: SegmentFactory,
+    /// The next segment, created once the current one is half written.
+    lookahead: Lookahead,
     common: Rc<Common>,
     /// Direct mode: bytes of the current segment from the last aligned
     /// boundary up to the written end, rewritten with the next job.
@@ -63,17 +55,6 @@ pub(super) async fn open_current(
     }
     let tail = tail_block(shared, &*file, start, end);
     Ok((OpenSegment { start, file }, tail))
-}
-
-/// Aligned writes must never pass the segment's end.
-fn check_alignment(file: &dyn SegmentFile, seg_bytes: i64) -> Result<(), StoreError> {
-    let align = file.alignment() as i64;
-    if align < 1 || seg_bytes % align != 0 {
-        return Err(StoreError::Config(format!(
-            "segment size {seg_bytes} is not a multiple of the write alignment {align}"
-        )));
-    }
-    Ok(())
 }
 
 /// Direct mode: the partly written block at the end, from the segment map.
@@ -134,10 +115,13 @@ impl SegmentWriter {
         tail: Vec<u8>,
     ) -> Self {
         SegmentWriter {
-            dir: config.commitlog_dir(),
-            write_mode: config.write_mode,
-            seg_bytes: config.segment_bytes as i64,
-            io,
+            factory: SegmentFactory {
+                dir: config.commitlog_dir(),
+                seg_bytes: config.segment_bytes as i64,
+                write_mode: config.write_mode,
+                io,
+            },
+            lookahead: Lookahead::default(),
             common,
             tail,
         }
@@ -162,12 +146,13 @@ impl SegmentWriter {
         );
         let file_pos = (job_start - segment.start) as u64;
         assert!(
-            file_pos + job.len() as u64 <= self.seg_bytes as u64,
+            file_pos + job.len() as u64 <= self.factory.seg_bytes as u64,
             "a write must stay within its segment"
         );
         // Named lazily: the write path formats nothing unless a write fails.
         let io_error = |e| IoFailure::new("write segment", format!("segment {}", segment.start), e);
-        match self.write_mode {
+        let written = (file_pos + job.len() as u64) as i64;
+        match self.factory.write_mode {
             WriteMode::Buffered => {
                 // Zero-copy: the batch buffer becomes the write buffer.
                 let buf = IoBuffer::Heap(Vec::from(job));
@@ -189,6 +174,8 @@ impl SegmentWriter {
                 self.common.shared.push_hot(job_start, job);
             }
         }
+        self.lookahead
+            .after_write(&self.factory, segment.start, written);
         Ok(())
     }
 
@@ -197,43 +184,32 @@ impl SegmentWriter {
     pub(super) async fn restart_at(&mut self, start: i64) -> Result<(), StoreError> {
         let old = self.current();
         assert!(
-            start > old.start && start % self.seg_bytes == 0,
+            start > old.start && start % self.factory.seg_bytes == 0,
             "restart at a later segment start"
         );
-        let (file, map) = self.open_file(start).await?;
+        self.lookahead.discard(&self.factory).await;
+        let NextSegment { file, map, .. } = self.factory.create(start).await?;
         self.common.shared.replace_only(map);
         *self.common.current.borrow_mut() = Rc::new(OpenSegment { start, file });
         self.tail.clear();
-        let old_path = self.dir.join(offset_file_name(old.start));
+        let dir = &self.factory.dir;
+        let old_path = dir.join(offset_file_name(old.start));
         std::fs::remove_file(&old_path).io_context("remove empty segment", &old_path)?;
-        crate::json_file::sync_dir(&self.dir)?;
+        crate::json_file::sync_dir(dir)?;
         Ok(())
     }
 
-    /// Creates (and allocates) the segment after the current one, not yet
-    /// published: the first half of a roll, the one that can find the disk
-    /// full.
-    pub(super) async fn create_next(&self) -> Result<NextSegment, StoreError> {
-        let start = self.segment_start() + self.seg_bytes;
-        let (file, map) = self.open_file(start).await?;
-        Ok(NextSegment { start, file, map })
+    /// The segment after the current one, created (ahead, or now) and
+    /// allocated but not yet published: the first half of a roll, the one
+    /// that can find the disk full.
+    pub(super) async fn create_next(&mut self) -> Result<NextSegment, StoreError> {
+        let start = self.segment_start() + self.factory.seg_bytes;
+        self.lookahead.take(&self.factory, start).await
     }
 
-    /// Creates the segment file at `start` and maps it.
-    async fn open_file(
-        &self,
-        start: i64,
-    ) -> Result<(Rc<dyn SegmentFile>, Arc<SegmentMap>), StoreError> {
-        let path = self.dir.join(offset_file_name(start));
-        let file = self
-            .io
-            .open_segment(&path, self.seg_bytes as u64, self.write_mode)
-            .await
-            .io_context("create segment", &path)?;
-        check_alignment(&*file, self.seg_bytes)?;
-        crate::json_file::sync_dir(&self.dir)?;
-        let map = SegmentMap::open(&path, start, self.seg_bytes as u64)?;
-        Ok((file, Arc::new(map)))
+    /// Shutdown: removes a segment created ahead and never used.
+    pub(super) async fn discard_ahead(&mut self) {
+        self.lookahead.discard(&self.factory).await;
     }
 
     /// Writes the last bytes of the current segment (ending in the blank
@@ -254,7 +230,7 @@ impl SegmentWriter {
         let NextSegment { start, file, map } = next;
         assert_eq!(
             start,
-            old.start + self.seg_bytes,
+            old.start + self.factory.seg_bytes,
             "rolls go to the next segment"
         );
         assert_eq!(job_end, start, "a segment must be full before the next one");

@@ -301,8 +301,9 @@ fn cut_tail(
                 tracing::error!(path = %path.display(), kept = %kept.display(),
                     "segment past the CommitLog's end holds bytes but no record; moved to quarantine");
             } else {
+                // A segment created ahead of a roll that never came.
                 fs::remove_file(&path).io_context("remove segment", &path)?;
-                tracing::warn!(path = %path.display(), "removed unwritten segment past the CommitLog's end");
+                tracing::info!(path = %path.display(), "removed unwritten segment past the CommitLog's end");
             }
             continue;
         }
