@@ -6,9 +6,10 @@
 //! the shards and dispatches ConsumeQueue entries to each queue's owner.
 //!
 //! A record never spans segments: one that does not fit is preceded by a
-//! blank record filling the segment, and goes first in the next one. Before
-//! the appender switches segments it fdatasyncs the old one, so only the
-//! current segment can hold unflushed data.
+//! blank record filling the segment, and goes first in the next one. Under
+//! sync flush the appender fdatasyncs the old segment before it switches;
+//! under async flush the switch does not wait: the old segment joins
+//! `unsynced`, which the flush task syncs before the current one.
 //!
 //! After any write or flush failure the appender refuses further appends
 //! (answering `Unavailable`): what reached the disk is unknown, and a restart
@@ -234,13 +235,8 @@ impl Background {
 /// dispatches went, and the result rings close.
 async fn shut_down(common: &Common) {
     if common.failure().is_none() {
-        let written = common.shared.written();
-        if common.shared.durable() < written {
-            let file = Rc::clone(&common.current.borrow().file);
-            match file.sync_data().await {
-                Ok(()) => common.shared.publish_durable(written),
-                Err(e) => common.fail(format!("final fdatasync: {e}")),
-            }
+        if let Err(e) = tasks::sync_written(common).await {
+            common.fail(format!("final fdatasync: {e}"));
         }
     }
     for shard in 0..common.senders.len() {

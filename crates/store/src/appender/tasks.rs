@@ -26,6 +26,10 @@ pub(crate) struct OpenSegment {
 pub(crate) struct Common {
     pub(crate) shared: Arc<CommitLogShared>,
     pub(crate) current: RefCell<Rc<OpenSegment>>,
+    /// Async flush: segments the appender has left whose last writes no
+    /// fdatasync has covered yet, oldest first (the flush task syncs them
+    /// before the current one; a roll does not wait for it).
+    pub(crate) unsynced: RefCell<Vec<Rc<dyn SegmentFile>>>,
     pub(crate) failed: RefCell<Option<String>>,
     /// Every dispatch below this position has been sent to its shard.
     pub(crate) dispatched_upto: Cell<i64>,
@@ -48,6 +52,7 @@ impl Common {
         Rc::new(Common {
             shared,
             current: RefCell::new(Rc::new(current)),
+            unsynced: RefCell::new(Vec::new()),
             failed: RefCell::new(None),
             dispatched_upto: Cell::new(end),
             flush_stop: Stop::default(),
@@ -88,17 +93,29 @@ pub(crate) async fn flush_task(common: Rc<Common>, interval_ms: u64) {
         if common.failed.borrow().is_some() {
             break;
         }
-        let written = common.shared.written();
-        if written <= common.shared.durable() {
-            continue;
-        }
-        // Older segments were synced before the appender left them.
-        let segment = Rc::clone(&common.current.borrow());
-        match segment.file.sync_data().await {
-            Ok(()) => common.shared.publish_durable(written),
-            Err(e) => common.fail(format!("periodic fdatasync: {e}")),
+        if let Err(e) = sync_written(&common).await {
+            common.fail(format!("periodic fdatasync: {e}"));
         }
     }
+}
+
+/// Makes everything written so far durable: fdatasyncs the segments left
+/// since the last flush, oldest first, then the current one, and
+/// publishes the durable position. The position, the left segments and
+/// the current one are taken together, so a roll during the syncs cannot
+/// leave bytes below the published position unsynced.
+pub(crate) async fn sync_written(common: &Common) -> std::io::Result<()> {
+    let written = common.shared.written();
+    if written <= common.shared.durable() {
+        return Ok(());
+    }
+    let mut files = common.unsynced.take();
+    files.push(Rc::clone(&common.current.borrow().file));
+    for file in files {
+        file.sync_data().await?;
+    }
+    common.shared.publish_durable(written);
+    Ok(())
 }
 
 /// Every `interval_ms`: nudge idle shards' dispatch watermarks, then write

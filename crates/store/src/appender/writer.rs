@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::ahead::{check_alignment, Lookahead, NextSegment, SegmentFactory};
 use super::tasks::{Common, OpenSegment};
 use crate::commitlog::{CommitLogShared, SegmentMap};
-use crate::config::{StoreConfig, WriteMode};
+use crate::config::{FlushMode, StoreConfig, WriteMode};
 use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::offset_file_name;
 use crate::io::{IoBuffer, SegmentFile, StorageIo};
@@ -20,6 +20,9 @@ pub(super) struct SegmentWriter {
     factory: SegmentFactory,
     /// The next segment, created once the current one is half written.
     lookahead: Lookahead,
+    /// Sync flush: a roll fdatasyncs the segment it leaves (the batch's
+    /// group commit covers only the current one).
+    sync_at_roll: bool,
     common: Rc<Common>,
     /// Direct mode: bytes of the current segment from the last aligned
     /// boundary up to the written end, rewritten with the next job.
@@ -122,6 +125,7 @@ impl SegmentWriter {
                 io,
             },
             lookahead: Lookahead::default(),
+            sync_at_roll: matches!(config.flush_mode, FlushMode::Sync { .. }),
             common,
             tail,
         }
@@ -213,7 +217,8 @@ impl SegmentWriter {
     }
 
     /// Writes the last bytes of the current segment (ending in the blank
-    /// filler), makes them durable, and moves on to `next`.
+    /// filler), makes them durable (sync flush) or leaves them to the flush
+    /// task (async flush), and moves on to `next`.
     pub(super) async fn roll(
         &mut self,
         job_start: i64,
@@ -223,10 +228,14 @@ impl SegmentWriter {
         let job_end = job_start + job.len() as i64;
         self.write(job_start, job).await?;
         let old = self.current();
-        old.file
-            .sync_data()
-            .await
-            .map_err(|e| StoreError::FlushFailed(format!("fdatasync before segment roll: {e}")))?;
+        match self.sync_at_roll {
+            true => old.file.sync_data().await.map_err(|e| {
+                StoreError::FlushFailed(format!("fdatasync before segment roll: {e}"))
+            })?,
+            // The flush task syncs it (before the new one): the sends
+            // behind this roll do not wait for the old segment's flush.
+            false => self.common.unsynced.borrow_mut().push(Rc::clone(&old.file)),
+        }
         let NextSegment { start, file, map } = next;
         assert_eq!(
             start,

@@ -1,14 +1,18 @@
-//! The next CommitLog segment is created while the current one fills, so a
-//! roll only switches files; a clean shutdown removes one never used, and
-//! recovery removes one a crash left behind.
+//! A CommitLog roll only switches files: the next segment is created while
+//! the current one fills (a clean shutdown removes one never used, recovery
+//! one a crash left behind), and under async flush the roll leaves the old
+//! segment's fdatasync to the flush task instead of holding sends for it.
 
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{read_queue, request, run_store_in_shard, small_config};
-use ferrocket_store::{offset_file_name, MessageStore, ShardStore, StoreConfig};
+use common::{read_queue, request, run_store, run_store_in_shard, small_config};
+use ferrocket_store::{
+    offset_file_name, FaultyIo, FlushMode, MessageStore, ShardStore, StoreConfig,
+};
 
 const TOPIC: &str = "Ahead";
 
@@ -133,4 +137,40 @@ fn recovery_removes_a_segment_created_ahead_that_a_crash_left() {
         run_store_in_shard(config, |shard| async move { read_queue(&shard, TOPIC, 0) });
     outcome.unwrap();
     assert_eq!(bodies, (0..sent).map(body).collect::<Vec<_>>());
+}
+
+#[test]
+fn under_async_flush_a_roll_does_not_wait_for_the_old_segments_fdatasync() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config(dir.path());
+    config.flush_mode = FlushMode::Async { interval_ms: 20 };
+    let seg = config.segment_bytes as i64;
+    let (io, plan) = FaultyIo::new();
+    // Every fdatasync takes 3 s more: a roll that waited for one would come
+    // back with it counted.
+    plan.delay_syncs_ms(3_000);
+    let steer = plan.clone();
+    let (outputs, outcome, handle) = run_store(config, Some(Arc::new(io)), 1, move |shard| {
+        let plan = steer.clone();
+        async move {
+            let mut sent = 0usize;
+            let end = append_until(&shard, &mut sent, seg + 4096).await;
+            assert!(end > seg, "the appends went through a roll");
+            assert_eq!(
+                plan.syncs_ok(),
+                0,
+                "no fdatasync finished, none was waited for"
+            );
+            // Let the flush task finish its syncs: the old segment first.
+            plan.delay_syncs_ms(0);
+            sent
+        }
+    });
+    outcome.unwrap();
+    assert!(outputs[0] > 0);
+    assert!(
+        plan.syncs_ok() >= 2,
+        "the old segment and the current one were synced"
+    );
+    assert_eq!(handle.durable_offset(), handle.written_offset());
 }
