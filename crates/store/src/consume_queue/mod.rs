@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{IoContext, IoFailure, StoreError};
-use crate::files::{list_offset_files, offset_file_name, AllocatedPrefix};
+use crate::files::{self, list_offset_files, offset_file_name, AllocatedPrefix};
 
 mod entry;
 
@@ -80,6 +80,7 @@ impl ConsumeQueue {
             repaired |= extend_if_short(&path, file_bytes)?;
             files.push(map_file(&path, start, file_bytes, false)?);
         }
+        advise_tail(&files);
         let queue = Self {
             dir,
             entries_per_file,
@@ -242,6 +243,7 @@ impl ConsumeQueue {
                 .join(offset_file_name(start * CQ_ENTRY_BYTES as i64));
             let file_bytes = self.entries_per_file * CQ_ENTRY_BYTES as u64;
             files.push(map_file(&path, start, file_bytes, true)?);
+            advise_tail(&files);
             if files.len() == 1 {
                 // A queue begun past 0 (`begin_at`) starts at its first entry.
                 self.min_offset.set(start.max(self.min_offset()));
@@ -407,6 +409,7 @@ impl ConsumeQueue {
             file.map[from..to].fill(0);
             file.dirty = true;
         }
+        advise_tail(&files);
         drop(files);
         self.max_offset.set(queue_offset.max(self.min_offset()));
         Ok(())
@@ -467,6 +470,11 @@ fn extend_if_short(path: &Path, file_bytes: u64) -> Result<bool, StoreError> {
         .and_then(|file| file.set_len(file_bytes))
         .io_context("extend ConsumeQueue file", path)?;
     Ok(true)
+}
+
+/// See [`files::advise_tail`].
+fn advise_tail(files: &[CqFile]) {
+    files::advise_tail(files, |f| (&f.map, &f.path));
 }
 
 fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<CqFile, StoreError> {
@@ -555,5 +563,26 @@ mod tests {
         assert_eq!(cq.max_offset(), 7);
         cq.append(7, entry(7)).unwrap();
         assert_eq!(cq.entry(7), Some(entry(7)));
+    }
+
+    #[test]
+    fn only_the_written_file_is_mapped_without_read_around() {
+        let dir = tempfile::tempdir().unwrap();
+        let qdir = crate::names::queue_dir(dir.path(), "T", 0).unwrap();
+        let random = |n: i64| files::mapped_for_random_reads(&qdir.join(offset_file_name(n)));
+        let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
+        (0..10).for_each(|n| cq.append(n, entry(n)).unwrap());
+        assert_eq!(
+            [random(0), random(80), random(160)],
+            [Some(false), Some(false), Some(true)]
+        );
+        drop(cq);
+        let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
+        assert_eq!(
+            [random(0), random(80), random(160)],
+            [Some(false), Some(false), Some(true)]
+        );
+        cq.truncate(6).unwrap();
+        assert_eq!([random(80), random(160)], [Some(true), None]);
     }
 }

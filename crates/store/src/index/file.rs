@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::IndexError;
 use crate::error::IoContext;
-use crate::files::AllocatedPrefix;
+use crate::files::{advise, AllocatedPrefix, MapUse};
 
 pub(crate) const HEADER_BYTES: usize = 40;
 pub(crate) const SLOT_BYTES: usize = 4;
@@ -202,6 +202,7 @@ impl IndexFile {
         // never truncated while mapped.
         let map =
             unsafe { memmap2::MmapMut::map_mut(&file) }.io_context("mmap index file", path)?;
+        advise(&map, path, MapUse::Written);
         let slots_end = HEADER_BYTES as u64 + u64::from(slots) * SLOT_BYTES as u64;
         let mut allocated = AllocatedPrefix::default();
         allocated
@@ -403,5 +404,20 @@ impl IndexFile {
             .io_context("dup index file", &self.path)?;
         self.dirty = false;
         Ok(Some(handle))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_file_is_mapped_without_read_around() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("20261205000000000");
+        let file = IndexFile::create(&path, 0, 64, 256, 0, 0).unwrap();
+        assert_eq!(crate::files::mapped_for_random_reads(&path), Some(true));
+        drop(file);
+        assert_eq!(crate::files::mapped_for_random_reads(&path), None);
     }
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::TimerError;
 use crate::error::IoContext;
-use crate::files::{list_offset_files, offset_file_name, AllocatedPrefix};
+use crate::files::{self, list_offset_files, offset_file_name, AllocatedPrefix};
 
 /// Bytes of one record.
 pub const RECORD_BYTES: usize = 32;
@@ -171,6 +171,7 @@ impl TimerLog {
             }
             segments.push(map_segment(&path, start, segment_bytes, false)?);
         }
+        advise_tail(&segments);
         let end = segments.first().map_or(0, |s| s.start);
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -300,6 +301,7 @@ impl TimerLog {
             let path = self.dir.join(offset_file_name(start));
             self.segments
                 .push(map_segment(&path, start, self.segment_bytes, true)?);
+            advise_tail(&self.segments);
         }
         let Some(seg) = self.segments.last_mut() else {
             return Err(TimerError::corrupt(&self.dir, "no timer log segment"));
@@ -363,6 +365,11 @@ impl TimerLog {
         }
         Ok(removed)
     }
+}
+
+/// See [`files::advise_tail`].
+fn advise_tail(segments: &[Segment]) {
+    files::advise_tail(segments, |f| (&f.map, &f.path));
 }
 
 fn map_segment(path: &Path, start: i64, bytes: u64, create: bool) -> Result<Segment, TimerError> {
