@@ -5,8 +5,10 @@
 //! `haMaxTimeSlaveNotCatchup` or is no longer alive. Changes go to the
 //! controller as CONTROLLER_ALTER_SYNC_STATE_SET, fenced by the epochs.
 //!
-//! A slave's progress is read from its own broker port
-//! (GET_BROKER_RUNTIME_INFO): the classic HA stream carries no broker id.
+//! A slave's progress is read from this master's own HA links
+//! (GET_BROKER_HA_STATUS on this broker's port, which lists each AutoSwitch
+//! link's broker id and acked offset), never from the slave: only a replica
+//! that copies this master can count for it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -75,8 +77,7 @@ impl IsrKeeper {
     }
 
     /// This master and every live slave that caught up within
-    /// `haMaxTimeSlaveNotCatchup`: reached where the master stood at the
-    /// previous check and the start of its epoch.
+    /// `haMaxTimeSlaveNotCatchup` (see [`caught_up`]).
     async fn in_sync_now(
         &mut self,
         config: &BrokerConfig,
@@ -85,6 +86,7 @@ impl IsrKeeper {
         set: &ReplicasInfo,
     ) -> Option<BTreeSet<i64>> {
         let end = own::max_offset(&member.address).await?;
+        let followers = own::followers(&member.address).await?;
         let target = self.previous_end.unwrap_or(end);
         let epoch_start = own::last_epoch_start(config).unwrap_or(0);
         let now = Instant::now();
@@ -93,10 +95,7 @@ impl IsrKeeper {
         let mut next = BTreeSet::from([id]);
         let replicas = set.in_sync_replicas.iter().chain(&set.not_in_sync_replicas);
         for replica in replicas.filter(|r| r.broker_id != id && r.alive) {
-            let Some(slave_end) = own::max_offset(&replica.broker_address).await else {
-                continue;
-            };
-            if slave_end >= target && slave_end >= epoch_start {
+            if caught_up(&followers, replica.broker_id, target, epoch_start) {
                 self.caught_up_at.insert(replica.broker_id, now);
             }
             let recent = self
@@ -110,6 +109,23 @@ impl IsrKeeper {
         self.previous_end = Some(end);
         Some(next)
     }
+}
+
+/// Whether replica `id` caught up with this master: it follows this master
+/// over this master's own HA link (so what it holds passed the epoch check
+/// at the handshake and came from this master) and acked both where the
+/// master stood at the previous check and the start of the master's epoch.
+/// How long the replica's own log is says nothing: a replica that copies a
+/// deposed master grows a log that is not this one.
+pub(crate) fn caught_up(
+    followers: &[own::Follower],
+    id: i64,
+    target: i64,
+    epoch_start: i64,
+) -> bool {
+    followers
+        .iter()
+        .any(|f| f.broker_id == id && f.acked >= target && f.acked >= epoch_start)
 }
 
 /// The set as the controller sees it, when this broker (`id`) is its master.
@@ -158,4 +174,36 @@ async fn propose(
             body,
         )
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::caught_up;
+    use super::own::Follower;
+
+    #[test]
+    fn only_a_follower_of_this_master_that_acked_enough_is_caught_up() {
+        let followers = [
+            Follower {
+                broker_id: 2,
+                acked: 500,
+            },
+            Follower {
+                broker_id: 3,
+                acked: 90,
+            },
+        ];
+        assert!(caught_up(&followers, 2, 400, 100));
+        assert!(
+            !caught_up(&followers, 2, 600, 100),
+            "behind the previous end"
+        );
+        assert!(
+            !caught_up(&followers, 3, 50, 100),
+            "behind the epoch's start"
+        );
+        // A replica whose own log is long but that is not linked here
+        // (it follows a deposed master) never counts.
+        assert!(!caught_up(&followers, 4, 0, 0));
+    }
 }

@@ -5,8 +5,9 @@
 //! elected when the set has no master, and runs the broker in the role the
 //! controller gives: master as brokerId 0 (SYNC_MASTER when a send waits
 //! for slave copies), slave as its
-//! controller id and SLAVE (its master's HA address comes from the name
-//! server, as for any slave).
+//! controller id and SLAVE, copying from the HA address the elected master
+//! itself gives (the name server's route, possibly stale after a failover,
+//! only when the master does not say).
 //!
 //! A role change stops the broker's data plane and starts it again in the
 //! new role, in this process (Java switches its services in place). The
@@ -23,7 +24,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ferrocket_broker::{BrokerConfig, BrokerRole};
+use ferrocket_broker::{BrokerConfig, BrokerRole, MasterLease};
 use ferrocket_controller::member::{ControllerClient, MasterInfo, Member};
 use ferrocket_protocol::header::controller::BrokerHeartbeatRequestHeader;
 
@@ -103,6 +104,9 @@ pub(crate) struct Supervisor {
     member: Member,
     /// This broker's id in the controller (never 0).
     id: i64,
+    /// When the request behind the newest master info was sent: a lease
+    /// runs from there, never from when the answer came.
+    asked_at: Instant,
     isr: isr::IsrKeeper,
 }
 
@@ -127,6 +131,7 @@ impl Supervisor {
             stop,
             member,
             id: 0,
+            asked_at: Instant::now(),
         })
     }
 
@@ -152,6 +157,7 @@ impl Supervisor {
             .controller_mode
             .identity_file(&self.base.store_path_root_dir);
         let mut master = loop {
+            self.asked_at = Instant::now();
             match self.client.register(&self.member, &identity).await {
                 Ok((id, master)) => {
                     self.id = id;
@@ -173,20 +179,21 @@ impl Supervisor {
                     None => continue,
                 },
             };
+            let follow_at = match current.broker_id == self.id {
+                true => None,
+                false => own::ha_server_addr(&current.address).await,
+            };
             if current.broker_id != self.id && !self.ready_to_follow(&current).await? {
-                master = self
-                    .client
-                    .replica_info(&self.member.broker_name)
-                    .await
-                    .ok()
-                    .flatten();
+                master = self.replica_info().await.ok().flatten();
                 if self.pause(RETRY_MS).await {
                     return Ok(());
                 }
                 continue;
             }
-            let run = BrokerRun::start(self.config_for(&current))?;
-            let outcome = self.watch(&current, &run).await;
+            let config = self.config_for(&current, follow_at);
+            let lease = config.controller_mode.lease.clone();
+            let run = BrokerRun::start(config)?;
+            let outcome = self.watch(&current, &run, &lease).await;
             let stopped = run.stop();
             match outcome {
                 Outcome::Stopped => return stopped,
@@ -210,8 +217,9 @@ impl Supervisor {
 
     /// A heartbeat (so the controller sees this broker alive), then asks to
     /// be elected; the answer names the master, this broker or another.
-    async fn elect(&self) -> Option<MasterInfo> {
+    async fn elect(&mut self) -> Option<MasterInfo> {
         self.heartbeat(None).await;
+        self.asked_at = Instant::now();
         match self.client.elect(&self.member, self.id).await {
             Ok(master) => master,
             Err(e) => {
@@ -221,10 +229,13 @@ impl Supervisor {
         }
     }
 
-    /// The broker's config for a run under `master`.
-    fn config_for(&self, master: &MasterInfo) -> BrokerConfig {
+    /// The broker's config for a run under `master`; a slave copies from
+    /// `master_ha` (the master's own answer), else from where the name
+    /// server's route says (a master that does not say, as Java's).
+    fn config_for(&self, master: &MasterInfo, master_ha: Option<String>) -> BrokerConfig {
         let mut config = self.base.clone();
         config.controller_mode.broker_controller_id = Some(self.id);
+        config.controller_mode.state_version = i64::from(master.epoch);
         if master.broker_id == self.id {
             config.broker_id = 0;
             // Java's controller-mode master is a SYNC_MASTER; how many
@@ -235,6 +246,10 @@ impl Supervisor {
             config.controller_mode.sync_state_size.set_ids(in_sync);
             config.replication.ha_master_address.clear();
             config.controller_mode.master_epoch = Some(master.epoch);
+            let lease = MasterLease::default();
+            lease.revoke();
+            lease.grant(self.lease_end(self.asked_at));
+            config.controller_mode.lease = lease;
         } else {
             config.broker_id = self.id;
             config.replication.broker_role = BrokerRole::Slave;
@@ -243,6 +258,9 @@ impl Supervisor {
                 .sync_state_size
                 .set_ids(&BTreeSet::new());
             config.controller_mode.master_epoch = None;
+            if let Some(ha) = master_ha {
+                config.replication.ha_master_address = ha;
+            }
         }
         config
     }
@@ -263,17 +281,30 @@ impl Supervisor {
         self.client.heartbeat_all(&header).await;
     }
 
-    /// Heartbeats, role checks and (as master) in-sync set upkeep while
-    /// the run lasts.
-    async fn watch(&mut self, current: &MasterInfo, run: &BrokerRun) -> Outcome {
+    /// Heartbeats, role checks and (as master) lease renewal and in-sync
+    /// set upkeep while the run lasts. A master confirms its role every
+    /// heartbeat interval, since each confirmation extends its lease.
+    async fn watch(
+        &mut self,
+        current: &MasterInfo,
+        run: &BrokerRun,
+        lease: &MasterLease,
+    ) -> Outcome {
         let mode = self.base.controller_mode.clone();
         let is_master = current.broker_id == self.id;
+        let check_ms = match is_master {
+            true => mode
+                .sync_broker_metadata_period_ms
+                .min(mode.broker_heartbeat_interval_ms),
+            false => mode.sync_broker_metadata_period_ms,
+        };
         let mut notices = mode.role_notices.count();
         let (mut last_beat, mut last_check, mut last_isr) =
             (None::<Instant>, Instant::now(), Instant::now());
         let due = |at: Option<Instant>, ms: u64| {
             at.is_none_or(|at| at.elapsed() >= Duration::from_millis(ms))
         };
+        let mut lapsed = false;
         self.isr.reset();
         loop {
             if self.stopping() {
@@ -288,15 +319,24 @@ impl Supervisor {
                 self.heartbeat(end).await;
             }
             let noticed = mode.role_notices.count() != notices;
-            if noticed || due(Some(last_check), mode.sync_broker_metadata_period_ms) {
+            if noticed || due(Some(last_check), check_ms) {
                 notices = mode.role_notices.count();
                 last_check = Instant::now();
-                match self.client.replica_info(&self.member.broker_name).await {
+                match self.replica_info().await {
                     Ok(seen) if !same_master(seen.as_ref(), current) => {
-                        return Outcome::MasterChanged(seen)
+                        lease.revoke();
+                        return Outcome::MasterChanged(seen);
                     }
+                    Ok(_) if is_master => lease.grant(self.lease_end(self.asked_at)),
                     Ok(_) => {}
                     Err(e) => tracing::warn!("asking the controller for the master: {e}"),
+                }
+            }
+            if is_master && lapsed == lease.valid() {
+                lapsed = !lapsed;
+                match lapsed {
+                    true => tracing::warn!("no controller confirmed this master within its lease: writes that need replicas are not acknowledged"),
+                    false => tracing::info!("a controller confirmed this master again: acknowledging"),
                 }
             }
             if is_master && due(Some(last_isr), mode.check_sync_state_set_period_ms) {
@@ -307,6 +347,22 @@ impl Supervisor {
             }
             tokio::time::sleep(Duration::from_millis(TICK_MS)).await;
         }
+    }
+
+    /// GET_REPLICA_INFO, noting when it was sent.
+    async fn replica_info(
+        &mut self,
+    ) -> Result<Option<MasterInfo>, ferrocket_controller::member::MemberError> {
+        self.asked_at = Instant::now();
+        self.client.replica_info(&self.member.broker_name).await
+    }
+
+    /// Where a lease granted on an answer to a request sent at `asked_at`
+    /// ends: half the controller's heartbeat timeout later, well before the
+    /// controller could declare this broker dead and elect another.
+    fn lease_end(&self, asked_at: Instant) -> Instant {
+        let timeout = self.base.controller_mode.controller_heartbeat_timeout_ms;
+        asked_at + Duration::from_millis(timeout / 2)
     }
 }
 

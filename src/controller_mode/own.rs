@@ -52,6 +52,68 @@ pub(crate) async fn max_offset(addr: &str) -> Option<i64> {
     table.table.get("commitLogMaxOffset")?.parse().ok()
 }
 
+/// Where the broker at `addr` takes HA links (`haServerAddr`, a key of
+/// Ferrocket's runtime info), if it answers and says.
+pub(crate) async fn ha_server_addr(addr: &str) -> Option<String> {
+    let answer = ask(addr, request_code::GET_BROKER_RUNTIME_INFO).await?;
+    let table: KvTable = decode_json(&answer.body).ok()?;
+    table
+        .table
+        .get("haServerAddr")
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty())
+}
+
+/// A replica linked to a master by the AutoSwitch HA stream, as the
+/// master's GET_BROKER_HA_STATUS lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Follower {
+    pub broker_id: i64,
+    /// Its CommitLog end, as it last reported (never before a report).
+    pub acked: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HaConnection {
+    #[serde(default = "no_id")]
+    slave_broker_id: i64,
+    #[serde(default)]
+    slave_reported: bool,
+    #[serde(default)]
+    slave_ack_offset: i64,
+}
+
+fn no_id() -> i64 {
+    -1
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HaRuntime {
+    #[serde(default)]
+    ha_connection_info: Vec<HaConnection>,
+}
+
+/// The replicas that follow the master at `addr` over its own HA links and
+/// have reported where their log ends: the only ones whose copies are
+/// known to be this master's bytes (a replica that forked from this
+/// master's epochs is refused at the handshake, before it reports).
+pub(crate) async fn followers(addr: &str) -> Option<Vec<Follower>> {
+    let answer = ask(addr, request_code::GET_BROKER_HA_STATUS).await?;
+    let runtime: HaRuntime = decode_json(&answer.body).ok()?;
+    let followers = runtime
+        .ha_connection_info
+        .iter()
+        .filter(|c| c.slave_broker_id > 0 && c.slave_reported)
+        .map(|c| Follower {
+            broker_id: c.slave_broker_id,
+            acked: c.slave_ack_offset,
+        })
+        .collect();
+    Some(followers)
+}
+
 fn epoch_file(config: &BrokerConfig) -> EpochFile {
     EpochFile::at(
         config

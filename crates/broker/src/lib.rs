@@ -37,9 +37,9 @@ mod wire;
 
 pub use config::{
     AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, ControllerModeConfig,
-    FlushDiskType, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig, Whitelist,
-    BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT,
-    METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
+    FlushDiskType, MasterLease, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig,
+    Whitelist, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS,
+    LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
 };
 pub use error::BrokerError;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};

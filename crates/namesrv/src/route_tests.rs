@@ -234,3 +234,33 @@ fn connection_lookup_and_process_removal() {
     assert!(table.topic_route("T").is_none());
     assert!(!table.remove_broker_process(&key("h:1")));
 }
+
+#[test]
+fn a_deposed_master_with_an_older_state_version_never_takes_the_route_back() {
+    let now = Instant::now();
+    let mut table = RouteTable::new(EXPIRY, false);
+    let with_state = |addr: &str, id: i64, state: i64| {
+        let mut reg = registration("a", addr, id, &[("T", 4), ("U", 4)]);
+        reg.topics.data_version.state_version = state;
+        reg
+    };
+    // The old master (epoch 1), then the master elected at epoch 2.
+    table.register_broker(with_state("h:1", 0, 1), now).unwrap();
+    table.register_broker(with_state("h:3", 0, 2), now).unwrap();
+    let master = |table: &RouteTable| {
+        let route = table.topic_route("T").unwrap();
+        route.broker_datas[0].master_addr().map(str::to_string)
+    };
+    assert_eq!(master(&table).as_deref(), Some("h:3"));
+    // The old master wakes (a pause, a healed partition) and registers as
+    // id 0 with its old epoch: ignored, the route keeps the live master.
+    let zombie = table.register_broker(with_state("h:1", 0, 1), now).unwrap();
+    assert_eq!(zombie, RegisterOutcome::default());
+    assert_eq!(master(&table).as_deref(), Some("h:3"));
+    // Once it follows the new master it registers as a slave of epoch 2,
+    // and is told the live master's addresses.
+    let slave = table.register_broker(with_state("h:1", 2, 2), now).unwrap();
+    assert_eq!(slave.master_addr.as_deref(), Some("h:3"));
+    assert_eq!(slave.ha_server_addr.as_deref(), Some("h:3-ha"));
+    assert_eq!(master(&table).as_deref(), Some("h:3"));
+}

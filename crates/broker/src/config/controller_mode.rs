@@ -67,6 +67,55 @@ impl PartialEq for SyncStateSize {
 
 impl Eq for SyncStateSize {}
 
+/// A controller-mode master's lease on acknowledging writes that need
+/// replicas: granted by whoever runs the broker each time a controller
+/// confirms this broker is still the master, for half the controller's
+/// heartbeat timeout from when the confirming request was sent. A
+/// controller declares a master dead only a whole timeout after its last
+/// heartbeat, so a deposed master (cut off from the controllers, or paused)
+/// stops acknowledging before another can be elected. Unlimited (the
+/// default) outside controller mode and on slaves. Clones share it.
+#[derive(Debug, Clone)]
+pub struct MasterLease(Arc<AtomicU64>);
+
+impl Default for MasterLease {
+    fn default() -> Self {
+        Self(Arc::new(AtomicU64::new(u64::MAX)))
+    }
+}
+
+fn lease_clock_ms(at: std::time::Instant) -> u64 {
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let base = *BASE.get_or_init(std::time::Instant::now);
+    u64::try_from(at.saturating_duration_since(base).as_millis()).unwrap_or(u64::MAX - 1)
+}
+
+impl MasterLease {
+    /// Valid until `until` (never moves back: a late answer to an older
+    /// request cannot shorten a newer grant).
+    pub fn grant(&self, until: std::time::Instant) {
+        self.0.fetch_max(lease_clock_ms(until), Ordering::AcqRel);
+    }
+
+    /// Expired now: nothing that needs replicas is acknowledged until the
+    /// next grant.
+    pub fn revoke(&self) {
+        self.0.store(0, Ordering::Release);
+    }
+
+    pub fn valid(&self) -> bool {
+        lease_clock_ms(std::time::Instant::now()) < self.0.load(Ordering::Acquire)
+    }
+}
+
+impl PartialEq for MasterLease {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for MasterLease {}
+
 /// Default `syncBrokerMetadataPeriod`: how often the role is checked.
 pub const SYNC_BROKER_METADATA_PERIOD_MS_DEFAULT: u64 = 5_000;
 /// Default `checkSyncStateSetPeriod`.
@@ -112,8 +161,15 @@ pub struct ControllerModeConfig {
     /// this run is the master of that epoch; the broker records the epoch
     /// at its CommitLog's end before it serves.
     pub master_epoch: Option<i32>,
+    /// Not a key: the master epoch this run serves under (master or
+    /// slave), sent as `DataVersion.stateVersion` in every registration so
+    /// that a name server refuses a deposed master's (Java's
+    /// `nextVersion(masterEpoch)`); 0 outside controller mode.
+    pub state_version: i64,
     /// Not a key: where NOTIFY_BROKER_ROLE_CHANGED is signalled.
     pub role_notices: RoleNotices,
+    /// Not a key: see [`MasterLease`].
+    pub lease: MasterLease,
     /// Not a key: the in-sync set's size, on a master.
     pub sync_state_size: SyncStateSize,
     /// Not a key: this broker's id from the controller (the config's
@@ -139,7 +195,9 @@ impl Default for ControllerModeConfig {
             store_path_epoch_file: None,
             store_path_broker_identity: None,
             master_epoch: None,
+            state_version: 0,
             role_notices: RoleNotices::default(),
+            lease: MasterLease::default(),
             sync_state_size: SyncStateSize::default(),
             broker_controller_id: None,
         }
@@ -248,6 +306,12 @@ impl ControllerModeConfig {
         }
     }
 
+    /// Whether a master may acknowledge a write that waits for `copies`
+    /// copies: one that needs replicas only under a valid lease.
+    pub fn may_acknowledge(&self, copies: u32) -> bool {
+        !self.enabled || copies <= 1 || self.lease.valid()
+    }
+
     /// Whether the in-sync set is known to be smaller than
     /// `minInSyncReplicas` (sends are then refused).
     pub fn too_few_in_sync(&self) -> bool {
@@ -296,5 +360,30 @@ mod tests {
         assert_eq!(config.epoch_file(root), Path::new("/s/epochFileCheckpoint"));
         assert!(config.apply("storePathBrokerIdentity", "/x/id").unwrap());
         assert_eq!(config.identity_file(root), Path::new("/x/id"));
+    }
+
+    #[test]
+    fn a_lapsed_lease_stops_acknowledging_writes_that_need_replicas() {
+        let mut config = ControllerModeConfig::default();
+        assert!(config.may_acknowledge(3), "outside controller mode");
+        config.enabled = true;
+        assert!(
+            config.may_acknowledge(3),
+            "unlimited until a run grants one"
+        );
+        config.lease.revoke();
+        assert!(config.may_acknowledge(1), "a write that needs no replica");
+        assert!(!config.may_acknowledge(2));
+        let now = std::time::Instant::now();
+        config.lease.grant(now + std::time::Duration::from_secs(60));
+        assert!(config.may_acknowledge(2));
+        config.lease.grant(now);
+        assert!(
+            config.may_acknowledge(2),
+            "an older grant never shortens it"
+        );
+        config.lease.revoke();
+        config.lease.grant(now);
+        assert!(!config.may_acknowledge(2), "granted until a moment past");
     }
 }

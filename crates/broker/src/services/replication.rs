@@ -257,6 +257,11 @@ impl HaState {
                 let (second, sent) = link.sent_in_second.get();
                 json!({
                     "addr": link.addr.to_string(),
+                    // Ferrocket's own field: the AutoSwitch handshake's
+                    // broker id (-1 on the classic stream), so that a
+                    // controller-mode master tells which replica follows it.
+                    "slaveBrokerId": link.broker_id.get().unwrap_or(-1),
+                    "slaveReported": link.acked.get() >= 0,
                     "slaveAckOffset": acked,
                     "diff": written - acked,
                     "inSync": written - acked < gap_max,

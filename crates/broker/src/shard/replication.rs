@@ -35,7 +35,9 @@ impl Shard {
 
     /// Under SYNC_MASTER, waits until `inSyncReplicas` copies hold the
     /// records of `result` (at most `slaveTimeout`); a send that could not
-    /// wait or waited in vain is still stored, and says so in its status.
+    /// wait or waited in vain is still stored, and says so in its status,
+    /// as does one on a controller-mode master whose lease lapsed
+    /// ([`crate::config::MasterLease`]).
     /// Every send waiting at once is served by the same slave acks (group
     /// commit).
     pub async fn await_replicas(&self, result: &mut AppendResult, wait_store_ok: bool) {
@@ -58,7 +60,18 @@ impl Shard {
             among,
             timeout_ms: ha.slave_timeout_ms,
         };
-        result.status = match self.call(0, call).await {
+        let replicated = self.call(0, call).await;
+        // Checked once the copies are in: a master whose lease lapsed while
+        // it waited may have been deposed, and its copies with it.
+        if !mode.may_acknowledge(copies) {
+            tracing::debug!(
+                end,
+                "not acknowledged: no controller confirmed this master within its lease"
+            );
+            result.status = AppendStatus::FlushSlaveTimeout;
+            return;
+        }
+        result.status = match replicated {
             Ok(ReplicaWait::Replicated) => AppendStatus::Ok,
             Ok(ReplicaWait::NotAvailable) => AppendStatus::SlaveNotAvailable,
             Ok(ReplicaWait::Timeout) | Err(_) => AppendStatus::FlushSlaveTimeout,

@@ -30,6 +30,7 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
         .data_version
         .counter
         .saturating_add(i64::try_from(changes).unwrap_or(i64::MAX));
+    topics.data_version.state_version = config.controller_mode.state_version;
     // A full disk routes the broker as read-only, so producers pick other
     // brokers and consumers keep reading; a `brokerPermission` without
     // read or write masks every topic's perm with it, as Java's does.
@@ -63,15 +64,17 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
 }
 
 /// `brokerIP2:haListenPort`, where slaves connect.
-fn ha_server_addr(shard: &Shard) -> Option<String> {
+/// Any shard: the port bound where shard 0 knows it, else the configured
+/// one (never an ephemeral 0).
+pub(crate) fn ha_server_addr(shard: &Shard) -> Option<String> {
     let config = shard.config();
     let ip = config.ha_ip().ok()?;
-    let bound = shard.control.as_ref()?.ha.listen.get();
+    let bound = shard.control.as_ref().and_then(|c| c.ha.listen.get());
     let port = match bound {
         Some(addr) => addr.port(),
         None => config.replication.ha_port(shard.env.listen.port()).ok()?,
     };
-    Some(std::net::SocketAddr::new(ip, port).to_string())
+    (port != 0).then(|| std::net::SocketAddr::new(ip, port).to_string())
 }
 
 /// A slave learns its master from the answer (`haServerAddr`, `masterAddr`:

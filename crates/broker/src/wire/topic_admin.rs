@@ -155,6 +155,11 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     put("shardCount", shard.count.to_string());
     put("brokerName", env.config.broker_name.clone());
     put("brokerAddr", env.broker_addr.clone());
+    // Ferrocket's own key: where slaves connect, so that a controller-mode
+    // slave follows the master the controller names, not a stale route.
+    if let Some(ha) = crate::tasks::namesrv_register::ha_server_addr(shard) {
+        put("haServerAddr", ha);
+    }
     ok(request).with_body(encode_json(&table))
 }
 
