@@ -29,12 +29,26 @@ pub(crate) struct IsrKeeper {
     caught_up_at: HashMap<i64, Instant>,
     /// The master's end at the previous check.
     previous_end: Option<i64>,
+    /// Whether the previous check left a replica of the set out: then the
+    /// next comes sooner, so that writes waiting for copies resume as soon
+    /// as a replica catches up.
+    short: bool,
 }
 
 impl IsrKeeper {
     pub(crate) fn reset(&mut self) {
         self.caught_up_at.clear();
         self.previous_end = None;
+        self.short = true;
+    }
+
+    /// How long until the next check: `period` while every replica is in
+    /// sync, else at most `soon`.
+    pub(crate) fn next_check_ms(&self, period: u64, soon: u64) -> u64 {
+        match self.short {
+            true => period.min(soon),
+            false => period,
+        }
     }
 
     /// One check: reads the set from the controller, decides who is in
@@ -107,6 +121,8 @@ impl IsrKeeper {
             }
         }
         self.previous_end = Some(end);
+        let members = set.in_sync_replicas.len() + set.not_in_sync_replicas.len();
+        self.short = next.len() < members;
         Some(next)
     }
 }

@@ -300,7 +300,7 @@ impl Supervisor {
         };
         let mut notices = mode.role_notices.count();
         let (mut last_beat, mut last_check, mut last_isr) =
-            (None::<Instant>, Instant::now(), Instant::now());
+            (None::<Instant>, Instant::now(), None::<Instant>);
         let due = |at: Option<Instant>, ms: u64| {
             at.is_none_or(|at| at.elapsed() >= Duration::from_millis(ms))
         };
@@ -339,8 +339,12 @@ impl Supervisor {
                     false => tracing::info!("a controller confirmed this master again: acknowledging"),
                 }
             }
-            if is_master && due(Some(last_isr), mode.check_sync_state_set_period_ms) {
-                last_isr = Instant::now();
+            let isr_ms = self.isr.next_check_ms(
+                mode.check_sync_state_set_period_ms,
+                mode.broker_heartbeat_interval_ms,
+            );
+            if is_master && due(last_isr, isr_ms) {
+                last_isr = Some(Instant::now());
                 self.isr
                     .check(&self.client, &self.base, &self.member, self.id)
                     .await;

@@ -55,8 +55,13 @@ pub fn controller_addr(controllers: &[ServerProcess]) -> String {
 /// role and in-sync checks every second, or every `FAILOVER_PERIOD_MS`
 /// (Java's default is 5000).
 pub fn controller_broker(namesrv: &Namesrv, controller_addr: &str) -> Broker {
+    controller_broker_with(namesrv, controller_addr, &[])
+}
+
+/// [`controller_broker`] with more `key=value` settings.
+pub fn controller_broker_with(namesrv: &Namesrv, controller_addr: &str, more: &[&str]) -> Broker {
     let period = std::env::var("FAILOVER_PERIOD_MS").unwrap_or_else(|_| "1000".into());
-    let extra = [
+    let mut extra = [
         "enableControllerMode=true".to_string(),
         format!("controllerAddr={controller_addr}"),
         format!("haListenPort={}", free_port()),
@@ -64,7 +69,9 @@ pub fn controller_broker(namesrv: &Namesrv, controller_addr: &str) -> Broker {
         format!("syncBrokerMetadataPeriod={period}"),
         format!("checkSyncStateSetPeriod={period}"),
         "slaveTimeout=3000".into(),
-    ];
+    ]
+    .to_vec();
+    extra.extend(more.iter().map(|s| s.to_string()));
     Broker::start(
         &namesrv.addr(),
         BrokerOpts {

@@ -1,0 +1,112 @@
+//! A paused master comes back after another was elected (issue 37's
+//! "zombie master"): it must never take the name server's route back. Real
+//! processes on 127.0.0.1: one controller, a name server, two brokers of
+//! one set in controller mode (`tests/harness/failover.rs`).
+//!
+//! The master is stopped (SIGSTOP) past the controller's heartbeat
+//! timeout, the slave is elected and routed, then the old master resumes
+//! (SIGCONT). Its registrations as brokerId 0 carry the old epoch as
+//! `stateVersion` and are ignored, so for the whole time it takes to notice
+//! and turn slave, every route names the live master; then it follows the
+//! master the controller names and rejoins the in-sync set.
+
+mod harness;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use ferrocket_protocol::body::{decode_json, TopicRouteData};
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::RemotingCommand;
+use harness::failover::*;
+use harness::{unique_name, wait_for, Namesrv};
+
+const WAIT: Duration = Duration::from_secs(60);
+/// How long routes are watched after the old master resumes: past its
+/// role check, its data plane's restart and its first registrations.
+const WATCH: Duration = Duration::from_secs(12);
+const HEARTBEAT_TIMEOUT: &str = "controllerHeartBeatTimeoutMills=4000";
+
+fn wait_state(addrs: &str, what: &str, ok: impl Fn(&SetState) -> bool) -> SetState {
+    wait_for(WAIT, || sync_state(addrs).filter(|s| ok(s)))
+        .unwrap_or_else(|| panic!("{what}: the set stayed {:?}", sync_state(addrs)))
+}
+
+/// The master address the name server routes `topic` to (`None`: no
+/// route, or a route without a master).
+fn routed_master(namesrv: &Namesrv, topic: &str) -> Option<String> {
+    let mut request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC);
+    request.ext_fields.insert("topic", topic);
+    let answer = namesrv.connect().request(request);
+    if answer.code != response_code::SUCCESS {
+        return None;
+    }
+    let route: TopicRouteData = decode_json(&answer.body).ok()?;
+    let broker = route.broker_datas.iter().find(|b| b.broker_name == SET)?;
+    broker.master_addr().map(str::to_string)
+}
+
+#[test]
+fn a_resumed_old_master_never_takes_the_route_from_the_elected_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let controllers = controllers(dir.path(), 1);
+    let addrs = controller_addr(&controllers);
+    let namesrv = Namesrv::start();
+    // The old master registers often, so it does so at once on waking;
+    // the elected one at Java's 30 s, so the route is not repaired soon.
+    let often = "registerNameServerPeriod=300";
+    let mut first = controller_broker_with(&namesrv, &addrs, &[HEARTBEAT_TIMEOUT, often]);
+    let second = controller_broker_with(&namesrv, &addrs, &[HEARTBEAT_TIMEOUT]);
+    wait_state(&addrs, "the slave joins", |s| {
+        s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
+    });
+    let topic = unique_name("Zombie");
+    let mut conn = first.connect();
+    let code = send(&mut conn, &topic, 0, "before".into(), true);
+    assert_eq!(code, response_code::SUCCESS, "the first send");
+    let routed = wait_for(WAIT, || {
+        (routed_master(&namesrv, &topic)? == first.addr()).then_some(())
+    });
+    assert!(routed.is_some(), "the first master is never routed");
+
+    first.process.signal(libc::SIGSTOP);
+    let state = wait_state(&addrs, "the slave is elected", |s| s.master == Some(2));
+    let new_master = second.addr();
+    assert_eq!(state.master_address.as_deref(), Some(new_master.as_str()));
+    let routed = wait_for(WAIT, || {
+        (routed_master(&namesrv, &topic)? == new_master).then_some(())
+    });
+    assert!(routed.is_some(), "the elected master is never routed");
+
+    first.process.signal(libc::SIGCONT);
+    let until = Instant::now() + WATCH;
+    let mut wrong = Vec::new();
+    while Instant::now() < until {
+        let seen = routed_master(&namesrv, &topic);
+        if seen.as_deref() != Some(new_master.as_str()) {
+            wrong.push(seen);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of the route reads named no master or another (first: {:?}) instead of the elected master {new_master}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+    let state = sync_state(&addrs).expect("the controller answers");
+    assert_eq!(state.master, Some(2), "the elected master stays");
+    // The old master follows the elected one (the HA address it gave) and
+    // is admitted once it copies from it.
+    wait_state(&addrs, "the old master rejoins as a replica", |s| {
+        s.master == Some(2) && s.in_sync == BTreeSet::from([1, 2])
+    });
+    let mut conn = second.connect();
+    let code = send(&mut conn, &topic, 1, "after".into(), true);
+    assert_eq!(code, response_code::SUCCESS, "a send to the elected master");
+    let bodies = bodies(&second, &topic);
+    assert!(
+        bodies.contains("before") && bodies.contains("after"),
+        "{bodies:?}"
+    );
+}
