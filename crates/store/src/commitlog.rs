@@ -24,6 +24,9 @@ use crate::error::{IoContext, StoreError};
 pub(crate) struct SegmentMap {
     pub(crate) start: i64,
     map: memmap2::Mmap,
+    /// Its file, for recovery's search past a bad record (which reads only
+    /// the file's data extents).
+    pub(crate) path: std::path::PathBuf,
 }
 
 impl SegmentMap {
@@ -41,7 +44,11 @@ impl SegmentMap {
         // (recovery finishes before any map is made); bytes past the written
         // position are never handed out.
         let map = unsafe { memmap2::Mmap::map(&file) }.io_context("mmap segment", path)?;
-        Ok(Self { start, map })
+        Ok(Self {
+            start,
+            map,
+            path: path.to_path_buf(),
+        })
     }
 
     pub(crate) fn bytes(&self) -> &[u8] {

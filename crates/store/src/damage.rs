@@ -54,11 +54,28 @@ impl DamagedRange {
 pub(crate) struct SegmentView<'a> {
     pub start: i64,
     pub bytes: &'a [u8],
+    /// Its file: the search reads only its data extents. `None`: all of it.
+    pub path: Option<&'a Path>,
 }
 
 impl SegmentView<'_> {
     fn end(&self) -> i64 {
         self.start + self.bytes.len() as i64
+    }
+
+    /// The byte ranges from `from` on that may hold a record: the file's
+    /// data extents (a preallocated 1 GiB segment with a few records is
+    /// searched in microseconds, not by reading a gigabyte of zeros).
+    fn searchable(&self, from: usize) -> Vec<std::ops::Range<usize>> {
+        let len = self.bytes.len();
+        let whole = || std::iter::once(from..len).collect();
+        let Some(file) = self.path.and_then(|p| fs::File::open(p).ok()) else {
+            return whole();
+        };
+        crate::files::data_ranges(&file, from as u64, len as u64)
+            .into_iter()
+            .map(|r| r.start as usize..(r.end as usize).min(len))
+            .collect()
     }
 }
 
@@ -95,25 +112,33 @@ pub(crate) fn next_record(segments: &[SegmentView<'_>], bad: i64) -> Option<i64>
         .iter()
         .position(|s| s.start <= bad && bad < s.end())?;
     for segment in &segments[first..] {
-        let bytes = segment.bytes;
-        let mut at = if segment.start <= bad {
+        let at = if segment.start <= bad {
             (bad - segment.start) as usize + 1
         } else {
             0
         };
-        // A record's magic sits 4 bytes into it.
-        while at + MAGIC_POS < bytes.len() {
-            let from = at + MAGIC_POS;
-            let Some(found) = memchr::memmem::find(&bytes[from..], &MAGIC_PREFIX) else {
-                // None left in this segment: go on with the next one.
-                break;
-            };
-            let candidate = (from + found - MAGIC_POS) as i64;
-            if record_at(segment, segment.start + candidate) {
-                return Some(segment.start + candidate);
+        for range in segment.searchable(at) {
+            // A record's magic sits 4 bytes into it.
+            let from = range.start.saturating_sub(MAGIC_POS).max(at);
+            if let Some(found) = record_in(segment, from, range.end) {
+                return Some(segment.start + found as i64);
             }
-            at = candidate as usize + 1;
         }
+    }
+    None
+}
+
+/// The first valid record starting in `[at, end)` of `segment`.
+fn record_in(segment: &SegmentView<'_>, mut at: usize, end: usize) -> Option<usize> {
+    let bytes = segment.bytes;
+    while at + MAGIC_POS < end {
+        let from = at + MAGIC_POS;
+        let found = memchr::memmem::find(&bytes[from..end], &MAGIC_PREFIX)?;
+        let candidate = from + found - MAGIC_POS;
+        if record_at(segment, segment.start + candidate as i64) {
+            return Some(candidate);
+        }
+        at = candidate + 1;
     }
     None
 }

@@ -40,6 +40,48 @@ pub fn list_offset_files(dir: &Path) -> Result<Vec<(i64, PathBuf)>, StoreError> 
     Ok(files)
 }
 
+/// Most data extents [`data_ranges`] lists before it gives the rest whole.
+const DATA_RANGES_MAX: usize = 4096;
+
+/// The parts of `[from, len)` of `file` that may hold bytes other than
+/// zeros: the file system's data extents (`SEEK_DATA`/`SEEK_HOLE`; holes
+/// and preallocated blocks never written read as zeros and are left out).
+/// All of `[from, len)` where the file system cannot tell; at most
+/// [`DATA_RANGES_MAX`] ranges, the last running to `len`.
+pub(crate) fn data_ranges(file: &fs::File, from: u64, len: u64) -> Vec<std::ops::Range<u64>> {
+    use std::os::unix::io::AsRawFd;
+    let seek = |at: u64, whence: libc::c_int| -> Option<u64> {
+        let at = libc::off_t::try_from(at).ok()?;
+        // SAFETY: plain syscall on an open descriptor; it moves only the
+        // file position, which nothing else here relies on.
+        let found = unsafe { libc::lseek(file.as_raw_fd(), at, whence) };
+        u64::try_from(found).ok()
+    };
+    let mut ranges = Vec::new();
+    let mut at = from;
+    while at < len {
+        if ranges.len() == DATA_RANGES_MAX {
+            ranges.push(at..len);
+            break;
+        }
+        let Some(data) = seek(at, libc::SEEK_DATA) else {
+            // ENXIO: no data past `at`. Anything else: cannot tell.
+            let none_left = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO);
+            if !none_left {
+                ranges.push(at..len);
+            }
+            break;
+        };
+        if data >= len {
+            break;
+        }
+        let hole = seek(data, libc::SEEK_HOLE).unwrap_or(len).min(len);
+        ranges.push(data..hole.max(data + 1));
+        at = hole.max(data + 1);
+    }
+    ranges
+}
+
 /// Zeroes `[from, to)` of a file without writing every byte: punches a hole
 /// and allocates it again, falling back to writing zeros.
 pub fn zero_range(file: &fs::File, path: &Path, from: u64, to: u64) -> Result<(), StoreError> {

@@ -246,3 +246,54 @@ fn damage_to_the_last_record_of_a_segment_keeps_the_later_segments() {
     drop(dir);
     one_damaged_record(victim, true);
 }
+
+/// Zeroes `[at, at + len)` of the segment holding `physical_offset` by
+/// punching a hole: what a lost page looks like to the file system.
+fn punch(config: &StoreConfig, physical_offset: i64, len: i64) -> i64 {
+    use std::os::unix::io::AsRawFd;
+    let seg = config.segment_bytes as i64;
+    let start = physical_offset - physical_offset % seg;
+    let page = 4096;
+    let at = (physical_offset - start + page - 1) / page * page;
+    let path = config.commitlog_dir().join(offset_file_name(start));
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: plain syscall on a file this test opened.
+    let punched = unsafe { libc::fallocate(file.as_raw_fd(), mode, at, len) };
+    assert_eq!(
+        punched,
+        0,
+        "punching a hole: {}",
+        std::io::Error::last_os_error()
+    );
+    file.sync_all().unwrap();
+    start + at
+}
+
+#[test]
+fn a_hole_in_a_middle_segment_costs_only_the_records_it_covers() {
+    // The search past bad bytes reads only the file's data extents: the
+    // records after a hole are still found.
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let sent = fill(&config, 0, COUNT);
+    let hole_len = 8192;
+    let hole = punch(&config, sent[1_000].physical_offset, hole_len);
+    std::fs::remove_file(config.checkpoint_path()).unwrap();
+    std::fs::remove_dir_all(config.consumequeue_dir()).unwrap();
+    fill(&config, COUNT, 1);
+    assert_eq!(quarantined(&config).len(), 1, "one damaged range");
+    let back = read_back(&config);
+    assert_eq!(back.len(), COUNT + 1);
+    let mut lost = 0;
+    for (n, got) in back.iter().enumerate().take(COUNT) {
+        let start = sent[n].physical_offset;
+        let end = start + i64::from(sent[n].total_bytes);
+        let covered = start < hole + hole_len && end > hole;
+        match covered {
+            true => lost += usize::from(got.is_none()),
+            false => assert_eq!(got.as_deref(), Some(body(n).as_slice()), "offset {n}"),
+        }
+    }
+    assert!(lost > 0, "the records under the hole are marked lost");
+}

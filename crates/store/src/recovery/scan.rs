@@ -32,6 +32,7 @@ pub(super) fn views(segments: &[Arc<SegmentMap>]) -> Vec<SegmentView<'_>> {
         .map(|segment| SegmentView {
             start: segment.start,
             bytes: segment.bytes(),
+            path: Some(&segment.path),
         })
         .collect()
 }
