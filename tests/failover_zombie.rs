@@ -1,7 +1,12 @@
-//! A paused master comes back after another was elected (issue 37's
-//! "zombie master"): it must never take the name server's route back. Real
-//! processes on 127.0.0.1: one controller, a name server, two brokers of
-//! one set in controller mode (`tests/harness/failover.rs`).
+//! Routes through a failover (issue 37), with real processes on 127.0.0.1:
+//! one controller, a name server, two brokers of one set in controller mode
+//! (`tests/harness/failover.rs`).
+//!
+//! - A killed master: while the slave turns master, the set never drops out
+//!   of the topic's route (a run stopping for a role change stays
+//!   registered; the next one registers at once).
+//! - A paused master comes back after another was elected (the "zombie
+//!   master"): it must never take the route back.
 //!
 //! The master is stopped (SIGSTOP) past the controller's heartbeat
 //! timeout, the slave is elected and routed, then the old master resumes
@@ -32,9 +37,9 @@ fn wait_state(addrs: &str, what: &str, ok: impl Fn(&SetState) -> bool) -> SetSta
         .unwrap_or_else(|| panic!("{what}: the set stayed {:?}", sync_state(addrs)))
 }
 
-/// The master address the name server routes `topic` to (`None`: no
-/// route, or a route without a master).
-fn routed_master(namesrv: &Namesrv, topic: &str) -> Option<String> {
+/// The set's addresses by broker id in the name server's route for
+/// `topic` (`None`: the set is not in the route).
+fn routed_set(namesrv: &Namesrv, topic: &str) -> Option<std::collections::BTreeMap<i64, String>> {
     let mut request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC);
     request.ext_fields.insert("topic", topic);
     let answer = namesrv.connect().request(request);
@@ -43,7 +48,53 @@ fn routed_master(namesrv: &Namesrv, topic: &str) -> Option<String> {
     }
     let route: TopicRouteData = decode_json(&answer.body).ok()?;
     let broker = route.broker_datas.iter().find(|b| b.broker_name == SET)?;
-    broker.master_addr().map(str::to_string)
+    Some(broker.broker_addrs.clone())
+}
+
+/// The master address the name server routes `topic` to (`None`: no
+/// route, or a route without a master).
+fn routed_master(namesrv: &Namesrv, topic: &str) -> Option<String> {
+    routed_set(namesrv, topic)?.get(&0).cloned()
+}
+
+#[test]
+fn a_killed_master_never_takes_the_set_out_of_the_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let controllers = controllers(dir.path(), 1);
+    let addrs = controller_addr(&controllers);
+    let namesrv = Namesrv::start();
+    let mut first = controller_broker_with(&namesrv, &addrs, &[HEARTBEAT_TIMEOUT]);
+    let second = controller_broker_with(&namesrv, &addrs, &[HEARTBEAT_TIMEOUT]);
+    wait_state(&addrs, "the slave joins", |s| {
+        s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
+    });
+    let topic = unique_name("Kill");
+    let code = send(&mut first.connect(), &topic, 0, "before".into(), true);
+    assert_eq!(code, response_code::SUCCESS, "the first send");
+    let both = wait_for(WAIT, || {
+        (routed_set(&namesrv, &topic)?.len() == 2).then_some(())
+    });
+    assert!(both.is_some(), "both brokers are never routed");
+
+    first.process.kill();
+    let new_master = second.addr();
+    let until = Instant::now() + WAIT;
+    let mut missing = 0;
+    loop {
+        match routed_set(&namesrv, &topic) {
+            None => missing += 1,
+            Some(set) if set.get(&0) == Some(&new_master) => break,
+            Some(_) => {}
+        }
+        assert!(Instant::now() < until, "the elected master is never routed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        missing, 0,
+        "route reads without the set while it changed roles"
+    );
+    let code = send(&mut second.connect(), &topic, 1, "after".into(), true);
+    assert_eq!(code, response_code::SUCCESS, "a send to the elected master");
 }
 
 #[test]

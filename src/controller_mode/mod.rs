@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ferrocket_broker::{BrokerConfig, BrokerRole, MasterLease};
+use ferrocket_broker::{BrokerConfig, BrokerRole, MasterLease, RoleHandover};
 use ferrocket_controller::member::{ControllerClient, MasterInfo, Member};
 use ferrocket_protocol::header::controller::BrokerHeartbeatRequestHeader;
 
@@ -54,12 +54,14 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
 /// One run of the broker's data plane, on its own thread.
 struct BrokerRun {
     stop: Arc<AtomicBool>,
+    handover: RoleHandover,
     thread: Option<JoinHandle<Result<(), String>>>,
 }
 
 impl BrokerRun {
     fn start(config: BrokerConfig) -> Result<Self, String> {
         let stop = Arc::new(AtomicBool::new(false));
+        let handover = config.controller_mode.handover.clone();
         let run_stop = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("broker-run".into())
@@ -69,6 +71,7 @@ impl BrokerRun {
             .map_err(|e| format!("cannot start the broker thread: {e}"))?;
         Ok(Self {
             stop,
+            handover,
             thread: Some(thread),
         })
     }
@@ -77,7 +80,12 @@ impl BrokerRun {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
-    fn stop(mut self) -> Result<(), String> {
+    /// Stops the run; `handover` when the next run starts in another role
+    /// at once (see [`RoleHandover`]).
+    fn stop(mut self, handover: bool) -> Result<(), String> {
+        if handover {
+            self.handover.set();
+        }
         self.stop.store(true, Ordering::Release);
         match self.thread.take() {
             Some(thread) => thread
@@ -194,7 +202,7 @@ impl Supervisor {
             let lease = config.controller_mode.lease.clone();
             let run = BrokerRun::start(config)?;
             let outcome = self.watch(&current, &run, &lease).await;
-            let stopped = run.stop();
+            let stopped = run.stop(matches!(outcome, Outcome::MasterChanged(_)));
             match outcome {
                 Outcome::Stopped => return stopped,
                 Outcome::Ended => return stopped.and(Err("the broker stopped by itself".into())),
@@ -236,6 +244,7 @@ impl Supervisor {
         let mut config = self.base.clone();
         config.controller_mode.broker_controller_id = Some(self.id);
         config.controller_mode.state_version = i64::from(master.epoch);
+        config.controller_mode.handover = RoleHandover::default();
         if master.broker_id == self.id {
             config.broker_id = 0;
             // Java's controller-mode master is a SYNC_MASTER; how many

@@ -38,7 +38,7 @@ mod wire;
 pub use config::{
     AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, ControllerModeConfig,
     FlushDiskType, MasterLease, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig,
-    Whitelist, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS,
+    RoleHandover, Whitelist, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS,
     LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
 };
 pub use error::BrokerError;

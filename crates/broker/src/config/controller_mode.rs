@@ -116,6 +116,31 @@ impl PartialEq for MasterLease {
 
 impl Eq for MasterLease {}
 
+/// Set by whoever runs the broker in controller mode before it stops a run
+/// to start the next in another role: the stopping run does not unregister
+/// from the name servers, since the next registers at once (unregistering
+/// would drop the broker set from every route meanwhile). Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct RoleHandover(Arc<std::sync::atomic::AtomicBool>);
+
+impl RoleHandover {
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+impl PartialEq for RoleHandover {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RoleHandover {}
+
 /// Default `syncBrokerMetadataPeriod`: how often the role is checked.
 pub const SYNC_BROKER_METADATA_PERIOD_MS_DEFAULT: u64 = 5_000;
 /// Default `checkSyncStateSetPeriod`.
@@ -170,6 +195,8 @@ pub struct ControllerModeConfig {
     pub role_notices: RoleNotices,
     /// Not a key: see [`MasterLease`].
     pub lease: MasterLease,
+    /// Not a key: see [`RoleHandover`].
+    pub handover: RoleHandover,
     /// Not a key: the in-sync set's size, on a master.
     pub sync_state_size: SyncStateSize,
     /// Not a key: this broker's id from the controller (the config's
@@ -198,6 +225,7 @@ impl Default for ControllerModeConfig {
             state_version: 0,
             role_notices: RoleNotices::default(),
             lease: MasterLease::default(),
+            handover: RoleHandover::default(),
             sync_state_size: SyncStateSize::default(),
             broker_controller_id: None,
         }

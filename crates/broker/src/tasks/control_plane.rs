@@ -155,13 +155,17 @@ async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
 }
 
 /// At shutdown: shard 0 gathers every shard's final offsets and writes
-/// them (then unregisters from the name servers); the others hand theirs
-/// to shard 0.
+/// them (then unregisters from the name servers, unless the stop is a
+/// controller-mode role change); the others hand theirs to shard 0.
 pub(crate) async fn hand_over_offsets(shard: &Rc<Shard>) {
     let (own, _) = shard.offsets.borrow_mut().snapshot();
     if shard.index == 0 {
         final_persist(shard, own).await;
-        crate::tasks::namesrv_register::unregister_all(shard).await;
+        if shard.config().controller_mode.handover.is_set() {
+            tracing::info!("stopping for a role change: staying registered");
+        } else {
+            crate::tasks::namesrv_register::unregister_all(shard).await;
+        }
         return;
     }
     let stopped = ShardStopped {
