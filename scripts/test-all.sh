@@ -9,7 +9,10 @@
 #  4. creates or reuses a second venv (target/interop-v5-venv) with the
 #     official RocketMQ 5 Python client (PyPI rocketmq-python-client==5.1.2)
 #     and runs tests/interop-v5 against `ferrocket proxy`,
-#  5. runs tests/interop-rust (transactions and pop consumption through
+#  5. runs tests/interop-java (scripts/test-java.sh): Apache RocketMQ's own
+#     Java client, rocketmq-client 4.9.8 and 5.5.0, through Maven (needs
+#     Java 17+ and Maven 3.8+),
+#  6. runs tests/interop-rust (transactions and pop consumption through
 #     rocketmq-client-rust, and the RocketMQ 5 Rust client, the crate
 #     `rocketmq` 5.0.0, through the broker's gRPC port).
 #
@@ -17,7 +20,8 @@
 #   PYTHON           interpreter for the venv (default: python3.11, else python3)
 #   SKIP_INTEROP=1   stop after the Rust tests
 #   PYTEST_ARGS      extra pytest arguments, e.g. "-k send_sync -x"
-#   SKIP_INTEROP_RUST=1  skip step 5
+#   SKIP_INTEROP_JAVA=1  skip step 5
+#   SKIP_INTEROP_RUST=1  skip step 6
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -127,6 +131,24 @@ step "pytest tests/interop-v5 (Python v5 client; its logs under $V5_HOME)"
 env HOME="$V5_HOME" FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$V5_HOME" \
     FERROCKET_CPP_PYTHON="$VENV/bin/python" FERROCKET_NODE_DIR="$NODE_DIR" \
     "$V5_VENV/bin/python" -m pytest "$ROOT/tests/interop-v5" ${PYTEST_ARGS:-}
+
+# Apache RocketMQ's own Java client (rocketmq-client 4.9.8 and 5.5.0, JUnit
+# 5 through Maven; the Maven local repository and build output under
+# $TARGET_DIR). Java 17+ and Maven 3.8+ are required: without them this
+# fails, it does not skip.
+if [[ "${SKIP_INTEROP_JAVA:-0}" == "1" ]]; then
+    step "SKIP_INTEROP_JAVA=1: Java client suite skipped"
+else
+    for tool in java mvn; do
+        if ! command -v "$tool" >/dev/null 2>&1; then
+            echo "error: '$tool' not found: tests/interop-java needs Java 17+ and Maven 3.8+" \
+                "(or set SKIP_INTEROP_JAVA=1 to leave it out)" >&2
+            exit 1
+        fi
+    done
+    step "scripts/test-java.sh (Java client 4.9.8 and 5.5.0; logs under $TARGET_DIR/interop-java)"
+    FERROCKET_BIN="$FERROCKET_BIN" TARGET_DIR="$TARGET_DIR" "$ROOT/scripts/test-java.sh"
+fi
 
 if [[ "${SKIP_INTEROP_RUST:-0}" == "1" ]]; then
     step "SKIP_INTEROP_RUST=1: rocketmq-client-rust suite skipped"

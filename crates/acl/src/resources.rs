@@ -54,7 +54,11 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
                 .map_err(|e| format!("cannot read the send header: {e}"))?;
             topic(Some(header.topic), PUB)
         }
-        PULL_MESSAGE | UPDATE_CONSUMER_OFFSET | QUERY_MESSAGE => topic(ext.get("topic"), SUB),
+        // LITE_PULL_MESSAGE is not in Java's ACL 1.0 list (it came later);
+        // it reads what a pull reads, so it needs what a pull needs.
+        PULL_MESSAGE | LITE_PULL_MESSAGE | UPDATE_CONSUMER_OFFSET | QUERY_MESSAGE => {
+            topic(ext.get("topic"), SUB)
+        }
         // Pop consumption: not checked by Java's ACL 1.0 (which predates
         // it); here it needs what a pull needs.
         POP_MESSAGE | PEEK_MESSAGE | ACK_MESSAGE | CHANGE_MESSAGE_INVISIBLETIME | NOTIFICATION => {
@@ -65,6 +69,7 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
     let group = match request.code {
         CONSUMER_SEND_MSG_BACK => ext.get("group"),
         PULL_MESSAGE
+        | LITE_PULL_MESSAGE
         | UPDATE_CONSUMER_OFFSET
         | UNREGISTER_CLIENT
         | GET_CONSUMER_LIST_BY_GROUP

@@ -30,6 +30,7 @@ pub mod request_code {
     pub const UNLOCK_BATCH_MQ: i32 = 42;
     pub const GET_ALL_CONSUMER_OFFSET: i32 = 43;
     pub const GET_ALL_DELAY_OFFSET: i32 = 45;
+    pub const CHECK_CLIENT_CONFIG: i32 = 46;
     pub const GET_BROKER_HA_STATUS: i32 = 907;
     pub const PUT_KV_CONFIG: i32 = 100;
     pub const GET_KV_CONFIG: i32 = 101;
@@ -193,6 +194,7 @@ const REQUEST_CODE_NAMES: &[(i32, &str)] = named_request_codes![
     UNLOCK_BATCH_MQ,
     GET_ALL_CONSUMER_OFFSET,
     GET_ALL_DELAY_OFFSET,
+    CHECK_CLIENT_CONFIG,
     GET_BROKER_HA_STATUS,
     PUT_KV_CONFIG,
     GET_KV_CONFIG,

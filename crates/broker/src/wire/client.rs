@@ -1,10 +1,13 @@
-//! HEART_BEAT (34), UNREGISTER_CLIENT (35) and GET_CONSUMER_LIST_BY_GROUP
-//! (38) (`ClientManageProcessor`, `ConsumerManageProcessor`). Registry
-//! changes go to shard 0; the consumer list is read from this shard's copy.
+//! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP
+//! (38) and CHECK_CLIENT_CONFIG (46) (`ClientManageProcessor`,
+//! `ConsumerManageProcessor`). Registry changes go to shard 0; the consumer
+//! list is read from this shard's copy.
 
 use std::rc::Rc;
 
-use ferrocket_protocol::body::{decode_json, encode_json, ConsumerIdList, HeartbeatData};
+use ferrocket_protocol::body::{
+    decode_json, encode_json, CheckClientRequestBody, ConsumerIdList, HeartbeatData,
+};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{ConsumerGroupRequestHeader, UnregisterClientRequestHeader};
 use ferrocket_protocol::RemotingCommand;
@@ -125,6 +128,37 @@ pub(crate) fn consumer_list(
         consumer_id_list: ids,
     });
     Ok(RemotingCommand::response_to(request, response_code::SUCCESS, None).with_body(body))
+}
+
+/// CHECK_CLIENT_CONFIG: whether this broker can filter by the subscription
+/// a consumer is about to use (Java clients ask at start for every
+/// subscription that is not by tag, and refuse to start on an error). A
+/// tag subscription always passes; any other needs `enablePropertyFilter`
+/// (SYSTEM_ERROR otherwise) and must compile (SUBSCRIPTION_PARSE_FAILED).
+pub(crate) fn check_client_config(
+    shard: &Shard,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let body: CheckClientRequestBody = decode_json(&request.body)?;
+    let Some(subscription) = body.subscription_data else {
+        return Ok(done(request));
+    };
+    // Java's `ExpressionType.isTagType`: absent, empty or exactly "TAG".
+    let kind = subscription.expression_type.as_deref();
+    if matches!(kind, None | Some("") | Some("TAG")) {
+        return Ok(done(request));
+    }
+    crate::services::filter::sql::pull_filter(
+        &subscription.sub_string,
+        kind,
+        shard.config().enable_property_filter,
+    )
+    .inspect_err(|reject| {
+        tracing::debug!(client = %body.client_id, group = %body.group,
+            topic = %subscription.topic, remark = %reject.remark,
+            "a consumer's subscription is refused");
+    })?;
+    Ok(done(request))
 }
 
 /// A connection closed: its clients leave the registry (only asks shard 0

@@ -55,7 +55,9 @@ async fn dispatch(
     match request.code {
         SEND_MESSAGE | SEND_MESSAGE_V2 => send::send_message(shard, conn, request).await,
         SEND_BATCH_MESSAGE => send::send_batch(shard, conn, request).await,
-        PULL_MESSAGE => pull::pull_message(shard, conn, request).await,
+        // A lite pull consumer's pull (5.x clients); Java's broker hands
+        // both codes to the same processor.
+        PULL_MESSAGE | LITE_PULL_MESSAGE => pull::pull_message(shard, conn, request).await,
         POP_MESSAGE => pop::pop_message(shard, conn, request).await,
         ACK_MESSAGE => pop::ack::ack_message(shard, request).await,
         UPDATE_CONSUMER_OFFSET => offsets::update_consumer_offset(shard, request).await,
@@ -79,6 +81,7 @@ async fn dispatch_other(
         }
         UNREGISTER_CLIENT => client::unregister_client(shard, request).await,
         GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(shard, request),
+        CHECK_CLIENT_CONFIG => client::check_client_config(shard, request),
         UPDATE_AND_CREATE_TOPIC => topic_admin::update_and_create_topic(shard, request).await,
         GET_ALL_TOPIC_CONFIG => Ok(topic_admin::all_topic_config(shard, request)),
         GET_TOPIC_CONFIG => topic_admin::topic_config(shard, request),

@@ -35,7 +35,7 @@ pub(crate) fn is_refusal(request: i32, answer: i32) -> bool {
             answer,
             SUCCESS | FLUSH_DISK_TIMEOUT | FLUSH_SLAVE_TIMEOUT | SLAVE_NOT_AVAILABLE
         ),
-        PULL_MESSAGE | POP_MESSAGE => !matches!(
+        PULL_MESSAGE | LITE_PULL_MESSAGE | POP_MESSAGE => !matches!(
             answer,
             SUCCESS | PULL_NOT_FOUND | PULL_RETRY_IMMEDIATELY | PULL_OFFSET_MOVED | POLLING_TIMEOUT
         ),

@@ -166,9 +166,37 @@ pub struct HeartbeatData {
     pub consumer_data_set: Vec<ConsumerData>,
 }
 
+/// CHECK_CLIENT_CONFIG body (`CheckClientRequestBody`): the subscription a
+/// consumer is about to use, sent before its first heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckClientRequestBody {
+    #[serde(deserialize_with = "de_string")]
+    pub client_id: String,
+    #[serde(deserialize_with = "de_string")]
+    pub group: String,
+    pub subscription_data: Option<SubscriptionData>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn java_check_client_body() {
+        let body = r#"{"clientId":"127.0.0.1@1#2","group":"G","subscriptionData":{
+            "classFilterMode":false,"codeSet":[],"expressionType":"SQL92",
+            "subString":"a > 1","subVersion":1700000000000,"tagsSet":[],"topic":"T"}}"#;
+        let data: CheckClientRequestBody = serde_json::from_str(body).unwrap();
+        assert_eq!(data.group, "G");
+        let sub = data.subscription_data.unwrap();
+        assert_eq!(sub.expression_type.as_deref(), Some("SQL92"));
+        assert_eq!(sub.sub_string, "a > 1");
+        let empty: CheckClientRequestBody = serde_json::from_str("{}").unwrap();
+        assert!(empty.subscription_data.is_none());
+    }
 
     #[test]
     fn cpp_client_heartbeat_with_ordinals() {

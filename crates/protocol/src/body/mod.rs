@@ -20,8 +20,8 @@ pub use group::{
     RETRY_QUEUE_NUMS_DEFAULT,
 };
 pub use heartbeat::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
-    SubscriptionData,
+    CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData,
+    MessageModel, ProducerData, SubscriptionData,
 };
 pub use lenient::{de_bool, de_i32, de_i64, de_string};
 pub use properties_text::{parse_properties, properties_text};

@@ -15,7 +15,7 @@ use ferrocket_protocol::header::{SendMessageRequestView, SendMessageResponseHead
 use ferrocket_protocol::limits::{validate_topic, PROPERTIES_BYTES_MAX};
 use ferrocket_protocol::message_id::offset_msg_id;
 use ferrocket_protocol::properties::{self, Properties};
-use ferrocket_protocol::record::NewRecord;
+use ferrocket_protocol::record::{sys_flag, NewRecord};
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
 use ferrocket_store::{AppendRequest, AppendResult};
@@ -145,12 +145,13 @@ fn success(
     result: &AppendResult,
     queue_id: i32,
     msg_id: String,
+    transaction_id: Option<String>,
 ) -> RemotingCommand {
     let header = SendMessageResponseHeader {
         msg_id,
         queue_id,
         queue_offset: result.queue_offset,
-        transaction_id: None,
+        transaction_id,
         batch_uniq_id: None,
     };
     let code = result.status.response_code();
@@ -217,7 +218,14 @@ pub(crate) async fn send_message(
         .count_in(header.topic, props.kind, 1, stored_bytes);
     shard.await_replicas(&mut result, props.wait_store_ok).await;
     let msg_id = offset_msg_id(shard.env.store_host, result.physical_offset);
-    Ok(success(shard, request, &result, queue_id, msg_id))
+    Ok(success(
+        shard,
+        request,
+        &result,
+        queue_id,
+        msg_id,
+        props.transaction_id,
+    ))
 }
 
 /// Where a send is stored and its properties as stored: appended to in
@@ -248,8 +256,17 @@ fn stored_properties<'a>(
         props.insert(properties::UNIQ_KEY, shard.next_unique_key(now));
     }
     props.insert(properties::CLUSTER, cluster);
+    // Java 5's broker answers every send with its unique key as
+    // `transactionId`; clients read it only for a half message (it becomes
+    // TransactionSendResult's transactionId, the id a check-back names),
+    // so only half messages carry it here and plain sends stay as they were.
+    let transaction_id = (sys_flag::transaction_type(sys_flag) == sys_flag::TRANSACTION_PREPARED)
+        .then(|| props.unique_key().map(str::to_owned))
+        .flatten();
     let place = placement(shard, header, queue_id, &mut props, now)?;
-    Ok((place, SendProps::of(&props)))
+    let mut stored = SendProps::of(&props);
+    stored.transaction_id = transaction_id;
+    Ok((place, stored))
 }
 
 /// The fields every message a client sends is stored with: the header's
@@ -386,5 +403,12 @@ pub(crate) async fn send_batch(
         position += size as i64;
     }
     assert_eq!(ids.len(), items.len(), "one message id per batch item");
-    Ok(success(shard, request, &result, queue_id, ids.join(",")))
+    Ok(success(
+        shard,
+        request,
+        &result,
+        queue_id,
+        ids.join(","),
+        None,
+    ))
 }

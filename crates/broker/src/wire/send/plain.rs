@@ -20,6 +20,9 @@ pub(super) struct SendProps {
     pub tags_code: i64,
     pub kind: MessageType,
     pub wait_store_ok: bool,
+    /// A half message's unique key, answered as the send's
+    /// `transactionId` (the general path sets it).
+    pub transaction_id: Option<String>,
 }
 
 impl SendProps {
@@ -30,6 +33,7 @@ impl SendProps {
             tags_code: tag_hash(props),
             kind: MessageType::of(props),
             wait_store_ok: wait_store_ok(props),
+            transaction_id: None,
         }
     }
 }
@@ -99,6 +103,7 @@ pub(super) fn plain(
         tags_code: tags.map_or(0, properties::tags_code),
         kind: MessageType::of_values(kind),
         wait_store_ok: wait_value_ok(wait),
+        transaction_id: None,
     })
 }
 
