@@ -20,9 +20,7 @@ mod harness;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use ferrocket_protocol::body::{decode_json, TopicRouteData};
-use ferrocket_protocol::codes::{request_code, response_code};
-use ferrocket_protocol::RemotingCommand;
+use ferrocket_protocol::codes::response_code;
 use harness::failover::*;
 use harness::{unique_name, wait_for, Namesrv};
 
@@ -35,26 +33,6 @@ const HEARTBEAT_TIMEOUT: &str = "controllerHeartBeatTimeoutMills=4000";
 fn wait_state(addrs: &str, what: &str, ok: impl Fn(&SetState) -> bool) -> SetState {
     wait_for(WAIT, || sync_state(addrs).filter(|s| ok(s)))
         .unwrap_or_else(|| panic!("{what}: the set stayed {:?}", sync_state(addrs)))
-}
-
-/// The set's addresses by broker id in the name server's route for
-/// `topic` (`None`: the set is not in the route).
-fn routed_set(namesrv: &Namesrv, topic: &str) -> Option<std::collections::BTreeMap<i64, String>> {
-    let mut request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC);
-    request.ext_fields.insert("topic", topic);
-    let answer = namesrv.connect().request(request);
-    if answer.code != response_code::SUCCESS {
-        return None;
-    }
-    let route: TopicRouteData = decode_json(&answer.body).ok()?;
-    let broker = route.broker_datas.iter().find(|b| b.broker_name == SET)?;
-    Some(broker.broker_addrs.clone())
-}
-
-/// The master address the name server routes `topic` to (`None`: no
-/// route, or a route without a master).
-fn routed_master(namesrv: &Namesrv, topic: &str) -> Option<String> {
-    routed_set(namesrv, topic)?.get(&0).cloned()
 }
 
 #[test]
@@ -72,7 +50,7 @@ fn a_killed_master_never_takes_the_set_out_of_the_route() {
     let code = send(&mut first.connect(), &topic, 0, "before".into(), true);
     assert_eq!(code, response_code::SUCCESS, "the first send");
     let both = wait_for(WAIT, || {
-        (routed_set(&namesrv, &topic)?.len() == 2).then_some(())
+        (routed_set(&namesrv.addr(), &topic)?.len() == 2).then_some(())
     });
     assert!(both.is_some(), "both brokers are never routed");
 
@@ -81,7 +59,7 @@ fn a_killed_master_never_takes_the_set_out_of_the_route() {
     let until = Instant::now() + WAIT;
     let mut missing = 0;
     loop {
-        match routed_set(&namesrv, &topic) {
+        match routed_set(&namesrv.addr(), &topic) {
             None => missing += 1,
             Some(set) if set.get(&0) == Some(&new_master) => break,
             Some(_) => {}
@@ -116,7 +94,7 @@ fn a_resumed_old_master_never_takes_the_route_from_the_elected_one() {
     let code = send(&mut conn, &topic, 0, "before".into(), true);
     assert_eq!(code, response_code::SUCCESS, "the first send");
     let routed = wait_for(WAIT, || {
-        (routed_master(&namesrv, &topic)? == first.addr()).then_some(())
+        (routed_master(&namesrv.addr(), &topic)? == first.addr()).then_some(())
     });
     assert!(routed.is_some(), "the first master is never routed");
 
@@ -125,7 +103,7 @@ fn a_resumed_old_master_never_takes_the_route_from_the_elected_one() {
     let new_master = second.addr();
     assert_eq!(state.master_address.as_deref(), Some(new_master.as_str()));
     let routed = wait_for(WAIT, || {
-        (routed_master(&namesrv, &topic)? == new_master).then_some(())
+        (routed_master(&namesrv.addr(), &topic)? == new_master).then_some(())
     });
     assert!(routed.is_some(), "the elected master is never routed");
 
@@ -133,7 +111,7 @@ fn a_resumed_old_master_never_takes_the_route_from_the_elected_one() {
     let until = Instant::now() + WATCH;
     let mut wrong = Vec::new();
     while Instant::now() < until {
-        let seen = routed_master(&namesrv, &topic);
+        let seen = routed_master(&namesrv.addr(), &topic);
         if seen.as_deref() != Some(new_master.as_str()) {
             wrong.push(seen);
         }

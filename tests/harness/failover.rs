@@ -1,10 +1,10 @@
 //! Controller mode with real processes: controllers (one or three), brokers
 //! of one set in controller mode, and what the tests ask them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use ferrocket_protocol::body::{decode_json, encode_json, BrokerReplicasInfo};
+use ferrocket_protocol::body::{decode_json, encode_json, BrokerReplicasInfo, TopicRouteData};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
@@ -175,4 +175,26 @@ pub fn bodies(broker: &Broker, topic: &str) -> BTreeSet<String> {
         }
     }
     out
+}
+
+/// The set's addresses by broker id in the name server's route for
+/// `topic` (`None`: the set is not in the route).
+pub fn routed_set(namesrv: &str, topic: &str) -> Option<BTreeMap<i64, String>> {
+    let mut request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC);
+    request.ext_fields.insert("topic", topic);
+    let answer = RemotingConn::connect_timeout(namesrv, std::time::Duration::from_secs(1))
+        .ok()?
+        .try_request(request)?;
+    if answer.code != response_code::SUCCESS {
+        return None;
+    }
+    let route: TopicRouteData = decode_json(&answer.body).ok()?;
+    let broker = route.broker_datas.iter().find(|b| b.broker_name == SET)?;
+    Some(broker.broker_addrs.clone())
+}
+
+/// The master address the name server routes `topic` to (`None`: no
+/// route, or a route without a master).
+pub fn routed_master(namesrv: &str, topic: &str) -> Option<String> {
+    routed_set(namesrv, topic)?.get(&0).cloned()
 }

@@ -11,6 +11,7 @@
 pub mod bad_input;
 pub mod failover;
 pub mod namesrv_restart;
+pub mod netns;
 pub mod process;
 pub mod remoting;
 pub mod requests;

@@ -101,8 +101,22 @@ impl ServerProcess {
     /// `ferrocket ROLE listening on 127.0.0.1:PORT`. On failure returns an
     /// error holding the child's output (the child is stopped).
     pub fn start(role: &str, args: &[String], home: &Path, port: u16) -> Result<Self, String> {
+        Self::start_in(None, "127.0.0.1", role, args, home, port)
+    }
+
+    /// [`ServerProcess::start`] in network namespace `netns` (through `ip
+    /// netns exec`, which execs the server: the pid is the server's),
+    /// listening on `ip`.
+    pub fn start_in(
+        netns: Option<&str>,
+        ip: &str,
+        role: &str,
+        args: &[String],
+        home: &Path,
+        port: u16,
+    ) -> Result<Self, String> {
         let needle = format!("ferrocket {role} listening on ");
-        let mut process = Self::spawn(role, args, home)?;
+        let mut process = Self::spawn_in(netns, role, args, home)?;
         process.port = port;
         let line = process.wait_for_line(&needle, ready_timeout())?;
         let addr = line
@@ -111,7 +125,7 @@ impl ServerProcess {
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_default()
             .to_string();
-        let expected = format!("127.0.0.1:{port}");
+        let expected = format!("{ip}:{port}");
         if addr != expected {
             return Err(format!(
                 "{role} says it listens on {addr:?}, expected {expected}; its output:\n{}",
@@ -124,7 +138,24 @@ impl ServerProcess {
 
     /// Runs `ferrocket ARGS` without waiting for anything.
     pub fn spawn(role: &str, args: &[String], home: &Path) -> Result<Self, String> {
-        let mut command = Command::new(ferrocket_bin());
+        Self::spawn_in(None, role, args, home)
+    }
+
+    /// [`ServerProcess::spawn`] in network namespace `netns`, if given.
+    pub fn spawn_in(
+        netns: Option<&str>,
+        role: &str,
+        args: &[String],
+        home: &Path,
+    ) -> Result<Self, String> {
+        let mut command = match netns {
+            Some(ns) => {
+                let mut ip = Command::new("ip");
+                ip.args(["netns", "exec", ns, ferrocket_bin()]);
+                ip
+            }
+            None => Command::new(ferrocket_bin()),
+        };
         command
             .args(args)
             .env("HOME", home)

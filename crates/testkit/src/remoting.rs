@@ -42,7 +42,20 @@ pub struct RemotingConn {
 
 impl RemotingConn {
     pub fn connect(addr: impl ToSocketAddrs) -> std::io::Result<Self> {
-        let stream = TcpStream::connect(addr)?;
+        Self::from_stream(TcpStream::connect(addr)?)
+    }
+
+    /// [`RemotingConn::connect`], giving up after `timeout` (a peer behind
+    /// a partition never answers the handshake).
+    pub fn connect_timeout(addr: &str, timeout: Duration) -> std::io::Result<Self> {
+        let addr = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| std::io::Error::other(format!("{addr}: no address")))?;
+        Self::from_stream(TcpStream::connect_timeout(&addr, timeout)?)
+    }
+
+    fn from_stream(stream: TcpStream) -> std::io::Result<Self> {
         stream.set_nodelay(true)?;
         Ok(Self {
             stream,
