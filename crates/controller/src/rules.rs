@@ -183,9 +183,20 @@ fn check_alter(
             let remark = format!("replica {id} does not exist");
             return Err(Reply::error(rc::CONTROLLER_INVALID_REPLICAS, remark));
         }
-        if !live.is_alive(&set.cluster_name, &set.broker_name, *id) {
+        let Some(info) = live.live(&set.cluster_name, &set.broker_name, *id) else {
             let remark = format!("replica {id} is not alive");
             return Err(Reply::error(rc::CONTROLLER_BROKER_NOT_ALIVE, remark));
+        };
+        // Ferrocket's check beyond Java's: a replica joining the set can
+        // hold only epochs this set's masters wrote, so never a newer one
+        // than the master's (the master admits only replicas that copy it:
+        // `src/controller_mode/isr.rs`).
+        if !set.sync_state_set.contains(id) && info.epoch > set.master_epoch {
+            let remark = format!(
+                "replica {id} reports epoch {}, newer than the master's {}: its log is not this master's",
+                info.epoch, set.master_epoch
+            );
+            return Err(Reply::error(rc::CONTROLLER_INVALID_REPLICAS, remark));
         }
     }
     let master = set.master_id.unwrap_or(-1);

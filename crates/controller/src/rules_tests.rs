@@ -184,6 +184,13 @@ fn alter_sync_state_set_checks_in_java_order() {
         rc::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
     );
 
+    let ahead = Alive::default().with(1, 1, 0, 5).with(2, 4, 0, 5);
+    assert_eq!(
+        code(alter(&state, &ahead, 1, 1, &[1, 2], 1)),
+        rc::CONTROLLER_INVALID_REPLICAS,
+        "a joining replica with an epoch no master of the set wrote"
+    );
+
     let ok = alter(&state, &live, 1, 1, &[1, 2], 1);
     assert_eq!(ok.reply.code, rc::SUCCESS);
     let header = AlterSyncStateSetResponseHeader::from_ext(&ok.reply.ext).unwrap();
