@@ -25,7 +25,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ferrocket_broker::{BrokerConfig, BrokerRole, MasterLease, RoleHandover};
-use ferrocket_controller::member::{ControllerClient, MasterInfo, Member};
+use ferrocket_controller::member::{ControllerClient, MasterInfo, Member, MemberError};
+use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::controller::BrokerHeartbeatRequestHeader;
 
 /// How long a call to a controller may take.
@@ -171,6 +172,15 @@ impl Supervisor {
                     self.id = id;
                     tracing::info!(broker_id = id, ?master, "registered with the controller");
                     break master;
+                }
+                // Brokers of a new set apply for ids at once, and all but
+                // one lose each round: expected, not a fault.
+                Err(MemberError::Refused { code, .. })
+                    if code == response_code::CONTROLLER_BROKER_ID_INVALID =>
+                {
+                    tracing::info!(
+                        "another broker of the set took the id applied for; applying for the next"
+                    )
                 }
                 Err(e) => tracing::warn!("registering with the controller: {e}"),
             }
