@@ -31,6 +31,17 @@ case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The interop suites' downloads (Maven, Go modules) wait on the network:
+# fetch them in the background while the Rust builds and suites use the
+# CPUs; the Java step waits for it.
+PREFETCH_LOG="$TARGET_DIR/prefetch-deps.log"
+mkdir -p "$TARGET_DIR"
+TARGET_DIR="$TARGET_DIR" setsid "$ROOT/scripts/prefetch-deps.sh" >"$PREFETCH_LOG" 2>&1 &
+PREFETCH_PID=$!
+# Its own process group: whatever it still runs when this script ends goes.
+trap 'kill -- -"$PREFETCH_PID" 2>/dev/null || true' EXIT
+step "fetching the Java and Go clients in the background (pid $PREFETCH_PID, log $PREFETCH_LOG)"
+
 step "cargo build --workspace --all-targets"
 cargo build --workspace --all-targets
 
@@ -146,6 +157,9 @@ else
             exit 1
         fi
     done
+    if ! wait "$PREFETCH_PID"; then
+        echo "note: the background fetch reported a failure (see $PREFETCH_LOG); the suites fetch what is missing" >&2
+    fi
     step "scripts/test-java.sh (Java client 4.9.8 and 5.5.0; logs under $TARGET_DIR/interop-java)"
     FERROCKET_BIN="$FERROCKET_BIN" TARGET_DIR="$TARGET_DIR" "$ROOT/scripts/test-java.sh"
 fi
