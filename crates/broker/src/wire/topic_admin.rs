@@ -1,10 +1,11 @@
 //! Topic administration (UPDATE_AND_CREATE_TOPIC 17, GET_ALL_TOPIC_CONFIG 21,
-//! GET_TOPIC_CONFIG 351, DELETE_TOPIC_IN_BROKER 215) and
-//! GET_BROKER_RUNTIME_INFO (28) (`AdminBrokerProcessor`).
+//! GET_TOPIC_CONFIG 351, DELETE_TOPIC_IN_BROKER 215,
+//! GET_SYSTEM_TOPIC_LIST_FROM_BROKER 305) and GET_BROKER_RUNTIME_INFO (28)
+//! (`AdminBrokerProcessor`).
 
 use std::rc::Rc;
 
-use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig};
+use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig, TopicList};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
 use ferrocket_protocol::limits::validate_topic;
@@ -57,6 +58,32 @@ pub(crate) async fn update_and_create_topic(
 /// GET_ALL_TOPIC_CONFIG: the table with its data version.
 pub(crate) fn all_topic_config(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
     ok(request).with_body(encode_json(&*shard.topics.get()))
+}
+
+/// RocketMQ's GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
+pub(crate) const GET_SYSTEM_TOPIC_LIST_FROM_BROKER: i32 = 305;
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: this broker's internal topics (the
+/// system topics and its cluster and broker name topics), which mqadmin's
+/// exportMetadata and exportMetrics leave out (Java answers its static
+/// system topic set, which holds the same names).
+pub(crate) fn system_topics(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
+    let config = shard.config();
+    let topic_list = shard.topics.with(|table| {
+        table
+            .topic_config_table
+            .keys()
+            .filter(|t| {
+                is_system_topic(t) || **t == config.broker_cluster_name || **t == config.broker_name
+            })
+            .cloned()
+            .collect()
+    });
+    let body = TopicList {
+        topic_list,
+        broker_addr: None,
+    };
+    ok(request).with_body(encode_json(&body))
 }
 
 /// GET_TOPIC_CONFIG.
