@@ -92,3 +92,72 @@ fn system_topics_and_considered_refusals() {
     assert!(remark.contains("CLEAN_EXPIRED_CONSUMEQUEUE"), "{remark}");
     assert!(remark.contains("not supported by Ferrocket"), "{remark}");
 }
+
+#[test]
+fn topics_and_groups_by_the_batch() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let mut conn = broker.connect();
+    let (first, second) = (unique_name("ListT"), unique_name("ListT"));
+    let topics = format!(
+        r#"{{"topicConfigList":[{{"topicName":"{first}","readQueueNums":2,"writeQueueNums":2,"perm":6}},{{"topicName":"{second}","readQueueNums":1,"writeQueueNums":1,"perm":6}}]}}"#
+    );
+    let made = conn.request(RemotingCommand::request(18).with_body(topics));
+    assert_eq!(made.code, response_code::SUCCESS, "{made:?}");
+    for topic in [&first, &second] {
+        let config = conn.request(
+            RemotingCommand::request(request_code::GET_TOPIC_CONFIG).with_ext("topic", topic),
+        );
+        assert_eq!(config.code, response_code::SUCCESS, "{topic}: {config:?}");
+    }
+    let bad = format!(
+        r#"{{"topicConfigList":[{{"topicName":"{}","writeQueueNums":1}},{{"topicName":"SCHEDULE_TOPIC_XXXX"}}]}}"#,
+        unique_name("NotMadeT")
+    );
+    let refused = conn.request(RemotingCommand::request(18).with_body(bad));
+    assert_ne!(
+        refused.code,
+        response_code::SUCCESS,
+        "a system topic in the batch"
+    );
+
+    let group = unique_name("ListG");
+    let groups = format!(r#"{{"groupConfigList":[{{"groupName":"{group}","retryMaxTimes":5}}]}}"#);
+    let made = conn.request(RemotingCommand::request(225).with_body(groups));
+    assert_eq!(made.code, response_code::SUCCESS, "{made:?}");
+    let all = conn.request(RemotingCommand::request(
+        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    ));
+    let table = json(&all);
+    assert_eq!(
+        table["subscriptionGroupTable"][group.as_str()]["retryMaxTimes"],
+        5
+    );
+    let bad = conn.request(
+        RemotingCommand::request(225)
+            .with_body(r#"{"groupConfigList":[{"groupName":"bad group!"}]}"#),
+    );
+    assert_eq!(bad.code, response_code::INVALID_PARAMETER, "{bad:?}");
+}
+
+#[test]
+fn runtime_info_has_the_morning_totals() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let mut conn = broker.connect();
+    let info = conn.request(RemotingCommand::request(
+        request_code::GET_BROKER_RUNTIME_INFO,
+    ));
+    let table = &json(&info)["table"];
+    for key in [
+        "msgPutTotalTodayMorning",
+        "msgPutTotalYesterdayMorning",
+        "msgGetTotalTodayMorning",
+        "msgGetTotalYesterdayMorning",
+    ] {
+        let value = table[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key}: {table}"));
+        assert!(value.parse::<u64>().is_ok(), "{key}={value}");
+    }
+}

@@ -4,6 +4,7 @@
 //! response, never a dropped connection.
 
 pub(crate) mod acl;
+mod admin_lists;
 pub(crate) mod assignment;
 mod auth_admin;
 pub(crate) mod broker_config;
@@ -135,6 +136,12 @@ async fn dispatch_other(
         }
         topic_admin::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => {
             Ok(topic_admin::system_topics(shard, request))
+        }
+        admin_lists::UPDATE_AND_CREATE_TOPIC_LIST => {
+            admin_lists::update_topics(shard, request).await
+        }
+        admin_lists::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+            admin_lists::update_groups(shard, request).await
         }
         _ => Ok(unsupported::answer(request)),
     }

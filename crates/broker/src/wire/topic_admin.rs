@@ -26,7 +26,7 @@ fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
 }
 
-fn check_admin_topic(topic: &str) -> Result<(), Reject> {
+pub(crate) fn check_admin_topic(topic: &str) -> Result<(), Reject> {
     validate_topic(topic).map_err(|e| Reject::system(e.to_string()))?;
     if is_system_topic(topic) {
         return Err(Reject::system(format!(
@@ -162,6 +162,20 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     put("getTransferedTps", got_tps);
     put("msgPutTotalTodayNow", total.put_messages.to_string());
     put("msgGetTotalTodayNow", total.got_messages.to_string());
+    let mornings = shard
+        .call(0, stats::MorningTotals)
+        .await
+        .unwrap_or_default();
+    put("msgPutTotalTodayMorning", mornings.put_today.to_string());
+    put(
+        "msgPutTotalYesterdayMorning",
+        mornings.put_yesterday.to_string(),
+    );
+    put("msgGetTotalTodayMorning", mornings.got_today.to_string());
+    put(
+        "msgGetTotalYesterdayMorning",
+        mornings.got_yesterday.to_string(),
+    );
     put("putMessageTotalBytes", total.put_bytes.to_string());
     put("pullHoldingCount", total.held_pulls.to_string());
     put(

@@ -23,6 +23,12 @@ const REFUSED: &[(i32, &str, &str)] = &[
          (DELETE_TOPIC_IN_BROKER), so no unused topic's files remain to clean",
     ),
     (
+        321,
+        "QUERY_CONSUME_QUEUE",
+        "a ConsumeQueue's raw entries are not served yet; queryMsgByOffset and \
+         printMsgByQueue read a queue's messages",
+    ),
+    (
         329,
         "DELETE_EXPIRED_COMMITLOG",
         "Ferrocket deletes expired CommitLog segments itself (fileReservedTime, deleteWhen, \
