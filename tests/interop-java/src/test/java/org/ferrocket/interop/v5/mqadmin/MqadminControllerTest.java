@@ -98,9 +98,8 @@ class MqadminControllerTest {
     @Test
     @Order(4)
     void cleanBrokerMetadataOfALiveSetIsRefused() throws Exception {
-        Mqadmin.Result result = Mqadmin.run("cleanBrokerMetadata", "-n", ns, "-a", controller,
+        // Broker 1 is alive: Java's controller refuses too (2009) unless -l.
+        refused(2009, printing(ControllerCluster.SET), "cleanBrokerMetadata", "-n", ns, "-a", controller,
             "-bn", ControllerCluster.SET, "-c", CLUSTER, "-b", "1");
-        assertTrue(result.output.contains("CODE: 2009 ") || result.output.contains("success"), result::toString);
-        Check.notBroken(result);
     }
 }
