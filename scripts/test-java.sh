@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Java Remoting client interop suite (tests/interop-java): Apache
 # RocketMQ's own Java client, org.apache.rocketmq:rocketmq-client, at 4.9.8
-# and at 5.5.0, against a real `ferrocket start` per test class.
+# and at 5.5.0, against a real `ferrocket start` per test class; with 5.5.0
+# also mqadmin (rocketmq-tools, tests v5.mqadmin) against every server.
 #
 # Needs Java 17+ and Maven 3.8+ (nothing else: Maven fetches the client,
 # JUnit and its plugins from the Maven registry into a local repository

@@ -16,6 +16,7 @@ mod metrics;
 pub mod processor;
 pub mod route;
 mod server;
+pub mod settings;
 
 pub use config::{
     kv_config_path_under, NamesrvConfig, BROKER_EXPIRY_MS_DEFAULT, LISTEN_PORT_DEFAULT,

@@ -2,7 +2,7 @@
 //! `ClientRequestProcessor`): one synchronous answer per request, from the
 //! route table and KV store owned by the name server's single executor.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,7 @@ use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
 use crate::kv::{KvStore, NAMESPACE_ORDER_TOPIC_CONFIG};
 use crate::kv_file::KvFileError;
 use crate::route::{BrokerAddrKey, Registration, RouteTable};
+use crate::settings::{self, LiveSettings};
 use crate::{NamesrvConfig, NamesrvError};
 use ferrocket_protocol::body::decode_compressed;
 
@@ -29,6 +30,8 @@ use ferrocket_protocol::body::decode_compressed;
 pub mod extra_request_code {
     pub const REGISTER_TOPIC_IN_NAMESRV: i32 = 217;
     pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
+    pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
+    pub const GET_NAMESRV_CONFIG: i32 = 319;
 }
 
 /// Start of the remark of a REGISTER_BROKER whose body does not decode
@@ -41,7 +44,10 @@ type Outcome = Result<RemotingCommand, ProtocolError>;
 pub struct NamesrvHandler {
     routes: RefCell<RouteTable>,
     kv: RefCell<KvStore>,
-    unregister_on_disconnect: bool,
+    /// The settings it started with, shown by GET_NAMESRV_CONFIG.
+    config: NamesrvConfig,
+    /// The settings UPDATE_NAMESRV_CONFIG may change (`crate::settings`).
+    live: Cell<LiveSettings>,
     /// With `aclEnable=true`: who may change things (`crate::acl`).
     pub(crate) acl: Option<std::sync::Arc<ferrocket_acl::AclStore>>,
     /// Every request's latency, for `/metrics` (served by the metrics module).
@@ -66,7 +72,8 @@ impl NamesrvHandler {
                 config.delete_topic_with_broker_registration,
             )),
             kv: RefCell::new(kv),
-            unregister_on_disconnect: config.unregister_on_disconnect,
+            config: config.clone(),
+            live: Cell::new(LiveSettings::of(config)),
             acl: crate::acl::open(config.acl_enable, config.rocketmq_home())?,
             rpc: RefCell::default(),
         })
@@ -115,12 +122,32 @@ impl NamesrvHandler {
             extra_request_code::GET_SYSTEM_TOPIC_LIST_FROM_NS => {
                 Ok(success(request).with_body(encode_json(&self.routes.borrow().system_topics())))
             }
+            extra_request_code::GET_NAMESRV_CONFIG => Ok(success(request)
+                .with_body(settings::show(&self.config, self.live.get()).into_bytes())),
+            extra_request_code::UPDATE_NAMESRV_CONFIG => Ok(self.update_settings(request)),
             _ => Ok(RemotingCommand::not_supported(request)),
         };
         outcome.unwrap_or_else(|e| {
             tracing::debug!(code = request.code, "bad request: {e}");
             RemotingCommand::response_to(request, e.response_code(), Some(e.to_string()))
         })
+    }
+
+    /// UPDATE_NAMESRV_CONFIG: every line applied, or none.
+    fn update_settings(&self, request: &RemotingCommand) -> RemotingCommand {
+        match settings::update(self.live.get(), &request.body) {
+            Ok(next) => {
+                self.live.set(next);
+                self.routes
+                    .borrow_mut()
+                    .set_delete_missing_topics(next.delete_topic_with_broker_registration);
+                tracing::info!(?next, "name server settings updated");
+                success(request)
+            }
+            Err(refusal) => {
+                RemotingCommand::response_to(request, refusal.code, Some(refusal.remark))
+            }
+        }
     }
 
     fn put_kv_config(&self, request: &RemotingCommand) -> Outcome {
@@ -360,7 +387,7 @@ impl RequestHandler for NamesrvHandler {
     }
 
     fn on_close(&self, conn: &Connection) {
-        if !self.unregister_on_disconnect {
+        if !self.live.get().unregister_on_disconnect {
             return;
         }
         let mut routes = self.routes.borrow_mut();

@@ -117,6 +117,11 @@ impl RouteTable {
         }
     }
 
+    /// `deleteTopicWithBrokerRegistration` changed while running.
+    pub fn set_delete_missing_topics(&mut self, delete: bool) {
+        self.delete_missing_topics = delete;
+    }
+
     /// Registers (or refreshes) a broker and its topic table.
     pub fn register_broker(
         &mut self,

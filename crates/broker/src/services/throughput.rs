@@ -21,10 +21,46 @@ pub(crate) struct Sample {
     pub got_messages: u64,
 }
 
+/// The message totals at the start of today and of yesterday (UTC days),
+/// as Java's `BrokerStats` keeps them for runtime info's
+/// `msgPutTotalTodayMorning`, `msgPutTotalYesterdayMorning` and the `Get`
+/// pair (mqadmin's `clusterList -m` and `exportMetrics` subtract them).
+/// Like Java's, they are 0 until the broker has seen a midnight.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mornings {
+    day: Option<i64>,
+    pub put_today: u64,
+    pub put_yesterday: u64,
+    pub got_today: u64,
+    pub got_yesterday: u64,
+}
+
+impl Mornings {
+    /// The totals `put` and `got` seen on UTC day `day`: on the first
+    /// sample of a new day they become today's morning totals.
+    pub fn observe(&mut self, day: i64, put: u64, got: u64) {
+        match self.day {
+            Some(seen) if day > seen => {
+                // Over a day with no sample nothing was counted.
+                let consecutive = day == seen + 1;
+                self.put_yesterday = if consecutive { self.put_today } else { put };
+                self.got_yesterday = if consecutive { self.got_today } else { got };
+                self.put_today = put;
+                self.got_today = got;
+                self.day = Some(day);
+            }
+            Some(_) => {}
+            None => self.day = Some(day),
+        }
+    }
+}
+
 /// The last [`SAMPLES_MAX`] samples, oldest first.
 #[derive(Debug, Default)]
 pub(crate) struct Throughput {
     samples: VecDeque<Sample>,
+    /// The day's first totals, updated with the samples.
+    pub mornings: Mornings,
 }
 
 impl Throughput {
@@ -115,5 +151,23 @@ mod tests {
         }
         assert_eq!(throughput.samples.len(), SAMPLES_MAX);
         assert_eq!(throughput.report().0, "3.00 3.00 3.00");
+    }
+
+    #[test]
+    fn mornings_roll_at_midnight_only() {
+        let mut mornings = Mornings::default();
+        mornings.observe(100, 5, 3);
+        assert_eq!((mornings.put_today, mornings.put_yesterday), (0, 0));
+        mornings.observe(100, 9, 4);
+        mornings.observe(101, 10, 6);
+        assert_eq!((mornings.put_today, mornings.got_today), (10, 6));
+        assert_eq!((mornings.put_yesterday, mornings.got_yesterday), (0, 0));
+        mornings.observe(102, 15, 7);
+        assert_eq!((mornings.put_today, mornings.put_yesterday), (15, 10));
+        assert_eq!(mornings.got_yesterday, 6);
+        mornings.observe(105, 20, 8);
+        assert_eq!((mornings.put_today, mornings.put_yesterday), (20, 20));
+        mornings.observe(104, 30, 9);
+        assert_eq!(mornings.put_today, 20, "a day back changes nothing");
     }
 }

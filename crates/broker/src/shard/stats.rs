@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use ferrocket_runtime::shard::ShardCall;
 
 use crate::services::broker_stats::{merge_parts, Part, StatsName, Window};
-use crate::services::throughput::{Sample, THROUGHPUT_SAMPLE_INTERVAL_MS};
+use crate::services::throughput::{Mornings, Sample, THROUGHPUT_SAMPLE_INTERVAL_MS};
 use crate::shard::{Shard, ShardStats};
 
 /// On every shard: its counters.
@@ -55,6 +55,22 @@ impl ShardCall<Shard> for Rates {
     }
 }
 
+/// On shard 0: the day's first totals (`msgPutTotalTodayMorning`, ...).
+pub(crate) struct MorningTotals;
+
+impl ShardCall<Shard> for MorningTotals {
+    type Reply = Mornings;
+
+    async fn run(self, shard: Rc<Shard>) -> Mornings {
+        match &shard.control {
+            Some(control) => control.throughput.borrow().mornings,
+            None => Mornings::default(),
+        }
+    }
+}
+
+const DAY_MS: i64 = 86_400_000;
+
 /// Shard 0's loop: samples the broker's counters once a second.
 pub(crate) async fn throughput_sample_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(THROUGHPUT_SAMPLE_INTERVAL_MS);
@@ -69,11 +85,16 @@ pub(crate) async fn throughput_sample_loop(shard: Rc<Shard>) {
         };
         if let Some(answers) = answers {
             let total = sum(answers.into_iter());
-            control.throughput.borrow_mut().push(Sample {
+            let mut throughput = control.throughput.borrow_mut();
+            throughput.push(Sample {
                 at_ms: started.elapsed().as_millis() as u64,
                 put_messages: total.put_messages,
                 got_messages: total.got_messages,
             });
+            let day = crate::clock::now_ms().div_euclid(DAY_MS);
+            throughput
+                .mornings
+                .observe(day, total.put_messages, total.got_messages);
         }
         if shard.stopping.interrupts_sleep(interval).await {
             return;

@@ -1,9 +1,10 @@
 //! The Remoting request handler of a shard: dispatches by request code to
 //! one module per request family. Anything it does not know gets
-//! REQUEST_CODE_NOT_SUPPORTED; a processor's rejection becomes an error
+//! REQUEST_CODE_NOT_SUPPORTED, with a remark naming it (`unsupported`); a processor's rejection becomes an error
 //! response, never a dropped connection.
 
 pub(crate) mod acl;
+mod admin_lists;
 pub(crate) mod assignment;
 mod auth_admin;
 pub(crate) mod broker_config;
@@ -16,6 +17,7 @@ pub(crate) mod local;
 pub(crate) mod locks;
 pub(crate) mod offsets;
 pub(crate) mod pop;
+mod producer_admin;
 pub(crate) mod pull;
 pub(crate) mod query;
 mod refusals;
@@ -27,6 +29,7 @@ pub(crate) mod send;
 pub(crate) mod topic_admin;
 pub(crate) mod topic_stats;
 pub(crate) mod transaction;
+mod unsupported;
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -125,7 +128,22 @@ async fn dispatch_other(
         GET_BROKER_CONSUME_STATS => broker_stats::broker_consume_stats(shard, request).await,
         NOTIFY_BROKER_ROLE_CHANGED => Ok(replication::role_changed(shard, request)),
         GET_BROKER_EPOCH_CACHE => replication::epoch_cache(shard, request),
-        _ => Ok(RemotingCommand::not_supported(request)),
+        producer_admin::GET_PRODUCER_CONNECTION_LIST => {
+            producer_admin::producer_connections(shard, request).await
+        }
+        producer_admin::GET_ALL_PRODUCER_INFO => {
+            producer_admin::all_producer_info(shard, request).await
+        }
+        topic_admin::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => {
+            Ok(topic_admin::system_topics(shard, request))
+        }
+        admin_lists::UPDATE_AND_CREATE_TOPIC_LIST => {
+            admin_lists::update_topics(shard, request).await
+        }
+        admin_lists::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+            admin_lists::update_groups(shard, request).await
+        }
+        _ => Ok(unsupported::answer(request)),
     }
 }
 

@@ -1,10 +1,11 @@
 //! Topic administration (UPDATE_AND_CREATE_TOPIC 17, GET_ALL_TOPIC_CONFIG 21,
-//! GET_TOPIC_CONFIG 351, DELETE_TOPIC_IN_BROKER 215) and
-//! GET_BROKER_RUNTIME_INFO (28) (`AdminBrokerProcessor`).
+//! GET_TOPIC_CONFIG 351, DELETE_TOPIC_IN_BROKER 215,
+//! GET_SYSTEM_TOPIC_LIST_FROM_BROKER 305) and GET_BROKER_RUNTIME_INFO (28)
+//! (`AdminBrokerProcessor`).
 
 use std::rc::Rc;
 
-use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig};
+use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig, TopicList};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
 use ferrocket_protocol::limits::validate_topic;
@@ -25,7 +26,7 @@ fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
 }
 
-fn check_admin_topic(topic: &str) -> Result<(), Reject> {
+pub(crate) fn check_admin_topic(topic: &str) -> Result<(), Reject> {
     validate_topic(topic).map_err(|e| Reject::system(e.to_string()))?;
     if is_system_topic(topic) {
         return Err(Reject::system(format!(
@@ -57,6 +58,32 @@ pub(crate) async fn update_and_create_topic(
 /// GET_ALL_TOPIC_CONFIG: the table with its data version.
 pub(crate) fn all_topic_config(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
     ok(request).with_body(encode_json(&*shard.topics.get()))
+}
+
+/// RocketMQ's GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
+pub(crate) const GET_SYSTEM_TOPIC_LIST_FROM_BROKER: i32 = 305;
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: this broker's internal topics (the
+/// system topics and its cluster and broker name topics), which mqadmin's
+/// exportMetadata and exportMetrics leave out (Java answers its static
+/// system topic set, which holds the same names).
+pub(crate) fn system_topics(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
+    let config = shard.config();
+    let topic_list = shard.topics.with(|table| {
+        table
+            .topic_config_table
+            .keys()
+            .filter(|t| {
+                is_system_topic(t) || **t == config.broker_cluster_name || **t == config.broker_name
+            })
+            .cloned()
+            .collect()
+    });
+    let body = TopicList {
+        topic_list,
+        broker_addr: None,
+    };
+    ok(request).with_body(encode_json(&body))
 }
 
 /// GET_TOPIC_CONFIG.
@@ -135,6 +162,20 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     put("getTransferedTps", got_tps);
     put("msgPutTotalTodayNow", total.put_messages.to_string());
     put("msgGetTotalTodayNow", total.got_messages.to_string());
+    let mornings = shard
+        .call(0, stats::MorningTotals)
+        .await
+        .unwrap_or_default();
+    put("msgPutTotalTodayMorning", mornings.put_today.to_string());
+    put(
+        "msgPutTotalYesterdayMorning",
+        mornings.put_yesterday.to_string(),
+    );
+    put("msgGetTotalTodayMorning", mornings.got_today.to_string());
+    put(
+        "msgGetTotalYesterdayMorning",
+        mornings.got_yesterday.to_string(),
+    );
     put("putMessageTotalBytes", total.put_bytes.to_string());
     put("pullHoldingCount", total.held_pulls.to_string());
     put(

@@ -51,6 +51,20 @@ impl SendTopic {
     }
 }
 
+/// Java's words for a send into an internal topic; for the cluster and
+/// broker name topics (which Java takes sends into, and mqadmin's
+/// sendMsgStatus and clusterRT send to) also why and what to use instead.
+fn forbidden_remark(topic: &str, config: &crate::config::BrokerConfig) -> String {
+    if topic == config.broker_cluster_name || topic == config.broker_name {
+        return format!(
+            "Sending message to topic[{topic}] is forbidden. Ferrocket keeps its cluster and \
+             broker name topics (templates) free of messages, so mqadmin sendMsgStatus and \
+             clusterRT are not supported; checkMsgSendRT -t TOPIC measures sends to a topic"
+        );
+    }
+    format!("Sending message to topic[{topic}] is forbidden.")
+}
+
 /// Finds the topic for a send (named `header.topic`), auto-creating it
 /// from its template when allowed, and checks that it takes writes
 /// (`msgCheck`).
@@ -64,7 +78,7 @@ async fn topic_for_send(
     if topics::is_send_forbidden(topic, &shard.config()) {
         return Err(Reject::new(
             response_code::NO_PERMISSION,
-            format!("Sending message to topic[{topic}] is forbidden."),
+            forbidden_remark(topic, &shard.config()),
         ));
     }
     let config = match shard.with_topic(topic, SendTopic::of) {

@@ -135,6 +135,11 @@ public final class Ferrocket implements AutoCloseable {
         return server;
     }
 
+    /** A 127.0.0.1 port free now, for servers other tests start themselves. */
+    public static int freeLoopbackPort() throws IOException {
+        return freePort(-1);
+    }
+
     /** A port free now (and not `other`). */
     static int freePort(int other) throws IOException {
         while (true) {

@@ -1,0 +1,180 @@
+//! The answer to a request the broker does not serve: REQUEST_CODE_NOT_SUPPORTED
+//! (3), with a remark that says what was asked and, for the requests Java's
+//! admin tools send, why Ferrocket does not do it and what to use instead.
+//! mqadmin prints the remark, so `cleanExpiredCQ` says more than "request
+//! type 306 not supported".
+
+use ferrocket_protocol::codes::{request_code_name, response_code};
+use ferrocket_protocol::RemotingCommand;
+
+/// The requests mqadmin (RocketMQ 5.5.0) sends that the broker refuses, by
+/// RocketMQ `RequestCode`, with their name and why.
+const REFUSED: &[(i32, &str, &str)] = &[
+    (
+        306,
+        "CLEAN_EXPIRED_CONSUMEQUEUE",
+        "Ferrocket deletes a ConsumeQueue's expired files itself, with the CommitLog \
+         segments they index (checked every cleanResourceInterval ms); there is no manual clean",
+    ),
+    (
+        316,
+        "CLEAN_UNUSED_TOPIC",
+        "Ferrocket deletes a topic's ConsumeQueues when the topic is deleted \
+         (DELETE_TOPIC_IN_BROKER), so no unused topic's files remain to clean",
+    ),
+    (
+        321,
+        "QUERY_CONSUME_QUEUE",
+        "a ConsumeQueue's raw entries are not served yet; queryMsgByOffset and \
+         printMsgByQueue read a queue's messages",
+    ),
+    (
+        329,
+        "DELETE_EXPIRED_COMMITLOG",
+        "Ferrocket deletes expired CommitLog segments itself (fileReservedTime, deleteWhen, \
+         diskMaxUsedSpaceRatio, checked every cleanResourceInterval ms); there is no manual trigger",
+    ),
+    (
+        354,
+        "CHECK_ROCKSDB_CQ_WRITE_PROGRESS",
+        "Ferrocket has no RocksDB ConsumeQueue (its ConsumeQueues are files)",
+    ),
+    (
+        355,
+        "EXPORT_ROCKSDB_CONFIG_TO_JSON",
+        "Ferrocket keeps topics, groups and offsets in JSON files under \
+         {storePathRootDir}/config, not in RocksDB; read them there",
+    ),
+    (
+        513,
+        "UPDATE_AND_CREATE_STATIC_TOPIC",
+        "static topics (logic queue mappings) are not supported; create an ordinary \
+         topic (UPDATE_AND_CREATE_TOPIC, mqadmin updateTopic)",
+    ),
+    (
+        902,
+        "ADD_BROKER",
+        "Ferrocket has no broker container: run each broker as its own `ferrocket broker`",
+    ),
+    (
+        903,
+        "REMOVE_BROKER",
+        "Ferrocket has no broker container: stop the broker's own process",
+    ),
+    (
+        908,
+        "RESET_MASTER_FLUSH_OFFSET",
+        "the master flush offset is not set by hand: a Ferrocket slave follows its master's \
+         CommitLog from the HA stream",
+    ),
+    (
+        2001,
+        "UPDATE_COLD_DATA_FLOW_CTR_CONFIG",
+        "cold data flow control is not implemented",
+    ),
+    (
+        2002,
+        "REMOVE_COLD_DATA_FLOW_CTR_CONFIG",
+        "cold data flow control is not implemented",
+    ),
+    (
+        2003,
+        "GET_COLD_DATA_FLOW_CTR_INFO",
+        "cold data flow control is not implemented",
+    ),
+    (
+        2004,
+        "SET_COMMITLOG_READ_MODE",
+        "Ferrocket has no CommitLog read-ahead mode (madvise) to set",
+    ),
+    (
+        5001,
+        "SWITCH_TIMER_ENGINE",
+        "Ferrocket has one timer engine (its timing wheel); there is no RocksDB timeline to \
+         switch to",
+    ),
+    (
+        200056,
+        "POP_ROLLBACK",
+        "exporting or rolling back pop records is not supported (pop checkpoints are \
+         Ferrocket's own files)",
+    ),
+    (
+        200074,
+        "GET_BROKER_LITE_INFO",
+        "lite topics (RocketMQ 5.5) are not supported",
+    ),
+    (
+        200075,
+        "GET_PARENT_TOPIC_INFO",
+        "lite topics (RocketMQ 5.5) are not supported",
+    ),
+    (
+        200076,
+        "GET_LITE_TOPIC_INFO",
+        "lite topics (RocketMQ 5.5) are not supported",
+    ),
+    (
+        200077,
+        "GET_LITE_CLIENT_INFO",
+        "lite topics (RocketMQ 5.5) are not supported",
+    ),
+    (
+        200078,
+        "GET_LITE_GROUP_INFO",
+        "lite topics (RocketMQ 5.5) are not supported",
+    ),
+    (
+        200079,
+        "TRIGGER_LITE_DISPATCH",
+        "lite topics (RocketMQ 5.5) are not supported",
+    ),
+];
+
+/// The remark for an unserved request code: its name when known, and the
+/// reason when it is one mqadmin sends.
+pub(crate) fn remark(code: i32) -> String {
+    if let Some((_, name, why)) = REFUSED.iter().find(|(c, _, _)| *c == code) {
+        return format!(" request type {code} ({name}) not supported by Ferrocket: {why}");
+    }
+    match request_code_name(code) {
+        // Java's words, leading space included.
+        "UNKNOWN" => format!(" request type {code} not supported"),
+        name => format!(" request type {code} ({name}) not supported by this broker"),
+    }
+}
+
+/// REQUEST_CODE_NOT_SUPPORTED for `request`, with [`remark`].
+pub(crate) fn answer(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(
+        request,
+        response_code::REQUEST_CODE_NOT_SUPPORTED,
+        Some(remark(request.code)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_request_and_why() {
+        let clean = remark(306);
+        assert!(clean.starts_with(" request type 306 (CLEAN_EXPIRED_CONSUMEQUEUE) not supported"));
+        assert!(clean.contains("itself"), "{clean}");
+        assert!(remark(200076).contains("lite topics"));
+        assert_eq!(remark(987_654), " request type 987654 not supported");
+        let request = RemotingCommand::request(5001);
+        let answer = answer(&request);
+        assert_eq!(answer.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
+        assert!(answer.remark.unwrap().contains("SWITCH_TIMER_ENGINE"));
+    }
+
+    #[test]
+    fn each_code_is_listed_once() {
+        let mut codes: Vec<i32> = REFUSED.iter().map(|(c, _, _)| *c).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), REFUSED.len());
+    }
+}

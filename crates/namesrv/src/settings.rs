@@ -1,0 +1,249 @@
+//! The settings a running name server shows and changes, as Java's name
+//! server does for `mqadmin getNamesrvConfig` / `updateNamesrvConfig`:
+//! GET_NAMESRV_CONFIG (319) answers every setting as `key=value` lines (the
+//! body Java's `MixAll.string2Properties` reads); UPDATE_NAMESRV_CONFIG
+//! (318) takes such lines. A change lasts until the name server restarts
+//! (the config file is not rewritten).
+//!
+//! Only the keys read while running can change: whether a broker's
+//! registration drops its missing topics and whether a closed connection
+//! unregisters its broker. `orderMessageEnable=true` is accepted and changes
+//! nothing (Ferrocket always serves a topic's order config). Java's
+//! black-listed keys answer NO_PERMISSION with Java's remark; any other key
+//! or a bad value answers INVALID_PARAMETER naming it, and nothing changes.
+
+use ferrocket_protocol::codes::response_code as rc;
+
+use crate::NamesrvConfig;
+
+/// Keys no update may touch (Java's name server `configBlackList` default).
+pub const BLACK_LIST: &[&str] = &["configBlackList", "configStorePath", "kvConfigPath"];
+/// Lines in one update at most.
+pub const UPDATE_LINES_MAX: usize = 256;
+/// The keys an update may change.
+pub const LIVE_KEYS: &[&str] = &[
+    "deleteTopicWithBrokerRegistration",
+    "unregisterOnDisconnect",
+    "orderMessageEnable",
+];
+
+/// The settings read while running, as an update leaves them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveSettings {
+    pub delete_topic_with_broker_registration: bool,
+    pub unregister_on_disconnect: bool,
+}
+
+impl LiveSettings {
+    pub fn of(config: &NamesrvConfig) -> Self {
+        Self {
+            delete_topic_with_broker_registration: config.delete_topic_with_broker_registration,
+            unregister_on_disconnect: config.unregister_on_disconnect,
+        }
+    }
+}
+
+/// A refused update: the response code and remark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: i32,
+    pub remark: String,
+}
+
+impl Refusal {
+    fn invalid(remark: impl Into<String>) -> Self {
+        Self {
+            code: rc::INVALID_PARAMETER,
+            remark: remark.into(),
+        }
+    }
+}
+
+/// GET_NAMESRV_CONFIG: every setting in force, one `key=value` a line.
+pub fn show(config: &NamesrvConfig, live: LiveSettings) -> String {
+    let path_text = |path: &Option<std::path::PathBuf>| {
+        path.as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    };
+    let lines = [
+        ("listenAddr", config.listen_addr.to_string()),
+        ("listenPort", config.listen_port.to_string()),
+        ("brokerExpiryMs", config.broker_expiry_ms.to_string()),
+        (
+            "scanNotActiveBrokerInterval",
+            config.scan_interval_ms.to_string(),
+        ),
+        (
+            "unregisterOnDisconnect",
+            live.unregister_on_disconnect.to_string(),
+        ),
+        (
+            "deleteTopicWithBrokerRegistration",
+            live.delete_topic_with_broker_registration.to_string(),
+        ),
+        ("kvConfigPath", path_text(&config.kv_config_path)),
+        (
+            "kvConfigEntriesMax",
+            config.kv_limits.entries_max.to_string(),
+        ),
+        ("kvConfigBytesMax", config.kv_limits.bytes_max.to_string()),
+        ("orderMessageEnable", "true".to_string()),
+        ("aclEnable", config.acl_enable.to_string()),
+        ("rocketmqHome", path_text(&config.rocketmq_home())),
+        (
+            "metricsExporterType",
+            format!("{:?}", config.metrics.exporter).to_uppercase(),
+        ),
+        ("configBlackList", BLACK_LIST.join(";")),
+    ];
+    lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
+/// UPDATE_NAMESRV_CONFIG: the settings after every line of `body`, or the
+/// refusal of the first bad one (then nothing changes).
+pub fn update(live: LiveSettings, body: &[u8]) -> Result<LiveSettings, Refusal> {
+    let text =
+        std::str::from_utf8(body).map_err(|_| Refusal::invalid("the settings are not UTF-8"))?;
+    let pairs = properties(text).map_err(Refusal::invalid)?;
+    if pairs.iter().any(|(key, _)| BLACK_LIST.contains(key)) {
+        return Err(Refusal {
+            code: rc::NO_PERMISSION,
+            remark: "Can not update config in black list.".into(),
+        });
+    }
+    let mut next = live;
+    for (key, value) in pairs {
+        apply_live(&mut next, key, value).map_err(Refusal::invalid)?;
+    }
+    Ok(next)
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(format!("{key}: expected true or false, got `{value}`")),
+    }
+}
+
+/// One change to a live key, checked.
+fn apply_live(next: &mut LiveSettings, key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "deleteTopicWithBrokerRegistration" => {
+            next.delete_topic_with_broker_registration = parse_bool(key, value)?
+        }
+        "unregisterOnDisconnect" => next.unregister_on_disconnect = parse_bool(key, value)?,
+        "orderMessageEnable" => {
+            if !parse_bool(key, value)? {
+                return Err("orderMessageEnable cannot be turned off: Ferrocket always \
+                            serves a topic's order config (ORDER_TOPIC_CONFIG) with its route"
+                    .into());
+            }
+        }
+        _ => {
+            return Err(format!(
+                "`{key}` cannot change while the name server runs: set it in the name \
+                 server's config and restart (online keys: {})",
+                LIVE_KEYS.join(", ")
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `key=value` lines (Java's properties text: `#` and `!` comments, `=` or
+/// `:` between key and value).
+fn properties(text: &str) -> Result<Vec<(&str, &str)>, String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .collect();
+    if lines.len() > UPDATE_LINES_MAX {
+        return Err(format!(
+            "{} settings in one update, at most {UPDATE_LINES_MAX}",
+            lines.len()
+        ));
+    }
+    lines
+        .into_iter()
+        .map(|line| {
+            let at = line
+                .find(['=', ':'])
+                .ok_or_else(|| format!("`{line}` is not key=value"))?;
+            Ok((line[..at].trim(), line[at + 1..].trim()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_every_setting_as_properties() {
+        let config = NamesrvConfig::default();
+        let shown = show(&config, LiveSettings::of(&config));
+        assert!(shown.contains("listenPort=9876\n"), "{shown}");
+        assert!(shown.contains("deleteTopicWithBrokerRegistration=false\n"));
+        assert!(shown.contains("configBlackList=configBlackList;configStorePath;kvConfigPath\n"));
+        assert!(shown.lines().all(|l| l.contains('=')));
+    }
+
+    #[test]
+    fn live_keys_change_and_the_rest_is_refused_whole() {
+        let live = LiveSettings::of(&NamesrvConfig::default());
+        let next = update(
+            live,
+            b"# admin\ndeleteTopicWithBrokerRegistration=true\nunregisterOnDisconnect: false\norderMessageEnable=true\n",
+        )
+        .unwrap();
+        assert!(next.delete_topic_with_broker_registration);
+        assert!(!next.unregister_on_disconnect);
+
+        let black = update(live, b"kvConfigPath=/tmp/x\n").unwrap_err();
+        assert_eq!(black.code, rc::NO_PERMISSION);
+        for bad in [
+            &b"unregisterOnDisconnect=false\nlistenPort=1"[..],
+            b"noSuchKey=1",
+            b"deleteTopicWithBrokerRegistration=maybe",
+            b"orderMessageEnable=false",
+            b"unregisterOnDisconnect",
+            b"\xff=1",
+        ] {
+            let refused = update(live, bad).unwrap_err();
+            assert_eq!(refused.code, rc::INVALID_PARAMETER, "{bad:?}");
+            assert!(!refused.remark.is_empty());
+        }
+        let named = update(live, b"listenPort=1").unwrap_err();
+        assert!(named.remark.contains("`listenPort`"), "{}", named.remark);
+    }
+
+    #[test]
+    fn the_handler_answers_get_and_update() {
+        use crate::processor::{extra_request_code as code, NamesrvHandler};
+        use ferrocket_protocol::RemotingCommand;
+        let handler = NamesrvHandler::new(&NamesrvConfig::default()).unwrap();
+        let get = RemotingCommand::request(code::GET_NAMESRV_CONFIG);
+        let before = handler.process(None, &get);
+        assert_eq!(before.code, rc::SUCCESS);
+        let text = String::from_utf8(before.body.to_vec()).unwrap();
+        assert!(text.contains("unregisterOnDisconnect=true\n"), "{text}");
+
+        let change = RemotingCommand::request(code::UPDATE_NAMESRV_CONFIG)
+            .with_body(&b"unregisterOnDisconnect=false\n"[..]);
+        assert_eq!(handler.process(None, &change).code, rc::SUCCESS);
+        let after = String::from_utf8(handler.process(None, &get).body.to_vec()).unwrap();
+        assert!(after.contains("unregisterOnDisconnect=false\n"), "{after}");
+
+        let black = RemotingCommand::request(code::UPDATE_NAMESRV_CONFIG)
+            .with_body(&b"configStorePath=/x"[..]);
+        let refused = handler.process(None, &black);
+        assert_eq!(refused.code, rc::NO_PERMISSION);
+        assert_eq!(
+            refused.remark.as_deref(),
+            Some("Can not update config in black list.")
+        );
+    }
+}

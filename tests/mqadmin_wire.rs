@@ -1,0 +1,163 @@
+//! Requests mqadmin sends that the broker answers for it, over raw
+//! Remoting in the Java admin tool's shapes: GET_PRODUCER_CONNECTION_LIST
+//! (204, `producerConnection`), GET_ALL_PRODUCER_INFO (328, `producer`),
+//! GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305, `exportMetadata`), and a
+//! refusal that says what is not supported and why (`cleanExpiredCQ`).
+//! tests/interop-java's `v5.mqadmin` suite runs mqadmin itself.
+
+mod harness;
+
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::RemotingCommand;
+use harness::{unique_name, BrokerOpts, RemotingConn};
+
+fn producer_heartbeat(conn: &mut RemotingConn, client_id: &str, group: &str) {
+    let body = format!(
+        r#"{{"clientID":"{client_id}","producerDataSet":[{{"groupName":"{group}"}}],"consumerDataSet":[]}}"#
+    );
+    let mut request = RemotingCommand::request(request_code::HEART_BEAT).with_body(body);
+    request.version = 453;
+    let answer = conn.request(request);
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+}
+
+fn json(answer: &RemotingCommand) -> serde_json::Value {
+    serde_json::from_slice(&answer.body).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+#[test]
+fn producers_are_listed_from_their_heartbeats() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let mut conn = broker.connect();
+    let group = unique_name("PG");
+    producer_heartbeat(&mut conn, "127.0.0.1@p1", &group);
+
+    let list = conn.request(RemotingCommand::request(204).with_ext("producerGroup", &group));
+    assert_eq!(list.code, response_code::SUCCESS, "{list:?}");
+    let body = json(&list);
+    let connections = body["connectionSet"].as_array().unwrap();
+    assert_eq!(connections.len(), 1, "{body}");
+    assert_eq!(connections[0]["clientId"], "127.0.0.1@p1");
+    assert_eq!(connections[0]["version"], 453);
+    assert!(connections[0]["clientAddr"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    assert!(connections[0]["language"].is_string());
+
+    let unknown = conn.request(RemotingCommand::request(204).with_ext("producerGroup", "NoSuchPG"));
+    assert_eq!(unknown.code, response_code::SYSTEM_ERROR);
+    assert_eq!(
+        unknown.remark.as_deref(),
+        Some("the producer group[NoSuchPG] not exist")
+    );
+    let missing = conn.request(RemotingCommand::request(204));
+    assert_ne!(missing.code, response_code::SUCCESS, "no producerGroup");
+
+    let all = conn.request(RemotingCommand::request(328));
+    assert_eq!(all.code, response_code::SUCCESS, "{all:?}");
+    let body = json(&all);
+    let producers = body["data"][group.as_str()].as_array().unwrap();
+    assert_eq!(producers.len(), 1, "{body}");
+    assert_eq!(producers[0]["clientId"], "127.0.0.1@p1");
+    assert!(producers[0]["remoteIP"]
+        .as_str()
+        .unwrap()
+        .starts_with("/127.0.0.1:"));
+    assert!(producers[0]["lastUpdateTimestamp"].as_i64().unwrap() > 0);
+}
+
+#[test]
+fn system_topics_and_considered_refusals() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let mut conn = broker.connect();
+
+    let system = conn.request(RemotingCommand::request(305));
+    assert_eq!(system.code, response_code::SUCCESS, "{system:?}");
+    let body = json(&system);
+    let topics: Vec<&str> = body["topicList"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(topics.contains(&"TBW102"), "{topics:?}");
+    assert!(topics.contains(&"SCHEDULE_TOPIC_XXXX"), "{topics:?}");
+
+    let clean = conn.request(RemotingCommand::request(306));
+    assert_eq!(clean.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
+    let remark = clean.remark.unwrap_or_default();
+    assert!(remark.contains("CLEAN_EXPIRED_CONSUMEQUEUE"), "{remark}");
+    assert!(remark.contains("not supported by Ferrocket"), "{remark}");
+}
+
+#[test]
+fn topics_and_groups_by_the_batch() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let mut conn = broker.connect();
+    let (first, second) = (unique_name("ListT"), unique_name("ListT"));
+    let topics = format!(
+        r#"{{"topicConfigList":[{{"topicName":"{first}","readQueueNums":2,"writeQueueNums":2,"perm":6}},{{"topicName":"{second}","readQueueNums":1,"writeQueueNums":1,"perm":6}}]}}"#
+    );
+    let made = conn.request(RemotingCommand::request(18).with_body(topics));
+    assert_eq!(made.code, response_code::SUCCESS, "{made:?}");
+    for topic in [&first, &second] {
+        let config = conn.request(
+            RemotingCommand::request(request_code::GET_TOPIC_CONFIG).with_ext("topic", topic),
+        );
+        assert_eq!(config.code, response_code::SUCCESS, "{topic}: {config:?}");
+    }
+    let bad = format!(
+        r#"{{"topicConfigList":[{{"topicName":"{}","writeQueueNums":1}},{{"topicName":"SCHEDULE_TOPIC_XXXX"}}]}}"#,
+        unique_name("NotMadeT")
+    );
+    let refused = conn.request(RemotingCommand::request(18).with_body(bad));
+    assert_ne!(
+        refused.code,
+        response_code::SUCCESS,
+        "a system topic in the batch"
+    );
+
+    let group = unique_name("ListG");
+    let groups = format!(r#"{{"groupConfigList":[{{"groupName":"{group}","retryMaxTimes":5}}]}}"#);
+    let made = conn.request(RemotingCommand::request(225).with_body(groups));
+    assert_eq!(made.code, response_code::SUCCESS, "{made:?}");
+    let all = conn.request(RemotingCommand::request(
+        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    ));
+    let table = json(&all);
+    assert_eq!(
+        table["subscriptionGroupTable"][group.as_str()]["retryMaxTimes"],
+        5
+    );
+    let bad = conn.request(
+        RemotingCommand::request(225)
+            .with_body(r#"{"groupConfigList":[{"groupName":"bad group!"}]}"#),
+    );
+    assert_eq!(bad.code, response_code::INVALID_PARAMETER, "{bad:?}");
+}
+
+#[test]
+fn runtime_info_has_the_morning_totals() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let mut conn = broker.connect();
+    let info = conn.request(RemotingCommand::request(
+        request_code::GET_BROKER_RUNTIME_INFO,
+    ));
+    let table = &json(&info)["table"];
+    for key in [
+        "msgPutTotalTodayMorning",
+        "msgPutTotalYesterdayMorning",
+        "msgGetTotalTodayMorning",
+        "msgGetTotalYesterdayMorning",
+    ] {
+        let value = table[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key}: {table}"));
+        assert!(value.parse::<u64>().is_ok(), "{key}={value}");
+    }
+}
