@@ -21,4 +21,4 @@ seed="${2:-$(date +%s)}"
 case "$schedules$seed" in *[!0-9]*) echo "usage: $0 [schedules [first-seed]]" >&2; exit 2 ;; esac
 NEMESIS_SCHEDULES="$schedules" NEMESIS_SEED="$seed" FERROCKET_TEST_TIMEOUT_S=100000 \
     cargo test --test nemesis random_schedules -- --nocapture 2>&1 \
-    | grep -E '^nemesis|^test |panicked|lost|test result'
+    | grep --line-buffered -E '^nemesis|^test |panicked|lost|test result'
