@@ -19,6 +19,7 @@ func TestPushConsumer(t *testing.T) {
 	t.Run("Broadcasting", func(t *testing.T) { t.Parallel(); testBroadcasting(t, s) })
 	t.Run("RetryLater", func(t *testing.T) { t.Parallel(); testRetryLater(t, s) })
 	t.Run("DelayLevel", func(t *testing.T) { t.Parallel(); testDelayLevel(t, s) })
+	t.Run("DeliverAt", func(t *testing.T) { t.Parallel(); testDeliverAt(t, s) })
 }
 
 // collect is a handler that adds every body to b.
@@ -159,6 +160,37 @@ func testDelayLevel(t *testing.T, s *Ferrocket) {
 	}
 	if !receivedAt["immediate"].Before(receivedAt["delayed"]) {
 		t.Fatalf("the undelayed message came after the delayed one: %v", receivedAt)
+	}
+}
+
+// testDeliverAt: WithDelayTimestamp (the TIMER_DELIVER_MS property, a
+// RocketMQ 5 timer message) is delivered when due, not before.
+func testDeliverAt(t *testing.T, s *Ferrocket) {
+	topic := s.CreateTopic(t, uniqueName("GoTimerT"), 2)
+	p := newProducer(t, s)
+	var mu sync.Mutex
+	receivedAt := map[string]time.Time{}
+	received := newBodies()
+	newPushConsumer(t, s, uniqueName("GoTimerCG"), topic, all,
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range msgs {
+				if _, seen := receivedAt[string(m.Body)]; !seen {
+					receivedAt[string(m.Body)] = time.Now()
+					received.add(string(m.Body))
+				}
+			}
+			return consumer.ConsumeSuccess, nil
+		})
+	due := time.Now().Add(3 * time.Second)
+	sendSync(t, p, primitive.NewMessage(topic, []byte("timed")).WithDelayTimestamp(due))
+	received.waitCount(t, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	// The timer wheel's tick is a second at most; allow that early and 15 s late.
+	if at := receivedAt["timed"]; at.Before(due.Add(-time.Second)) || at.After(due.Add(15*time.Second)) {
+		t.Fatalf("delivered at %v, due at %v", at.Format(time.StampMilli), due.Format(time.StampMilli))
 	}
 }
 

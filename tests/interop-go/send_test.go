@@ -20,6 +20,7 @@ func TestSend(t *testing.T) {
 	t.Run("Async", func(t *testing.T) { t.Parallel(); testAsyncSend(t, s) })
 	t.Run("Oneway", func(t *testing.T) { t.Parallel(); testOnewaySend(t, s) })
 	t.Run("Batch", func(t *testing.T) { t.Parallel(); testBatchSend(t, s) })
+	t.Run("CompressedBody", func(t *testing.T) { t.Parallel(); testCompressedBody(t, s) })
 }
 
 func testSyncSend(t *testing.T, s *Ferrocket) {
@@ -140,6 +141,30 @@ func testBatchSend(t *testing.T, s *Ferrocket) {
 			t.Fatalf("batch message %d: queue %d offset %d body %q tags %q; want queue %d offset %d",
 				i, m.Queue.QueueId, m.QueueOffset, m.Body, m.GetTags(), res.MessageQueue.QueueId, res.QueueOffset+int64(i))
 		}
+	}
+}
+
+// testCompressedBody: a body over the client's 4 KiB threshold
+// (WithCompressMsgBodyOverHowmuch) is sent zlib-compressed with the
+// compressed flag set; it is stored so and read back whole.
+func testCompressedBody(t *testing.T, s *Ferrocket) {
+	topic := s.CreateTopic(t, uniqueName("GoZipT"), 4)
+	var text strings.Builder
+	for i := 0; text.Len() < 64*1024; i++ {
+		fmt.Fprintf(&text, "line %d of a compressible body\n", i)
+	}
+	p := newProducer(t, s)
+	res := sendSync(t, p, primitive.NewMessage(topic, []byte(text.String())))
+	read := readAll(t, s, topic, 1)
+	if string(read[0].Body) != text.String() {
+		t.Fatalf("read back %d bytes, sent %d", len(read[0].Body), text.Len())
+	}
+	if read[0].MsgId != res.MsgID {
+		t.Fatalf("read back id %s, sent %s", read[0].MsgId, res.MsgID)
+	}
+	// Stored compressed: the stored size is well under the body's.
+	if read[0].StoreSize >= int32(text.Len()/2) {
+		t.Fatalf("stored size %d for a %d byte compressible body: not compressed", read[0].StoreSize, text.Len())
 	}
 }
 
