@@ -42,7 +42,9 @@ export GOPATH="$TARGET_DIR/go/path"
 # go.mod says which Go it needs; never download another toolchain.
 export GOTOOLCHAIN=local
 # go.sum is committed: a changed or missing checksum fails, it is not added.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly"
+# -modcacherw: Go makes its module cache read-only, which `cargo clean` and
+# `rm -rf target` could not delete.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly -modcacherw"
 
 home="$TARGET_DIR/interop-go/home"
 rm -rf "$home"
