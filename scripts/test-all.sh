@@ -12,7 +12,10 @@
 #  5. runs tests/interop-java (scripts/test-java.sh): Apache RocketMQ's own
 #     Java client, rocketmq-client 4.9.8 and 5.5.0, through Maven (needs
 #     Java 17+ and Maven 3.8+),
-#  6. runs tests/interop-rust (transactions and pop consumption through
+#  6. runs tests/interop-go (scripts/test-go.sh): Apache RocketMQ's Go
+#     client, rocketmq-client-go/v2 as pinned in tests/interop-go/go.mod,
+#     through `go test` (needs Go 1.21+),
+#  7. runs tests/interop-rust (transactions and pop consumption through
 #     rocketmq-client-rust, and the RocketMQ 5 Rust client, the crate
 #     `rocketmq` 5.0.0, through the broker's gRPC port).
 #
@@ -21,7 +24,8 @@
 #   SKIP_INTEROP=1   stop after the Rust tests
 #   PYTEST_ARGS      extra pytest arguments, e.g. "-k send_sync -x"
 #   SKIP_INTEROP_JAVA=1  skip step 5
-#   SKIP_INTEROP_RUST=1  skip step 6
+#   SKIP_INTEROP_GO=1    skip step 6
+#   SKIP_INTEROP_RUST=1  skip step 7
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -162,6 +166,22 @@ else
     fi
     step "scripts/test-java.sh (Java client 4.9.8 and 5.5.0; logs under $TARGET_DIR/interop-java)"
     FERROCKET_BIN="$FERROCKET_BIN" TARGET_DIR="$TARGET_DIR" "$ROOT/scripts/test-java.sh"
+fi
+
+# Apache RocketMQ's Go client (rocketmq-client-go/v2, pinned by
+# tests/interop-go/go.mod and go.sum; the module and build caches under
+# $TARGET_DIR/go). Go 1.21+ is required: without it this fails, it does not
+# skip.
+if [[ "${SKIP_INTEROP_GO:-0}" == "1" ]]; then
+    step "SKIP_INTEROP_GO=1: Go client suite skipped"
+else
+    if ! command -v go >/dev/null 2>&1; then
+        echo "error: 'go' not found: tests/interop-go needs Go 1.21+" \
+            "(or set SKIP_INTEROP_GO=1 to leave it out)" >&2
+        exit 1
+    fi
+    step "scripts/test-go.sh (Go client; logs under $TARGET_DIR/interop-go/home)"
+    FERROCKET_BIN="$FERROCKET_BIN" TARGET_DIR="$TARGET_DIR" "$ROOT/scripts/test-go.sh"
 fi
 
 if [[ "${SKIP_INTEROP_RUST:-0}" == "1" ]]; then

@@ -47,6 +47,15 @@ pub const DLQ_TOPIC_PREFIX: &str = "%DLQ%";
 /// Queues of a dead-letter topic (`DLQ_NUMS_PER_GROUP`).
 pub const DLQ_QUEUE_NUMS: i32 = 1;
 
+/// Suffix of the cluster's reply topic (`MixAll.REPLY_TOPIC_POSTFIX`).
+pub const REPLY_TOPIC_SUFFIX: &str = "REPLY_TOPIC";
+
+/// The topic request-reply answers are sent to, `<cluster>_REPLY_TOPIC`
+/// (Java's `TopicConfigManager` has it from the start, one queue).
+pub fn reply_topic(cluster: &str) -> String {
+    format!("{cluster}_{REPLY_TOPIC_SUFFIX}")
+}
+
 /// The dead-letter topic of a consumer group.
 pub fn dlq_topic(group: &str) -> String {
     format!("{DLQ_TOPIC_PREFIX}{group}")
@@ -151,6 +160,13 @@ pub fn default_table(config: &BrokerConfig) -> TopicTable {
     ));
     put(system_config(&config.broker_cluster_name, 16, inherit));
     put(system_config(&config.broker_name, 1, inherit));
+    // Clients send replies here; without it a replier finds no route and
+    // falls back on the template's (or fails where there is none).
+    put(system_config(
+        &reply_topic(&config.broker_cluster_name),
+        1,
+        perm::READ_WRITE,
+    ));
     table
 }
 
@@ -356,6 +372,21 @@ mod tests {
         assert!(table.topic_config_table.contains_key("DefaultCluster"));
         assert!(table.topic_config_table.contains_key("SCHEDULE_TOPIC_XXXX"));
         assert!(is_system_topic("TRANS_CHECK_MAX_TIME_TOPIC"));
+    }
+
+    #[test]
+    fn the_cluster_reply_topic_exists_and_takes_replies() {
+        let config = BrokerConfig {
+            broker_cluster_name: "C1".into(),
+            ..BrokerConfig::default()
+        };
+        let table = default_table(&config);
+        let reply = &table.topic_config_table["C1_REPLY_TOPIC"];
+        assert_eq!(
+            (reply.read_queue_nums, reply.write_queue_nums, reply.perm),
+            (1, 1, perm::READ_WRITE)
+        );
+        assert!(!is_send_forbidden("C1_REPLY_TOPIC", &config));
     }
 
     #[test]
