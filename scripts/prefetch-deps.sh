@@ -37,7 +37,10 @@ if command -v mvn >/dev/null 2>&1 && [[ -f "$ROOT/tests/interop-java/pom.xml" ]]
     done
 fi
 if command -v go >/dev/null 2>&1 && [[ -f "$ROOT/tests/interop-go/go.mod" ]]; then
-    (cd "$ROOT/tests/interop-go" && GOMODCACHE="$TARGET_DIR/go/mod" GOPATH="$TARGET_DIR/go/path" \
-        GOCACHE="$TARGET_DIR/go/cache" go mod download) || { echo "prefetch: go mod download failed" >&2; status=1; }
+    # The same caches and flags as scripts/test-go.sh.
+    (cd "$ROOT/tests/interop-go" && GOENV="$(go env GOENV)" GOMODCACHE="$TARGET_DIR/go/mod" \
+        GOPATH="$TARGET_DIR/go/path" GOCACHE="$TARGET_DIR/go/cache" GOTOOLCHAIN=local \
+        GOFLAGS="-mod=readonly -modcacherw" go mod download) \
+        || { echo "prefetch: go mod download failed" >&2; status=1; }
 fi
 exit "$status"
