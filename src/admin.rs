@@ -22,8 +22,9 @@ const RUNTIME_INFO_TIMEOUT_MS: u64 = 2_000;
 
 #[derive(Debug, Args)]
 pub struct AdminArgs {
-    /// Name server address(es), "host:port;host:port".
-    #[arg(short = 'n', long, default_value = "127.0.0.1:9876")]
+    /// Name server address(es), "host:port;host:port". Anywhere on the
+    /// line, as with mqadmin (`admin topic list -n host:port`).
+    #[arg(short = 'n', long, global = true, default_value = "127.0.0.1:9876")]
     namesrv_addr: String,
     #[command(flatten)]
     account: crate::account_args::AccountArgs,
@@ -101,6 +102,15 @@ enum TopicCommand {
     /// Create or update a topic on one broker, on a cluster's masters, or
     /// (with neither option) on every registered master.
     Create(CreateTopicArgs),
+    /// Delete a topic from a cluster's masters and from the name servers
+    /// (`mqadmin deleteTopic`): its queues and every group's offsets of it
+    /// go at once; its records stay in the CommitLog until retention.
+    Delete {
+        #[arg(short = 't', long)]
+        topic: String,
+        #[arg(short = 'c', long)]
+        cluster: String,
+    },
     /// List every topic the name server knows.
     List,
     /// Print a topic's route as JSON.
@@ -174,6 +184,17 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
     match args.command {
         AdminCommand::Topic(TopicCommand::Create(create)) => {
             create_topic(&admin, create).await.map_err(describe)
+        }
+        AdminCommand::Topic(TopicCommand::Delete { topic, cluster }) => {
+            let addrs = admin
+                .delete_topic_in_cluster(&cluster, &topic)
+                .await
+                .map_err(describe)?;
+            println!(
+                "deleted topic {topic} from {} and the name servers",
+                addrs.join(", ")
+            );
+            Ok(())
         }
         AdminCommand::Topic(TopicCommand::List) => {
             let mut topics = admin.topic_list().await.map_err(describe)?;

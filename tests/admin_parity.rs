@@ -109,3 +109,51 @@ fn topic_stats_and_who_consumes_what() {
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cells[1..4], ["0", "0", "3"], "{printed}");
 }
+
+/// `ferrocket admin topic delete` (mqadmin's `deleteTopic -c`), with `-n`
+/// after the subcommand as mqadmin takes it: the broker no longer has the
+/// topic and the name server no longer routes it.
+#[test]
+fn topic_delete_removes_the_topic_from_brokers_and_routes() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let topic = unique_name("Gone");
+    let ns = namesrv.addr();
+    let at_end = |args: &[&str]| {
+        let mut all = vec!["admin"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-n", &ns]);
+        Command::new(ferrocket_bin()).args(&all).output().unwrap()
+    };
+    let created = at_end(&["topic", "create", "-t", &topic, "-c", "DefaultCluster"]);
+    assert!(created.status.success(), "{created:?}");
+    let routed = wait_for(ready_timeout(), || {
+        Some(at_end(&["topic", "route", "-t", &topic])).filter(|o| o.status.success())
+    });
+    assert!(routed.is_some(), "the new topic is never routed");
+
+    let deleted = harness::succeeded(at_end(&[
+        "topic",
+        "delete",
+        "-t",
+        &topic,
+        "-c",
+        "DefaultCluster",
+    ]));
+    assert!(deleted.contains(&broker.addr()), "{deleted}");
+    let route = at_end(&["topic", "route", "-t", &topic]);
+    assert!(!route.status.success(), "still routed: {route:?}");
+    let said = String::from_utf8_lossy(&route.stderr).into_owned();
+    assert!(said.contains("has no route"), "{said}");
+    let mut conn = broker.connect();
+    let stats = conn.request(
+        RemotingCommand::request(request_code::GET_TOPIC_STATS_INFO).with_ext("topic", &topic),
+    );
+    assert_eq!(stats.code, response_code::TOPIC_NOT_EXIST, "{stats:?}");
+    let unknown = at_end(&["topic", "delete", "-t", &topic, "-c", "NoSuchCluster"]);
+    let said = String::from_utf8_lossy(&unknown.stderr).into_owned();
+    assert!(
+        !unknown.status.success() && said.contains("NoSuchCluster"),
+        "{said}"
+    );
+}

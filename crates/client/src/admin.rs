@@ -154,6 +154,32 @@ impl Admin {
         Ok(addrs)
     }
 
+    /// Deletes `topic` from the master of every broker set of `cluster`
+    /// (DELETE_TOPIC_IN_BROKER), then from every name server's route for
+    /// that cluster (DELETE_TOPIC_IN_NAMESRV), as mqadmin's `deleteTopic
+    /// -c`; returns the broker addresses it was deleted on.
+    pub async fn delete_topic_in_cluster(
+        &self,
+        cluster: &str,
+        topic: &str,
+    ) -> Result<Vec<String>, ClientError> {
+        validate_topic(topic)?;
+        let info = self.namesrv.cluster_info().await?;
+        let addrs = cluster_master_addrs(&info, cluster)?;
+        for addr in &addrs {
+            let request = RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER)
+                .with_ext("topic", topic);
+            expect_success(self.pool.invoke(addr, request).await?)?;
+        }
+        for namesrv in self.namesrv.addrs() {
+            let request = RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV)
+                .with_ext("topic", topic)
+                .with_ext("clusterName", cluster);
+            expect_success(self.pool.invoke(namesrv, request).await?)?;
+        }
+        Ok(addrs)
+    }
+
     /// Every topic the name servers know.
     pub async fn topic_list(&self) -> Result<Vec<String>, ClientError> {
         let list = self.namesrv.topic_list().await?;
