@@ -297,31 +297,32 @@ fn producer(namesrv: String, controller: String, stop: Arc<AtomicBool>) -> Arc<M
     acked
 }
 
-/// Every (queue, offset, body) of the topic on the broker at `addr`.
-fn stored(addr: &str) -> Vec<(i32, i64, String)> {
-    let mut conn = RemotingConn::connect(addr).unwrap();
+/// Every (queue, offset, body) of the topic on the broker at `addr`;
+/// `None` when the broker stopped answering (a role change under way).
+fn stored(addr: &str) -> Option<Vec<(i32, i64, String)>> {
+    let mut conn = RemotingConn::connect_timeout(addr, Duration::from_secs(1)).ok()?;
     let mut out = Vec::new();
     for queue in 0..QUEUES {
         let mut offset = 0;
         loop {
-            let answer = conn.request(pull_request("nemesis-checker", TOPIC, queue, offset, 32, 0));
-            if answer.code != response_code::SUCCESS {
-                break;
+            let answer =
+                conn.try_request(pull_request("nemesis-checker", TOPIC, queue, offset, 32, 0))?;
+            match answer.code {
+                response_code::SUCCESS => {}
+                // The queue's end.
+                response_code::PULL_NOT_FOUND => break,
+                // Anything else is a broker not ready to be read whole.
+                _ => return None,
             }
             for record in records(&answer.body, true) {
                 let record = record.unwrap();
                 let body = String::from_utf8_lossy(record.body).into_owned();
                 out.push((queue, record.queue_offset, body));
             }
-            offset = answer
-                .ext_fields
-                .get("nextBeginOffset")
-                .unwrap()
-                .parse()
-                .unwrap();
+            offset = answer.ext_fields.get("nextBeginOffset")?.parse().ok()?;
         }
     }
-    out
+    Some(out)
 }
 
 /// The checker: every acknowledged message once, in acknowledged order
@@ -392,8 +393,13 @@ fn run_schedule(name: &str, faults: impl FnOnce(&mut Cluster)) {
     stop.store(true, Ordering::Release);
     std::thread::sleep(Duration::from_secs(4));
     let acked = acked.lock().unwrap().clone();
-    let master = state.master_address.expect("a settled set has a master");
-    let stored = stored(&master);
+    // The master the controller names, once it answers every read (a
+    // role change may still be under way just after the set settled).
+    let read = harness::wait_for(SETTLE, || {
+        let master = cluster.state()?.master_address?;
+        Some((stored(&master)?, master))
+    });
+    let (stored, master) = read.unwrap_or_else(|| panic!("no master answered: {state:?}"));
     eprintln!(
         "nemesis {name}: {} acknowledged, {} stored on {master}",
         acked.len(),
