@@ -17,7 +17,6 @@ import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
 import org.ferrocket.interop.Ferrocket;
 import org.ferrocket.interop.Names;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -113,38 +112,14 @@ class ProducerTest extends GrpcTestBase {
                 }
                 long at = System.currentTimeMillis();
                 assertTrue(at >= due, body + " received " + (due - at) + " ms before its delivery time");
+                // Apache's timer keeps TIMER_DELIVER_MS on the delivered
+                // message; its proxy reports it (GrpcConverter
+                // buildSystemProperties, delivery_timestamp).
+                assertEquals(due, view.getDeliveryTimestamp().orElse(0L), "delivery timestamp of " + body);
                 delayed.add(body);
             }
             assertEquals(sent, delayed);
             assertEquals("now", V5.body(got.get(0)), "the undelayed message comes first");
-        }
-    }
-
-    /**
-     * Apache's proxy reports a delayed message's delivery time
-     * (GrpcConverter.buildSystemProperties: delivery_timestamp from the
-     * TIMER_DELIVER_MS property), and Apache's TimerMessageStore.convertMessage
-     * keeps every property when it puts a due message into its real topic.
-     * Ferrocket's timer delivers through the same copy as delay levels
-     * (crates/broker/src/services/delivery.rs real_topic_copy), which drops
-     * TIMER_DELIVER_MS as ScheduleMessageService does, so the client reads
-     * no delivery timestamp (getDeliveryTimestamp() is empty).
-     */
-    @Disabled("gap: the timer drops TIMER_DELIVER_MS on delivery; Apache's TimerMessageStore keeps it "
-        + "and its proxy's GrpcConverter turns it into delivery_timestamp")
-    @ParameterizedTest
-    @EnumSource(Endpoint.class)
-    void delayedMessageCarriesItsDeliveryTimestamp(Endpoint endpoint, Ferrocket server) throws Exception {
-        String address = address(endpoint, server);
-        String topic = server.createTopic(Names.unique("GrpcDelayTs"), 1);
-        long due = System.currentTimeMillis() + 2_000;
-        try (Producer producer = V5.producer(address, topic)) {
-            producer.send(V5.message(topic, "due").setDeliveryTimestamp(due).build());
-        }
-        try (SimpleConsumer consumer = V5.simpleConsumer(address, Names.unique("GrpcDelayTsGroup"), topic)) {
-            List<MessageView> got = V5.receiveAndAck(consumer, 1, RECEIVE_TIMEOUT);
-            assertEquals(List.of("due"), V5.bodies(got));
-            assertEquals(due, got.get(0).getDeliveryTimestamp().orElse(0L), "delivery timestamp");
         }
     }
 }

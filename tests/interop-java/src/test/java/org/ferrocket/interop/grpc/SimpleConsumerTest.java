@@ -58,7 +58,7 @@ class SimpleConsumerTest extends GrpcTestBase {
             .setAwaitDuration(V5.AWAIT)
             .setSubscriptionExpressions(java.util.Map.of(topic, new FilterExpression("TagA", FilterExpressionType.TAG)))
             .build()) {
-            List<MessageView> got = V5.receiveAndAck(consumer, 4, Duration.ofSeconds(6));
+            List<MessageView> got = V5.receiveAndAck(consumer, 3, Duration.ofSeconds(20));
             assertEquals(Set.of("tag-0", "tag-2", "tag-4"), Set.copyOf(V5.bodies(got)));
             assertEquals(3, got.size());
         }

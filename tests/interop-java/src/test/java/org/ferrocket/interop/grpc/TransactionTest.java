@@ -58,8 +58,7 @@ class TransactionTest extends GrpcTestBase {
             producer.send(V5.message(topic, "plain").build());
         }
         try (SimpleConsumer consumer = V5.simpleConsumer(address, Names.unique("GrpcTxGroup"), topic)) {
-            // Two are due; wait a little longer for a third that must not come.
-            List<MessageView> got = V5.receiveAndAck(consumer, 3, Duration.ofSeconds(6));
+            List<MessageView> got = V5.receiveAndAck(consumer, 2, RECEIVE_TIMEOUT);
             assertEquals(Set.of("committed", "plain"), Set.copyOf(V5.bodies(got)));
             assertEquals(2, got.size(), "each message once: " + V5.bodies(got));
         }
