@@ -15,7 +15,7 @@ TARGET_DIR="${TARGET_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}}"
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
 status=0
 if command -v mvn >/dev/null 2>&1 && [[ -f "$ROOT/tests/interop-java/pom.xml" ]]; then
-    for profile in $(grep -o '<id>rocketmq[0-9]*</id>' "$ROOT/tests/interop-java/pom.xml" | sed 's/<[^>]*>//g'); do
+    for profile in $(grep -o '<id>\(rocketmq\|grpc\)[0-9]*</id>' "$ROOT/tests/interop-java/pom.xml" | sed 's/<[^>]*>//g'); do
         # The test phase with a filter that matches no test: every plugin and
         # provider is resolved, and nothing runs.
         mvn -B -q -Dstyle.color=never -f "$ROOT/tests/interop-java/pom.xml" -P "$profile" \

@@ -10,7 +10,8 @@
 #     official RocketMQ 5 Python client (PyPI rocketmq-python-client==5.1.2)
 #     and runs tests/interop-v5 against `ferrocket proxy`,
 #  5. runs tests/interop-java (scripts/test-java.sh): Apache RocketMQ's own
-#     Java client, rocketmq-client 4.9.8 and 5.5.0, through Maven (needs
+#     Java clients, rocketmq-client 4.9.8 and 5.5.0 and the gRPC
+#     rocketmq-client-java 5.2.0 (v5 API), through Maven (needs
 #     Java 17+ and Maven 3.8+),
 #  6. runs tests/interop-go (scripts/test-go.sh): Apache RocketMQ's Go
 #     client, rocketmq-client-go/v2 as pinned in tests/interop-go/go.mod,
@@ -164,7 +165,7 @@ else
     if ! wait "$PREFETCH_PID"; then
         echo "note: the background fetch reported a failure (see $PREFETCH_LOG); the suites fetch what is missing" >&2
     fi
-    step "scripts/test-java.sh (Java client 4.9.8 and 5.5.0; logs under $TARGET_DIR/interop-java)"
+    step "scripts/test-java.sh (Java clients 4.9.8, 5.5.0 and gRPC 5.2.0; logs under $TARGET_DIR/interop-java)"
     FERROCKET_BIN="$FERROCKET_BIN" TARGET_DIR="$TARGET_DIR" "$ROOT/scripts/test-java.sh"
 fi
 

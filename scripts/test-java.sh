@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The Java Remoting client interop suite (tests/interop-java): Apache
-# RocketMQ's own Java client, org.apache.rocketmq:rocketmq-client, at 4.9.8
-# and at 5.5.0, against a real `ferrocket start` per test class; with 5.5.0
-# also mqadmin (rocketmq-tools, tests v5.mqadmin) against every server.
+# The Java client interop suite (tests/interop-java): Apache RocketMQ's own
+# Java Remoting client, org.apache.rocketmq:rocketmq-client, at 4.9.8 and at
+# 5.5.0, against a real `ferrocket start` per test class; with 5.5.0 also
+# mqadmin (rocketmq-tools, tests v5.mqadmin) against every server; and
+# ("grpc5") the gRPC client of the v5 API, rocketmq-client-java 5.2.0,
+# against the broker's gRPC endpoint and a `ferrocket proxy` (tests grpc).
 #
 # Needs Java 17+ and Maven 3.8+ (nothing else: Maven fetches the client,
 # JUnit and its plugins from the Maven registry into a local repository
@@ -12,7 +14,8 @@
 #                   build output and the server and client logs
 #                   ($TARGET_DIR/interop-java/<version>/home) go
 #                   (default: CARGO_TARGET_DIR, else ./target)
-#   JAVA_CLIENT_VERSIONS  which suites to run (default "4 5")
+#   JAVA_CLIENT_VERSIONS  which suites to run (default "4 5 grpc5": profiles
+#                   rocketmq4, rocketmq5 and grpc5)
 #   MVN_ARGS        extra Maven arguments, e.g. "-Dtest=SendTest"
 # Exits non-zero when a suite fails or Java or Maven is missing.
 set -euo pipefail
@@ -52,19 +55,24 @@ summarize() {
 }
 
 status=0
-for line in ${JAVA_CLIENT_VERSIONS:-4 5}; do
-    profile="rocketmq$line"
-    version="$(sed -n "/<id>$profile<\/id>/,/<\/profile>/s/.*<rocketmq.client.version>\(.*\)<\/rocketmq.client.version>.*/\1/p" \
+for line in ${JAVA_CLIENT_VERSIONS:-4 5 grpc5}; do
+    # A Remoting client line N is profile rocketmqN (rocketmq-client); a
+    # gRPC one (grpc5) is its own profile (rocketmq-client-java).
+    case "$line" in
+        grpc*) profile="$line" property=rocketmq.grpc.client.version client=rocketmq-client-java prefix=grpc- ;;
+        *) profile="rocketmq$line" property=rocketmq.client.version client=rocketmq-client prefix= ;;
+    esac
+    version="$(sed -n "/<id>$profile<\/id>/,/<\/profile>/s/.*<$property>\(.*\)<\/$property>.*/\1/p" \
         "$ROOT/tests/interop-java/pom.xml")"
     if [[ -z "$version" ]]; then
         echo "error: no profile $profile in tests/interop-java/pom.xml" >&2
         exit 1
     fi
-    build_dir="$TARGET_DIR/interop-java/$version"
+    build_dir="$TARGET_DIR/interop-java/$prefix$version"
     home="$build_dir/home"
     rm -rf "$home" "$build_dir/surefire-reports"
     mkdir -p "$home"
-    printf '\n==> Java interop suite, rocketmq-client %s (server and client logs under %s)\n' "$version" "$home"
+    printf '\n==> Java interop suite, %s %s (server and client logs under %s)\n' "$client" "$version" "$home"
     started=$SECONDS
     # shellcheck disable=SC2086 # MVN_ARGS is split on purpose.
     if FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$home" \
@@ -78,6 +86,6 @@ for line in ${JAVA_CLIENT_VERSIONS:-4 5}; do
         result=FAILED
         status=1
     fi
-    echo "rocketmq-client $version: $(summarize "$build_dir/surefire-reports") ($result, $((SECONDS - started)) s)"
+    echo "$client $version: $(summarize "$build_dir/surefire-reports") ($result, $((SECONDS - started)) s)"
 done
 exit "$status"

@@ -89,16 +89,30 @@ pub(crate) struct RealTopicCopy {
     pub tags_code: i64,
 }
 
-/// Java `ScheduleMessageService.messageTimeUp`: the copy of a due message
-/// for its real topic. Topic and queue come from REAL_TOPIC / REAL_QID
-/// (both kept, as Java keeps them); DELAY, TIMER_DELIVER_MS and
-/// TIMER_DELAY_SEC are dropped; every other property stays, UNIQ_KEY
+/// Which service parked a message under REAL_TOPIC / REAL_QID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parked {
+    /// A delay level (or a retry): Java `ScheduleMessageService`.
+    DelayLevel,
+    /// A timer message: Java `TimerMessageStore`.
+    Timer,
+}
+
+/// The copy of a due message for its real topic (Java
+/// `ScheduleMessageService.messageTimeUp`, `TimerMessageStore.convertMessage`).
+/// Topic and queue come from REAL_TOPIC / REAL_QID (both kept, as Java's
+/// scheduler keeps them). A delay level's copy drops DELAY,
+/// TIMER_DELIVER_MS and TIMER_DELAY_SEC; a timer's keeps them, as Java's
+/// timer does, so a v5 client still reads the delivery time (the proxy's
+/// `delivery_timestamp` comes from TIMER_DELIVER_MS; TIMER_OUT_MS keeps the
+/// copy from being parked again). Every other property stays, UNIQ_KEY
 /// included, so clients see the message id the producer got. Body, flag,
 /// sysFlag, born time and host, store host and reconsume count are the
 /// stored message's; the store time is `now_ms`.
 pub(crate) fn real_topic_copy(
     source: &RecordView<'_>,
     now_ms: i64,
+    parked: Parked,
 ) -> Result<RealTopicCopy, DeliverError> {
     let mut props = source.properties();
     let topic = props
@@ -116,12 +130,14 @@ pub(crate) fn real_topic_copy(
         .and_then(|q| q.trim().parse().ok())
         .filter(|q| *q >= 0)
         .ok_or_else(|| DeliverError::Invalid("REAL_QID missing or not a queue id".into()))?;
-    for name in [
-        properties::DELAY,
-        properties::TIMER_DELIVER_MS,
-        properties::TIMER_DELAY_SEC,
-    ] {
-        props.remove(name);
+    if parked == Parked::DelayLevel {
+        for name in [
+            properties::DELAY,
+            properties::TIMER_DELIVER_MS,
+            properties::TIMER_DELAY_SEC,
+        ] {
+            props.remove(name);
+        }
     }
     let props_bytes = props.to_bytes();
     let record = copy_of(
@@ -207,7 +223,7 @@ mod tests {
         let mut buf = BytesMut::new();
         stored.encode(0, 0, &mut buf).unwrap();
         let view = decode_record(&buf, true).unwrap();
-        let copy = real_topic_copy(&view, 99).unwrap();
+        let copy = real_topic_copy(&view, 99, Parked::DelayLevel).unwrap();
         assert_eq!((copy.topic.as_str(), copy.queue_id), ("Real", 3));
         assert_eq!(copy.tags_code, tags_code("t"));
         let out = decode_record(&copy.record, true).unwrap();
@@ -234,9 +250,49 @@ mod tests {
         .unwrap();
         let view = decode_record(&buf, true).unwrap();
         assert!(matches!(
-            real_topic_copy(&view, 1),
+            real_topic_copy(&view, 1, Parked::DelayLevel),
             Err(DeliverError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn a_timer_copy_keeps_its_delivery_time() {
+        let mut props = Properties::new();
+        props.insert(properties::UNIQ_KEY, "ABC");
+        props.insert(properties::TIMER_DELIVER_MS, "5000");
+        props.insert(properties::TIMER_OUT_MS, "5000");
+        props.insert(properties::REAL_TOPIC, "Real");
+        props.insert(properties::REAL_QID, "1");
+        let props_bytes = props.to_bytes();
+        let stored = NewRecord {
+            topic: "rmq_sys_wheel_timer",
+            queue_id: 0,
+            flag: 0,
+            sys_flag: 0,
+            born_timestamp_ms: 1,
+            born_host: "127.0.0.1:5000".parse().unwrap(),
+            store_timestamp_ms: 2,
+            store_host: "127.0.0.1:10911".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: b"body",
+            properties: &props_bytes,
+        };
+        let mut buf = BytesMut::new();
+        stored.encode(0, 0, &mut buf).unwrap();
+        let view = decode_record(&buf, true).unwrap();
+        for (parked, kept) in [(Parked::Timer, Some("5000")), (Parked::DelayLevel, None)] {
+            let copy = real_topic_copy(&view, 9, parked).unwrap();
+            assert_eq!((copy.topic.as_str(), copy.queue_id), ("Real", 1));
+            let out = decode_record(&copy.record, true).unwrap();
+            let out_props = out.properties();
+            assert_eq!(
+                out_props.get(properties::TIMER_DELIVER_MS),
+                kept,
+                "{parked:?}"
+            );
+            assert_eq!(out_props.get(properties::TIMER_OUT_MS), Some("5000"));
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use ferrocket_store::{AppendRequest, AppendResult};
 use super::Shard;
 use crate::clock::now_ms;
 use crate::services::delay_levels::DelayOffsets;
-use crate::services::delivery::{check_real_name, real_topic_copy, DeliverError};
+use crate::services::delivery::{check_real_name, real_topic_copy, DeliverError, Parked};
 use crate::services::topics::{self, TBW102};
 
 impl Shard {
@@ -55,16 +55,21 @@ impl Shard {
     pub async fn deliver_to_real_topic(
         &self,
         source: &RecordView<'_>,
+        parked: Parked,
     ) -> Result<AppendResult, DeliverError> {
-        let result = self.deliver_checked(source).await;
+        let result = self.deliver_checked(source, parked).await;
         if matches!(result, Err(DeliverError::Invalid(_))) {
             self.count_skipped_redelivery();
         }
         result
     }
 
-    async fn deliver_checked(&self, source: &RecordView<'_>) -> Result<AppendResult, DeliverError> {
-        let copy = real_topic_copy(source, now_ms())?;
+    async fn deliver_checked(
+        &self,
+        source: &RecordView<'_>,
+        parked: Parked,
+    ) -> Result<AppendResult, DeliverError> {
+        let copy = real_topic_copy(source, now_ms(), parked)?;
         self.check_real_target(&copy.topic, copy.queue_id).await?;
         let append = AppendRequest::new(
             Arc::from(copy.topic.as_str()),

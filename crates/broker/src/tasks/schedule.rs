@@ -13,7 +13,7 @@ use futures_lite::future;
 
 use crate::clock::now_ms;
 use crate::services::delay_levels::{DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
-use crate::services::delivery::DeliverError;
+use crate::services::delivery::{DeliverError, Parked};
 use crate::services::topics::SCHEDULE_TOPIC;
 use crate::shard::Shard;
 
@@ -122,7 +122,10 @@ async fn deliver_entry(
     if due > now {
         return Step::Wait;
     }
-    match shard.deliver_to_real_topic(&record).await {
+    match shard
+        .deliver_to_real_topic(&record, Parked::DelayLevel)
+        .await
+    {
         Ok(_) => Step::Delivered,
         Err(DeliverError::Invalid(reason)) => {
             tracing::error!(level, offset, %reason, "scheduled message dropped");

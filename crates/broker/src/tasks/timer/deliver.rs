@@ -11,7 +11,7 @@ use ferrocket_store::timer::TimerEntry;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::services::delivery::DeliverError;
+use crate::services::delivery::{DeliverError, Parked};
 use crate::services::records::{read_record, view};
 use crate::services::timer::{TimerService, DELIVER_BATCH_MAX};
 use crate::services::topics::TIMER_TOPIC;
@@ -96,7 +96,7 @@ async fn deliver_one(shard: &Rc<Shard>, entry: &TimerEntry) -> Result<Outcome, R
             return Ok(Outcome::Delivered);
         }
     }
-    match shard.deliver_to_real_topic(&held).await {
+    match shard.deliver_to_real_topic(&held, Parked::Timer).await {
         Ok(_) => Ok(Outcome::Delivered),
         Err(DeliverError::Store(reject)) => Err(reject),
         Err(DeliverError::Invalid(reason)) => {
