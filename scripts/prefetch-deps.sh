@@ -35,6 +35,11 @@ if command -v mvn >/dev/null 2>&1 && [[ -f "$ROOT/tests/interop-java/pom.xml" ]]
             dependency:get -Dartifact="$artifact" \
             || { echo "prefetch: $artifact failed" >&2; status=1; }
     done
+    # Apache RocketMQ's own servers, for the mixed-cluster tests.
+    if [[ -x "$ROOT/scripts/peers/install-apache-rocketmq.sh" && "${SKIP_APACHE_ROCKETMQ:-0}" != "1" ]]; then
+        TARGET_DIR="$TARGET_DIR" "$ROOT/scripts/peers/install-apache-rocketmq.sh" >/dev/null \
+            || { echo "prefetch: installing Apache RocketMQ failed" >&2; status=1; }
+    fi
 fi
 if command -v go >/dev/null 2>&1 && [[ -f "$ROOT/tests/interop-go/go.mod" ]]; then
     # The same caches and flags as scripts/test-go.sh.

@@ -17,6 +17,10 @@
 #   JAVA_CLIENT_VERSIONS  which suites to run (default "4 5 grpc5": profiles
 #                   rocketmq4, rocketmq5 and grpc5)
 #   MVN_ARGS        extra Maven arguments, e.g. "-Dtest=SendTest"
+#   SKIP_APACHE_ROCKETMQ=1  do not install Apache RocketMQ's servers: the
+#                   5.x suite's mixed-cluster tests (package mixed) skip
+#   APACHE_ROCKETMQ_VERSION  which Apache RocketMQ the mixed-cluster tests
+#                   run beside (default: the install script's)
 # Exits non-zero when a suite fails or Java or Maven is missing.
 set -euo pipefail
 
@@ -54,6 +58,16 @@ summarize() {
     echo "Tests run: $tests, Failures: $failures, Errors: $errors, Skipped: $skipped"
 }
 
+# The mixed-cluster tests (5.x suite) run beside Apache RocketMQ's own
+# name server and broker: their jars come from the Maven registry into
+# $TARGET_DIR/apache-rocketmq (reused once there).
+APACHE_ROCKETMQ_HOME="(none: SKIP_APACHE_ROCKETMQ=1)"
+if [[ " ${JAVA_CLIENT_VERSIONS:-4 5 grpc5} " == *" 5 "* && "${SKIP_APACHE_ROCKETMQ:-0}" != "1" ]]; then
+    printf '\n==> Apache RocketMQ server jars (scripts/peers/install-apache-rocketmq.sh)\n'
+    APACHE_ROCKETMQ_HOME="$(TARGET_DIR="$TARGET_DIR" "$ROOT/scripts/peers/install-apache-rocketmq.sh" \
+        ${APACHE_ROCKETMQ_VERSION:-} | tail -n 1)"
+fi
+
 status=0
 for line in ${JAVA_CLIENT_VERSIONS:-4 5 grpc5}; do
     # A Remoting client line N is profile rocketmqN (rocketmq-client); a
@@ -76,6 +90,7 @@ for line in ${JAVA_CLIENT_VERSIONS:-4 5 grpc5}; do
     started=$SECONDS
     # shellcheck disable=SC2086 # MVN_ARGS is split on purpose.
     if FERROCKET_BIN="$FERROCKET_BIN" FERROCKET_INTEROP_HOME="$home" \
+        APACHE_ROCKETMQ_HOME="$APACHE_ROCKETMQ_HOME" \
         mvn -B -q -Dstyle.color=never -f "$ROOT/tests/interop-java/pom.xml" -P "$profile" \
         -Dmaven.repo.local="$TARGET_DIR/m2" \
         -Dinterop.build.dir="$build_dir" -Dinterop.home="$home" \

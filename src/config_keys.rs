@@ -103,6 +103,7 @@ fn broker_identity_keys(
     match key {
         "listenAddr" => config.listen_addr = parse_value(key, setting)?,
         "listenPort" => config.listen_port = parse_port(key, setting)?,
+        "fastListenPortEnable" => config.fast_listen_port_enable = parse_bool(key, setting)?,
         "namesrvAddr" => config.namesrv_addr = setting.value.clone(),
         "brokerClusterName" => config.broker_cluster_name = non_empty(key, setting)?,
         "brokerName" => config.broker_name = non_empty(key, setting)?,
@@ -522,6 +523,8 @@ mod tests {
         assert_eq!(config.replication.ha_max_gap_not_in_sync_bytes, 1024);
         assert!(apply_broker(&mut config, "slaveReadEnable", &setting("true")).unwrap());
         assert!(config.replication.slave_read_enable);
+        assert!(apply_broker(&mut config, "fastListenPortEnable", &setting("true")).unwrap());
+        assert!(config.fast_listen_port_enable);
         // A slave keeps brokerId 0 only until validation refuses it.
         assert!(config
             .validate()

@@ -46,6 +46,7 @@ fn identity(c: &BrokerConfig) -> Vec<(&'static str, String)> {
     vec![
         ("listenAddr", c.listen_addr.to_string()),
         ("listenPort", c.listen_port.to_string()),
+        ("fastListenPortEnable", yes(c.fast_listen_port_enable)),
         ("namesrvAddr", c.namesrv_addr.clone()),
         ("brokerClusterName", c.broker_cluster_name.clone()),
         ("brokerName", c.broker_name.clone()),

@@ -49,6 +49,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "storePathConsumeQueue",
     "listenAddr",
     "listenPort",
+    "fastListenPortEnable",
     "namesrvAddr",
     "brokerClusterName",
     "brokerName",

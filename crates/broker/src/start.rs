@@ -38,6 +38,8 @@ type ShardEndpoints = MeshEndpoints<Box<dyn ErasedCall<Shard>>, AnyReply>;
 /// What moves into each shard's executor.
 struct ShardInput {
     port: ShardPort,
+    /// `listenPort - 2` with `fastListenPortEnable`.
+    fast: Option<SocketAddr>,
     mesh: ShardEndpoints,
     env: Arc<BrokerEnv>,
     ready: mpsc::Sender<Result<(), ShardStartError>>,
@@ -46,11 +48,14 @@ struct ShardInput {
 /// Binds `addr` to learn that it is free (and the port, when 0 was asked),
 /// then holds it with a bound, non-listening SO_REUSEPORT socket until
 /// every shard has its own listener on it.
-fn reserve_port(addr: SocketAddr) -> Result<(SocketAddr, Socket), BrokerError> {
+fn reserve_port(
+    addr: SocketAddr,
+    port_key: &'static str,
+) -> Result<(SocketAddr, Socket), BrokerError> {
     let bind_err = |source| BrokerError::Bind {
         addr,
         source,
-        port_key: "listenPort",
+        port_key,
     };
     let domain = Domain::for_address(addr);
     // Without SO_REUSEPORT, so it fails while any listener (a killed
@@ -73,6 +78,28 @@ fn reserve_port(addr: SocketAddr) -> Result<(SocketAddr, Socket), BrokerError> {
     holder.set_reuse_port(true).map_err(bind_err)?;
     holder.bind(&actual.into()).map_err(bind_err)?;
     Ok((actual, holder))
+}
+
+/// With `fastListenPortEnable`: `listenPort - 2` (Java's "fast" port),
+/// reserved as the main port is.
+fn reserve_fast_port(
+    config: &BrokerConfig,
+    listen: SocketAddr,
+) -> Result<Option<(SocketAddr, Socket)>, BrokerError> {
+    if !config.fast_listen_port_enable {
+        return Ok(None);
+    }
+    let port = listen
+        .port()
+        .checked_sub(2)
+        .filter(|p| *p > 0)
+        .ok_or_else(|| {
+            BrokerError::Config(format!(
+                "fastListenPortEnable needs listenPort above 2, not {}",
+                listen.port()
+            ))
+        })?;
+    reserve_port(SocketAddr::new(listen.ip(), port), "fastListenPortEnable").map(Some)
 }
 
 /// Bytes of physical memory, if the system says.
@@ -101,7 +128,11 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let plan = config.shards_config().plan()?;
     let count = plan.shard_count();
     warn_if_oversubscribed(count);
-    let (listen, holder) = reserve_port(SocketAddr::new(config.listen_addr, config.listen_port))?;
+    let (listen, holder) = reserve_port(
+        SocketAddr::new(config.listen_addr, config.listen_port),
+        "listenPort",
+    )?;
+    let (fast, fast_holder) = reserve_fast_port(&config, listen)?.unzip();
     if config.namesrv_addr.trim().is_empty() {
         tracing::warn!(
             "namesrvAddr is not set: this broker registers with no name server, so no client \
@@ -126,6 +157,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         .zip(mesh_endpoints(count, MESH_RING_CAPACITY_DEFAULT))
         .map(|(port, mesh)| ShardInput {
             port,
+            fast,
             mesh,
             env: Arc::clone(&env),
             ready: ready_tx.clone(),
@@ -146,8 +178,12 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     if failure.is_none() {
         ferrocket_runtime::server::announce_listening("broker", listen);
         tracing::info!(%listen, shards = count, broker = %env.broker_addr, "broker serving");
+        if let Some(fast) = fast {
+            tracing::info!(%fast, "also serving on the fast port (listenPort - 2)");
+        }
     }
     drop(holder);
+    drop(fast_holder);
     for result in shards.join() {
         if let Err(err) = result {
             let error = BrokerError::from(err);
@@ -353,16 +389,17 @@ type ShardStartError = (usize, BrokerError);
 async fn shard_main(ctx: ShardContext, input: ShardInput) {
     let ShardInput {
         port,
+        fast,
         mesh,
         env,
         ready,
     } = input;
     let store = ShardStore::connect(port).await;
     let shard = Shard::new(ctx.index, ctx.count, env, store);
-    match prepare(&shard, mesh).await {
-        Ok(listener) => {
+    match prepare(&shard, mesh, fast).await {
+        Ok((listener, fast)) => {
             let _ = ready.send(Ok(()));
-            serve_until_stopped(&shard, listener, &ctx).await;
+            serve_until_stopped(&shard, listener, fast, &ctx).await;
         }
         Err(error) => {
             tracing::error!(shard = ctx.index, %error, "shard could not start");
@@ -379,8 +416,12 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) {
     }
 }
 
-/// Connects the mesh, opens the shard's services and binds its listener.
-async fn prepare(shard: &Rc<Shard>, mesh: ShardEndpoints) -> Result<TcpListener, BrokerError> {
+/// Connects the mesh, opens the shard's services and binds its listeners.
+async fn prepare(
+    shard: &Rc<Shard>,
+    mesh: ShardEndpoints,
+    fast: Option<SocketAddr>,
+) -> Result<(TcpListener, Option<TcpListener>), BrokerError> {
     let handler: Rc<dyn MeshHandler<Box<dyn ErasedCall<Shard>>, AnyReply>> = shard.clone();
     // Held pulls forwarded to their owner count as in flight for up to their
     // suspend timeout, so allow well above the per-shard long-poll limit.
@@ -392,15 +433,32 @@ async fn prepare(shard: &Rc<Shard>, mesh: ShardEndpoints) -> Result<TcpListener,
     shard.set_mesh(mesh.connect(handler, in_flight_max).await?);
     crate::tasks::start(shard)?;
     let addr = shard.env.listen;
-    bind_listener(addr, true).map_err(|source| BrokerError::Bind {
+    let listener = bind_listener(addr, true).map_err(|source| BrokerError::Bind {
         addr,
         source,
         port_key: "listenPort",
-    })
+    })?;
+    let fast = match fast {
+        Some(addr) => Some(
+            bind_listener(addr, true).map_err(|source| BrokerError::Bind {
+                addr,
+                source,
+                port_key: "fastListenPortEnable",
+            })?,
+        ),
+        None => None,
+    };
+    Ok((listener, fast))
 }
 
-/// Starts the serving-time loops and serves until the stop flag is set.
-async fn serve_until_stopped(shard: &Rc<Shard>, listener: TcpListener, ctx: &ShardContext) {
+/// Starts the serving-time loops and serves (on the fast port too, when
+/// bound: the same requests, the same handler) until the stop flag is set.
+async fn serve_until_stopped(
+    shard: &Rc<Shard>,
+    listener: TcpListener,
+    fast: Option<TcpListener>,
+    ctx: &ShardContext,
+) {
     crate::tasks::start_serving(shard);
     crate::wire::local::start(shard);
     let stopped = {
@@ -417,7 +475,16 @@ async fn serve_until_stopped(shard: &Rc<Shard>, listener: TcpListener, ctx: &Sha
         limits: shard.config().server_limits,
         tls: shard.env.tls.clone(),
     };
-    serve(listener, shard.clone(), server, stopped).await;
+    let main = serve(listener, shard.clone(), server.clone(), stopped);
+    match fast {
+        Some(fast) => {
+            let poll = Duration::from_millis(STOP_POLL_INTERVAL_MS);
+            let fast_stopped = flag_set(Arc::clone(&ctx.stop), poll);
+            let fast = serve(fast, shard.clone(), server, fast_stopped);
+            futures_lite::future::zip(main, fast).await;
+        }
+        None => main.await,
+    }
 }
 
 /// Reads subscriptionGroup.json, messageRequestMode.json and

@@ -110,6 +110,9 @@ fn connections_offsets_stats_and_locks() {
     let response = ok(admin.request(request(request_code::GET_ALL_CONSUMER_OFFSET, &[], b"")));
     let all: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
     assert_eq!(all["offsetTable"]["StatsTopic@StatsG"]["3"], 1, "{all}");
+    // A Java slave assigns the master's offsets version to its own.
+    assert!(all["dataVersion"]["timestamp"].as_i64() > Some(0), "{all}");
+    assert_eq!(all["dataVersion"]["counter"], 0, "{all}");
 
     let response = ok(admin.request(request(
         request_code::GET_CONSUME_STATS,

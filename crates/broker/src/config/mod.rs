@@ -82,6 +82,11 @@ pub struct BrokerConfig {
     pub listen_addr: IpAddr,
     /// `listenPort`. 0 picks a free port (tests).
     pub listen_port: u16,
+    /// `fastListenPortEnable`: also serve on `listenPort - 2`, the Java
+    /// broker's "fast" (VIP channel) port, which a Java slave asks for its
+    /// master's topics and timer state and clients with `vipChannelEnabled`
+    /// use. Off by default (Java always listens there).
+    pub fast_listen_port_enable: bool,
     /// `namesrvAddr`: name servers as `host:port;host:port` (empty: none).
     pub namesrv_addr: String,
     /// `brokerClusterName`.
@@ -245,6 +250,7 @@ impl Default for BrokerConfig {
         Self {
             listen_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
             listen_port: LISTEN_PORT_DEFAULT,
+            fast_listen_port_enable: false,
             namesrv_addr: String::new(),
             broker_cluster_name: CLUSTER_NAME_DEFAULT.into(),
             broker_name: BROKER_NAME_DEFAULT.into(),

@@ -6,15 +6,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use ferrocket_protocol::body::{encode_json, SubscriptionData};
+use ferrocket_protocol::body::{encode_json, DataVersion, SubscriptionData};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 use serde::Serialize;
 
+use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::locks::MessageQueue;
-use crate::services::offsets::{key_topic, merge, OffsetFile, OffsetMap};
+use crate::services::offsets::{key_topic, merge, OffsetMap};
 use crate::shard::clients::conn_infos;
 use crate::shard::Shard;
 
@@ -124,16 +125,32 @@ impl ShardCall<Shard> for PeekOffsets {
     }
 }
 
+/// GET_ALL_CONSUMER_OFFSET's body (`ConsumerOffsetSerializeWrapper`): the
+/// consumerOffset.json table with a data version. A Java slave syncing
+/// from this broker assigns the version to its own
+/// (`SlaveSynchronize.syncConsumerOffset`) and fails without one.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OffsetsWithVersion {
+    offset_table: OffsetMap,
+    data_version: DataVersion,
+}
+
 /// GET_ALL_CONSUMER_OFFSET: the consumerOffset.json view of every group's
-/// committed offsets, current rather than as last persisted.
+/// committed offsets, current rather than as last persisted, versioned by
+/// the time of the answer (offsets change with every commit).
 pub(crate) async fn all_consumer_offsets(
     shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
-    let file = OffsetFile {
+    let answer = OffsetsWithVersion {
         offset_table: all_offsets(shard).await?,
+        data_version: DataVersion {
+            timestamp: now_ms(),
+            ..DataVersion::default()
+        },
     };
-    Ok(ok(request).with_body(encode_json(&file)))
+    Ok(ok(request).with_body(encode_json(&answer)))
 }
 
 /// On the owner shard: each queue's max offset, the group's committed

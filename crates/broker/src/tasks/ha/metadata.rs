@@ -19,6 +19,7 @@ use ferrocket_runtime::shard::ShardCall;
 use crate::config::parse_host_port;
 use crate::error::Reject;
 use crate::services::delay_levels::DELAY_OFFSET_FILE;
+use crate::services::fastjson::quote_integer_keys;
 use crate::services::groups::GroupTable;
 use crate::services::offsets::{OffsetFile, OffsetMap};
 use crate::services::request_modes::RequestModeTable;
@@ -133,8 +134,21 @@ async fn ask_json<T: serde::de::DeserializeOwned>(
     code: i32,
 ) -> Result<T, Reject> {
     let answer = ask(shard, master, code).await?;
-    decode_json(&answer.body)
+    decode_master_json(&answer.body)
         .map_err(|e| Reject::system(format!("the master's answer to {code}: {e}")))
+}
+
+/// A master's JSON body. A Java master's is fastjson's, which writes
+/// integer map keys unquoted: GET_ALL_CONSUMER_OFFSET's `offsetTable` is
+/// `{"topic@group":{0:12,1:3}}` (`ConsumerOffsetSerializeWrapper`).
+fn decode_master_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+    match decode_json(body) {
+        Ok(value) => Ok(value),
+        Err(first) => {
+            let text = std::str::from_utf8(body).map_err(|_| first.to_string())?;
+            serde_json::from_str(&quote_integer_keys(text)).map_err(|_| first.to_string())
+        }
+    }
 }
 
 /// On every shard: the master's consumer offsets of the queues it owns.
@@ -157,5 +171,21 @@ impl ShardCall<Shard> for MergeOffsets {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_java_masters_consumer_offsets() {
+        // What a 5.5.0 broker answers to GET_ALL_CONSUMER_OFFSET.
+        let body = br#"{"dataVersion":{"counter":7,"stateVersion":0,"timestamp":1765000000000},"offsetTable":{"T@G":{0:10,1:12},"%RETRY%G@G":{0:0}}}"#;
+        let file: OffsetFile = decode_master_json(body).unwrap();
+        assert_eq!(file.offset_table["T@G"][&1], 12);
+        assert_eq!(file.offset_table["%RETRY%G@G"][&0], 0);
+        let broken = decode_master_json::<OffsetFile>(b"{\"offsetTable\":{0:").unwrap_err();
+        assert!(broken.contains("line 1"), "{broken}");
     }
 }

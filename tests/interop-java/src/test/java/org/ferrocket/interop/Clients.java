@@ -31,16 +31,21 @@ public final class Clients implements AutoCloseable {
     public static final int SEND_TIMEOUT_MS = 10_000;
     public static final Duration RECEIVE_TIMEOUT = Duration.ofSeconds(40);
 
-    private final Ferrocket server;
+    private final String namesrvAddr;
     private final Deque<Runnable> shutdowns = new ArrayDeque<>();
 
     public Clients(Ferrocket server) {
-        this.server = server;
+        this(server.namesrvAddr());
+    }
+
+    /** Clients of any name server (a mixed cluster's: Ferrocket's or Apache RocketMQ's). */
+    public Clients(String namesrvAddr) {
+        this.namesrvAddr = namesrvAddr;
     }
 
     /** Name server address and a unique instance name. */
     public <T extends ClientConfig> T configure(T client) {
-        client.setNamesrvAddr(server.namesrvAddr());
+        client.setNamesrvAddr(namesrvAddr);
         client.setInstanceName(Names.unique("i"));
         client.setVipChannelEnabled(false);
         // A consumer's retry topic comes to be at its group's first
