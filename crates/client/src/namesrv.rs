@@ -191,6 +191,26 @@ impl NameServerClient {
         lock(&self.inner.routes).remove(topic);
     }
 
+    /// Forgets every cached route that names the broker at `addr`, and the
+    /// broker sets whose master it was: after a failover the next request
+    /// reads the name server's route instead of trying a deposed master
+    /// until the routes expire. Returns how many routes were dropped.
+    pub fn forget_broker(&self, addr: &str) -> usize {
+        let names = |route: &TopicRouteData| {
+            route
+                .broker_datas
+                .iter()
+                .any(|b| b.broker_addrs.values().any(|a| a == addr))
+        };
+        let mut routes = lock(&self.inner.routes);
+        let before = routes.len();
+        routes.retain(|_, cached| !names(&cached.route));
+        let dropped = before - routes.len();
+        drop(routes);
+        lock(&self.inner.brokers).retain(|_, addrs| addrs.get(&0).is_none_or(|a| a != addr));
+        dropped
+    }
+
     /// Queues of `topic` a producer may write to.
     pub async fn write_queues(&self, topic: &str) -> Result<Vec<MessageQueue>, ClientError> {
         let route = self.route(topic).await?;
@@ -260,4 +280,41 @@ impl NameServerClient {
 /// True when `error` says the name server has no route for the topic.
 pub fn is_topic_not_exist(error: &ClientError) -> bool {
     error.response_code() == Some(response_code::TOPIC_NOT_EXIST)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrocket_protocol::body::BrokerData;
+
+    fn route_of(broker_name: &str, master: &str) -> TopicRouteData {
+        let mut route = TopicRouteData::default();
+        route.broker_datas.push(BrokerData {
+            cluster: "c".into(),
+            broker_name: broker_name.into(),
+            broker_addrs: BTreeMap::from([(0, master.to_string())]),
+        });
+        route
+    }
+
+    #[test]
+    fn forgetting_a_broker_drops_only_the_routes_that_name_it() {
+        let pool = ConnectionPool::new(crate::ConnectionConfig::default(), None);
+        let client = NameServerClient::new("127.0.0.1:1", pool).unwrap();
+        for (topic, name, master) in [("A", "a", "h:1"), ("B", "a", "h:1"), ("C", "b", "h:2")] {
+            let route = route_of(name, master);
+            client.remember_brokers(&route);
+            let cached = CachedRoute {
+                route: Arc::new(route),
+                fetched: Instant::now(),
+            };
+            lock(&client.inner.routes).insert(topic.to_string(), cached);
+        }
+        assert_eq!(client.forget_broker("h:1"), 2);
+        assert!(client.cached_route("A").is_none() && client.cached_route("B").is_none());
+        assert!(client.cached_route("C").is_some());
+        assert_eq!(client.master_addr("a"), None, "asked again next time");
+        assert_eq!(client.master_addr("b").as_deref(), Some("h:2"));
+        assert_eq!(client.forget_broker("h:9"), 0);
+    }
 }

@@ -128,13 +128,37 @@ impl Backend {
         timeout: Duration,
     ) -> Result<RemotingCommand, Status> {
         if let Some(local) = self.local.as_deref().filter(|local| local.is_local(addr)) {
-            return crate::local::invoke(local, request, timeout).await;
+            let answer = crate::local::invoke(local, request, timeout).await;
+            if answer
+                .as_ref()
+                .is_ok_and(|a| a.code == response_code::SERVICE_NOT_AVAILABLE)
+            {
+                self.forget_broker(addr, "it is not the master now");
+            }
+            return answer;
         }
-        self.namesrv
+        let answer = self
+            .namesrv
             .pool()
             .invoke_timeout(addr, request, timeout)
-            .await
-            .map_err(|e| client_status(&e))
+            .await;
+        match &answer {
+            Err(e) if e.is_transport() => self.forget_broker(addr, "it did not answer"),
+            Ok(a) if a.code == response_code::SERVICE_NOT_AVAILABLE => {
+                self.forget_broker(addr, "it is not the master now")
+            }
+            _ => {}
+        }
+        answer.map_err(|e| client_status(&e))
+    }
+
+    /// Drops the cached routes that name `addr` (a failover may have moved
+    /// its set's master): the next request reads the name server's route.
+    fn forget_broker(&self, addr: &str, why: &str) {
+        let dropped = self.namesrv.forget_broker(addr);
+        if dropped > 0 {
+            tracing::info!(addr, dropped, "routes naming a broker dropped: {why}");
+        }
     }
 
     /// `request` to the master of `broker_name`.
