@@ -56,6 +56,12 @@ public final class Clients implements AutoCloseable {
         return client;
     }
 
+    /** Registers a client this class did not make, shut down by {@link #close()}. */
+    public <T> T track(T client, Runnable shutdown) {
+        shutdowns.push(shutdown);
+        return client;
+    }
+
     public DefaultMQProducer producer() throws Exception {
         DefaultMQProducer producer = configure(new DefaultMQProducer(Names.unique("PG")));
         producer.setSendMsgTimeout(SEND_TIMEOUT_MS);

@@ -242,8 +242,18 @@ public final class Ferrocket implements AutoCloseable {
 
     /** Creates `topic` with `queues` queues and waits until the name server routes it. */
     public String createTopic(String topic, int queues) throws Exception {
-        admin(true, "topic", "create", "--topic", topic, "--broker-addr", brokerAddr(),
-            "-r", Integer.toString(queues), "-w", Integer.toString(queues));
+        return createTopic(topic, queues, new String[0]);
+    }
+
+    /**
+     * {@link #createTopic(String, int)} with `ferrocket admin` options for
+     * the broker call (`--tls`, `--access-key K --secret-key S`).
+     */
+    public String createTopic(String topic, int queues, String... adminOptions) throws Exception {
+        List<String> args = new ArrayList<>(List.of(adminOptions));
+        args.addAll(List.of("topic", "create", "--topic", topic, "--broker-addr", brokerAddr(),
+            "-r", Integer.toString(queues), "-w", Integer.toString(queues)));
+        admin(true, args.toArray(new String[0]));
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (true) {
             String route = admin(false, "topic", "route", "--topic", topic);

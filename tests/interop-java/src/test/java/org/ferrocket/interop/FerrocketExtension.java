@@ -1,5 +1,7 @@
 package org.ferrocket.interop;
 
+import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
@@ -38,9 +40,27 @@ public final class FerrocketExtension implements BeforeAllCallback, ParameterRes
     public void beforeAll(ExtensionContext context) throws Exception {
         Class<?> testClass = context.getRequiredTestClass();
         BrokerSettings settings = testClass.getAnnotation(BrokerSettings.class);
-        List<String> extra = settings == null ? List.of() : List.of(settings.value());
+        List<String> extra = new ArrayList<>(settings == null ? List.of() : List.of(settings.value()));
+        extra.addAll(preparedSettings(testClass));
         Ferrocket server = Ferrocket.start(testClass.getSimpleName(), extra);
         context.getStore(NAMESPACE).put(KEY, new Resource(server));
+    }
+
+    /**
+     * Settings a test class computes before its server starts (files it
+     * writes first, e.g. an ACL home): its `static List<String>
+     * brokerSettings()`, when it has one.
+     */
+    @SuppressWarnings("unchecked")
+    private static List<String> preparedSettings(Class<?> testClass) throws Exception {
+        Method method;
+        try {
+            method = testClass.getDeclaredMethod("brokerSettings");
+        } catch (NoSuchMethodException none) {
+            return List.of();
+        }
+        method.setAccessible(true);
+        return (List<String>) method.invoke(null);
     }
 
     private static Ferrocket server(ExtensionContext context) {
