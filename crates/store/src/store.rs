@@ -114,6 +114,12 @@ impl AppenderParts {
             .unwrap_or(0)
     }
 
+    /// CommitLog bytes recovery read: 0 after a clean stop, what was
+    /// written since the last checkpoint after a crash.
+    pub fn recovery_scanned_bytes(&self) -> i64 {
+        self.recovered.scanned_bytes
+    }
+
     /// Starts the appender on its own executor thread at `placement` and
     /// returns one [`ShardPort`] per shard (index = shard id). `owner` maps a
     /// queue to its shard and must return a value below `shard_count`.

@@ -2,13 +2,15 @@
 //! controller mode whose log runs past the point where it agrees with its
 //! new master (the fork point of the epoch lists) drops the rest before it
 //! follows that master. The bytes from the cut to the end of its segment
-//! are zeroed and later segments deleted; the checkpoint is removed so the
-//! next open scans the whole log, finds its end at the cut, and brings the
-//! ConsumeQueues (and, through the broker, the index and timer log) in line
-//! with it, as after a torn tail.
+//! are zeroed and later segments deleted; the checkpoint is lowered to the
+//! cut, so the next open starts its scan there (or at the cut's segment),
+//! finds the log's end at the cut, and brings the ConsumeQueues (and,
+//! through the broker, the index and timer log) in line with it, as after
+//! a torn tail.
 
 use std::fs::{self, OpenOptions};
 
+use crate::checkpoint::StoreCheckpoint;
 use crate::config::StoreConfig;
 use crate::error::{IoContext, StoreError};
 use crate::files::{list_offset_files, zero_range};
@@ -45,10 +47,20 @@ pub fn truncate_commitlog(config: &StoreConfig, offset: i64) -> Result<i64, Stor
         zero_range(&file, &path, (offset - start) as u64, seg as u64)?;
         file.sync_all().io_context("sync segment", &path)?;
     }
-    let checkpoint = config.checkpoint_path();
-    if checkpoint.exists() {
-        fs::remove_file(&checkpoint).io_context("delete checkpoint", &checkpoint)?;
-    }
+    lower_checkpoint(config, offset)?;
     tracing::warn!(offset, end, "CommitLog cut back to the fork point");
     Ok(end - offset)
+}
+
+/// Lowers the checkpoint to `offset`: the recovery `commitlog_end` ran
+/// left everything below the old one indexed and flushed, so below the cut
+/// too. Without a checkpoint the next open scans the whole log.
+fn lower_checkpoint(config: &StoreConfig, offset: i64) -> Result<(), StoreError> {
+    let path = config.checkpoint_path();
+    let Some(mut checkpoint) = StoreCheckpoint::load(&path)? else {
+        return Ok(());
+    };
+    checkpoint.commitlog_flushed = checkpoint.commitlog_flushed.min(offset);
+    checkpoint.consumequeue_flushed = checkpoint.consumequeue_flushed.min(offset);
+    checkpoint.store(&path)
 }

@@ -184,3 +184,112 @@ fn injected_torn_write_is_an_error_and_recovers() {
     want.push(body_for(0, 0, 12));
     assert_eq!(bodies, &want);
 }
+
+/// A clean restart reads no record: recovery starts at the checkpoint,
+/// where the last record ends (a controller-mode role change restarts
+/// this way).
+#[test]
+fn clean_restart_reads_no_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(dir.path());
+    append_round(config.clone(), 0, 40);
+    let (handle, parts) = MessageStore::open(config.clone()).unwrap();
+    assert_eq!(parts.recovery_scanned_bytes(), 0);
+    assert!(handle.written_offset() > 0);
+    drop((handle, parts));
+    assert_eq!(
+        read_all(config),
+        vec![expected(0, 0..40), expected(1, 0..40)]
+    );
+}
+
+/// After a crash recovery reads what was written since the checkpoint,
+/// not the segment holding it; a checkpoint inside a record falls back to
+/// the segment's first record. Either way nothing is lost.
+#[test]
+fn crash_restart_reads_from_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(dir.path());
+    let mut results = append_round(config.clone(), 0, 60);
+    results.sort_by_key(|r| r.physical_offset);
+    let end = results
+        .last()
+        .map(|r| r.physical_offset + r.total_bytes as i64)
+        .unwrap();
+    let seg = config.segment_bytes as i64;
+    // A record boundary past the last segment's start, and one byte past it.
+    let last_start = end - end % seg;
+    let at = results
+        .iter()
+        .map(|r| r.physical_offset + r.total_bytes as i64)
+        .find(|e| *e > last_start && *e < end)
+        .expect("the last segment holds two records");
+    for (checkpointed, scanned) in [(at, end - at), (at + 1, end - last_start)] {
+        let checkpoint = ferrocket_store::StoreCheckpoint {
+            commitlog_flushed: checkpointed,
+            consumequeue_flushed: checkpointed,
+            commitlog_timestamp_ms: 0,
+            consumequeue_timestamp_ms: 0,
+        };
+        checkpoint.store(&config.checkpoint_path()).unwrap();
+        let (handle, parts) = MessageStore::open(config.clone()).unwrap();
+        assert_eq!(
+            parts.recovery_scanned_bytes(),
+            scanned,
+            "checkpoint {checkpointed}"
+        );
+        assert_eq!(handle.written_offset(), end);
+        assert_eq!(parts.recovered_queue_offset(TOPIC, 0), 60);
+        assert_eq!(parts.recovered_queue_offset(TOPIC, 1), 60);
+    }
+    assert_eq!(
+        read_all(config),
+        vec![expected(0, 0..60), expected(1, 0..60)]
+    );
+}
+
+/// A replica cut back to a fork point: the next open starts at the cut
+/// (not at the log's start), the queues end with the log, and appends
+/// continue there with the next queue offsets.
+#[test]
+fn cut_back_log_reopens_at_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(dir.path());
+    // Queue 0's 60 results, then queue 1's.
+    let results = append_round(config.clone(), 0, 60);
+    let mut by_position: Vec<(i64, usize)> = results
+        .iter()
+        .enumerate()
+        .map(|(n, r)| (r.physical_offset, n / 60))
+        .collect();
+    by_position.sort();
+    let keep = 70;
+    let cut = by_position[keep].0;
+    let kept = |queue: usize| {
+        by_position[..keep]
+            .iter()
+            .filter(|(_, q)| *q == queue)
+            .count()
+    };
+    let dropped = ferrocket_store::truncate_commitlog(&config, cut).unwrap();
+    assert!(dropped > 0);
+    let (handle, parts) = MessageStore::open(config.clone()).unwrap();
+    assert_eq!(handle.written_offset(), cut);
+    assert!(
+        parts.recovery_scanned_bytes() < config.segment_bytes as i64,
+        "scanned {} bytes",
+        parts.recovery_scanned_bytes()
+    );
+    let (q0, q1) = (kept(0), kept(1));
+    assert_eq!(parts.recovered_queue_offset(TOPIC, 0), q0 as i64);
+    assert_eq!(parts.recovered_queue_offset(TOPIC, 1), q1 as i64);
+    drop((handle, parts));
+    let more = append_round(config.clone(), 100, 1);
+    assert_eq!(more.iter().map(|r| r.physical_offset).min(), Some(cut));
+    let queues = read_all(config);
+    let mut want0 = expected(0, 0..q0);
+    want0.push(body_for(0, 0, 100));
+    let mut want1 = expected(1, 0..q1);
+    want1.push(body_for(0, 1, 100));
+    assert_eq!(queues, vec![want0, want1]);
+}

@@ -2,9 +2,13 @@
 //! of the CommitLog, cut a torn tail, bring every ConsumeQueue in line with
 //! it, and rebuild the appender's queue-offset table.
 //!
-//! The scan starts at the segment holding the checkpoint's lower position
-//! (everything below it is flushed in both the CommitLog and the
-//! ConsumeQueues), or at the first segment without a usable checkpoint.
+//! The scan starts at the checkpoint's lower position (everything below it
+//! is flushed in both the CommitLog and the ConsumeQueues) when a flushed
+//! ConsumeQueue entry proves a record ends there; else at the first record
+//! of the segment holding it, or at the first segment without a usable
+//! checkpoint. So a clean restart (a controller-mode role change) reads no
+//! record, and a restart after kill -9 reads only what was written since
+//! the last checkpoint, whatever the segment size.
 //! Each record is checked (`scan`): magic, size within the segment, every
 //! field length, the body CRC, and that its PHYSICALOFFSET is where it
 //! lies. Bad bytes followed by a valid record are a damaged range
@@ -46,6 +50,8 @@ pub(crate) struct Recovered {
     pub(crate) floors: QueueFloors,
     /// Damaged ranges quarantined by this and earlier recoveries.
     pub(crate) damaged: Vec<DamagedRange>,
+    /// CommitLog bytes this recovery read (0 after a clean stop).
+    pub(crate) scanned_bytes: i64,
 }
 
 /// Recovers the store in `config`'s directories (see the module doc).
@@ -72,12 +78,20 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
                 queues: &mut queues,
                 floors: &floors,
                 damaged: &mut damaged,
+                start_is_boundary: start.is_boundary,
             };
-            scanner.find_end(start)?
+            scanner.find_end(start.at)?
         }
     };
     quarantine_damage(config, &segments, &queues, &damaged)?;
-    tracing::info!(start, end, segments = segments.len(), "CommitLog recovered");
+    let scanned_bytes = (end - start.at).max(0);
+    tracing::info!(
+        start = start.at,
+        end,
+        scanned_bytes,
+        segments = segments.len(),
+        "CommitLog recovered"
+    );
     let segments = settle(config, segments, &queues, end)?;
     Ok(Recovered {
         segments,
@@ -85,6 +99,7 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         queue_offsets: next_queue_offsets(queues),
         floors,
         damaged: all_damaged(config, damaged),
+        scanned_bytes,
     })
 }
 
@@ -126,32 +141,97 @@ fn load_floors(config: &StoreConfig, first_start: i64) -> Result<QueueFloors, St
     Ok(floors)
 }
 
-/// Where the scan starts: the first record of the segment holding the
-/// checkpoint's position, or the first segment when there is no usable
-/// checkpoint or a ConsumeQueue must be rebuilt.
+/// Where recovery's scan starts.
+struct ScanStart {
+    at: i64,
+    /// A record is known to end at `at` (or `at` starts the log).
+    is_boundary: bool,
+}
+
+/// Where the scan starts: the checkpoint's position when a ConsumeQueue
+/// entry proves a record ends there; else the first record of the segment
+/// holding it (records before it there are re-checked cheaply, and a
+/// checkpoint that claims too much is caught); the first segment when
+/// there is no usable checkpoint or a ConsumeQueue must be rebuilt.
 fn scan_start(
     config: &StoreConfig,
     segments: &[Arc<SegmentMap>],
     queues: &HashMap<QueueKey, ConsumeQueue>,
-) -> Result<i64, StoreError> {
+) -> Result<ScanStart, StoreError> {
     let seg = config.segment_bytes as i64;
     let first_start = segments.first().map(|s| s.start).unwrap_or(0);
     let last_end = segments.last().map(|s| s.start + seg).unwrap_or(0);
+    let from_first = ScanStart {
+        at: first_start,
+        is_boundary: true,
+    };
     let checkpoint = StoreCheckpoint::load(&config.checkpoint_path())?;
     if queues.values().any(ConsumeQueue::was_repaired) {
         tracing::warn!("a ConsumeQueue file was short; rescanning the whole CommitLog");
-        return Ok(first_start);
+        return Ok(from_first);
     }
-    // Scan the whole segment holding the checkpoint's position: records
-    // before it there are re-checked cheaply (their ConsumeQueue entries
-    // exist), and a checkpoint that claims too much is caught.
+    let Some(checkpoint) = checkpoint else {
+        return Ok(from_first);
+    };
     let checkpointed = checkpoint
-        .map(|c| c.commitlog_flushed.min(c.consumequeue_flushed))
-        .unwrap_or(first_start)
+        .commitlog_flushed
+        .min(checkpoint.consumequeue_flushed)
         .clamp(first_start, last_end);
-    Ok((checkpointed - checkpointed.rem_euclid(seg))
+    if checkpointed == first_start || record_ends_at(segments, seg, queues, checkpointed) {
+        return Ok(ScanStart {
+            at: checkpointed,
+            is_boundary: true,
+        });
+    }
+    let at = (checkpointed - checkpointed.rem_euclid(seg))
         .min(last_end - seg)
-        .max(first_start))
+        .max(first_start);
+    Ok(ScanStart {
+        at,
+        is_boundary: at == first_start,
+    })
+}
+
+/// Whether a record ends exactly at `pos`: a ConsumeQueue entry ends there
+/// and the record it names checks (so the log's last record before a
+/// clean stop's checkpoint is read once, and a torn one is caught). Then
+/// the next record, a segment's filler or the log's end starts at `pos`.
+fn record_ends_at(
+    segments: &[Arc<SegmentMap>],
+    seg_bytes: i64,
+    queues: &HashMap<QueueKey, ConsumeQueue>,
+    pos: i64,
+) -> bool {
+    let Some(entry) = queues
+        .values()
+        .find_map(|queue| entry_ending_at(queue, pos))
+    else {
+        return false;
+    };
+    scan::record_at(segments, seg_bytes, entry.physical_offset)
+        .is_some_and(|size| size as i64 == i64::from(entry.size))
+}
+
+/// Binary search of one queue (its entries lie in CommitLog order) for
+/// the last entry starting before `pos`, when it ends at `pos`.
+fn entry_ending_at(queue: &ConsumeQueue, pos: i64) -> Option<crate::consume_queue::CqEntry> {
+    let (mut low, mut high) = (queue.min_offset(), queue.max_offset());
+    // Entries below `low` start before `pos`; from `high` on, at or after.
+    while low < high {
+        let mid = low + (high - low) / 2;
+        // A hole: this queue proves nothing.
+        let entry = queue.entry(mid)?;
+        match entry.physical_offset < pos {
+            true => low = mid + 1,
+            false => high = mid,
+        }
+    }
+    if low == queue.min_offset() {
+        return None;
+    }
+    queue
+        .entry(low - 1)
+        .filter(|entry| !entry.is_lost() && entry.end() == pos)
 }
 
 /// Makes the recovered state the state on disk: queues end with the log,

@@ -45,6 +45,9 @@ pub(super) struct Scanner<'a> {
     pub(super) floors: &'a QueueFloors,
     /// Damaged ranges found by this pass.
     pub(super) damaged: &'a mut Vec<DamagedRange>,
+    /// The first scan's start is a record boundary: bad bytes there are
+    /// the log's end (or damage), not a start inside a record.
+    pub(super) start_is_boundary: bool,
 }
 
 /// What lies at a scan position.
@@ -53,6 +56,17 @@ enum Found<'a> {
     /// The end-of-segment filler: go on at the next segment.
     SegmentEnd,
     Invalid,
+}
+
+/// The size of the valid message record at `pos`, if one lies there.
+pub(super) fn record_at(segments: &[Arc<SegmentMap>], seg_bytes: i64, pos: i64) -> Option<usize> {
+    if segments.is_empty() || pos < segments[0].start {
+        return None;
+    }
+    match found_at(segments, seg_bytes, pos)? {
+        Found::Record(view) => Some(view.total_size),
+        Found::SegmentEnd | Found::Invalid => None,
+    }
 }
 
 /// What lies at `pos` (`None` past the last segment).
@@ -110,7 +124,9 @@ impl Scanner<'_> {
                     continue;
                 }
                 Some(Found::Record(view)) => view,
-                Some(Found::Invalid) if first_record && pos != segment_start => {
+                Some(Found::Invalid)
+                    if first_record && pos != segment_start && !self.start_is_boundary =>
+                {
                     // The checkpoint should name a record boundary; if not,
                     // start over from its segment's first record.
                     tracing::warn!(
