@@ -6,7 +6,12 @@
 pub struct AccountArgs {
     /// ACL account to sign requests with (brokers with aclEnable=true;
     /// what mqadmin reads from conf/tools.yml).
-    #[arg(long, requires = "secret_key", env = "FERROCKET_ACCESS_KEY")]
+    #[arg(
+        long,
+        requires = "secret_key",
+        env = "FERROCKET_ACCESS_KEY",
+        hide_env_values = true
+    )]
     pub access_key: Option<String>,
     /// The account's secret key.
     #[arg(

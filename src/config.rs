@@ -22,7 +22,8 @@ pub struct CommonArgs {
     /// Port to listen on (`listenPort`).
     #[arg(long)]
     pub listen_port: Option<u16>,
-    /// Any setting by its key name, repeatable: `--set listenPort=9876`.
+    /// Any setting by its RocketMQ key name, repeatable (`--set KEY=VALUE`;
+    /// the README's settings tables list the keys).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
 }

@@ -44,11 +44,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a name server (broker registry and topic routes).
+    #[command(after_help = NAMESRV_DEFAULTS)]
     Namesrv(config::NamesrvArgs),
     /// Run a broker.
+    #[command(after_help = BROKER_DEFAULTS)]
     Broker(config::BrokerArgs),
     /// Run a controller (controller mode's master elections, replicated
     /// with Raft across one or three controllers).
+    #[command(after_help = CONTROLLER_DEFAULTS)]
     Controller(config::ControllerArgs),
     /// Local development: one name server and one broker as child processes.
     Start(start::StartArgs),
@@ -59,6 +62,22 @@ enum Command {
     /// Host checks for running a broker well (`tune check`).
     Tune(tune::TuneArgs),
 }
+
+/// What `namesrv --help` says about settings left unset.
+const NAMESRV_DEFAULTS: &str = "Unset, it listens on 127.0.0.1:9876 (listenAddr, listenPort).";
+
+/// What `broker --help` says about settings left unset.
+const BROKER_DEFAULTS: &str = "Unset, it listens on 127.0.0.1:10911 (listenAddr, listenPort) \
+with HA on listenPort + 1, stores under ~/store (storePathRootDir), flushes ASYNC_FLUSH \
+(flushDiskType), uses 1 GiB CommitLog segments (mappedFileSizeCommitLog), runs one shard on a \
+1-2 core host, else one per core but the first (shardCount), and registers with no name \
+server (namesrvAddr; registerBrokerIntervalMs=30000 once set).";
+
+/// What `controller --help` says about its address and group.
+const CONTROLLER_DEFAULTS: &str = "Unset, it is a group of one listening on 127.0.0.1:19876 \
+(listenAddr, listenPort). A group of three: give each the same \
+controllerDLegerPeers=n0-HOST:PORT;n1-HOST:PORT;n2-HOST:PORT and its own \
+controllerDLegerSelfId=n0 (or n1, n2); it then listens on its own peer address.";
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -20,10 +20,16 @@ pub struct StartArgs {
     /// Address both servers listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub listen_addr: String,
+    /// The name server's port (clients' `namesrvAddr`).
     #[arg(long, default_value_t = 9876)]
     pub namesrv_port: u16,
+    /// The broker's port; its HA (replication) port is the next one.
     #[arg(long, default_value_t = 10911)]
     pub broker_port: u16,
+    /// A broker properties file (`key=value` lines, as `broker -c`); this
+    /// command's own flags and `--broker-set` win over it.
+    #[arg(short = 'c', long = "config", value_name = "FILE")]
+    pub broker_config: Option<PathBuf>,
     /// Extra `key=value` broker settings (RocketMQ names), repeatable.
     #[arg(long = "broker-set", value_name = "KEY=VALUE")]
     pub broker_settings: Vec<String>,
@@ -112,6 +118,13 @@ fn check_ports(args: &StartArgs) -> Result<(), String> {
             "--broker-port PORT or --broker-set haListenPort=PORT",
         ),
     ];
+    for (n, (port, whose, flag)) in ports.iter().enumerate() {
+        if let Some((_, other, _)) = ports[..n].iter().find(|(p, _, _)| p == port) {
+            return Err(format!(
+                "the same port {port} for {other} and {whose}: pass {flag} with another port"
+            ));
+        }
+    }
     for (port, whose, flag) in ports {
         if let Some(holder) = ferrocket_runtime::server::port_holder(port) {
             return Err(format!(
@@ -122,10 +135,49 @@ fn check_ports(args: &StartArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Most directory entries looked at to size the data directory.
+const DATA_DIR_ENTRIES_MAX: usize = 100_000;
+
+/// `start` is for a laptop: says where the data goes, how much is there,
+/// and that it stays until deleted or expired.
+fn say_what_the_store_takes(dir: &std::path::Path) {
+    let megabytes = dir_bytes(dir, DATA_DIR_ENTRIES_MAX) / (1024 * 1024);
+    tracing::info!(
+        "data under {} ({megabytes} MiB now): the broker keeps every message sent (a 10 s \
+         `ferrocket-bench produce` can write gigabytes) until fileReservedTime (72 h) passes or \
+         the disk is 75% full; delete the directory to reclaim the space",
+        dir.display()
+    );
+}
+
+/// Bytes of the regular files under `dir`, looking at most `limit` entries.
+fn dir_bytes(dir: &std::path::Path, limit: usize) -> u64 {
+    let mut pending = vec![dir.to_path_buf()];
+    let (mut bytes, mut seen) = (0u64, 0usize);
+    while let Some(next) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > limit {
+                return bytes;
+            }
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => pending.push(entry.path()),
+                Ok(meta) => bytes += std::os::unix::fs::MetadataExt::blocks(&meta) * 512,
+                Err(_) => {}
+            }
+        }
+    }
+    bytes
+}
+
 pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     check_ports(&args)?;
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", args.data_dir.display()))?;
+    say_what_the_store_takes(&args.data_dir);
     let namesrv_addr = format!("{}:{}", args.listen_addr, args.namesrv_port);
     let namesrv_args = vec![
         "namesrv".to_string(),
@@ -153,6 +205,10 @@ pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
         "--set".into(),
         "enableProxy=true".into(),
     ];
+    if let Some(file) = &args.broker_config {
+        broker_args.push("--config".into());
+        broker_args.push(file.display().to_string());
+    }
     for setting in &args.broker_settings {
         broker_args.push("--set".into());
         broker_args.push(setting.clone());

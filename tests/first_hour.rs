@@ -411,3 +411,59 @@ fn the_direct_write_profiles_start_without_an_error() {
         assert!(!text.contains(" ERROR "), "{profile}: {text}");
     }
 }
+
+#[test]
+fn start_refuses_one_port_for_both_servers() {
+    let port = free_port().to_string();
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().display().to_string();
+    let stderr = refused(&[
+        "start",
+        "--namesrv-port",
+        &port,
+        "--broker-port",
+        &port,
+        "--data-dir",
+        &data_dir,
+    ]);
+    let expected =
+        format!("the same port {port} for the name server's and the broker's: pass --broker-port");
+    assert!(stderr.contains(&expected), "{stderr}");
+}
+
+#[test]
+fn a_store_path_that_is_a_file_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store");
+    std::fs::write(&file, b"a file").unwrap();
+    let port = free_port().to_string();
+    let stderr = refused(&[
+        "broker",
+        "--listen-port",
+        &port,
+        "--store-path-root-dir",
+        &file.display().to_string(),
+    ]);
+    assert!(stderr.contains("is a file, not a directory"), "{stderr}");
+}
+
+#[test]
+fn a_broker_refused_its_port_leaves_no_store_directory() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let stderr = refused(&[
+        "broker",
+        "--listen-port",
+        &port,
+        "--store-path-root-dir",
+        &store.display().to_string(),
+    ]);
+    assert!(stderr.contains("listenPort"), "{stderr}");
+    assert!(
+        !store.exists(),
+        "a refused broker created {}",
+        store.display()
+    );
+}

@@ -123,16 +123,18 @@ fn physical_memory_bytes() -> Option<i64> {
 /// `ferrocket broker listening on {addr}` to stderr once every shard serves.
 pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerError> {
     config.validate()?;
-    // Before anything in the store is read or written: one broker per store.
-    let _store_lock = ProcessLock::acquire_dir(&config.store_path_root_dir)?;
     let plan = config.shards_config().plan()?;
     let count = plan.shard_count();
     warn_if_oversubscribed(count);
+    // Ports first: a busy one stops the start before the store directory
+    // is created.
     let (listen, holder) = reserve_port(
         SocketAddr::new(config.listen_addr, config.listen_port),
         "listenPort",
     )?;
     let (fast, fast_holder) = reserve_fast_port(&config, listen)?.unzip();
+    // Before anything in the store is read or written: one broker per store.
+    let _store_lock = ProcessLock::acquire_dir(&config.store_path_root_dir)?;
     if config.namesrv_addr.trim().is_empty() {
         tracing::warn!(
             "namesrvAddr is not set: this broker registers with no name server, so no client \

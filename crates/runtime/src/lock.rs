@@ -32,6 +32,23 @@ pub enum LockError {
     Held { path: PathBuf, holder: Option<u32> },
     #[error("cannot lock {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    #[error("cannot use {path} as a data directory: {}", dir_problem(source))]
+    Dir { path: PathBuf, source: io::Error },
+}
+
+/// What a failed `create_dir_all` of a data directory means to its user.
+fn dir_problem(source: &io::Error) -> String {
+    match source.kind() {
+        io::ErrorKind::PermissionDenied => {
+            "permission denied (choose a directory this user may create and write, or create it \
+             and give this user write access)"
+                .into()
+        }
+        io::ErrorKind::AlreadyExists | io::ErrorKind::NotADirectory => {
+            "it, or a path above it, is a file, not a directory (choose another path)".into()
+        }
+        _ => source.to_string(),
+    }
 }
 
 /// An exclusive lock on one lock file; released when dropped (or when the
@@ -46,7 +63,7 @@ pub struct ProcessLock {
 impl ProcessLock {
     /// Locks `dir/lock`, creating `dir` and the file when missing.
     pub fn acquire_dir(dir: &Path) -> Result<Self, LockError> {
-        std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
+        std::fs::create_dir_all(dir).map_err(|source| LockError::Dir {
             path: dir.to_path_buf(),
             source,
         })?;
@@ -156,5 +173,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = ProcessLock::acquire(&dir.path().join("missing/lock")).unwrap_err();
         assert!(matches!(err, LockError::Io { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn a_data_directory_that_is_a_file_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("store");
+        std::fs::write(&file, b"not a directory").unwrap();
+        for path in [file.clone(), file.join("below")] {
+            let err = ProcessLock::acquire_dir(&path).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, LockError::Dir { .. }), "{err:?}");
+            assert!(text.contains("is a file, not a directory"), "{text}");
+        }
     }
 }
