@@ -154,7 +154,15 @@ def test_the_dashboard_charts_only_series_the_broker_exposes(metrics_cluster):
     for family in text_string_to_metric_families(text):
         exposed.update(family.name + suffix for suffix in SUFFIXES.get(family.type, ("",)))
     dashboard = Path(__file__).resolve().parents[2] / "monitoring" / "grafana-dashboard.json"
-    panels = json.loads(dashboard.read_text())["panels"]
+    model = json.loads(dashboard.read_text())
+    # Grafana's import offers a data-source picker for each declared input.
+    inputs = model.get("__inputs", [])
+    assert [(i["name"], i["type"], i["pluginId"]) for i in inputs] == [
+        ("DS_PROMETHEUS", "datasource", "prometheus")
+    ], inputs
+    chosen = [v for v in model["templating"]["list"] if v["name"] == "datasource"]
+    assert chosen and chosen[0]["current"]["value"] == "${DS_PROMETHEUS}", chosen
+    panels = model["panels"]
     queried = {
         name
         for panel in panels

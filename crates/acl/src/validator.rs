@@ -82,8 +82,10 @@ impl AclConfig {
             return Ok(Sender::WhiteListed);
         }
         let ext = &request.ext_fields;
+        // An unsigned C++ client sends the field empty: the same as none.
         let access_key = ext
             .get(ACCESS_KEY)
+            .filter(|key| !key.is_empty())
             .ok_or_else(|| Denied("No accessKey is configured".into()))?;
         let account = self
             .accounts
@@ -193,6 +195,12 @@ mod tests {
         assert_eq!(
             check(&signed(send("Orders"), "nobody1", "x")),
             Err("No acl config for nobody1".into())
+        );
+        // Java says "No acl config for " to the empty key unsigned C++
+        // clients send; the missing key is what is wrong.
+        assert_eq!(
+            check(&signed(send("Orders"), "", "x")),
+            Err("No accessKey is configured".into())
         );
         assert_eq!(
             check(&signed(send("Orders"), "userKey1", "wrongSecret")),
