@@ -81,7 +81,9 @@ controllerDLegerSelfId=n0 (or n1, n2); it then listens on its own peer address."
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // Raft's own INFO lines (elections, snapshots, shutdown) drown the
+        // controller's; RUST_LOG=info,openraft=info shows them.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
     // Colours only for a person at a terminal, never in a log file.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("NO_COLOR").is_none();

@@ -186,7 +186,7 @@ impl LatencySummary {
 /// Formats microseconds with a unit that keeps 3-4 significant digits.
 pub fn format_us(us: f64) -> String {
     if us < 1_000.0 {
-        format!("{us:.1} us")
+        format!("{us:.1} µs")
     } else if us < 1_000_000.0 {
         format!("{:.2} ms", us / 1_000.0)
     } else {
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn microseconds_get_a_readable_unit() {
-        assert_eq!(format_us(12.34), "12.3 us");
+        assert_eq!(format_us(12.34), "12.3 µs");
         assert_eq!(format_us(1_234.0), "1.23 ms");
         assert_eq!(format_us(2_500_000.0), "2.50 s");
     }

@@ -59,7 +59,7 @@ fn latency_label(us: f64) -> String {
     } else if us >= 1_000.0 {
         format!("{} ms", us / 1_000.0)
     } else {
-        format!("{us} us")
+        format!("{us} µs")
     }
 }
 
@@ -363,7 +363,8 @@ fn throughput_axes(targets: &[&TargetReport], top: f64, bottom: f64) -> (Axis, f
     let x_step = nice_step(t_max, 10);
     let x_axis = Axis {
         lo: 0.0,
-        hi: (t_max / x_step).ceil() * x_step,
+        // The run's own end, not the next round tick past it.
+        hi: t_max,
         from: LEFT,
         to: RIGHT,
     };

@@ -23,6 +23,9 @@ use crate::shard::Shard;
 
 const BACKOFF_MS_MIN: u64 = 500;
 const BACKOFF_MS_MAX: u64 = 5_000;
+/// How long a slave may wait for its master's HA address before that is
+/// worth a warning (a new slave learns it from its first registration).
+const NO_MASTER_WARN_MS: u64 = 60_000;
 
 /// The master's HA address: `haMasterAddress`, else what the name server
 /// said in its REGISTER_BROKER answer.
@@ -40,16 +43,23 @@ fn master_ha_addr(shard: &Shard) -> Option<SocketAddr> {
 /// Keeps a link to the master until the shard stops (shard 0 of a slave).
 pub(crate) async fn client_loop(shard: Rc<Shard>) {
     let mut backoff_ms = BACKOFF_MS_MIN;
-    let mut warned_no_master = false;
+    // When the wait for a master began, and whether it was said.
+    let (mut waiting_since, mut said) = (None::<i64>, 0u8);
     loop {
         match master_ha_addr(&shard) {
-            None if !warned_no_master => {
-                tracing::warn!("no master HA address yet: set haMasterAddress, or wait for the name server to list a master");
-                warned_no_master = true;
+            None => {
+                let since = *waiting_since.get_or_insert_with(now_ms);
+                let waited = now_ms().saturating_sub(since);
+                if said == 0 {
+                    tracing::info!("waiting for the master's HA address (haMasterAddress, or the name server's answer to this slave's registration)");
+                    said = 1;
+                } else if said == 1 && waited >= NO_MASTER_WARN_MS as i64 {
+                    tracing::warn!(waited_ms = waited, "still no master HA address: set haMasterAddress, or check that the name server lists a master of this broker name");
+                    said = 2;
+                }
             }
-            None => {}
             Some(addr) => {
-                warned_no_master = false;
+                (waiting_since, said) = (None, 0);
                 let reads_before = last_read_ms(&shard);
                 let outcome = link(&shard, addr).await;
                 set_connected(&shard, false);
