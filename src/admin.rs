@@ -162,6 +162,15 @@ enum ClusterCommand {
 }
 
 /// Runs one admin command to completion; the error is the message to print.
+/// `describe`, saying in words that a topic the name server does not know
+/// may not exist.
+fn describe_for_topic(admin: &Admin, topic: &str, error: ClientError) -> String {
+    match ferrocket_client::namesrv::is_topic_not_exist(&error) {
+        true => format!("topic `{topic}` has no route on the name server (does it exist?)"),
+        false => describe_error(admin, error),
+    }
+}
+
 pub fn run(args: AdminArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -205,21 +214,18 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
             Ok(())
         }
         AdminCommand::Topic(TopicCommand::Route { topic }) => {
-            let route = admin.topic_route(&topic).await.map_err(|error| {
-                if ferrocket_client::namesrv::is_topic_not_exist(&error) {
-                    format!("topic `{topic}` has no route on the name server (does it exist?)")
-                } else {
-                    describe(error)
-                }
-            })?;
+            let route = admin
+                .topic_route(&topic)
+                .await
+                .map_err(|error| describe_for_topic(&admin, &topic, error))?;
             let json = serde_json::to_string_pretty(&route)
                 .map_err(|e| format!("cannot print the route: {e}"))?;
             println!("{json}");
             Ok(())
         }
-        AdminCommand::Topic(TopicCommand::Status { topic }) => {
-            topic_status(&admin, &topic).await.map_err(describe)
-        }
+        AdminCommand::Topic(TopicCommand::Status { topic }) => topic_status(&admin, &topic)
+            .await
+            .map_err(|error| describe_for_topic(&admin, &topic, error)),
         AdminCommand::Cluster(ClusterCommand::List) => cluster_list(&admin).await.map_err(describe),
         AdminCommand::Broker(command) => broker::run(&admin, command).await.map_err(describe),
         AdminCommand::Message(command) => {

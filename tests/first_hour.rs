@@ -467,3 +467,34 @@ fn a_broker_refused_its_port_leaves_no_store_directory() {
         store.display()
     );
 }
+
+#[test]
+fn admin_says_what_is_wrong_in_words() {
+    let namesrv = harness::Namesrv::start();
+    let ns = namesrv.addr();
+    let (ok, _, err) = admin(&ns, &["topic", "status", "-t", "NoSuchTopicY"]);
+    assert!(!ok);
+    assert!(
+        err.contains("topic `NoSuchTopicY` has no route on the name server (does it exist?)"),
+        "{err}"
+    );
+    assert!(!err.contains("code 17"), "{err}");
+
+    // A web server where a name server was expected.
+    let web = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let web_addr = web.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut stream, _) = web.accept().unwrap();
+        let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        std::thread::sleep(Duration::from_millis(500));
+    });
+    let (ok, _, err) = admin(&web_addr, &["cluster", "list"]);
+    assert!(!ok);
+    assert!(
+        err.contains("this is not a RocketMQ server: it answered HTTP"),
+        "{err}"
+    );
+    assert!(!err.contains("frame length"), "{err}");
+    server.join().unwrap();
+}

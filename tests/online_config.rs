@@ -163,6 +163,11 @@ fn keys_that_cannot_change_online_are_refused_and_change_nothing() {
             response_code::INVALID_PARAMETER,
             "unknown broker config key `noSuchKey`",
         ),
+        (
+            "maxMesageSize=1024",
+            response_code::INVALID_PARAMETER,
+            "unknown broker config key `maxMesageSize`: did you mean `maxMessageSize`?",
+        ),
     ];
     for (body, code, words) in cases {
         let answer = update(&mut conn, body);

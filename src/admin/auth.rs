@@ -185,7 +185,7 @@ where
     }
     match failed.is_empty() {
         true => Ok(()),
-        false => Err(ClientError::InvalidArgument(format!(
+        false => Err(ClientError::PartlyFailed(format!(
             "{what} failed on {}",
             failed.join(", ")
         ))),

@@ -73,7 +73,7 @@ pub async fn run(admin: &Admin, command: BrokerCommand) -> Result<(), ClientErro
             }
             match failed.is_empty() {
                 true => Ok(()),
-                false => Err(ClientError::InvalidArgument(format!(
+                false => Err(ClientError::PartlyFailed(format!(
                     "not updated on {}",
                     failed.join(", ")
                 ))),

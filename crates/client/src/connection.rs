@@ -450,6 +450,11 @@ async fn read_loop(shared: &Shared, mut reader: Reader) -> String {
             match decoder.next_frame(&mut buf) {
                 Ok(Some(command)) => dispatch(shared, command),
                 Ok(None) => break,
+                Err(_) if buf.starts_with(b"HTTP/") => {
+                    return "this is not a RocketMQ server: it answered HTTP (a web, metrics or \
+                            gRPC port?)"
+                        .to_string()
+                }
                 Err(error) => return format!("undecodable frame from the server: {error}"),
             }
         }

@@ -50,6 +50,10 @@ pub enum ClientError {
     /// group with no client online. The text says which.
     #[error("{0}")]
     NotFound(String),
+    /// A change sent to several servers failed on some; each failure was
+    /// reported as it happened, and the text names where.
+    #[error("{0}")]
+    PartlyFailed(String),
 }
 
 impl ClientError {

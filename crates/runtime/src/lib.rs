@@ -9,5 +9,6 @@
 pub mod lock;
 pub mod server;
 pub mod shard;
+pub mod suggest;
 pub mod sync;
 pub mod task_set;

@@ -114,7 +114,12 @@ pub fn apply_online(
         if !known {
             return Err(refuse(
                 INVALID_PARAMETER,
-                format!("unknown broker config key `{key}`"),
+                match ferrocket_runtime::suggest::closest(key, ONLINE_KEYS) {
+                    Some(meant) => {
+                        format!("unknown broker config key `{key}`: did you mean `{meant}`?")
+                    }
+                    None => format!("unknown broker config key `{key}`"),
+                },
             ));
         }
         if !ONLINE_KEYS.contains(&key.as_str()) {
