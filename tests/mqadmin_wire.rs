@@ -55,6 +55,40 @@ fn producers_are_listed_from_their_heartbeats() {
     let missing = conn.request(RemotingCommand::request(204));
     assert_ne!(missing.code, response_code::SUCCESS, "no producerGroup");
 
+    // `ferrocket admin producer connection` (mqadmin's producerConnection).
+    let ns = namesrv.addr();
+    let admin = |group: &str| {
+        std::process::Command::new(harness::ferrocket_bin())
+            .args(["admin", "-n", &ns, "producer", "connection", "-g", group])
+            .output()
+            .unwrap()
+    };
+    let listed = harness::wait_for(harness::ready_timeout(), || {
+        Some(admin(&group)).filter(|o| o.status.success())
+    })
+    .expect("producer connection never succeeded");
+    let printed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(printed.starts_with("#"), "{printed}");
+    let row: Vec<&str> = printed
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row.first(), Some(&"1"), "{printed}");
+    assert_eq!(row.get(1), Some(&"127.0.0.1@p1"), "{printed}");
+    assert!(
+        row.get(2).is_some_and(|a| a.starts_with("127.0.0.1:")),
+        "{printed}"
+    );
+    assert_eq!(row.last(), Some(&"453"), "{printed}");
+    let offline = admin("NoSuchPG");
+    let said = String::from_utf8_lossy(&offline.stderr).into_owned();
+    assert!(
+        !offline.status.success() && said.contains("NoSuchPG"),
+        "{said}"
+    );
+
     let all = conn.request(RemotingCommand::request(328));
     assert_eq!(all.code, response_code::SUCCESS, "{all:?}");
     let body = json(&all);
