@@ -7,7 +7,9 @@ mod auth;
 mod broker;
 mod consumer;
 mod consumer_status;
+mod controller;
 mod message;
+mod producer;
 mod stats;
 mod time;
 
@@ -83,6 +85,12 @@ enum AdminCommand {
     /// Consumer offsets.
     #[command(subcommand)]
     Offset(consumer::OffsetCommand),
+    /// Producer groups' connections.
+    #[command(subcommand)]
+    Producer(producer::ProducerCommand),
+    /// What a controller knows of controller-mode broker sets.
+    #[command(subcommand)]
+    Controller(controller::ControllerCommand),
     /// Subscription groups (retry, DLQ and consume settings).
     #[command(subcommand)]
     Group(consumer::GroupCommand),
@@ -241,6 +249,11 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
         AdminCommand::Offset(command) => consumer::run_offset(&admin, command)
             .await
             .map_err(describe),
+        AdminCommand::Producer(command) => producer::run(&admin, command).await.map_err(describe),
+        AdminCommand::Controller(command) => {
+            let timeout = Duration::from_millis(ADMIN_REQUEST_TIMEOUT_MS);
+            controller::run(&admin, command, timeout).await
+        }
         AdminCommand::Stats(StatsCommand::All(args)) => {
             stats::stats_all(&admin, args).await.map_err(describe)
         }

@@ -50,6 +50,7 @@ fn killing_the_master_elects_the_in_sync_slave_and_keeps_every_acknowledged_mess
     wait_state(&addrs, "the slave joins", |s| {
         s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
     });
+    admin_shows_the_sync_state_set(&addrs, &namesrv);
 
     let topic = unique_name("Failover");
     let mut conn = first.connect();
@@ -182,6 +183,49 @@ const PROBE_SUSPEND: Duration = Duration::from_secs(40);
 /// consumable there (its queue ends before it) and a pull for it is held;
 /// once the slave resumes and acknowledges it, the confirm offset moves and
 /// the held pull is answered with it, long before its suspend timeout.
+/// `ferrocket admin controller sync-state-set` (mqadmin's
+/// `getSyncStateSet`), by broker name and by cluster: master 1, both in
+/// sync, printed in mqadmin's layout; an unknown set is an error.
+fn admin_shows_the_sync_state_set(addrs: &str, namesrv: &Namesrv) {
+    let ns = namesrv.addr();
+    let admin = |target: &[&str]| {
+        let mut args = vec![
+            "admin",
+            "-n",
+            &ns,
+            "controller",
+            "sync-state-set",
+            "-a",
+            addrs,
+        ];
+        args.extend_from_slice(target);
+        std::process::Command::new(harness::ferrocket_bin())
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let by_name = harness::succeeded(admin(&["-b", SET]));
+    for line in [
+        format!("#brokerName\t{SET}"),
+        "#MasterBrokerId\t1".into(),
+        "#SyncStateSetNums\t2".into(),
+        format!("InSyncReplica:\tReplicaIdentity{{brokerName='{SET}', brokerId=2, brokerAddress='"),
+    ] {
+        assert!(by_name.contains(&line), "{line:?} not in {by_name}");
+    }
+    let by_cluster = wait_for(WAIT, || {
+        Some(admin(&["-c", "DefaultCluster"])).filter(|o| o.status.success())
+    })
+    .expect("sync-state-set -c never succeeded");
+    assert_eq!(String::from_utf8_lossy(&by_cluster.stdout), by_name);
+    let unknown = admin(&["-b", "NoSuchSet"]);
+    let said = String::from_utf8_lossy(&unknown.stderr).into_owned();
+    assert!(
+        !unknown.status.success() && said.contains("NoSuchSet"),
+        "{said}"
+    );
+}
+
 fn confirm_offset_holds_back_what_the_slave_lacks(
     first: &mut Broker,
     second: &mut Broker,

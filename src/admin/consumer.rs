@@ -125,7 +125,7 @@ pub enum GroupCommand {
 
 /// Master addresses: `broker_addr`, the masters of `cluster`, or every
 /// registered master.
-async fn masters(
+pub(super) async fn masters(
     admin: &Admin,
     broker_addr: Option<&str>,
     cluster: Option<&str>,

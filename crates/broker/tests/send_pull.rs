@@ -94,6 +94,10 @@ fn send_and_pull_everything(shards: usize, tune: impl FnOnce(&mut BrokerConfig))
             assert_eq!(get("custom").as_deref(), Some("v\u{e9}"));
             assert!(get("UNIQ_KEY").is_some(), "the broker adds a unique key");
             assert_eq!(get("CLUSTER").as_deref(), Some("DefaultCluster"));
+            // Stored as Java 5.x stores them: a 5.x consumer's trace takes
+            // its region from the message.
+            assert_eq!(get("MSG_REGION").as_deref(), Some("DefaultRegion"));
+            assert_eq!(get("TRACE_ON").as_deref(), Some("true"));
         }
         total += pulled.len();
 
@@ -219,6 +223,22 @@ fn batch_send_stores_each_message_and_lists_their_ids() {
             pulled.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
             vec![0, 1, 2, 3, 4]
         );
+        // Each message keeps its own properties and gets the broker's
+        // stamp, as Java's broker appends the batch's properties to each.
+        for (i, message) in pulled.iter().enumerate() {
+            let get = |name: &str| {
+                message
+                    .properties
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.as_str())
+            };
+            assert_eq!(get("UNIQ_KEY"), Some(format!("U{i}").as_str()));
+            assert_eq!(get("TAGS"), Some("b"));
+            assert_eq!(get("CLUSTER"), Some("DefaultCluster"));
+            assert_eq!(get("MSG_REGION"), Some("DefaultRegion"));
+            assert_eq!(get("TRACE_ON"), Some("true"));
+        }
     }
     broker.stop();
 }

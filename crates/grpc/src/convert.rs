@@ -13,6 +13,7 @@ use ferrocket_protocol::properties::{self as prop, Properties};
 use ferrocket_protocol::record::{sys_flag, RecordView};
 use ferrocket_protocol::RemotingCommand;
 
+use crate::body::BodyError;
 use crate::limits::{BODY_BYTES_MAX, DELAY_MS_MAX, MESSAGE_GROUP_BYTES_MAX};
 use crate::pb::{self, Code, Digest, DigestType, Encoding, MessageType, Status};
 use crate::status::status;
@@ -275,10 +276,15 @@ pub struct Delivery {
     pub topic: String,
 }
 
-/// A stored record as a v5 message.
-pub fn record_message(record: &RecordView<'_>, delivery: Option<Delivery>) -> pb::Message {
+/// A stored record as a v5 message, its body inflated when a Remoting
+/// producer compressed it; refused when that body does not inflate within
+/// the largest body the endpoint allows.
+pub fn record_message(
+    record: &RecordView<'_>,
+    delivery: Option<Delivery>,
+) -> Result<pb::Message, BodyError> {
+    let body = crate::body::plain(record.sys_flag, record.body, BODY_BYTES_MAX)?;
     let mut properties = record.properties();
-    let body = record_body(record);
     let message_id = properties
         .unique_key()
         .map(str::to_string)
@@ -332,30 +338,15 @@ pub fn record_message(record: &RecordView<'_>, delivery: Option<Delivery>) -> pb
         .filter(|(name, _)| !is_reserved(name))
         .map(|(name, value)| (name.to_string(), value.to_string()))
         .collect();
-    pb::Message {
+    Ok(pb::Message {
         topic: Some(pb::Resource {
             name: topic,
             ..Default::default()
         }),
         user_properties,
         system_properties: Some(sys),
-        body: body.to_vec(),
-    }
-}
-
-/// The record's body, inflated when a Remoting producer compressed it.
-fn record_body<'a>(record: &RecordView<'a>) -> std::borrow::Cow<'a, [u8]> {
-    if record.sys_flag & sys_flag::COMPRESSED == 0 {
-        return std::borrow::Cow::Borrowed(record.body);
-    }
-    let mut body = Vec::new();
-    let inflated = flate2::read::ZlibDecoder::new(record.body)
-        .take(BODY_BYTES_MAX as u64 * 4)
-        .read_to_end(&mut body);
-    match inflated {
-        Ok(_) => std::borrow::Cow::Owned(body),
-        Err(_) => std::borrow::Cow::Borrowed(record.body),
-    }
+        body: body.into_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 pub mod auth;
 pub mod auth_v2;
 pub mod backend;
+pub mod body;
 pub mod convert;
 pub mod dead_letter;
 pub mod halves;

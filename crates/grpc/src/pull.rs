@@ -124,7 +124,14 @@ pub async fn pull_message(backend: &Backend, request: pb::PullMessageRequest) ->
         response_code::SUCCESS => {
             let mut out = vec![item(Content::Status(ok()))];
             for record in records(&answer.body, true).flatten() {
-                out.push(item(Content::Message(record_message(&record, None))));
+                match record_message(&record, None) {
+                    Ok(message) => out.push(item(Content::Message(message))),
+                    Err(e) => tracing::warn!(
+                        topic = record.topic,
+                        offset = record.queue_offset,
+                        "a pulled message is not delivered: {e}"
+                    ),
+                }
             }
             out.extend(next.map(|n| item(Content::NextOffset(n))));
             out

@@ -223,10 +223,16 @@ fn popped(answer: &RemotingCommand, broker: &str, topic: &str) -> Responses {
             invisible_ms: header.invisible_time,
             topic: topic.to_string(),
         };
-        out.push(item(Content::Message(record_message(
-            &record,
-            Some(delivery),
-        ))));
+        // A body that cannot be inflated is left unacknowledged: it comes
+        // back after its invisible time and, retried out, goes to the DLQ.
+        match record_message(&record, Some(delivery)) {
+            Ok(message) => out.push(item(Content::Message(message))),
+            Err(e) => tracing::warn!(
+                topic = record.topic,
+                offset = record.queue_offset,
+                "a popped message is not delivered: {e}"
+            ),
+        }
     }
     if out.len() == 1 {
         return only(status(Code::MessageNotFound, "no new message"));

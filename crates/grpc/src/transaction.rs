@@ -111,7 +111,13 @@ pub fn on_check(backend: &Backend, check: &RemotingCommand) {
         tracing::warn!(%transaction_id, "transaction check with an undecodable message");
         return;
     };
-    let message = crate::convert::record_message(&record, None);
+    let message = match crate::convert::record_message(&record, None) {
+        Ok(message) => message,
+        Err(e) => {
+            tracing::warn!(%transaction_id, "transaction check not handed on: {e}");
+            return;
+        }
+    };
     let topic = record.topic.to_string();
     let offsets = (
         field("tranStateTableOffset").and_then(|v| v.parse().ok()),

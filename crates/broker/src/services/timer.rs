@@ -190,6 +190,18 @@ impl TimerService {
         }
     }
 
+    /// The next timer-queue offset to ingest: every entry before it is in
+    /// the timer store.
+    pub fn next_queue_offset(&self) -> i64 {
+        self.next_queue_offset.get()
+    }
+
+    /// Every timer due before this time is delivered.
+    pub async fn delivered_floor_ms(&self) -> Result<i64, String> {
+        self.with_store(|store| Ok(store.delivered_floor_ms()))
+            .await
+    }
+
     /// Makes the timer store durable.
     pub async fn flush(&self) {
         let flushed = self.with_store(|store| store.flush()).await;

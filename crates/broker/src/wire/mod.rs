@@ -26,6 +26,7 @@ pub(crate) mod reply;
 pub(crate) mod reset;
 pub(crate) mod retry;
 pub(crate) mod send;
+mod store_views;
 pub(crate) mod topic_admin;
 pub(crate) mod topic_stats;
 pub(crate) mod transaction;
@@ -128,6 +129,8 @@ async fn dispatch_other(
         GET_BROKER_CONSUME_STATS => broker_stats::broker_consume_stats(shard, request).await,
         NOTIFY_BROKER_ROLE_CHANGED => Ok(replication::role_changed(shard, request)),
         GET_BROKER_EPOCH_CACHE => replication::epoch_cache(shard, request),
+        store_views::GET_TIMER_CHECK_POINT => store_views::timer_check_point(shard, request).await,
+        store_views::QUERY_CONSUME_QUEUE => store_views::query_consume_queue(shard, request).await,
         producer_admin::GET_PRODUCER_CONNECTION_LIST => {
             producer_admin::producer_connections(shard, request).await
         }

@@ -11,6 +11,13 @@ use ferrocket_protocol::RemotingCommand;
 /// RocketMQ `RequestCode`, with their name and why.
 const REFUSED: &[(i32, &str, &str)] = &[
     (
+        61,
+        "GET_TIMER_METRICS",
+        "Ferrocket's timer store counts the timers it holds in total, not per topic as \
+         Java's TimerMetrics does, and does not send per-topic counts it does not keep; a \
+         Java slave keeps its own timer metrics",
+    ),
+    (
         306,
         "CLEAN_EXPIRED_CONSUMEQUEUE",
         "Ferrocket deletes a ConsumeQueue's expired files itself, with the CommitLog \
@@ -21,12 +28,6 @@ const REFUSED: &[(i32, &str, &str)] = &[
         "CLEAN_UNUSED_TOPIC",
         "Ferrocket deletes a topic's ConsumeQueues when the topic is deleted \
          (DELETE_TOPIC_IN_BROKER), so no unused topic's files remain to clean",
-    ),
-    (
-        321,
-        "QUERY_CONSUME_QUEUE",
-        "a ConsumeQueue's raw entries are not served yet; queryMsgByOffset and \
-         printMsgByQueue read a queue's messages",
     ),
     (
         329,
@@ -163,6 +164,7 @@ mod tests {
         assert!(clean.starts_with(" request type 306 (CLEAN_EXPIRED_CONSUMEQUEUE) not supported"));
         assert!(clean.contains("itself"), "{clean}");
         assert!(remark(200076).contains("lite topics"));
+        assert!(remark(61).contains("(GET_TIMER_METRICS) not supported by Ferrocket"));
         assert_eq!(remark(987_654), " request type 987654 not supported");
         let request = RemotingCommand::request(5001);
         let answer = answer(&request);

@@ -21,6 +21,7 @@ use ferrocket_runtime::server::Connection;
 use ferrocket_store::{AppendRequest, AppendResult};
 
 use crate::clock::now_ms;
+use crate::config::BrokerConfig;
 use crate::error::Reject;
 use crate::services::append::{encode_into, tag_hash};
 use crate::services::delivery::redirect_delayed;
@@ -253,8 +254,9 @@ fn stored_properties<'a>(
 ) -> Result<(Placement<'a>, SendProps), Reject> {
     let text = header.properties.unwrap_or("");
     let sys_flag = header.sys_flag.unwrap_or(0);
-    let cluster = &shard.config().broker_cluster_name;
-    if let Some(props) = plain::plain(text, sys_flag, cluster, || shard.next_unique_key(now)) {
+    let config = shard.config();
+    let stamp = stamp(&config);
+    if let Some(props) = plain::plain(text, sys_flag, &stamp, || shard.next_unique_key(now)) {
         let topic = header.topic;
         return Ok((
             Placement {
@@ -269,7 +271,7 @@ fn stored_properties<'a>(
     if !matches!(props.unique_key(), Some(key) if !key.is_empty()) {
         props.insert(properties::UNIQ_KEY, shard.next_unique_key(now));
     }
-    props.insert(properties::CLUSTER, cluster);
+    stamp.insert_into(&mut props);
     // Java 5's broker answers every send with its unique key as
     // `transactionId`; clients read it only for a half message (it becomes
     // TransactionSendResult's transactionId, the id a check-back names),
@@ -281,6 +283,15 @@ fn stored_properties<'a>(
     let mut stored = SendProps::of(&props);
     stored.transaction_id = transaction_id;
     Ok((place, stored))
+}
+
+/// What this broker adds to every message it stores.
+fn stamp(config: &BrokerConfig) -> plain::Stamp<'_> {
+    plain::Stamp {
+        cluster: &config.broker_cluster_name,
+        region: &config.region_id,
+        trace_on: config.trace_on,
+    }
 }
 
 /// The fields every message a client sends is stored with: the header's
@@ -384,15 +395,29 @@ pub(crate) async fn send_batch(
         ));
     }
     let template = sent_record(shard, &header, conn.peer_addr(), now_ms());
-    let mut encoded = BytesMut::with_capacity(request.body.len() + items.len() * 128);
+    let config = shard.config();
+    let stamp = stamp(&config);
+    let mut encoded = BytesMut::with_capacity(request.body.len() + items.len() * 192);
     let mut codes = Vec::with_capacity(items.len());
     let mut sizes = Vec::with_capacity(items.len());
+    let mut item_props = Vec::new();
     for item in &items {
+        // Java's broker appends the batch's properties, which hold the
+        // stamp, to each message's own.
+        item_props.clear();
+        item_props.extend_from_slice(&item.properties);
+        if item_props
+            .last()
+            .is_some_and(|&b| b != properties::PROPERTY_SEPARATOR)
+        {
+            item_props.push(properties::PROPERTY_SEPARATOR);
+        }
+        stamp.encode_into(&mut item_props);
         let record = NewRecord {
             queue_id,
             flag: item.flag,
             body: &item.body,
-            properties: &item.properties,
+            properties: &item_props,
             ..template
         };
         sizes.push(encode_into(&record, &mut encoded)?);

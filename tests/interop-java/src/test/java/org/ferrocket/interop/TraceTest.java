@@ -27,7 +27,6 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.DisabledIf;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
@@ -58,10 +57,6 @@ class TraceTest {
         public String toString() {
             return "trace topic: " + raw;
         }
-    }
-
-    static boolean v5Client() {
-        return Compat.clientMajor() >= 5;
     }
 
     private static Traces readTraces(Clients clients, String producerGroup, String consumerGroup,
@@ -127,14 +122,6 @@ class TraceTest {
     }
 
     @Test
-    @DisabledIf(value = "v5Client", disabledReason = "5.x: Ferrocket stores sent messages without the "
-        + "MSG_REGION and TRACE_ON properties (it returns them only in the send response's ext fields); "
-        + "Java's broker puts both into every stored message's properties "
-        + "(broker AbstractSendMessageProcessor.buildMsgContext, unconditional in 5.x). The 5.5.0 "
-        + "ConsumeMessageTraceHookImpl takes the SubBefore/SubAfter region id from the consumed "
-        + "message's MSG_REGION and AsyncTraceDispatcher.AsyncDataSendTask.sendTraceData skips every "
-        + "context whose region id is null, so no consumer trace reaches RMQ_SYS_TRACE_TOPIC "
-        + "(client/src/main/java/org/apache/rocketmq/client/trace/AsyncTraceDispatcher.java)")
     void consumerTraceReachesTheTraceTopic(Ferrocket server) throws Exception {
         String topic = server.createTopic(Names.unique("TraceCT"), 2);
         String producerGroup = Names.unique("TracePG");

@@ -15,6 +15,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.sysflag.PullSysFlag;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.remoting.protocol.header.PullMessageRequestHeader;
 import org.apache.rocketmq.remoting.protocol.header.QueryConsumerOffsetRequestHeader;
 
@@ -84,6 +85,25 @@ final class Direct {
         } catch (MQBrokerException e) {
             return -1;
         }
+    }
+
+    /**
+     * The broker's timer checkpoint (GET_TIMER_CHECK_POINT, 60): Java's
+     * `TimerCheckpoint` as seven longs, lastReadTimeMs, lastTimerLogFlushPos,
+     * lastTimerQueueOffset, masterTimerQueueOffset and the DataVersion's three.
+     */
+    long[] timerCheckpoint(String addr) throws Exception {
+        RemotingCommand answer = api.getRemotingClient()
+            .invokeSync(addr, RemotingCommand.createRequestCommand(60, null), TIMEOUT_MS);
+        if (answer.getCode() != 0 || answer.getBody() == null || answer.getBody().length != 56) {
+            throw new IllegalStateException(addr + " answered " + answer);
+        }
+        ByteBuffer body = ByteBuffer.wrap(answer.getBody());
+        long[] longs = new long[7];
+        for (int i = 0; i < longs.length; i++) {
+            longs[i] = body.getLong();
+        }
+        return longs;
     }
 
     /** The CommitLog's end as the broker reports it (`commitLogMaxOffset`). */

@@ -143,14 +143,39 @@ class ReplicationTest {
         metadataReachesSlave(ferrocketMaster);
     }
 
+    /**
+     * A Java slave asks its Ferrocket master for the timer checkpoint every
+     * 3 s (SlaveSynchronize.syncTimerCheckPoint) and takes the master's
+     * lastTimerQueueOffset as its masterTimerQueueOffset, the bound of its
+     * own timer log: after a timer message the two agree.
+     */
     @Test
     @Order(5)
+    void javaSlaveTakesFerrocketMastersTimerCheckpoint() throws Exception {
+        Pair pair = ferrocketMaster;
+        try (Clients clients = new Clients(namesrv.addr())) {
+            DefaultMQProducer producer = clients.producer();
+            Direct direct = new Direct(producer);
+            long before = direct.timerCheckpoint(pair.master().addr())[2];
+            Message timed = new Message(pair.topic(), "TagT", Clients.bytes("timer-in-an-hour"));
+            timed.setDelayTimeSec(3600);
+            assertEquals(SendStatus.SEND_OK, producer.send(timed).getSendStatus());
+            waitFor(CATCH_UP, pair + ": the master's timer takes the message in",
+                () -> direct.timerCheckpoint(pair.master().addr())[2] > before);
+            long masterOffset = direct.timerCheckpoint(pair.master().addr())[2];
+            waitFor(CATCH_UP, pair + ": the slave's masterTimerQueueOffset reaches " + masterOffset,
+                () -> direct.timerCheckpoint(pair.slave().addr())[3] == masterOffset);
+        }
+    }
+
+    @Test
+    @Order(6)
     void javaSlaveServesOnceFerrocketMasterIsKilled() throws Exception {
         servesAfterMasterKilled(ferrocketMaster);
     }
 
     @Test
-    @Order(6)
+    @Order(7)
     void ferrocketSlaveServesOnceJavaMasterIsKilled() throws Exception {
         servesAfterMasterKilled(javaMaster);
     }

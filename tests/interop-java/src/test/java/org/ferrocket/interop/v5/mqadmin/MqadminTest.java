@@ -22,6 +22,7 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageDecoder;
 import org.ferrocket.interop.Clients;
 import org.ferrocket.interop.Ferrocket;
 import org.ferrocket.interop.FerrocketExtension;
@@ -336,10 +337,15 @@ class MqadminTest {
         Check.notBroken(trace);
     }
 
+    /** QUERY_CONSUME_QUEUE (321): the first message's entry, and the group's subscription. */
     @Test
-    void consumeQueueIsRefused() throws Exception {
+    void consumeQueueEntriesAreListed() throws Exception {
         String queue = Integer.toString(firstSent.getMessageQueue().getQueueId());
-        unsupported("QUERY_CONSUME_QUEUE", "queryCq", "-n", ns, "-t", topic, "-q", queue, "-i", "0", "-c", "1");
+        String index = Long.toString(firstSent.getQueueOffset());
+        long physical = MessageDecoder.decodeMessageId(firstSent.getOffsetMsgId()).getOffset();
+        works(printing("Subscription data: ", "subString", "Filter data: ", "Queue data: \nmax: ",
+                "idx: " + index + "\n", Long.toString(physical)),
+            "queryCq", "-n", ns, "-t", topic, "-q", queue, "-i", index, "-c", "1", "-g", consumerGroup);
     }
 
     // ---- producers and consumers ----
