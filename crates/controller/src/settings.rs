@@ -12,6 +12,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use ferrocket_protocol::body::{parse_update, show_text, UpdateRefusal, BLACK_LIST_REMARK};
 use ferrocket_protocol::codes::response_code as rc;
 
 use crate::config::{peers_text, ControllerConfig};
@@ -20,8 +21,6 @@ use crate::rules::Reply;
 /// Keys no update may touch (Java's `configBlackList` default, and
 /// `rocketmqHome`, which Java adds).
 pub const BLACK_LIST: &[&str] = &["configBlackList", "configStorePath", "rocketmqHome"];
-/// Lines in one update at most.
-pub const UPDATE_LINES_MAX: usize = 256;
 
 /// The settings read while running.
 #[derive(Debug)]
@@ -110,24 +109,20 @@ pub fn show(config: &ControllerConfig, live: &LiveSettings) -> Reply {
         ("controllerSnapshotLogs", now.snapshot_logs.to_string()),
         ("configBlackList", BLACK_LIST[..2].join(";")),
     ];
-    let text: String = lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     let mut reply = Reply::ok(Default::default());
-    reply.body = Some(text.into_bytes());
+    reply.body = Some(show_text(&lines).into_bytes());
     reply
 }
 
 /// UPDATE_CONTROLLER_CONFIG: applies every line, or none.
 pub fn update(config: &ControllerConfig, live: &LiveSettings, body: &[u8]) -> Reply {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return Reply::error(rc::INVALID_PARAMETER, "the settings are not UTF-8");
-    };
-    let pairs = match properties(text) {
+    let pairs = match parse_update(body, BLACK_LIST) {
         Ok(pairs) => pairs,
-        Err(why) => return Reply::error(rc::INVALID_PARAMETER, why),
+        Err(UpdateRefusal::Malformed(why)) => return Reply::error(rc::INVALID_PARAMETER, why),
+        Err(UpdateRefusal::BlackListed) => {
+            return Reply::error(rc::NO_PERMISSION, BLACK_LIST_REMARK)
+        }
     };
-    if pairs.iter().any(|(key, _)| BLACK_LIST.contains(key)) {
-        return Reply::error(rc::NO_PERMISSION, "Can not update config in black list.");
-    }
     let mut next = live.overlay(config);
     for (key, value) in &pairs {
         if let Err(why) = apply_live(&mut next, key, value) {
@@ -156,31 +151,6 @@ fn apply_live(next: &mut ControllerConfig, key: &str, value: &str) -> Result<(),
         ));
     }
     Err(format!("{key} is not a controller setting"))
-}
-
-/// `key=value` lines (Java's properties text: `#` and `!` comments, `=` or
-/// `:` between key and value).
-fn properties(text: &str) -> Result<Vec<(&str, &str)>, String> {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .collect();
-    if lines.len() > UPDATE_LINES_MAX {
-        return Err(format!(
-            "{} settings in one update, at most {UPDATE_LINES_MAX}",
-            lines.len()
-        ));
-    }
-    lines
-        .into_iter()
-        .map(|line| {
-            let at = line
-                .find(['=', ':'])
-                .ok_or_else(|| format!("`{line}` is not key=value"))?;
-            Ok((line[..at].trim(), line[at + 1..].trim()))
-        })
-        .collect()
 }
 
 #[cfg(test)]

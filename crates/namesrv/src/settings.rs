@@ -12,14 +12,13 @@
 //! black-listed keys answer NO_PERMISSION with Java's remark; any other key
 //! or a bad value answers INVALID_PARAMETER naming it, and nothing changes.
 
+use ferrocket_protocol::body::{parse_update, show_text, UpdateRefusal, BLACK_LIST_REMARK};
 use ferrocket_protocol::codes::response_code as rc;
 
 use crate::NamesrvConfig;
 
 /// Keys no update may touch (Java's name server `configBlackList` default).
 pub const BLACK_LIST: &[&str] = &["configBlackList", "configStorePath", "kvConfigPath"];
-/// Lines in one update at most.
-pub const UPDATE_LINES_MAX: usize = 256;
 /// The keys an update may change.
 pub const LIVE_KEYS: &[&str] = &[
     "deleteTopicWithBrokerRegistration",
@@ -97,23 +96,21 @@ pub fn show(config: &NamesrvConfig, live: LiveSettings) -> String {
         ),
         ("configBlackList", BLACK_LIST.join(";")),
     ];
-    lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    show_text(&lines)
 }
 
 /// UPDATE_NAMESRV_CONFIG: the settings after every line of `body`, or the
 /// refusal of the first bad one (then nothing changes).
 pub fn update(live: LiveSettings, body: &[u8]) -> Result<LiveSettings, Refusal> {
-    let text =
-        std::str::from_utf8(body).map_err(|_| Refusal::invalid("the settings are not UTF-8"))?;
-    let pairs = properties(text).map_err(Refusal::invalid)?;
-    if pairs.iter().any(|(key, _)| BLACK_LIST.contains(key)) {
-        return Err(Refusal {
+    let pairs = parse_update(body, BLACK_LIST).map_err(|refusal| match refusal {
+        UpdateRefusal::Malformed(why) => Refusal::invalid(why),
+        UpdateRefusal::BlackListed => Refusal {
             code: rc::NO_PERMISSION,
-            remark: "Can not update config in black list.".into(),
-        });
-    }
+            remark: BLACK_LIST_REMARK.into(),
+        },
+    })?;
     let mut next = live;
-    for (key, value) in pairs {
+    for (key, value) in &pairs {
         apply_live(&mut next, key, value).map_err(Refusal::invalid)?;
     }
     Ok(next)
@@ -150,31 +147,6 @@ fn apply_live(next: &mut LiveSettings, key: &str, value: &str) -> Result<(), Str
         }
     }
     Ok(())
-}
-
-/// `key=value` lines (Java's properties text: `#` and `!` comments, `=` or
-/// `:` between key and value).
-fn properties(text: &str) -> Result<Vec<(&str, &str)>, String> {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .collect();
-    if lines.len() > UPDATE_LINES_MAX {
-        return Err(format!(
-            "{} settings in one update, at most {UPDATE_LINES_MAX}",
-            lines.len()
-        ));
-    }
-    lines
-        .into_iter()
-        .map(|line| {
-            let at = line
-                .find(['=', ':'])
-                .ok_or_else(|| format!("`{line}` is not key=value"))?;
-            Ok((line[..at].trim(), line[at + 1..].trim()))
-        })
-        .collect()
 }
 
 #[cfg(test)]

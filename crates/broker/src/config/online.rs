@@ -38,8 +38,7 @@ pub const ONLINE_KEYS: &[&str] = &[
 /// two it always adds).
 pub const BLACK_LIST: &[&str] = &["brokerConfigPath", "rocketmqHome", "configBlackList"];
 
-/// Java's answer to a black-listed key.
-pub const BLACK_LIST_REMARK: &str = "Can not update config in black list.";
+pub use ferrocket_protocol::body::BLACK_LIST_REMARK;
 
 /// Parses one key into a config: `Ok(false)` for a key it does not know.
 pub type ApplyKey = fn(&mut BrokerConfig, &str, &str) -> Result<bool, String>;

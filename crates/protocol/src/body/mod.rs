@@ -24,7 +24,10 @@ pub use heartbeat::{
     MessageModel, ProducerData, SubscriptionData,
 };
 pub use lenient::{de_bool, de_i32, de_i64, de_string};
-pub use properties_text::{parse_properties, properties_text};
+pub use properties_text::{
+    parse_properties, parse_update, properties_text, show_text, UpdateRefusal, BLACK_LIST_REMARK,
+    UPDATE_LINES_MAX,
+};
 pub use register_compressed::{decode_compressed, encode_compressed, CompressedBodyError};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 pub use topic::{

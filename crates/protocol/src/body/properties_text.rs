@@ -36,6 +36,51 @@ pub fn properties_text(pairs: &[(String, String)]) -> String {
     text
 }
 
+/// Lines one UPDATE_*_CONFIG may carry at most.
+pub const UPDATE_LINES_MAX: usize = 256;
+/// Java's answer to an update that names a black-listed key.
+pub const BLACK_LIST_REMARK: &str = "Can not update config in black list.";
+
+/// Why an online update of a server's settings is refused before any key
+/// is looked at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpdateRefusal {
+    /// Not UTF-8, or more lines than [`UPDATE_LINES_MAX`]: INVALID_PARAMETER.
+    Malformed(String),
+    /// A black-listed key: NO_PERMISSION with [`BLACK_LIST_REMARK`].
+    BlackListed,
+}
+
+/// The body of an UPDATE_*_CONFIG request (broker, name server,
+/// controller): its `key=value` pairs, bounded, none of them in
+/// `black_list`.
+pub fn parse_update(
+    body: &[u8],
+    black_list: &[&str],
+) -> Result<Vec<(String, String)>, UpdateRefusal> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| UpdateRefusal::Malformed("the settings are not UTF-8".into()))?;
+    let pairs = parse_properties(text);
+    if pairs.len() > UPDATE_LINES_MAX {
+        return Err(UpdateRefusal::Malformed(format!(
+            "{} settings in one update, at most {UPDATE_LINES_MAX}",
+            pairs.len()
+        )));
+    }
+    match pairs
+        .iter()
+        .any(|(key, _)| black_list.contains(&key.as_str()))
+    {
+        true => Err(UpdateRefusal::BlackListed),
+        false => Ok(pairs),
+    }
+}
+
+/// `key=value` lines from borrowed pairs (a GET_*_CONFIG answer).
+pub fn show_text(lines: &[(&str, String)]) -> String {
+    lines.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +104,27 @@ mod tests {
                 ("empty", "")
             ])
         );
+    }
+
+    #[test]
+    fn updates_are_bounded_and_black_lists_refused() {
+        assert_eq!(
+            parse_update(b"a=1\nb:2", &["c"]),
+            Ok(pairs(&[("a", "1"), ("b", "2")]))
+        );
+        assert_eq!(
+            parse_update(b"a=1\nc=2", &["c"]),
+            Err(UpdateRefusal::BlackListed)
+        );
+        assert!(matches!(
+            parse_update(&[0xff, b'='], &[]),
+            Err(UpdateRefusal::Malformed(_))
+        ));
+        let many = "k=v\n".repeat(UPDATE_LINES_MAX + 1);
+        assert!(matches!(
+            parse_update(many.as_bytes(), &[]),
+            Err(UpdateRefusal::Malformed(why)) if why.contains("at most 256")
+        ));
     }
 
     #[test]
