@@ -199,10 +199,14 @@ fn in_broker_security(
             secret_key,
         });
     if (config.acl_enable || config.auth.enabled()) && config.inner_credentials.is_none() {
-        tracing::warn!(
-            "ACL on with enableProxy=true but no innerClientAuthenticationCredentials: the gRPC \
-             endpoint's calls to the broker are unsigned and will be refused; give it an account \
-             with permission for what v5 clients do (with ACL 2.0 it becomes a super user)"
+        // This broker's own queues are served in process, unsigned and
+        // allowed; only calls to the cluster's other brokers need the
+        // account, so it is not an alarm on a broker of its own.
+        tracing::info!(
+            "ACL on with enableProxy=true and no innerClientAuthenticationCredentials: v5 clients \
+             are served for this broker's queues; the endpoint's calls to other brokers of the \
+             cluster go unsigned and those brokers refuse them (give it an account with \
+             permission for what v5 clients do; with ACL 2.0 it becomes a super user)"
         );
     }
     let home = config.rocketmq_home().filter(|_| config.acl_enable);

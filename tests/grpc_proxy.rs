@@ -178,6 +178,12 @@ fn proxy_limits_offsets_and_dead_letters() {
         });
         let unknown = client.query_route(unknown).await.unwrap().into_inner();
         assert_eq!(code(&unknown.status), Code::TopicNotFound as i32);
+        // The proxy says so in its log, where a user looks.
+        let said = "a v5 client asked for the route of topic `NoSuchTopicAnywhere`";
+        let logged = harness::wait_for(std::time::Duration::from_secs(5), || {
+            proxy.output().contains(said).then_some(())
+        });
+        assert!(logged.is_some(), "not logged:\n{}", proxy.output());
         let route = request(pb::QueryRouteRequest {
             topic: resource(&topic),
             endpoints: None,

@@ -149,6 +149,10 @@ impl Access {
             .remote_addr()
             .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
         let refused = |denied: ferrocket_acl::Denied| {
+            crate::refusal_log::log_refusal(format_args!(
+                "refused a v5 call from {peer}: {}",
+                denied.0
+            ));
             let code = Code::Unauthorized as i32;
             tonic::Status::unauthenticated(format!("{} ({code})", denied.0))
         };

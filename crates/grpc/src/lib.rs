@@ -28,6 +28,7 @@ pub mod local;
 pub mod offsets;
 pub mod pull;
 pub mod receive;
+mod refusal_log;
 pub mod route;
 pub mod send;
 pub mod service;

@@ -84,10 +84,19 @@ pub async fn query_route(
             status: Some(ok()),
             message_queues: message_queues(topic, &route, request.endpoints.as_ref()),
         },
-        Err(failed) => pb::QueryRouteResponse {
-            status: Some(failed),
-            message_queues: Vec::new(),
-        },
+        Err(failed) => {
+            if failed.code == Code::TopicNotFound as i32 {
+                crate::refusal_log::log_refusal(format_args!(
+                    "a v5 client asked for the route of topic `{topic}`, which the name server \
+                     does not know: create it (ferrocket admin topic create) or set \
+                     autoCreateTopicEnable=true"
+                ));
+            }
+            pb::QueryRouteResponse {
+                status: Some(failed),
+                message_queues: Vec::new(),
+            }
+        }
     }
 }
 
