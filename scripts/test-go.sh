@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The Go client interop suite (tests/interop-go): Apache RocketMQ's Go
 # client, github.com/apache/rocketmq-client-go/v2 (the version pinned in
-# tests/interop-go/go.mod), against a real `ferrocket start` per test.
+# tests/interop-go/go.mod), against a real `ferrocket start` per test; and
+# TestGrafanaDashboard, which loads monitoring/grafana-dashboard.json with
+# the Grafana Foundation SDK for Go (pinned there too) and needs no server.
 #
-# Needs Go 1.21+ (nothing else: `go test` fetches the client and its
-# dependencies from the Go module proxy, checked against go.sum, into a
+# Needs Go 1.21+ (nothing else: `go test` fetches the client, the SDK and
+# their dependencies from the Go module proxy, checked against go.sum, into a
 # module cache under the target dir). Environment:
 #   FERROCKET_BIN   the binary under test (default $TARGET_DIR/debug/ferrocket)
 #   TARGET_DIR      where the Go module and build caches ($TARGET_DIR/go)

@@ -2,7 +2,10 @@ module ferrocket/interop-go
 
 go 1.21
 
-require github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
+require (
+	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
+)
 
 require (
 	github.com/emirpasic/gods v1.12.0 // indirect
