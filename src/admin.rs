@@ -114,8 +114,10 @@ enum TopicCommand {
     /// (`mqadmin deleteTopic`): its queues and every group's offsets of it
     /// go at once; its records stay in the CommitLog until retention.
     Delete {
+        /// The topic to delete.
         #[arg(short = 't', long)]
         topic: String,
+        /// Delete it from every broker of this cluster (and its route from the name servers).
         #[arg(short = 'c', long)]
         cluster: String,
     },
@@ -123,12 +125,14 @@ enum TopicCommand {
     List,
     /// Print a topic's route as JSON.
     Route {
+        /// The topic.
         #[arg(short = 't', long)]
         topic: String,
     },
     /// Each queue's offsets and last store time on every master of the
     /// topic (`mqadmin topicStatus`).
     Status {
+        /// The topic.
         #[arg(short = 't', long)]
         topic: String,
     },
@@ -136,6 +140,7 @@ enum TopicCommand {
 
 #[derive(Debug, Args)]
 struct CreateTopicArgs {
+    /// The topic to create (or update).
     #[arg(short = 't', long)]
     topic: String,
     /// Create on the masters of this cluster.
@@ -144,8 +149,10 @@ struct CreateTopicArgs {
     /// Create on this broker only (host:port).
     #[arg(short = 'b', long)]
     broker_addr: Option<String>,
+    /// Read queues per broker.
     #[arg(short = 'r', long, default_value_t = 8)]
     read_queues: i32,
+    /// Write queues per broker.
     #[arg(short = 'w', long, default_value_t = 8)]
     write_queues: i32,
     /// Permission bits: 2 write, 4 read, 6 both.

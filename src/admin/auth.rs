@@ -24,6 +24,7 @@ pub enum UserCommand {
     List {
         #[command(flatten)]
         target: BrokerTarget,
+        /// Only users whose name contains this.
         #[arg(short = 'f', long, default_value = "")]
         filter: String,
     },
@@ -33,8 +34,10 @@ pub enum UserCommand {
 pub struct UserArgs {
     #[command(flatten)]
     target: BrokerTarget,
+    /// The user's name.
     #[arg(short = 'u', long)]
     username: String,
+    /// The user's password.
     #[arg(short = 'p', long)]
     password: Option<String>,
     /// Super or Normal.
@@ -49,6 +52,7 @@ pub struct UserArgs {
 pub struct UserName {
     #[command(flatten)]
     target: BrokerTarget,
+    /// The user's name.
     #[arg(short = 'u', long)]
     username: String,
 }
@@ -63,8 +67,10 @@ pub enum AclCommand {
     Delete {
         #[command(flatten)]
         target: BrokerTarget,
+        /// Whose ACL: `User:NAME`.
         #[arg(short = 's', long)]
         subject: String,
+        /// The entry's resource (`Topic:NAME`, `Group:NAME`, ...); without it the whole ACL goes.
         #[arg(short = 'r', long)]
         resource: Option<String>,
         /// Custom (default) or Default.
@@ -75,6 +81,7 @@ pub enum AclCommand {
     Get {
         #[command(flatten)]
         target: BrokerTarget,
+        /// Whose ACL: `User:NAME`.
         #[arg(short = 's', long)]
         subject: String,
     },
@@ -82,8 +89,10 @@ pub enum AclCommand {
     List {
         #[command(flatten)]
         target: BrokerTarget,
+        /// Only subjects that contain this.
         #[arg(short = 's', long, default_value = "")]
         subject: String,
+        /// Only resources that contain this.
         #[arg(short = 'r', long, default_value = "")]
         resource: String,
     },

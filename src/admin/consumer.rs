@@ -18,6 +18,7 @@ use super::print_table;
 pub enum ConsumerCommand {
     /// Per queue: broker offset, committed offset, lag (consumerProgress).
     Progress {
+        /// The consumer group.
         #[arg(short = 'g', long)]
         group: String,
         /// Only this topic (default: every topic the group has offsets of).
@@ -29,8 +30,10 @@ pub enum ConsumerCommand {
     },
     /// The group's online clients and subscriptions (consumerConnection).
     Connection {
+        /// The consumer group.
         #[arg(short = 'g', long)]
         group: String,
+        /// Ask this broker only (host:port); default: every master.
         #[arg(short = 'b', long)]
         broker_addr: Option<String>,
     },
@@ -44,8 +47,10 @@ pub enum OffsetCommand {
     /// Set the group's committed offsets of a topic to the first message
     /// stored at or after a time (resetOffsetByTime).
     ResetByTime {
+        /// The consumer group.
         #[arg(short = 'g', long)]
         group: String,
+        /// The topic whose offsets are reset.
         #[arg(short = 't', long)]
         topic: String,
         /// `now`, milliseconds since the Unix epoch, or local time as
@@ -63,6 +68,7 @@ pub enum OffsetCommand {
 /// Where a group command applies.
 #[derive(Debug, Args)]
 pub struct GroupTarget {
+    /// The consumer group.
     #[arg(short = 'g', long)]
     group: String,
     /// On this broker only (host:port).
@@ -107,8 +113,10 @@ pub enum GroupCommand {
     SetMode {
         #[command(flatten)]
         target: GroupTarget,
+        /// The topic the group consumes.
         #[arg(short = 't', long)]
         topic: String,
+        /// POP (the broker assigns messages) or PULL (the client balances queues).
         #[arg(long, value_parser = ["POP", "PULL"])]
         mode: String,
         /// POP: how many following consumers' shares each consumer pops

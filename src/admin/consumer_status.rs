@@ -11,6 +11,7 @@ use super::print_table;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
+    /// The consumer group.
     #[arg(short = 'g', long)]
     pub group: String,
     /// Only this client (default: every online client of the group).

@@ -14,6 +14,7 @@ pub enum MessageCommand {
     /// what the C++ and Python clients print), which needs `--topic`. Only
     /// brokers the name server lists are asked.
     QueryById {
+        /// The message id (offset message id, or with --topic the producer's id).
         #[arg(short = 'i', long = "id")]
         id: String,
         /// The message's topic: lets a producer's message id be found.
@@ -22,8 +23,10 @@ pub enum MessageCommand {
     },
     /// Find messages of a topic by one of their KEYS.
     QueryByKey {
+        /// The topic.
         #[arg(short = 't', long)]
         topic: String,
+        /// One of the message's KEYS.
         #[arg(short = 'k', long)]
         key: String,
         /// Most messages to ask each broker for.
@@ -32,17 +35,22 @@ pub enum MessageCommand {
     },
     /// Find a message of a topic by its unique key (the producer's msgId).
     QueryByUniqueKey {
+        /// The topic.
         #[arg(short = 't', long)]
         topic: String,
+        /// The producer's message id (the message's unique key).
         #[arg(short = 'k', long = "key", alias = "id")]
         key: String,
     },
     /// Read the message at a queue offset.
     QueryByOffset {
+        /// The topic.
         #[arg(short = 't', long)]
         topic: String,
+        /// The queue id.
         #[arg(short = 'q', long = "queue-id")]
         queue_id: i32,
+        /// The queue offset.
         #[arg(short = 'o', long)]
         offset: i64,
     },

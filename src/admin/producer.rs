@@ -10,6 +10,7 @@ pub enum ProducerCommand {
     /// (`mqadmin producerConnection`; the broker knows them from their
     /// heartbeats).
     Connection {
+        /// The producer group.
         #[arg(short = 'g', long)]
         group: String,
         /// Only this broker (default: every master).

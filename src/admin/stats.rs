@@ -22,6 +22,7 @@ pub struct StatsAllArgs {
 /// `brokerConsumeStats`'s options (`-t` is the timeout there, as in mqadmin).
 #[derive(Debug, Args)]
 pub struct ConsumeStatsArgs {
+    /// The broker (host:port).
     #[arg(short = 'b', long)]
     broker_addr: String,
     /// Ordered topics only.
@@ -30,6 +31,7 @@ pub struct ConsumeStatsArgs {
     /// Hide queues less than this far behind.
     #[arg(short = 'l', long, default_value_t = 0)]
     level: i64,
+    /// How long to wait for the broker, in milliseconds.
     #[arg(short = 't', long, default_value_t = 50_000)]
     timeout_millis: u64,
 }
