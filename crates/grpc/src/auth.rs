@@ -135,6 +135,37 @@ impl Access {
         self.check(request, &[])
     }
 
+    /// Whether ACL is on and a call's credentials must be checked.
+    pub fn enabled(&self) -> bool {
+        self.acl.is_some()
+            || self
+                .users
+                .as_ref()
+                .is_some_and(|u| u.settings.authentication)
+    }
+
+    /// Whether these headers carry valid credentials (a signature that
+    /// checks, or an address that needs none), before the call's body is
+    /// read: what lifts a connection out of the unauthenticated budget.
+    pub fn authenticates(&self, headers: &http::HeaderMap, peer: Option<std::net::IpAddr>) -> bool {
+        let text = |key: &str| headers.get(key).and_then(|v| v.to_str().ok());
+        let peer = peer.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        let acl_passes = match &self.acl {
+            Some(acl) => acl
+                .current()
+                .check_grpc(text(AUTHORIZATION), text(DATE_TIME), peer, &[])
+                .is_ok(),
+            None => true,
+        };
+        let users_pass = match &self.users {
+            Some(users) => users
+                .check::<()>(text(AUTHORIZATION), text(DATE_TIME), peer, &[])
+                .is_ok(),
+            None => true,
+        };
+        acl_passes && users_pass
+    }
+
     fn check<T>(
         &self,
         request: &Request<T>,

@@ -19,8 +19,10 @@
 pub mod auth;
 pub mod auth_v2;
 pub mod backend;
+pub mod budget;
 pub mod convert;
 pub mod dead_letter;
+pub mod guard;
 pub mod halves;
 pub mod limits;
 pub mod local;
@@ -44,6 +46,7 @@ pub mod pb {
 pub use auth::Access;
 pub use auth_v2::{AuthSettings, BrokerUsers};
 pub use backend::Backend;
+pub use limits::GrpcLimits;
 pub use local::{BrokerRequests, LocalAnswer, LocalBroker};
 pub use service::{serve, serve_incoming, ProxyConfig, Security};
 
