@@ -29,6 +29,7 @@ pub mod local;
 pub mod offsets;
 pub mod pull;
 pub mod receive;
+pub mod replay;
 pub mod route;
 pub mod send;
 pub mod service;

@@ -50,6 +50,10 @@ pub struct GrpcLimits {
     /// `grpcUnauthenticatedCallBytesMax`: the bytes such a connection's calls
     /// may hold.
     pub unauthenticated_call_bytes_max: usize,
+    /// `grpcRequestTimeSkewMs`: how far a signed call's `x-mq-date-time`
+    /// may be from the endpoint's clock, either way, before it is refused
+    /// (a captured call replayed later is refused); 0: not checked.
+    pub request_time_skew_ms: u64,
 }
 
 impl Default for GrpcLimits {
@@ -61,6 +65,7 @@ impl Default for GrpcLimits {
             call_bytes_max: 1 << 30,
             unauthenticated_streams_max: 4,
             unauthenticated_call_bytes_max: 64 << 10,
+            request_time_skew_ms: 15 * 60 * 1000,
         }
     }
 }
@@ -74,6 +79,7 @@ impl GrpcLimits {
         "grpcCallBytesMax",
         "grpcUnauthenticatedStreamsMax",
         "grpcUnauthenticatedCallBytesMax",
+        "grpcRequestTimeSkewMs",
     ];
 
     /// Applies one setting: `Ok(false)` for a key that is not one of
@@ -106,6 +112,7 @@ impl GrpcLimits {
             "grpcUnauthenticatedCallBytesMax" => {
                 self.unauthenticated_call_bytes_max = size(positive()?)?
             }
+            "grpcRequestTimeSkewMs" => self.request_time_skew_ms = number()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -126,6 +133,7 @@ mod tests {
         }
         let mut limits = GrpcLimits::default();
         assert!(limits.set("grpcMaxConcurrentStreams", "0").is_err());
+        assert_eq!(limits.set("grpcRequestTimeSkewMs", "0"), Ok(true));
         assert_eq!(limits.set("listenPort", "1"), Ok(false));
     }
 }

@@ -111,7 +111,8 @@ where
             Arc::clone(&backend),
         ));
     }
-    let access = security.access;
+    let mut access = security.access;
+    access.request_time_skew_ms = limits.request_time_skew_ms;
     let guard = GuardLayer {
         budget: Budget::new(limits.clone(), access.enabled()),
         access: access.clone(),
