@@ -33,9 +33,10 @@ fn rss_kib(pid: i32) -> u64 {
 
 fn remoting_served(broker: &Broker) {
     let mut conn = broker.connect();
-    let answer = conn.request(RemotingCommand::request(
-        request_code::GET_BROKER_RUNTIME_INFO,
-    ));
+    let mut request = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
+    // Signed for the broker with ACL on; one with ACL off ignores it.
+    ferrocket_acl::sign_request(&mut request, "appAccess1", "appSecret1");
+    let answer = conn.request(request);
     assert_eq!(answer.code, response_code::SUCCESS, "{:?}", answer.remark);
 }
 
@@ -47,6 +48,8 @@ struct Outcomes {
     refused: AtomicUsize,
     calmed: AtomicUsize,
     other: AtomicUsize,
+    /// Answered at once with grpc-status RESOURCE_EXHAUSTED (8).
+    exhausted: AtomicUsize,
     /// What the broker sent, read off the wire: RST_STREAM(REFUSED_STREAM)
     /// frames and GOAWAY(ENHANCE_YOUR_CALM) frames.
     wire_refused: AtomicUsize,
@@ -64,11 +67,19 @@ impl Outcomes {
 
     fn resolved(&self) -> usize {
         let (refused, calmed, other) = self.counts();
-        refused + calmed + other
+        refused + calmed + other + self.exhausted.load(Ordering::Acquire)
     }
 
     fn count(&self, answer: Result<http::Response<h2::RecvStream>, h2::Error>) {
         let outcome = match answer {
+            Ok(response)
+                if response
+                    .headers()
+                    .get("grpc-status")
+                    .is_some_and(|s| s == "8") =>
+            {
+                &self.exhausted
+            }
             Err(e) if e.reason() == Some(h2::Reason::REFUSED_STREAM) => &self.refused,
             Err(e) if e.is_go_away() && e.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM) => {
                 &self.calmed
@@ -350,5 +361,56 @@ fn a_hundred_thousand_unfinished_streams_are_refused_and_remoting_is_served() {
     remoting_served(&broker);
     eprintln!("held: {STREAMS_PER_CONNECTION} streams open; RSS peak +{growth} KiB");
     drop(runtime);
+    remoting_served(&broker);
+}
+
+/// Calls at once of a connection that has shown no credentials, ACL on.
+const UNAUTHENTICATED_STREAMS_MAX: usize = 4;
+const UNSIGNED_STREAMS: usize = 10;
+
+#[test]
+fn with_acl_on_a_connection_without_credentials_gets_the_small_budget() {
+    let home = tempfile::tempdir().expect("a home");
+    std::fs::create_dir_all(home.path().join("conf")).expect("conf");
+    let accounts =
+        "accounts:\n  - accessKey: appAccess1\n    secretKey: appSecret1\n    admin: true\n";
+    std::fs::write(home.path().join("conf/plain_acl.yml"), accounts).expect("accounts");
+    let set = |pair: String| ["--set".to_string(), pair];
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            extra_args: [
+                set("enableProxy=true".into()),
+                set("aclEnable=true".into()),
+                set(format!("rocketmqHome={}", home.path().display())),
+                set(format!(
+                    "grpcUnauthenticatedStreamsMax={UNAUTHENTICATED_STREAMS_MAX}"
+                )),
+            ]
+            .concat(),
+            ..Default::default()
+        },
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let unsigned = Arc::new(Outcomes::default());
+    let _held = runtime.block_on(flood(
+        &broker.addr(),
+        UNSIGNED_STREAMS,
+        Arc::clone(&unsigned),
+    ));
+    let past_budget = UNSIGNED_STREAMS - UNAUTHENTICATED_STREAMS_MAX;
+    watch(&broker, &unsigned, past_budget);
+    assert_eq!(
+        unsigned.exhausted.load(Ordering::Acquire),
+        past_budget,
+        "the calls past the unauthenticated budget answered RESOURCE_EXHAUSTED; {:?}",
+        unsigned.counts()
+    );
+    assert_eq!(unsigned.counts(), (0, 0, 0), "and nothing else ended");
     remoting_served(&broker);
 }
