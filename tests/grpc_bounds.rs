@@ -137,10 +137,11 @@ async fn flood(
 }
 
 /// Waits until `outcomes` has `wanted` answers, serving a Remoting request
-/// meanwhile and sampling the broker's RSS; returns the largest sample.
-fn watch(broker: &Broker, outcomes: &Outcomes, wanted: usize) -> u64 {
+/// meanwhile and sampling the RSS of the process `pid` (the broker, or
+/// the proxy); returns the largest sample.
+fn watch(broker: &Broker, pid: i32, outcomes: &Outcomes, wanted: usize) -> u64 {
     let deadline = Instant::now() + ready_timeout() * 4;
-    let mut peak = rss_kib(broker.process.pid());
+    let mut peak = rss_kib(pid);
     while outcomes.resolved() < wanted {
         assert!(
             Instant::now() < deadline,
@@ -148,10 +149,10 @@ fn watch(broker: &Broker, outcomes: &Outcomes, wanted: usize) -> u64 {
             outcomes.counts()
         );
         remoting_served(broker);
-        peak = peak.max(rss_kib(broker.process.pid()));
+        peak = peak.max(rss_kib(pid));
         std::thread::sleep(Duration::from_millis(POLL_MS));
     }
-    peak.max(rss_kib(broker.process.pid()))
+    peak.max(rss_kib(pid))
 }
 
 /// SETTINGS_MAX_CONCURRENT_STREAMS's identifier.
@@ -325,7 +326,8 @@ fn a_hundred_thousand_unfinished_streams_are_refused_and_remoting_is_served() {
     // One connection, 100,000 streams, no bodies.
     let flooded = Arc::new(Outcomes::default());
     let _flooding = runtime.block_on(flood(&broker.addr(), STREAMS, Arc::clone(&flooded)));
-    let peak = watch(&broker, &flooded, STREAMS - STREAMS_PER_CONNECTION);
+    let pid = broker.process.pid();
+    let peak = watch(&broker, pid, &flooded, STREAMS - STREAMS_PER_CONNECTION);
     let (refused, calmed, other) = flooded.counts();
     let on_wire = (
         flooded.wire_refused.load(Ordering::Acquire),
@@ -350,7 +352,7 @@ fn a_hundred_thousand_unfinished_streams_are_refused_and_remoting_is_served() {
     // A second connection keeps what the broker takes, unfinished.
     let held = Arc::new(Outcomes::default());
     let _holding = runtime.block_on(flood(&broker.addr(), HELD_STREAMS, Arc::clone(&held)));
-    let peak = watch(&broker, &held, HELD_STREAMS - STREAMS_PER_CONNECTION);
+    let peak = watch(&broker, pid, &held, HELD_STREAMS - STREAMS_PER_CONNECTION);
     assert_eq!(
         held.counts(),
         (HELD_STREAMS - STREAMS_PER_CONNECTION, 0, 0),
@@ -404,7 +406,7 @@ fn with_acl_on_a_connection_without_credentials_gets_the_small_budget() {
         Arc::clone(&unsigned),
     ));
     let past_budget = UNSIGNED_STREAMS - UNAUTHENTICATED_STREAMS_MAX;
-    watch(&broker, &unsigned, past_budget);
+    watch(&broker, broker.process.pid(), &unsigned, past_budget);
     assert_eq!(
         unsigned.exhausted.load(Ordering::Acquire),
         past_budget,
@@ -413,4 +415,44 @@ fn with_acl_on_a_connection_without_credentials_gets_the_small_budget() {
     );
     assert_eq!(unsigned.counts(), (0, 0, 0), "and nothing else ended");
     remoting_served(&broker);
+}
+
+#[test]
+fn ferrocket_proxy_refuses_the_same_flood() {
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let home = tempfile::tempdir().expect("a home");
+    let port = harness::process::free_port();
+    let args: Vec<String> = ["proxy", "--namesrv-addr", &namesrv.addr(), "--listen-port"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([port.to_string()])
+        .collect();
+    let proxy = harness::process::ServerProcess::start("proxy", &args, home.path(), port)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = rss_kib(proxy.pid());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let flooded = Arc::new(Outcomes::default());
+    let _flooding = runtime.block_on(flood(proxy.addr(), STREAMS, Arc::clone(&flooded)));
+    let peak = watch(
+        &broker,
+        proxy.pid(),
+        &flooded,
+        STREAMS - STREAMS_PER_CONNECTION,
+    );
+    let on_wire = (
+        flooded.wire_refused.load(Ordering::Acquire),
+        flooded.wire_calmed.load(Ordering::Acquire),
+    );
+    assert!(on_wire.0 > 0, "no RST_STREAM(REFUSED_STREAM) came");
+    let growth = peak.saturating_sub(before);
+    assert!(
+        growth < RSS_GROWTH_MAX_KIB,
+        "the proxy grew by {growth} KiB"
+    );
+    eprintln!("proxy flood: {on_wire:?} REFUSED_STREAM, GOAWAY frames; RSS peak +{growth} KiB");
 }
