@@ -201,7 +201,11 @@ pub fn namesrv_config(
     Ok((config, controller))
 }
 
-pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig, String> {
+/// The broker's settings, and its gRPC endpoint's limits (`grpc*` keys,
+/// used with `enableProxy=true`).
+pub fn broker_config(
+    args: &BrokerArgs,
+) -> Result<(ferrocket_broker::BrokerConfig, ferrocket_grpc::GrpcLimits), String> {
     let flags = vec![
         ("namesrvAddr", "--namesrv-addr", args.namesrv_addr.clone()),
         (
@@ -245,10 +249,14 @@ pub fn broker_config(args: &BrokerArgs) -> Result<ferrocket_broker::BrokerConfig
         )),
         ..ferrocket_broker::BrokerConfig::default()
     };
+    let mut grpc = ferrocket_grpc::GrpcLimits::default();
     for (key, setting) in &settings {
-        if !crate::config_keys::apply_broker(&mut config, key, setting)? {
+        let grpc_key = grpc
+            .set(key, &setting.value)
+            .map_err(|e| format!("{}: {e}", setting.origin))?;
+        if !grpc_key && !crate::config_keys::apply_broker(&mut config, key, setting)? {
             warn_unknown(key, setting, &crate::known_keys::broker_keys());
         }
     }
-    Ok(config)
+    Ok((config, grpc))
 }

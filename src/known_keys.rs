@@ -132,6 +132,7 @@ pub fn broker_keys() -> Vec<&'static str> {
         .chain(&ferrocket_tls::KEYS)
         .chain(&["useTLS"])
         .chain(ferrocket_broker::ControllerModeConfig::KEYS)
+        .chain(ferrocket_grpc::GrpcLimits::KEYS)
         .copied()
         .chain(crate::auth_keys::auth_keys())
         .collect()
@@ -175,7 +176,10 @@ mod tests {
         let probe = Setting::from_flag("\u{1}".into(), "probe".into());
         let broker_knows = |key: &str| {
             let mut config = ferrocket_broker::BrokerConfig::default();
+            // The gRPC endpoint's limits are taken beside the broker's config.
+            let grpc = ferrocket_grpc::GrpcLimits::default().set(key, &probe.value);
             !matches!(apply_broker(&mut config, key, &probe), Ok(false))
+                || !matches!(grpc, Ok(false))
         };
         let namesrv_knows = |key: &str| {
             let mut config = ferrocket_namesrv::NamesrvConfig::default();

@@ -129,10 +129,10 @@ fn run(cli: Cli) -> Result<(), String> {
             ferrocket_controller::run(config, stop_flag()?).map_err(|e| format!("controller: {e}"))
         }
         Command::Broker(args) => {
-            let mut config = config::broker_config(&args)?;
+            let (mut config, grpc_limits) = config::broker_config(&args)?;
             let stop = stop_flag()?;
             let endpoint = match config.enable_proxy {
-                true => Some(start_endpoint(&mut config, &stop)?),
+                true => Some(start_endpoint(&mut config, grpc_limits, &stop)?),
                 false => None,
             };
             let ran = match config.controller_mode.enabled {
@@ -165,6 +165,7 @@ fn run(cli: Cli) -> Result<(), String> {
 /// broker's in-process door (both put into `config`).
 fn start_endpoint(
     config: &mut ferrocket_broker::BrokerConfig,
+    limits: ferrocket_grpc::GrpcLimits,
     stop: &Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
     let local = std::net::SocketAddr::new(config.listen_addr, config.listen_port);
@@ -179,7 +180,12 @@ fn start_endpoint(
         }
         ferrocket_broker::ProxyMode::Cluster => None,
     };
-    let endpoint = proxy::Endpoint { local, broker, tls };
+    let endpoint = proxy::Endpoint {
+        local,
+        broker,
+        tls,
+        limits,
+    };
     let (handoff, thread) =
         proxy::in_broker(&config.namesrv_addr, security, endpoint, Arc::clone(stop))?;
     config.grpc_handoff = Some(handoff);

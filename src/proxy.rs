@@ -41,7 +41,9 @@ pub struct ProxyArgs {
     /// brokers, ...), the proxy's `tlsTestModeEnable`, `tlsCertPath`,
     /// `tlsKeyPath`, and ACL 2.0's `authenticationEnabled`,
     /// `authorizationEnabled`, `authenticationWhitelist`,
-    /// `authorizationWhitelist` (users and ACLs are the brokers').
+    /// `authorizationWhitelist` (users and ACLs are the brokers'), and the
+    /// endpoint's limits (`grpcMaxConcurrentStreams`, `grpcConnectionsMax`,
+    /// ..., see the README).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     settings: Vec<String>,
 }
@@ -54,7 +56,8 @@ fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, Strin
         let (key, value) = pair
             .split_once('=')
             .ok_or_else(|| format!("--set {pair}: expected KEY=VALUE"))?;
-        if AUTH_KEYS.contains(&key.trim()) {
+        if AUTH_KEYS.contains(&key.trim()) || ferrocket_grpc::GrpcLimits::KEYS.contains(&key.trim())
+        {
             continue;
         }
         let key = match key.trim() {
@@ -67,13 +70,26 @@ fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, Strin
             Ok(true) => {}
             Ok(false) => {
                 return Err(format!(
-                    "--set {pair}: the proxy takes only TLS and ACL 2.0 keys here"
+                    "--set {pair}: the proxy takes only TLS, ACL 2.0 and grpc* limit keys here"
                 ))
             }
             Err(e) => return Err(format!("--set {pair}: {e}")),
         }
     }
     Ok(tls)
+}
+
+/// The endpoint's limits from `--set` (`grpcMaxConcurrentStreams`, ...).
+fn grpc_limits(settings: &[String]) -> Result<ferrocket_grpc::GrpcLimits, String> {
+    let mut limits = ferrocket_grpc::GrpcLimits::default();
+    for pair in settings {
+        if let Some((key, value)) = pair.split_once('=') {
+            limits
+                .set(key.trim(), value)
+                .map_err(|e| format!("--set {pair}: {e}"))?;
+        }
+    }
+    Ok(limits)
 }
 
 /// ACL 2.0's keys the proxy takes.
@@ -157,7 +173,10 @@ pub fn security(
         None => None,
     };
     Ok(ferrocket_grpc::Security {
-        access: ferrocket_grpc::Access { acl, users: None },
+        access: ferrocket_grpc::Access {
+            acl,
+            ..Default::default()
+        },
         credentials,
         client_tls: None,
     })
@@ -181,6 +200,7 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
         namesrv_addr: args.namesrv_addr.clone(),
         security,
         tls,
+        limits: grpc_limits(&args.settings)?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -222,6 +242,8 @@ pub struct Endpoint {
     pub local: SocketAddr,
     pub broker: Option<Arc<dyn ferrocket_grpc::LocalBroker>>,
     pub tls: Option<Arc<ferrocket_tls::ServerTls>>,
+    /// What clients may make the endpoint hold (the broker's `grpc*` keys).
+    pub limits: ferrocket_grpc::GrpcLimits,
 }
 
 /// The in-broker endpoint (`enableProxy=true`): the proxy on its own tokio
@@ -247,7 +269,12 @@ pub fn in_broker(
                 .into(),
         );
     }
-    let Endpoint { local, broker, tls } = endpoint;
+    let Endpoint {
+        local,
+        broker,
+        tls,
+        limits,
+    } = endpoint;
     if let Some(tls) = &tls {
         // Ends by itself within one interval of the stop flag.
         tls.watch(Arc::clone(&stop))
@@ -270,8 +297,10 @@ pub fn in_broker(
         .spawn(move || {
             // Made tokio sockets (TLS ones after their handshake) inside
             // the runtime, as they are taken.
-            let incoming =
-                runtime.block_on(async { ferrocket_grpc::tls::handed_over(incoming, tls) });
+            let connections_max = limits.connections_max;
+            let incoming = runtime.block_on(async {
+                ferrocket_grpc::tls::handed_over(incoming, tls, connections_max)
+            });
             let shutdown = async move {
                 while !stop.load(Ordering::Acquire) {
                     tokio::time::sleep(Duration::from_millis(STOP_POLL_MS)).await;
@@ -279,7 +308,7 @@ pub fn in_broker(
             };
             tracing::info!(%local, "gRPC endpoint serving on the broker port");
             let served = runtime.block_on(ferrocket_grpc::serve_incoming(
-                &namesrv, security, local, broker, incoming, shutdown,
+                &namesrv, security, limits, local, broker, incoming, shutdown,
             ));
             if let Err(e) = served {
                 tracing::error!(error = %e, "the in-broker gRPC endpoint stopped");

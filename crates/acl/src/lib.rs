@@ -16,6 +16,7 @@ mod perm;
 mod resources;
 mod signature;
 mod store;
+pub mod stored;
 mod validator;
 
 pub use address::AddressPattern;

@@ -83,6 +83,8 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
     if let Some(group) = group {
         needs.push((format!("{RETRY_PREFIX}{group}"), SUB));
     }
+    // Beyond Java's ACL 1.0: the table's header rules.
+    crate::stored::header_needs(request, &mut needs);
     match request.code {
         HEART_BEAT => heartbeat_needs(request, &mut needs)?,
         BATCH_ACK_MESSAGE => batch_ack_needs(request, &mut needs)?,

@@ -25,7 +25,7 @@ const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
 pub struct Denied(pub String);
 
 /// Who sent a request, once its signature is checked.
-enum Sender<'a> {
+pub(crate) enum Sender<'a> {
     /// A white-listed address: no account, no further check.
     WhiteListed,
     /// A signed request of this account.
@@ -73,7 +73,7 @@ impl AclConfig {
 
     /// Java's first steps: white-listed addresses pass; otherwise a known
     /// account (or its own white address) and a right signature.
-    fn authenticate<'a>(
+    pub(crate) fn authenticate<'a>(
         &'a self,
         request: &'a RemotingCommand,
         peer: IpAddr,

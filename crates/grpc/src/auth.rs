@@ -23,6 +23,9 @@ pub struct Access {
     pub acl: Option<Arc<AclStore>>,
     /// ACL 2.0: the broker's users and ACLs.
     pub users: Option<Arc<crate::auth_v2::BrokerUsers>>,
+    /// How far a signed call's `x-mq-date-time` may be from now, either
+    /// way (`grpcRequestTimeSkewMs`); 0: not checked.
+    pub request_time_skew_ms: u64,
 }
 
 /// The topics and groups a call names, with the permission each needs.
@@ -135,6 +138,39 @@ impl Access {
         self.check(request, &[])
     }
 
+    /// Whether ACL is on and a call's credentials must be checked.
+    pub fn enabled(&self) -> bool {
+        self.acl.is_some()
+            || self
+                .users
+                .as_ref()
+                .is_some_and(|u| u.settings.authentication)
+    }
+
+    /// Whether these headers carry valid credentials (a signature that
+    /// checks, or an address that needs none), before the call's body is
+    /// read: what lifts a connection out of the unauthenticated budget.
+    pub fn authenticates(&self, headers: &http::HeaderMap, peer: Option<std::net::IpAddr>) -> bool {
+        let text = |key: &str| headers.get(key).and_then(|v| v.to_str().ok());
+        let peer = peer.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        let fresh = text(AUTHORIZATION).is_none()
+            || crate::replay::check_date(text(DATE_TIME), self.request_time_skew_ms).is_ok();
+        let acl_passes = match &self.acl {
+            Some(acl) => acl
+                .current()
+                .check_grpc(text(AUTHORIZATION), text(DATE_TIME), peer, &[])
+                .is_ok(),
+            None => true,
+        };
+        let users_pass = match &self.users {
+            Some(users) => users
+                .check::<()>(text(AUTHORIZATION), text(DATE_TIME), peer, &[])
+                .is_ok(),
+            None => true,
+        };
+        fresh && acl_passes && users_pass
+    }
+
     fn check<T>(
         &self,
         request: &Request<T>,
@@ -156,6 +192,10 @@ impl Access {
             let code = Code::Unauthorized as i32;
             tonic::Status::unauthenticated(format!("{} ({code})", denied.0))
         };
+        if text(AUTHORIZATION).is_some() {
+            crate::replay::check_date(text(DATE_TIME), self.request_time_skew_ms)
+                .map_err(refused)?;
+        }
         if let Some(acl) = &self.acl {
             let config = acl.current();
             config
@@ -168,5 +208,73 @@ impl Access {
                 .map_err(refused)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay;
+
+    const WINDOW_MS: u64 = 60_000;
+
+    fn access(home: &std::path::Path) -> Access {
+        let conf = home.join("conf");
+        std::fs::create_dir_all(&conf).expect("conf dir");
+        let accounts = "accounts:\n  - accessKey: appAccess1\n    secretKey: appSecret1\n    \
+                        admin: true\n";
+        std::fs::write(conf.join("plain_acl.yml"), accounts).expect("plain_acl.yml");
+        Access {
+            acl: Some(Arc::new(AclStore::open(home).expect("the accounts load"))),
+            users: None,
+            request_time_skew_ms: WINDOW_MS,
+        }
+    }
+
+    fn signed_at(ms: i64) -> Request<pb::QueryRouteRequest> {
+        let date = replay::format(ms);
+        let authorization = ferrocket_acl::grpc_authorization("appAccess1", "appSecret1", &date);
+        let mut request = Request::new(pb::QueryRouteRequest::default());
+        let metadata = request.metadata_mut();
+        metadata.insert(DATE_TIME, date.parse().expect("ascii"));
+        metadata.insert(AUTHORIZATION, authorization.parse().expect("ascii"));
+        request
+    }
+
+    fn now_ms() -> i64 {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.expect("after 1970").as_millis() as i64
+    }
+
+    #[test]
+    fn a_signed_call_with_a_stale_or_future_date_is_refused() {
+        let home = tempfile::tempdir().expect("a temporary home");
+        let access = access(home.path());
+        assert!(access.authorize(&signed_at(now_ms())).is_ok());
+        for off_ms in [-20 * 60_000, 20 * 60_000] {
+            let request = signed_at(now_ms() + off_ms);
+            let refused = access.authorize(&request).expect_err("outside the window");
+            assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+            assert!(
+                refused.message().contains("grpcRequestTimeSkewMs"),
+                "{refused:?}"
+            );
+            assert!(refused.message().ends_with("(40100)"), "{refused:?}");
+            let headers = request.metadata().clone().into_headers();
+            assert!(
+                !access.authenticates(&headers, None),
+                "nor lifts the budget"
+            );
+        }
+        let lenient = Access {
+            request_time_skew_ms: 0,
+            ..access
+        };
+        assert!(
+            lenient
+                .authorize(&signed_at(now_ms() - 20 * 60_000))
+                .is_ok(),
+            "0: off"
+        );
     }
 }

@@ -20,8 +20,10 @@ pub mod auth;
 pub mod auth_v2;
 pub mod backend;
 pub mod body;
+pub mod budget;
 pub mod convert;
 pub mod dead_letter;
+pub mod guard;
 pub mod halves;
 pub mod limits;
 pub mod local;
@@ -29,6 +31,7 @@ pub mod offsets;
 pub mod pull;
 pub mod receive;
 mod refusal_log;
+pub mod replay;
 pub mod route;
 pub mod send;
 pub mod service;
@@ -46,6 +49,7 @@ pub mod pb {
 pub use auth::Access;
 pub use auth_v2::{AuthSettings, BrokerUsers};
 pub use backend::Backend;
+pub use limits::GrpcLimits;
 pub use local::{BrokerRequests, LocalAnswer, LocalBroker};
 pub use service::{serve, serve_incoming, ProxyConfig, Security};
 

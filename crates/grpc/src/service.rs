@@ -12,12 +12,22 @@ use tonic::{Request, Response, Streaming};
 
 use crate::auth::Access;
 use crate::backend::Backend;
-use crate::limits::GRPC_MESSAGE_BYTES_MAX;
+use crate::budget::Budget;
+use crate::guard::GuardLayer;
+use crate::limits::{GrpcLimits, GRPC_MESSAGE_BYTES_MAX};
 use crate::local::LocalBroker;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::pb::{self, Code};
 use crate::status::{ok, status};
 use crate::{dead_letter, offsets, pull, receive, route, send, telemetry, transaction};
+
+/// Largest header block of a call (SETTINGS_MAX_HEADER_LIST_SIZE,
+/// hyper's default, said here).
+const HEADER_LIST_BYTES_MAX: u32 = 16 << 10;
+/// Data a client may send on one stream, and on one connection, before the
+/// endpoint reads it (HTTP/2 flow control; hyper's defaults, said here).
+const STREAM_WINDOW_BYTES: u32 = 1 << 20;
+const CONNECTION_WINDOW_BYTES: u32 = 1 << 20;
 
 /// The metadata key every v5 client sends with its id.
 const CLIENT_ID: &str = "x-mq-client-id";
@@ -31,6 +41,8 @@ pub struct ProxyConfig {
     pub security: Security,
     /// `tls.server.mode` on the port; `None`: plaintext only.
     pub tls: Option<Arc<ferrocket_tls::ServerTls>>,
+    /// What clients may make the endpoint hold.
+    pub limits: GrpcLimits,
 }
 
 /// ACL 1.0 on both sides of the proxy: the accounts v5 clients are checked
@@ -54,10 +66,11 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let local = listener.local_addr()?;
     bound(local);
-    let incoming = crate::tls::incoming(listener, config.tls);
+    let incoming = crate::tls::incoming(listener, config.tls, config.limits.connections_max);
     serve_incoming(
         &config.namesrv_addr,
         config.security,
+        config.limits,
         local,
         None,
         incoming,
@@ -75,6 +88,7 @@ pub async fn serve(
 pub async fn serve_incoming<S>(
     namesrv_addr: &str,
     security: Security,
+    limits: GrpcLimits,
     local: SocketAddr,
     broker: Option<Arc<dyn LocalBroker>>,
     incoming: S,
@@ -97,11 +111,23 @@ where
             Arc::clone(&backend),
         ));
     }
-    let access = security.access;
+    let mut access = security.access;
+    access.request_time_skew_ms = limits.request_time_skew_ms;
+    let guard = GuardLayer {
+        budget: Budget::new(limits.clone(), access.enabled()),
+        access: access.clone(),
+    };
     let service = MessagingServiceServer::new(Proxy { backend, access })
         .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(GRPC_MESSAGE_BYTES_MAX);
     let served = tonic::transport::Server::builder()
+        // hyper's own bounds: streams per connection (REFUSED_STREAM past
+        // it), header bytes per call, data a client may send unread.
+        .max_concurrent_streams(limits.streams_per_connection)
+        .http2_max_header_list_size(HEADER_LIST_BYTES_MAX)
+        .initial_stream_window_size(STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+        .layer(guard)
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await;

@@ -49,6 +49,34 @@ pub(crate) fn refusal(
     Some(Reject::new(response_code::NO_PERMISSION, denied.0).to_response(request))
 }
 
+/// After a handler has read a stored message of `topic` for `request` (a
+/// request that names an offset or id, see `ferrocket_acl::stored`):
+/// refused unless the caller may have it, in the words of the ACL that
+/// refuses.
+pub(crate) fn check_stored(
+    shard: &Shard,
+    conn: &Connection,
+    request: &RemotingCommand,
+    topic: &str,
+) -> Result<(), Reject> {
+    let peer = conn.peer_addr().ip();
+    if let Some(store) = shard.env.acl.as_ref() {
+        let config = shard.acl.current(store.version(), || store.current());
+        if let Err(denied) = config.check_stored(request, peer, topic) {
+            let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
+            return Err(Reject::new(response_code::SYSTEM_ERROR, remark));
+        }
+    }
+    let settings = &shard.env.config.auth;
+    if settings.authorization_enabled && !settings.authorization_whitelist.has_code(request.code) {
+        let meta = users(shard);
+        let username = request.ext_fields.get(ACCESS_KEY);
+        ferrocket_acl::stored::check_stored_v2(&meta, username, request, peer, topic)
+            .map_err(|denied| Reject::new(response_code::NO_PERMISSION, denied.0))?;
+    }
+    Ok(())
+}
+
 /// ACL 2.0: who signed `request` (with authentication on), then whether
 /// that user may do what it asks (with authorization on; without
 /// authentication the `AccessKey` names the user unchecked, as in Java).

@@ -15,6 +15,7 @@ use bytes::{Bytes, BytesMut};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties::KEYS;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::Connection;
 use ferrocket_runtime::shard::ShardCall;
 use ferrocket_store::index::message_index_keys;
 
@@ -54,6 +55,7 @@ pub(crate) struct QueryAnswer {
 /// QUERY_MESSAGE.
 pub(crate) async fn query_message(
     shard: &Rc<Shard>,
+    conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let fields = &request.ext_fields;
@@ -75,7 +77,7 @@ pub(crate) async fn query_message(
     let begin_ms = fields.get_i64("beginTimestamp")?.unwrap_or(0);
     let end_ms = fields.get_i64("endTimestamp")?.unwrap_or(i64::MAX);
     let query = QueryRequest {
-        topic,
+        topic: topic.clone(),
         key,
         max,
         begin_ms,
@@ -83,6 +85,10 @@ pub(crate) async fn query_message(
     };
     let target = timer_shard(shard.count);
     let answer = shard.call(target, query).await??;
+    if answer.count > 0 {
+        // Every record kept is of `topic` (the query drops others).
+        super::acl::check_stored(shard, conn, request, &topic)?;
+    }
     let code = if answer.count > 0 {
         response_code::SUCCESS
     } else {
@@ -193,11 +199,14 @@ pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<Qu
 /// offset message id's last 8 bytes, decoded by the client).
 pub(crate) fn view_message_by_id(
     shard: &Shard,
+    conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let offset = request.ext_fields.required_i64("offset")?;
     let record = read_record(&shard.store, offset)
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
+    let view = crate::services::records::view(&record)?;
+    super::acl::check_stored(shard, conn, request, view.topic)?;
     let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     response.body = record;
     Ok(response)

@@ -19,6 +19,7 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::{decode_record, NewRecord, RecordView};
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::Connection;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
@@ -70,6 +71,7 @@ async fn ensure_topic(
 /// CONSUMER_SEND_MSG_BACK.
 pub(crate) async fn send_msg_back(
     shard: &Rc<Shard>,
+    conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = SendBackHeader::parse(request)?;
@@ -88,6 +90,9 @@ pub(crate) async fn send_msg_back(
             header.offset
         ))
     })?;
+    // The offset may name any topic's message: the caller must be allowed
+    // to consume the one it names before it is copied where it consumes.
+    super::acl::check_stored(shard, conn, request, source.topic)?;
     let mut props = source.properties();
     if props.get(properties::RETRY_TOPIC).is_none() {
         props.insert(properties::RETRY_TOPIC, source.topic);
