@@ -10,7 +10,8 @@
 //! Layout: `service` implements the gRPC trait and reads the metadata;
 //! `route`, `send`, `receive`, `offsets`, `transaction` and `telemetry` hold one family of
 //! calls each; `convert` maps messages between v5 and Remoting; `status`
-//! the codes; `limits` the proxy's limits; `backend` the Remoting side.
+//! the codes; `limits` the proxy's limits; `backend` the Remoting side; `renew`
+//! push consumers' receipt-handle auto-renew.
 
 // tonic's service trait answers `Result<_, tonic::Status>` (176 bytes):
 // the calls that feed it return the same.
@@ -28,6 +29,7 @@ pub mod local;
 pub mod offsets;
 pub mod pull;
 pub mod receive;
+pub mod renew;
 pub mod route;
 pub mod send;
 pub mod service;
@@ -46,6 +48,7 @@ pub use auth::Access;
 pub use auth_v2::{AuthSettings, BrokerUsers};
 pub use backend::Backend;
 pub use local::{BrokerRequests, LocalAnswer, LocalBroker};
+pub use renew::RenewSettings;
 pub use service::{serve, serve_incoming, ProxyConfig, Security};
 
 /// Default gRPC port of RocketMQ's proxy (`grpcServerPort`).
