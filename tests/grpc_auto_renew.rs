@@ -245,6 +245,9 @@ fn held_messages_are_renewed_until_acked_and_released_when_the_client_goes() {
         let mut held = receive_n(&mut client, "push-a", &group, &topic, true, 2).await;
         assert_eq!(held.len(), 2, "both messages received");
         held.sort_by_key(body);
+        // Popped for defaultInvisibleTimeMills (the handle's third field),
+        // not the proxy's 60 s default.
+        assert_eq!(handle(&held[0]).split(' ').nth(2), Some("10000"));
 
         // Past the 10 s invisible time nobody else gets them.
         tokio::time::sleep(Duration::from_secs(14)).await;
