@@ -43,7 +43,12 @@ pub struct ProxyArgs {
     /// `authorizationEnabled`, `authenticationWhitelist`,
     /// `authorizationWhitelist` (users and ACLs are the brokers'), and the
     /// endpoint's limits (`grpcMaxConcurrentStreams`, `grpcConnectionsMax`,
-    /// ..., see the README).
+    /// ..., see the README) and push consumers' auto-renew:
+    /// `enableProxyAutoRenew`, `defaultInvisibleTimeMills`,
+    /// `renewAheadTimeMillis`, `renewMaxTimeMillis`,
+    /// `renewSchedulePeriodMillis`, `maxRenewRetryTimes`,
+    /// `invisibleTimeMillisWhenClear`, `renewMaxThreadPoolNums`,
+    /// `maxRenewHandlesPerClient`, `maxRenewHandles`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     settings: Vec<String>,
 }
@@ -56,7 +61,9 @@ fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, Strin
         let (key, value) = pair
             .split_once('=')
             .ok_or_else(|| format!("--set {pair}: expected KEY=VALUE"))?;
-        if AUTH_KEYS.contains(&key.trim()) || ferrocket_grpc::GrpcLimits::KEYS.contains(&key.trim())
+        if AUTH_KEYS.contains(&key.trim())
+            || ferrocket_grpc::GrpcLimits::KEYS.contains(&key.trim())
+            || ferrocket_grpc::renew::settings::KEYS.contains(&key.trim())
         {
             continue;
         }
@@ -70,7 +77,8 @@ fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, Strin
             Ok(true) => {}
             Ok(false) => {
                 return Err(format!(
-                    "--set {pair}: the proxy takes only TLS, ACL 2.0 and grpc* limit keys here"
+                    "--set {pair}: the proxy takes only TLS, ACL 2.0, grpc* limit and auto-renew \
+                     keys here"
                 ))
             }
             Err(e) => return Err(format!("--set {pair}: {e}")),
@@ -90,6 +98,19 @@ fn grpc_limits(settings: &[String]) -> Result<ferrocket_grpc::GrpcLimits, String
         }
     }
     Ok(limits)
+}
+
+/// The auto-renew settings from `--set`.
+fn renew_settings(settings: &[String]) -> Result<ferrocket_grpc::RenewSettings, String> {
+    let mut renew = ferrocket_grpc::RenewSettings::default();
+    for pair in settings {
+        if let Some((key, value)) = pair.split_once('=') {
+            renew
+                .set(key, value)
+                .map_err(|e| format!("--set {pair}: {e}"))?;
+        }
+    }
+    Ok(renew)
 }
 
 /// ACL 2.0's keys the proxy takes.
@@ -179,6 +200,7 @@ pub fn security(
         },
         credentials,
         client_tls: None,
+        renew: ferrocket_grpc::RenewSettings::default(),
     })
 }
 
@@ -188,6 +210,7 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     let mut security = security(args.acl_home.as_deref(), credentials)?;
     security.client_tls = client_tls;
     security.access.users = broker_users(auth_settings(&args.settings)?);
+    security.renew = renew_settings(&args.settings)?;
     let _tls_reloader = match &tls {
         Some(tls) => Some(
             tls.watch(Arc::clone(&stop))

@@ -10,7 +10,8 @@
 //! Layout: `service` implements the gRPC trait and reads the metadata;
 //! `route`, `send`, `receive`, `offsets`, `transaction` and `telemetry` hold one family of
 //! calls each; `convert` maps messages between v5 and Remoting; `status`
-//! the codes; `limits` the proxy's limits; `backend` the Remoting side.
+//! the codes; `limits` the proxy's limits; `backend` the Remoting side; `renew`
+//! push consumers' receipt-handle auto-renew.
 
 // tonic's service trait answers `Result<_, tonic::Status>` (176 bytes):
 // the calls that feed it return the same.
@@ -31,6 +32,7 @@ pub mod offsets;
 pub mod pull;
 pub mod receive;
 mod refusal_log;
+pub mod renew;
 pub mod replay;
 pub mod route;
 pub mod send;
@@ -51,6 +53,7 @@ pub use auth_v2::{AuthSettings, BrokerUsers};
 pub use backend::Backend;
 pub use limits::GrpcLimits;
 pub use local::{BrokerRequests, LocalAnswer, LocalBroker};
+pub use renew::RenewSettings;
 pub use service::{serve, serve_incoming, ProxyConfig, Security};
 
 /// Default gRPC port of RocketMQ's proxy (`grpcServerPort`).

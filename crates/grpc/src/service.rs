@@ -19,7 +19,7 @@ use crate::local::LocalBroker;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::pb::{self, Code};
 use crate::status::{ok, status};
-use crate::{dead_letter, offsets, pull, receive, route, send, telemetry, transaction};
+use crate::{offsets, pull, renew, route, send, telemetry, transaction};
 
 /// Largest header block of a call (SETTINGS_MAX_HEADER_LIST_SIZE,
 /// hyper's default, said here).
@@ -46,7 +46,9 @@ pub struct ProxyConfig {
 }
 
 /// ACL 1.0 on both sides of the proxy: the accounts v5 clients are checked
-/// against, and the account its own Remoting calls are signed with.
+/// against, and the account its own Remoting calls are signed with; TLS
+/// towards the brokers; and what the proxy does for its clients on its own
+/// (auto-renew).
 #[derive(Clone, Default)]
 pub struct Security {
     pub access: Access,
@@ -54,6 +56,8 @@ pub struct Security {
     /// TLS for the proxy's calls to name servers and brokers (`tls.enable`,
     /// or an enforcing mode); `None`: plaintext.
     pub client_tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
+    /// Push consumers' receipt-handle auto-renew.
+    pub renew: crate::RenewSettings,
 }
 
 /// Binds `config.listen` and serves until `shutdown` completes. `bound`
@@ -102,6 +106,7 @@ where
         security.credentials,
         security.client_tls,
         broker,
+        security.renew,
     )?;
     let mut background = start_background(&backend, broker_requests, local);
     background.extend(reload_acl(&security.access));
@@ -264,9 +269,10 @@ impl MessagingService for Proxy {
         &self,
         request: Request<pb::ReceiveMessageRequest>,
     ) -> Answer<Self::ReceiveMessageStream> {
-        client_id(&request)?;
+        let client = client_id(&request)?;
         self.access.authorize(&request)?;
-        let items = receive::receive_message(&self.backend, request.into_inner()).await;
+        let request = request.into_inner();
+        let items = renew::calls::receive_message(&self.backend, &client, request).await;
         Ok(Response::new(stream_of(items)))
     }
 
@@ -274,10 +280,11 @@ impl MessagingService for Proxy {
         &self,
         request: Request<pb::AckMessageRequest>,
     ) -> Answer<pb::AckMessageResponse> {
-        client_id(&request)?;
+        let client = client_id(&request)?;
         self.access.authorize(&request)?;
+        let request = request.into_inner();
         Ok(Response::new(
-            receive::ack_message(&self.backend, request.into_inner()).await,
+            renew::calls::ack_message(&self.backend, &client, request).await,
         ))
     }
 
@@ -285,10 +292,11 @@ impl MessagingService for Proxy {
         &self,
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Answer<pb::ForwardMessageToDeadLetterQueueResponse> {
-        client_id(&request)?;
+        let client = client_id(&request)?;
         self.access.authorize(&request)?;
+        let request = request.into_inner();
         Ok(Response::new(
-            dead_letter::forward(&self.backend, request.into_inner()).await,
+            renew::calls::forward_to_dead_letter(&self.backend, &client, request).await,
         ))
     }
 
@@ -377,10 +385,11 @@ impl MessagingService for Proxy {
         &self,
         request: Request<pb::ChangeInvisibleDurationRequest>,
     ) -> Answer<pb::ChangeInvisibleDurationResponse> {
-        client_id(&request)?;
+        let client = client_id(&request)?;
         self.access.authorize(&request)?;
+        let request = request.into_inner();
         Ok(Response::new(
-            receive::change_invisible(&self.backend, request.into_inner()).await,
+            renew::calls::change_invisible(&self.backend, &client, request).await,
         ))
     }
 

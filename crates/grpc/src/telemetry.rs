@@ -28,7 +28,7 @@ const PRODUCER_ATTEMPTS: i32 = 3;
 /// A consumer's deliveries: the first and `maxReconsumeTimes` (16) retries.
 const CONSUMER_ATTEMPTS: i32 = 17;
 /// Java's delay levels 3..=18: the waits between a consumer's retries.
-const RETRY_WAITS_S: [i64; 16] = [
+pub(crate) const RETRY_WAITS_S: [i64; 16] = [
     10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200,
 ];
 

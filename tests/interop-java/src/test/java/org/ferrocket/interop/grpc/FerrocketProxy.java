@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -32,15 +33,25 @@ final class FerrocketProxy implements AutoCloseable {
     }
 
     static FerrocketProxy start(Ferrocket server) throws Exception {
+        return start(server, List.of());
+    }
+
+    /** A proxy with settings (`key=value`, each passed as `--set`). */
+    static FerrocketProxy start(Ferrocket server, List<String> settings) throws Exception {
         String last = "";
         for (int attempt = 1; attempt <= PORT_TRIES_MAX; attempt++) {
             int port = Ferrocket.freeLoopbackPort();
             Path dir = Ferrocket.home().resolve("servers").resolve(Names.unique("proxy"));
             Files.createDirectories(dir);
             Path log = dir.resolve("proxy.log");
-            ProcessBuilder builder = new ProcessBuilder(List.of(Ferrocket.binary().toString(), "proxy",
+            List<String> command = new ArrayList<>(List.of(Ferrocket.binary().toString(), "proxy",
                 "--namesrv-addr", server.namesrvAddr(), "--listen-addr", "127.0.0.1",
-                "--listen-port", Integer.toString(port)))
+                "--listen-port", Integer.toString(port)));
+            for (String setting : settings) {
+                command.add("--set");
+                command.add(setting);
+            }
+            ProcessBuilder builder = new ProcessBuilder(command)
                 .directory(dir.toFile())
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
