@@ -189,6 +189,8 @@ def run_cluster(cluster, kills, results):
 
 
 def summarize(results):
+    if not results.exists():
+        return
     rows = [json.loads(line) for line in open(results)]
     by = {}
     for r in rows:
