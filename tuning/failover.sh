@@ -10,6 +10,7 @@
 #   java-remoting  org.apache.rocketmq:rocketmq-client 5.5.0
 #   v5-inbroker    rocketmq-client-java 5.2.0 on the brokers' own ports (Ferrocket only)
 #   v5-proxy       rocketmq-client-java 5.2.0 through `ferrocket proxy` / Apache's rocketmq-proxy
+#   java-remoting-pollNms  with JAVA_POLL_MS=N: the Java client with setPollNameServerInterval(N)
 # Each kill: wait for three in sync and every producer acking, kill -9 the
 # master the controller names, time the controller's election (polled every
 # 20 ms) and each producer's first acknowledged send after the kill, restart

@@ -3,7 +3,8 @@
 // wall-clock time (epoch ms) of each acknowledged send (SEND_OK) and of its
 // start on stdout ("ACK START");
 // a failed send prints "E <epoch ms> <reason>". Used by tuning/failover.sh:
-//   java -cp REMOTING_CLASSPATH RemotingProducer.java NAMESRV TOPIC PERIOD_MS
+//   java -cp REMOTING_CLASSPATH RemotingProducer.java NAMESRV TOPIC PERIOD_MS [POLL_MS]
+// POLL_MS: setPollNameServerInterval (the client's route timer, 30 s by default).
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
@@ -13,6 +14,9 @@ public class RemotingProducer {
     public static void main(String[] args) throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer("failover-remoting-" + ProcessHandle.current().pid());
         producer.setNamesrvAddr(args[0]);
+        if (args.length > 3) {
+            producer.setPollNameServerInterval(Integer.parseInt(args[3]));
+        }
         producer.start();
         String topic = args[1];
         long periodMs = Long.parseLong(args[2]);

@@ -103,6 +103,9 @@ def client_commands(cluster, topic):
         "java-remoting": [java, "-Xmx256m", "-cp", remoting_cp, str(here / "RemotingProducer.java"),
                           cluster.namesrv, topic, str(PERIOD_MS)],
     }
+    poll_ms = os.environ.get("JAVA_POLL_MS")
+    if poll_ms:
+        cmds[f"java-remoting-poll{poll_ms}ms"] = [*cmds["java-remoting"], poll_ms]
     for client, endpoints in cluster.grpc_endpoints().items():
         cmds[client] = [java, "-Xmx256m", "-cp", grpc_cp, str(here / "GrpcProducer.java"), endpoints, topic,
                         str(PERIOD_MS)]
