@@ -9,6 +9,7 @@ use ferrocket_grpc::pb::{self, messaging_service_client::MessagingServiceClient,
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
 use harness::process::{free_port, ServerProcess};
+use harness::remoting::{route_request, FakeBroker};
 use harness::requests::create_topic;
 use harness::{unique_name, Broker, BrokerOpts, Namesrv};
 use tonic::transport::Channel;
@@ -321,4 +322,76 @@ fn proxy_limits_offsets_and_dead_letters() {
         assert_eq!(max_offset(&broker, &format!("%DLQ%{dlq_group}")), 1);
     });
     drop(proxy);
+}
+
+/// A send while the topic's broker set has no master (a name server between
+/// a master's death and its successor's registration) is refused with
+/// FORBIDDEN, and that masterless route is not kept: the first send after a
+/// master registers goes through, though the route TTL (30 s) has not run.
+#[test]
+fn proxy_rereads_a_route_that_had_no_master() {
+    let namesrv = Namesrv::start();
+    let broker_name = unique_name("grpc-failover");
+    let topic = unique_name("GrpcFailover");
+    let slave = FakeBroker {
+        cluster: "DefaultCluster".to_string(),
+        name: broker_name.clone(),
+        addr: format!("127.0.0.1:{}", free_port()),
+        id: 1,
+        topics: vec![(topic.clone(), QUEUES)],
+    };
+    // The route of a dead master's set: queues (from the master's
+    // registration) and a slave, no master.
+    let dead_master = FakeBroker {
+        addr: format!("127.0.0.1:{}", free_port()),
+        id: 0,
+        ..slave.clone()
+    };
+    // Kept open: the name server drops a broker whose connection closes.
+    let mut slave_conn = namesrv.connect();
+    for (conn, request) in [
+        (&mut slave_conn, slave.register_request()),
+        (&mut namesrv.connect(), dead_master.register_request()),
+        (&mut namesrv.connect(), dead_master.unregister_request()),
+    ] {
+        let answer = conn.request(request);
+        assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    }
+    let home = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(&namesrv, home.path());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let endpoint = format!("http://{}", proxy.addr());
+        let channel = Channel::from_shared(endpoint)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut client = MessagingServiceClient::new(channel);
+        let refused = send(&mut client, message(&topic, "id-no-master", b"x".to_vec())).await;
+        assert_eq!(code(&refused.status), Code::Forbidden as i32, "{refused:?}");
+
+        let master = Broker::start(
+            &namesrv.addr(),
+            BrokerOpts {
+                shards: Some(1),
+                broker_name: Some(broker_name.clone()),
+                ..BrokerOpts::default()
+            },
+        );
+        create_topic(&mut master.connect(), &topic, QUEUES);
+        let named = harness::wait_for(harness::ready_timeout(), || {
+            let route = namesrv.connect().request(route_request(&topic));
+            String::from_utf8_lossy(&route.body)
+                .contains(&master.addr())
+                .then_some(())
+        });
+        assert!(named.is_some(), "the route never named the master");
+        let sent = send(&mut client, message(&topic, "id-master", b"x".to_vec())).await;
+        assert_eq!(code(&sent.status), Code::Ok as i32, "{sent:?}");
+    });
+    drop(slave_conn);
 }

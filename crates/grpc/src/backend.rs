@@ -99,6 +99,11 @@ impl Backend {
             .map_err(|e| client_status(&e))
     }
 
+    /// Forgets the cached route of `topic`: the next request reads it again.
+    pub fn forget_route(&self, topic: &str) {
+        self.namesrv.invalidate(topic);
+    }
+
     /// The master address of `broker_name`.
     pub async fn broker_addr(&self, broker_name: &str) -> Result<String, Status> {
         self.namesrv

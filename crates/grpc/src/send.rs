@@ -159,6 +159,10 @@ pub async fn send_message(
     };
     let queues = writable_queues(&route);
     if queues.is_empty() {
+        // A route read while the topic's sets had no master (between a
+        // master's death and its successor's registration) is not kept for
+        // the route TTL: the next send reads the name server's route again.
+        backend.forget_route(topic);
         return refuse(status(
             Code::Forbidden,
             format!("topic {topic} has no writable queue"),
