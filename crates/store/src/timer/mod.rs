@@ -314,6 +314,17 @@ impl TimerStore {
         self.ingested_end
     }
 
+    /// Takes the timer message at `physical_offset` (`size` bytes) as
+    /// ingested without holding a timer for it (another broker that had
+    /// this store delivered it): ingestion resumes after it.
+    pub fn skip_ingested(&mut self, physical_offset: i64, size: i32) {
+        let end = physical_offset.saturating_add(i64::from(size.max(0)));
+        if end > self.ingested_end {
+            self.ingested_end = end;
+            self.changed = true;
+        }
+    }
+
     fn floor_second(&self) -> i64 {
         self.floor.0.div_euclid(1000)
     }
