@@ -100,6 +100,12 @@ pub struct BrokerConfig {
     pub broker_ip1: String,
     /// `storePathRootDir`.
     pub store_path_root_dir: PathBuf,
+    /// `storePathCommitLog` as given: the CommitLog is always
+    /// `{storePathRootDir}/commitlog`, so any other path is refused (a Java
+    /// broker.conf pointing elsewhere must not open an empty CommitLog).
+    pub store_path_commit_log: Option<PathBuf>,
+    /// `storePathConsumeQueue` as given: likewise `{storePathRootDir}/consumequeue`.
+    pub store_path_consume_queue: Option<PathBuf>,
     /// `flushDiskType`.
     pub flush_disk_type: FlushDiskType,
     /// `flushIntervalCommitLog`, for async flush.
@@ -257,6 +263,8 @@ impl Default for BrokerConfig {
             broker_id: 0,
             broker_ip1: String::new(),
             store_path_root_dir: home.join("store"),
+            store_path_commit_log: None,
+            store_path_consume_queue: None,
             flush_disk_type: FlushDiskType::AsyncFlush,
             flush_interval_commit_log_ms: ferrocket_store::FLUSH_INTERVAL_MS_DEFAULT,
             sync_flush_timeout_ms: ferrocket_store::SYNC_FLUSH_TIMEOUT_MS_DEFAULT,
@@ -382,11 +390,41 @@ impl BrokerConfig {
     }
 
     /// Rejects values the broker cannot run with.
+    /// `storePathCommitLog` and `storePathConsumeQueue`, when set, must be
+    /// where the store keeps them.
+    fn check_store_paths(&self) -> Result<(), String> {
+        let given = [
+            (
+                "storePathCommitLog",
+                &self.store_path_commit_log,
+                "commitlog",
+            ),
+            (
+                "storePathConsumeQueue",
+                &self.store_path_consume_queue,
+                "consumequeue",
+            ),
+        ];
+        for (key, path, dir) in given {
+            let expected = self.store_path_root_dir.join(dir);
+            if let Some(path) = path.as_ref().filter(|path| **path != expected) {
+                return Err(format!(
+                    "{key}={} is not {}: Ferrocket keeps it under storePathRootDir \
+                     (move the directory there, or set storePathRootDir)",
+                    path.display(),
+                    expected.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn validate(&self) -> Result<(), BrokerError> {
         let bad = |reason: String| Err(BrokerError::Config(reason));
         self.controller_mode
             .validate()
             .map_err(BrokerError::Config)?;
+        self.check_store_paths().map_err(BrokerError::Config)?;
         if self.broker_name.trim().is_empty() {
             return bad("brokerName is empty".into());
         }
@@ -478,6 +516,15 @@ impl BrokerConfig {
             clean_interval_ms: self.clean_resource_interval_ms,
         };
         store.replica = self.replication.broker_role.is_slave();
+        store.schedule_delays_ms =
+            crate::services::delay_levels::DelayLevels::parse(&self.message_delay_level)
+                .map(|levels| {
+                    levels
+                        .levels()
+                        .filter_map(|level| levels.delay_ms(level))
+                        .collect()
+                })
+                .unwrap_or_default();
         // A master's HA links run on shard 0 and push every written batch.
         store.notify_written_shard = (!store.replica).then_some(0);
         store.dispatch_gated = self.dispatch_gated();
@@ -522,6 +569,20 @@ mod tests {
         assert_eq!(config.max_message_size, 4 * 1024 * 1024);
         assert!(config.auto_create_topic_enable);
         assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn commitlog_and_consumequeue_paths_only_under_the_root() {
+        let mut config = BrokerConfig {
+            store_path_root_dir: "/data/store".into(),
+            store_path_commit_log: Some("/data/store/commitlog/".into()),
+            store_path_consume_queue: Some("/data/store/consumequeue".into()),
+            ..BrokerConfig::default()
+        };
+        assert!(config.validate().is_ok());
+        config.store_path_commit_log = Some("/elsewhere/commitlog".into());
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("storePathCommitLog"), "{error}");
     }
 
     #[test]
