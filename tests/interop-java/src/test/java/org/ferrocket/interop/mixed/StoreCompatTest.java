@@ -56,6 +56,8 @@ class StoreCompatTest {
     static final Duration OFFSET_FLUSH = Duration.ofSeconds(7);
     /** Both flush the CommitLog every 500 ms under ASYNC_FLUSH. */
     static final Duration COMMITLOG_FLUSH = Duration.ofSeconds(2);
+    /** The test's clock read before a send may be this much after the broker's store time. */
+    static final long DUE_SLACK_MS = 100;
 
     /** One implementation of the broker, started on a given port and store. */
     interface Side {
@@ -135,6 +137,8 @@ class StoreCompatTest {
         final String pending = Names.unique("pending-delay");
         /** A timer message still held when the first broker stops (Java's only: see pendingTimer). */
         final String pendingTimer;
+        /** When the pending delay message (level 3: 10 s) was sent. */
+        long pendingSentAtMs;
         final Map<String, Long> offsets = new TreeMap<>();
         StoreView view;
 
@@ -216,6 +220,7 @@ class StoreCompatTest {
                 Thread.sleep(OFFSET_FLUSH.toMillis());
             }
             // 10 s: pending while the first broker stops, due under the second.
+            w.pendingSentAtMs = System.currentTimeMillis();
             send(producer, w.topic, w.pending, 300, 3, 0);
             if (w.pendingTimer != null) {
                 send(producer, w.topic, w.pendingTimer, 301, 0, System.currentTimeMillis() + 12_000);
@@ -322,6 +327,12 @@ class StoreCompatTest {
             consume(clients, w.topic, w.group, resumed, w.before);
             StoreView now = StoreView.read(direct, broker.addr(), w.group, w.queues());
             assertEquals(1, now.count(w.pending), "the pending delay message delivered once");
+            // Not early: Java takes the deliver time from the ConsumeQueue
+            // entry's tag code, which the other broker wrote.
+            long deliveredAt = now.messages.values().stream().filter(m -> w.pending.equals(Clients.body(m)))
+                .findFirst().orElseThrow().getStoreTimestamp();
+            assertTrue(deliveredAt >= w.pendingSentAtMs + 10_000 - DUE_SLACK_MS, "the pending delay message"
+                + " (10 s) was delivered " + (deliveredAt - w.pendingSentAtMs) + " ms after it was sent");
             if (w.pendingTimer != null) {
                 assertEquals(1, now.count(w.pendingTimer), "the pending timer message delivered once");
             }
