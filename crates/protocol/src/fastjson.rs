@@ -9,6 +9,9 @@ pub fn quote_integer_keys(text: &str) -> String {
     let mut in_string = false;
     let mut escaped = false;
     let mut key_position = false;
+    // Open containers, innermost last: `true` for an object (whose members
+    // start with keys), `false` for an array (whose items do not).
+    let mut in_object: Vec<bool> = Vec::new();
     while let Some(c) = chars.next() {
         if in_string {
             out.push(c);
@@ -38,7 +41,19 @@ pub fn quote_integer_keys(text: &str) -> String {
                 in_string = true;
                 key_position = false;
             }
-            '{' | ',' => key_position = true,
+            '{' => {
+                in_object.push(true);
+                key_position = true;
+            }
+            '[' => {
+                in_object.push(false);
+                key_position = false;
+            }
+            '}' | ']' => {
+                in_object.pop();
+                key_position = false;
+            }
+            ',' => key_position = in_object.last() == Some(&true),
             c if c.is_whitespace() => {}
             _ => key_position = false,
         }

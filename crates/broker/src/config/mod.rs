@@ -16,6 +16,7 @@ mod controller_mode;
 mod modes;
 mod online;
 mod replication;
+mod store_paths;
 
 pub use auth::{AuthConfig, Whitelist};
 pub use controller_mode::*;
@@ -390,41 +391,12 @@ impl BrokerConfig {
     }
 
     /// Rejects values the broker cannot run with.
-    /// `storePathCommitLog` and `storePathConsumeQueue`, when set, must be
-    /// where the store keeps them.
-    fn check_store_paths(&self) -> Result<(), String> {
-        let given = [
-            (
-                "storePathCommitLog",
-                &self.store_path_commit_log,
-                "commitlog",
-            ),
-            (
-                "storePathConsumeQueue",
-                &self.store_path_consume_queue,
-                "consumequeue",
-            ),
-        ];
-        for (key, path, dir) in given {
-            let expected = self.store_path_root_dir.join(dir);
-            if let Some(path) = path.as_ref().filter(|path| **path != expected) {
-                return Err(format!(
-                    "{key}={} is not {}: Ferrocket keeps it under storePathRootDir \
-                     (move the directory there, or set storePathRootDir)",
-                    path.display(),
-                    expected.display()
-                ));
-            }
-        }
-        Ok(())
-    }
-
     pub fn validate(&self) -> Result<(), BrokerError> {
         let bad = |reason: String| Err(BrokerError::Config(reason));
         self.controller_mode
             .validate()
             .map_err(BrokerError::Config)?;
-        self.check_store_paths().map_err(BrokerError::Config)?;
+        store_paths::check(self).map_err(BrokerError::Config)?;
         if self.broker_name.trim().is_empty() {
             return bad("brokerName is empty".into());
         }
@@ -569,20 +541,6 @@ mod tests {
         assert_eq!(config.max_message_size, 4 * 1024 * 1024);
         assert!(config.auto_create_topic_enable);
         assert!(config.validate().is_ok());
-    }
-
-    #[test]
-    fn commitlog_and_consumequeue_paths_only_under_the_root() {
-        let mut config = BrokerConfig {
-            store_path_root_dir: "/data/store".into(),
-            store_path_commit_log: Some("/data/store/commitlog/".into()),
-            store_path_consume_queue: Some("/data/store/consumequeue".into()),
-            ..BrokerConfig::default()
-        };
-        assert!(config.validate().is_ok());
-        config.store_path_commit_log = Some("/elsewhere/commitlog".into());
-        let error = config.validate().unwrap_err().to_string();
-        assert!(error.contains("storePathCommitLog"), "{error}");
     }
 
     #[test]

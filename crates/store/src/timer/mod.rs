@@ -314,15 +314,12 @@ impl TimerStore {
         self.ingested_end
     }
 
-    /// Takes the timer message at `physical_offset` (`size` bytes) as
-    /// ingested without holding a timer for it (another broker that had
-    /// this store delivered it): ingestion resumes after it.
+    /// Takes a timer message as ingested without holding it (a broker that
+    /// had this store before delivered it): ingestion resumes after it.
     pub fn skip_ingested(&mut self, physical_offset: i64, size: i32) {
         let end = physical_offset.saturating_add(i64::from(size.max(0)));
-        if end > self.ingested_end {
-            self.ingested_end = end;
-            self.changed = true;
-        }
+        self.changed |= end > self.ingested_end;
+        self.ingested_end = self.ingested_end.max(end);
     }
 
     fn floor_second(&self) -> i64 {
