@@ -89,8 +89,6 @@ pub fn apply_broker(
         "destroyMapedFileIntervalForcibly"
             | "deleteCommitLogFilesInterval"
             | "deleteConsumeQueueFilesInterval"
-            | "storePathCommitLog"
-            | "storePathConsumeQueue"
     ))
 }
 
@@ -240,6 +238,12 @@ fn broker_store_keys(
 ) -> Result<bool, String> {
     match key {
         "storePathRootDir" => config.store_path_root_dir = non_empty(key, setting)?.into(),
+        "storePathCommitLog" => {
+            config.store_path_commit_log = Some(non_empty(key, setting)?.into());
+        }
+        "storePathConsumeQueue" => {
+            config.store_path_consume_queue = Some(non_empty(key, setting)?.into());
+        }
         "enableProxy" => config.enable_proxy = parse_bool(key, setting)?,
         "proxyMode" => {
             config.proxy_mode = ferrocket_broker::ProxyMode::parse(&setting.value)

@@ -13,6 +13,7 @@ pub mod body;
 pub mod codes;
 pub mod error;
 pub mod ext;
+pub mod fastjson;
 pub mod frame;
 pub mod ha;
 pub mod header;

@@ -85,6 +85,10 @@ pub struct StoreConfig {
     /// recovered CommitLog end, and the broker moves it to the confirm
     /// offset ([`ShardStore::set_dispatch_gate`](crate::ShardStore::set_dispatch_gate)).
     pub dispatch_gated: bool,
+    /// The delay of each delay level (index = SCHEDULE_TOPIC_XXXX queue id):
+    /// recovery gives that topic's entries their deliver time as tag code,
+    /// as Java does (`messageDelayLevel`; empty: the TAGS hash).
+    pub schedule_delays_ms: Vec<i64>,
 }
 
 impl StoreConfig {
@@ -107,6 +111,7 @@ impl StoreConfig {
             replica: false,
             notify_written_shard: None,
             dispatch_gated: false,
+            schedule_delays_ms: Vec::new(),
         }
     }
 

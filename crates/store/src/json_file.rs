@@ -76,12 +76,12 @@ impl ConfigDir {
         let Some(bytes) = self.read_bytes(name)? else {
             return Ok(None);
         };
-        match serde_json::from_slice(&bytes) {
+        match parse_config(&bytes) {
             Ok(value) => Ok(Some(value)),
             Err(main_err) => {
                 let backup = with_suffix(&path, BACKUP_SUFFIX);
                 if let Ok(bytes) = fs::read(&backup) {
-                    if let Ok(value) = serde_json::from_slice(&bytes) {
+                    if let Ok(value) = parse_config(&bytes) {
                         tracing::warn!(path = %path.display(), "config file unreadable, using its backup");
                         return Ok(Some(value));
                     }
@@ -93,6 +93,16 @@ impl ConfigDir {
             }
         }
     }
+}
+
+/// Parses a config file as JSON or, failing that, as Apache RocketMQ's
+/// broker writes it: fastjson leaves integer map keys unquoted
+/// (consumerOffset.json's `{0:12}`), which strict JSON refuses.
+fn parse_config<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(bytes).or_else(|strict| {
+        let text = std::str::from_utf8(bytes).map_err(|_| strict)?;
+        serde_json::from_str(&ferrocket_protocol::fastjson::quote_integer_keys(text))
+    })
 }
 
 /// `path` with `suffix` appended to its file name (`x.json` -> `x.json.bak`).
@@ -155,5 +165,16 @@ mod tests {
         fs::write(cfg.path("t.json"), b"{not json").unwrap();
         let old: BTreeMap<String, i64> = cfg.read_json("t.json").unwrap().unwrap();
         assert_eq!(old.len(), 1);
+    }
+
+    #[test]
+    fn reads_java_fastjson_integer_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ConfigDir::open(dir.path().join("config")).unwrap();
+        let java = "{\n\t\"offsetTable\":{\n\t\t\"T@G\":{0:12,3:7}\n\t}\n}";
+        fs::write(cfg.path("consumerOffset.json"), java).unwrap();
+        type Table = BTreeMap<String, BTreeMap<String, BTreeMap<i32, i64>>>;
+        let table: Table = cfg.read_json("consumerOffset.json").unwrap().unwrap();
+        assert_eq!(table["offsetTable"]["T@G"][&3], 7);
     }
 }

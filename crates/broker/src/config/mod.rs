@@ -16,6 +16,7 @@ mod controller_mode;
 mod modes;
 mod online;
 mod replication;
+mod store_paths;
 
 pub use auth::{AuthConfig, Whitelist};
 pub use controller_mode::*;
@@ -100,6 +101,12 @@ pub struct BrokerConfig {
     pub broker_ip1: String,
     /// `storePathRootDir`.
     pub store_path_root_dir: PathBuf,
+    /// `storePathCommitLog` as given: the CommitLog is always
+    /// `{storePathRootDir}/commitlog`, so any other path is refused (a Java
+    /// broker.conf pointing elsewhere must not open an empty CommitLog).
+    pub store_path_commit_log: Option<PathBuf>,
+    /// `storePathConsumeQueue` as given: likewise `{storePathRootDir}/consumequeue`.
+    pub store_path_consume_queue: Option<PathBuf>,
     /// `flushDiskType`.
     pub flush_disk_type: FlushDiskType,
     /// `flushIntervalCommitLog`, for async flush.
@@ -257,6 +264,8 @@ impl Default for BrokerConfig {
             broker_id: 0,
             broker_ip1: String::new(),
             store_path_root_dir: home.join("store"),
+            store_path_commit_log: None,
+            store_path_consume_queue: None,
             flush_disk_type: FlushDiskType::AsyncFlush,
             flush_interval_commit_log_ms: ferrocket_store::FLUSH_INTERVAL_MS_DEFAULT,
             sync_flush_timeout_ms: ferrocket_store::SYNC_FLUSH_TIMEOUT_MS_DEFAULT,
@@ -387,6 +396,7 @@ impl BrokerConfig {
         self.controller_mode
             .validate()
             .map_err(BrokerError::Config)?;
+        store_paths::check(self).map_err(BrokerError::Config)?;
         if self.broker_name.trim().is_empty() {
             return bad("brokerName is empty".into());
         }
@@ -478,6 +488,15 @@ impl BrokerConfig {
             clean_interval_ms: self.clean_resource_interval_ms,
         };
         store.replica = self.replication.broker_role.is_slave();
+        store.schedule_delays_ms =
+            crate::services::delay_levels::DelayLevels::parse(&self.message_delay_level)
+                .map(|levels| {
+                    levels
+                        .levels()
+                        .filter_map(|level| levels.delay_ms(level))
+                        .collect()
+                })
+                .unwrap_or_default();
         // A master's HA links run on shard 0 and push every written batch.
         store.notify_written_shard = (!store.replica).then_some(0);
         store.dispatch_gated = self.dispatch_gated();

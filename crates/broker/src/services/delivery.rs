@@ -8,9 +8,11 @@
 //! failed consumption (CONSUMER_SEND_MSG_BACK) take the same path.
 //!
 //! Due times come from the record's store timestamp, never from the
-//! ConsumeQueue's tag code: Java keeps the deliver time there, but our
-//! recovery rebuilds every tag code from TAGS, so SCHEDULE_TOPIC_XXXX
-//! entries carry the TAGS hash like any other.
+//! ConsumeQueue's tag code. Java keeps the deliver time there and reads it
+//! when it delivers, so SCHEDULE_TOPIC_XXXX entries carry it here too
+//! ([`schedule_tags_code`], and the store's recovery with
+//! `schedule_delays_ms`): a Java broker started on this store delivers them
+//! on time, not at once.
 //!
 //! Progress (next queue offset per level) lives on the level's owner shard;
 //! shard 0 gathers it into `config/delayOffset.json` every
@@ -68,6 +70,24 @@ pub(crate) fn redirect_delayed(
         topic: SCHEDULE_TOPIC,
         queue_id: level - 1,
     })
+}
+
+/// The ConsumeQueue tag code of an entry the send stores at `topic` /
+/// `queue_id` at `store_timestamp_ms`: for SCHEDULE_TOPIC_XXXX, the deliver
+/// time (store time + the level's delay), which a Java broker on this store
+/// reads as when to deliver it (`ScheduleMessageService`'s
+/// `computeDeliverTimestamp`); `None` for any other topic.
+pub(crate) fn schedule_tags_code(
+    levels: &DelayLevels,
+    topic: &str,
+    queue_id: i32,
+    store_timestamp_ms: i64,
+) -> Option<i64> {
+    if topic != SCHEDULE_TOPIC {
+        return None;
+    }
+    let delay = levels.delay_ms(queue_id.checked_add(1)?)?;
+    Some(store_timestamp_ms.saturating_add(delay))
 }
 
 /// Why a scheduled message was not delivered.

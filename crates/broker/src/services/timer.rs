@@ -26,6 +26,7 @@
 //! service's single task takes, one call at a time.
 
 use std::cell::Cell;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use ferrocket_protocol::properties;
@@ -34,6 +35,7 @@ use ferrocket_store::{ConsumeQueue, FailureLevel, RepeatedFailure, ShardStore};
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
+use crate::services::java_timer::JavaTimerCheck;
 use crate::services::topics::TIMER_TOPIC;
 use ferrocket_runtime::sync::Notify;
 
@@ -59,6 +61,12 @@ pub(crate) struct TimerService {
     next_queue_offset: Cell<i64>,
     wake: Notify,
     flush_failures: RepeatedFailure,
+    /// The broker's `config/`, where Java's timer checkpoint lives.
+    config_dir: PathBuf,
+    /// Opening a store a Java broker wrote: what its timer delivered.
+    java_delivered: Option<JavaTimerCheck>,
+    /// Java's timer checkpoint as last written for a Java broker.
+    java_written: Cell<Option<JavaTimerCheck>>,
 }
 
 /// One timer-topic entry ready to add.
@@ -66,12 +74,18 @@ struct Incoming {
     deliver_at_ms: i64,
     physical_offset: i64,
     size: i32,
+    /// A Java broker that had this store delivered it already.
+    delivered_by_java: bool,
 }
 
 impl TimerService {
     /// Opens (recovering) the timer store under the store root.
     pub fn open(config: &BrokerConfig, queues: &ShardStore) -> Result<Self, String> {
         let dir = config.store_path_root_dir.join(TIMER_DIR);
+        let config_dir = config.store_path_root_dir.join("config");
+        // A Java broker had this store: its timer delivered part of the
+        // queue (see java_timer).
+        let java_delivered = JavaTimerCheck::read_javas(&config_dir);
         let max_delay_ms = config.timer_max_delay_sec.saturating_mul(1000);
         let (mut store, recovery) =
             TimerStore::open(&dir, TimerConfig::with_max_delay_ms(max_delay_ms))
@@ -99,6 +113,7 @@ impl TimerService {
         tracing::info!(
             pending = recovery.pending,
             resume_queue_offset = next,
+            java_checkpoint = ?java_delivered,
             "timer store opened"
         );
         Ok(Self {
@@ -106,6 +121,9 @@ impl TimerService {
             next_queue_offset: Cell::new(next),
             wake: Notify::default(),
             flush_failures: RepeatedFailure::new("timer store flush", FailureLevel::Error),
+            config_dir,
+            java_delivered,
+            java_written: Cell::new(None),
         })
     }
 
@@ -144,7 +162,7 @@ impl TimerService {
         let mut out = Vec::new();
         // A lost entry (recovery: damaged CommitLog range) has size 0: the
         // timer store refuses it and `add_all` skips it.
-        for entry in queue.get(start, INGEST_BATCH_MAX) {
+        for (queue_offset, entry) in (start..).zip(queue.get(start, INGEST_BATCH_MAX)) {
             let deliver_at_ms = crate::services::records::read_record(store, entry.physical_offset)
                 .and_then(|record| {
                     let view = crate::services::records::view(&record).ok()?;
@@ -155,10 +173,14 @@ impl TimerService {
                 })
                 // Without a due time it is due now.
                 .unwrap_or_else(now_ms);
+            let delivered_by_java = self
+                .java_delivered
+                .is_some_and(|java| java.delivered(queue_offset, deliver_at_ms));
             out.push(Incoming {
                 deliver_at_ms,
                 physical_offset: entry.physical_offset,
                 size: entry.size,
+                delivered_by_java,
             });
         }
         out
@@ -202,10 +224,59 @@ impl TimerService {
             .await
     }
 
-    /// Makes the timer store durable.
+    /// Makes the timer store durable, and tells a Java broker that may
+    /// open this store where to resume (Java's timer checkpoint).
     pub async fn flush(&self) {
-        let flushed = self.with_store(|store| store.flush()).await;
-        self.flush_failures.record(&flushed);
+        let next = self.next_queue_offset.get();
+        // Java's checkpoint stays until ingestion has passed what it covers
+        // (a restart before then must still skip what Java delivered).
+        let importing = self
+            .java_delivered
+            .is_some_and(|java| next < java.queue_offset);
+        let written = self.java_written.get();
+        let dir = self.config_dir.clone();
+        let flushed = self
+            .with_store(move |store| {
+                store.flush()?;
+                if importing {
+                    return Ok(written);
+                }
+                Ok(export_java_check(
+                    &dir,
+                    store.pending_count(),
+                    next,
+                    written,
+                ))
+            })
+            .await;
+        match flushed {
+            Ok(check) => {
+                self.java_written.set(check);
+                self.flush_failures.record(&Ok::<(), String>(()));
+            }
+            Err(err) => self.flush_failures.record(&Err(err)),
+        }
+    }
+}
+
+/// Writes Java's timer checkpoint when where Java should resume changed;
+/// answers the checkpoint now on disk (the previous one when writing failed).
+fn export_java_check(
+    config_dir: &std::path::Path,
+    pending: u64,
+    next_queue_offset: i64,
+    written: Option<JavaTimerCheck>,
+) -> Option<JavaTimerCheck> {
+    let check = JavaTimerCheck::of_ferrocket(pending, next_queue_offset, now_ms());
+    if written.is_some_and(|old| old.queue_offset == check.queue_offset) {
+        return written;
+    }
+    match check.write(config_dir) {
+        Ok(()) => Some(check),
+        Err(err) => {
+            tracing::warn!(%err, "writing Java's timer checkpoint (config/timercheck) failed");
+            written
+        }
     }
 }
 
@@ -231,6 +302,11 @@ fn add_all(
         skipped: 0,
     };
     for item in incoming {
+        if item.delivered_by_java {
+            store.skip_ingested(item.physical_offset, item.size);
+            added.taken += 1;
+            continue;
+        }
         let now = now_ms();
         let at = item.deliver_at_ms.min(now.saturating_add(max_delay_ms));
         match store.add(at, item.physical_offset, item.size, now) {
@@ -290,11 +366,13 @@ mod tests {
                 deliver_at_ms: -1,
                 physical_offset: 0,
                 size: 100,
+                delivered_by_java: false,
             },
             Incoming {
                 deliver_at_ms: now,
                 physical_offset: 100,
                 size: 100,
+                delivered_by_java: false,
             },
         ];
         let added = add_all(&mut store, incoming, max_delay_ms as i64).unwrap();

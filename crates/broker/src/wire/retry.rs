@@ -24,7 +24,7 @@ use ferrocket_runtime::server::Connection;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::append::{copy_of, tag_hash};
-use crate::services::delivery::redirect_delayed;
+use crate::services::delivery::{redirect_delayed, schedule_tags_code};
 use crate::services::records::read_record;
 use crate::services::topics::{dlq_topic, retry_topic, TopicChange, DLQ_QUEUE_NUMS};
 use crate::shard::Shard;
@@ -194,9 +194,11 @@ async fn store_retry_copy(
         Some(r) => (r.topic.to_string(), r.queue_id),
         None => (topic, queue_id),
     };
-    let tags = tag_hash(&props);
+    let now = now_ms();
+    let tags = schedule_tags_code(levels, &store_topic, store_queue, now)
+        .unwrap_or_else(|| tag_hash(&props));
     let props_bytes = props.to_bytes();
-    let store = (now_ms(), shard.env.store_host);
+    let store = (now, shard.env.store_host);
     let record = NewRecord {
         reconsume_times: source.reconsume_times.saturating_add(1),
         prepared_transaction_offset: 0,

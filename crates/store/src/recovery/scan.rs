@@ -155,7 +155,7 @@ impl Scanner<'_> {
                 view.queue_offset,
                 view.total_size,
             );
-            let tags_code = view.properties().tags().map(tags_code).unwrap_or(0);
+            let tags_code = entry_tags_code(self.config, &view);
             let entry = CqEntry {
                 physical_offset: pos,
                 size: size as i32,
@@ -307,4 +307,22 @@ fn lost_in(damaged: &[DamagedRange], last: Option<CqEntry>, missing: i64) -> Opt
     let room: i64 = ranges.iter().map(|r| r.records_max()).sum();
     let latest = ranges.last()?;
     (missing <= room).then_some(**latest)
+}
+
+/// Java's delay-level topic, whose ConsumeQueue tag codes are deliver times.
+const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+
+/// A rebuilt entry's tag code: the TAGS hash, or for a delay-level message
+/// its deliver time (store time + its level's delay), which a Java broker
+/// on this store reads as when to deliver it.
+fn entry_tags_code(config: &StoreConfig, view: &ferrocket_protocol::record::RecordView<'_>) -> i64 {
+    if view.topic == SCHEDULE_TOPIC {
+        let delay = usize::try_from(view.queue_id)
+            .ok()
+            .and_then(|level| config.schedule_delays_ms.get(level));
+        if let Some(delay) = delay {
+            return view.store_timestamp_ms.saturating_add(*delay);
+        }
+    }
+    view.properties().tags().map(tags_code).unwrap_or(0)
 }

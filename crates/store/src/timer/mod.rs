@@ -314,6 +314,14 @@ impl TimerStore {
         self.ingested_end
     }
 
+    /// Takes a timer message as ingested without holding it (a broker that
+    /// had this store before delivered it): ingestion resumes after it.
+    pub fn skip_ingested(&mut self, physical_offset: i64, size: i32) {
+        let end = physical_offset.saturating_add(i64::from(size.max(0)));
+        self.changed |= end > self.ingested_end;
+        self.ingested_end = self.ingested_end.max(end);
+    }
+
     fn floor_second(&self) -> i64 {
         self.floor.0.div_euclid(1000)
     }

@@ -24,7 +24,7 @@ use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::Reject;
 use crate::services::append::{encode_into, tag_hash};
-use crate::services::delivery::redirect_delayed;
+use crate::services::delivery::{redirect_delayed, schedule_tags_code};
 use crate::services::metrics::MessageType;
 use crate::services::routing;
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
@@ -208,7 +208,11 @@ pub(crate) async fn send_message(
     // One clock read per send: the unique key, routing and the stored
     // record agree on it.
     let now = now_ms();
-    let (place, props) = stored_properties(shard, &header, queue_id, now)?;
+    let (place, mut props) = stored_properties(shard, &header, queue_id, now)?;
+    let levels = &shard.schedule.levels;
+    if let Some(code) = schedule_tags_code(levels, place.topic, place.queue_id, now) {
+        props.tags_code = code;
+    }
     if props.bytes.len() > PROPERTIES_BYTES_MAX {
         return Err(Reject::new(
             response_code::MESSAGE_ILLEGAL,

@@ -138,6 +138,23 @@ public final class Proc implements AutoCloseable {
         process.waitFor(30, TimeUnit.SECONDS);
     }
 
+    /**
+     * Stops the pid this object started (SIGTERM, SIGKILL after `grace`),
+     * keeping its data directory: a clean shutdown before another server
+     * opens the same store.
+     */
+    public synchronized void stop(Duration grace) throws InterruptedException {
+        if (process.isAlive()) {
+            process.destroy();
+            if (!process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(30, TimeUnit.SECONDS);
+                throw new IllegalStateException(this + " did not stop within " + grace + "; killed");
+            }
+        }
+        LIVE.remove(process.pid());
+    }
+
     /** Stops the pid this object started, then deletes its data directory. */
     @Override
     public synchronized void close() {
@@ -157,7 +174,7 @@ public final class Proc implements AutoCloseable {
         deleteTree(dataDir);
     }
 
-    private static void deleteTree(Path root) {
+    static void deleteTree(Path root) {
         if (root == null || !Files.exists(root)) {
             return;
         }

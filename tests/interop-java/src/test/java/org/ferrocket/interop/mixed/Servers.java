@@ -106,6 +106,22 @@ public final class Servers {
         return launchJava(name, port, args, "run/store");
     }
 
+    /**
+     * Apache RocketMQ's broker on `port` with its store in `store` (kept when
+     * it stops: the caller deletes it), as `brokerName` of DefaultCluster.
+     */
+    public static Proc javaBrokerOn(String name, String namesrvs, String brokerName, int port, Path store,
+        List<String> settings) throws Exception {
+        List<String> args = new ArrayList<>(List.of("broker", "--port", Integer.toString(port),
+            "--namesrv", namesrvs, "--name", brokerName,
+            "--set", "storePathRootDir=" + store, "--set", "storePathCommitLog=" + store.resolve("commitlog")));
+        for (String setting : settings) {
+            args.add("--set");
+            args.add(setting);
+        }
+        return launchJava(name, port, args, null);
+    }
+
     private static Proc launchJava(String name, int port, List<String> roleArgs, String dataDir)
         throws Exception {
         Path home = apacheHome();
@@ -150,6 +166,28 @@ public final class Servers {
         }
         return Proc.launch(name, command, work, work.resolve("data"), port, Map.of("RUST_LOG", rustLog()),
             FERROCKET_STOP_GRACE);
+    }
+
+    /**
+     * Ferrocket's broker on `port` with its store in `store` (kept when it
+     * stops: the caller deletes it), as `brokerName` of DefaultCluster, with
+     * Java's test segment size (run-apache-rocketmq.sh's).
+     */
+    public static Proc ferrocketBrokerOn(String name, String namesrvs, String brokerName, int port, Path store,
+        List<String> settings) throws Exception {
+        Path work = workDir(name);
+        List<String> command = new ArrayList<>(List.of(Ferrocket.binary().toString(), "broker",
+            "--listen-addr", "127.0.0.1", "--listen-port", Integer.toString(port),
+            "--namesrv-addr", namesrvs, "--broker-name", brokerName,
+            "--store-path-root-dir", store.toString(),
+            "--set", "brokerClusterName=DefaultCluster",
+            "--set", "mappedFileSizeCommitLog=" + SEGMENT_BYTES,
+            "--set", "diskSpaceCleanForciblyRatio=100"));
+        for (String setting : settings) {
+            command.add("--set");
+            command.add(setting);
+        }
+        return Proc.launch(name, command, work, null, port, Map.of("RUST_LOG", rustLog()), FERROCKET_STOP_GRACE);
     }
 
     /** Waits for what a Ferrocket server prints once it serves. */
