@@ -8,6 +8,9 @@
 //!   master's bytes, cut them into whole records (`assemble`) and append
 //!   them at the master's offsets (`ShardStore::replicate`); reconnects
 //!   with back-off.
+//! - `auto_master` / `auto_slave` (controller mode): the same stream in
+//!   RocketMQ's AutoSwitch form, with a handshake, the epoch of each frame
+//!   and the confirm offset.
 //! - `gate` (controller mode): ConsumeQueue dispatch on every shard stops
 //!   at the confirm offset.
 //! - `metadata`: a slave copies topics, groups, consumer and delay
