@@ -225,6 +225,8 @@ fn broker_replication_keys(
         "accessMessageInMemoryMaxRatio" => {
             ha.access_message_in_memory_max_ratio = parse_value(key, setting)?
         }
+        "haTlsEnable" => ha.ha_tls_enable = parse_bool(key, setting)?,
+        "haAuthSecret" => ha.ha_auth_secret = setting.value.trim().to_owned(),
         _ => return Ok(false),
     }
     Ok(true)

@@ -83,6 +83,8 @@ pub const BROKER_KEYS: &[&str] = &[
     "maxHaTransferByteInSecond",
     "slaveReadEnable",
     "accessMessageInMemoryMaxRatio",
+    "haTlsEnable",
+    "haAuthSecret",
     "storePathRootDir",
     "enableProxy",
     "proxyMode",

@@ -267,12 +267,7 @@ impl ConsumeQueue {
         file.dirty = true;
         // Dense: the checks above allow only the next offset.
         self.max_offset.set(queue_offset + 1);
-        assert!(
-            self.min_offset() <= queue_offset,
-            "ConsumeQueue {} min offset {} past the entry appended at {queue_offset}",
-            self.dir.display(),
-            self.min_offset()
-        );
+        assert!(self.min_offset() <= queue_offset, "floor past an append");
         Ok(())
     }
 
@@ -301,14 +296,12 @@ impl ConsumeQueue {
             deleted += 1;
         }
         self.correct_min(commitlog_min);
-        assert_eq!(self.max_offset(), max_before, "retention moved a queue's end");
-        assert!(
-            self.min_offset() <= self.max_offset(),
-            "ConsumeQueue {} min offset {} past its end {}",
-            self.dir.display(),
-            self.min_offset(),
-            self.max_offset()
+        assert_eq!(
+            self.max_offset(),
+            max_before,
+            "retention moved a queue's end"
         );
+        assert!(self.min_offset() <= self.max_offset(), "floor past the end");
         Ok(deleted)
     }
 
