@@ -191,11 +191,7 @@ fn consume(c: &BrokerConfig) -> Vec<(&'static str, String)> {
 }
 
 fn metrics_type(c: &BrokerConfig) -> &'static str {
-    if c.metrics.enabled() {
-        "PROM"
-    } else {
-        "DISABLE"
-    }
+    c.metrics.exporter.name()
 }
 
 #[cfg(test)]
