@@ -22,10 +22,13 @@ use opentelemetry_proto::tonic::collector::metrics::v1::{
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point, Metric};
 
-/// What the collector received: each request with its `x-team` header.
+/// One export as received, with its `x-team` header.
+type Received = (ExportMetricsServiceRequest, Option<String>);
+
+/// What the collector received.
 #[derive(Clone, Default)]
 struct Collector {
-    received: Arc<Mutex<Vec<(ExportMetricsServiceRequest, Option<String>)>>>,
+    received: Arc<Mutex<Vec<Received>>>,
 }
 
 #[tonic::async_trait]

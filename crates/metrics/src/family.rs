@@ -2,8 +2,8 @@
 //! function emits, with every series' full labels. The push exporters
 //! (OTLP and LOG) read these; `/metrics` encodes the same calls directly.
 
-use crate::exposition::Unit;
 use crate::histogram::Histogram;
+use prometheus_client::registry::Unit;
 
 /// Label pairs, the common ones first.
 pub type FullLabels = Vec<(String, String)>;
