@@ -19,6 +19,8 @@ use crate::otlp;
 
 /// At most one warning about failed exports per this long.
 const WARN_EVERY: Duration = Duration::from_secs(60);
+/// Longest error text a warning quotes (the exporter's are debug dumps).
+const ERROR_CHARS_MAX: usize = 300;
 /// The log target of `LOG`'s lines.
 pub const LOG_TARGET: &str = "ferrocket::metrics";
 
@@ -167,6 +169,7 @@ impl Failures {
         let due = (self.last_warned).is_none_or(|at| at.elapsed() >= WARN_EVERY);
         if due {
             self.last_warned = Some(Instant::now());
+            let error: String = error.chars().take(ERROR_CHARS_MAX).collect();
             tracing::warn!(
                 target,
                 failed_in_a_row = self.count,
