@@ -1,15 +1,15 @@
 //! Priority messages (RocketMQ 5.4, RIP-80), as Java's broker applies them.
-//! A message's priority is its `_SYS_MSG_PRIORITY_` property (a number
-//! >= 0). On send (`SendMessageProcessor`) a message whose properties make
-//! it a priority message (not a half, delay, timer or FIFO message) is
+//! A message's priority is its `_SYS_MSG_PRIORITY_` property, a number of
+//! 0 or more. On send (`SendMessageProcessor`) a message whose properties
+//! make it a priority message (not a half, delay, timer or FIFO message) is
 //! stored in queue `min(priority, writeQueueNums - 1)`, whatever queue the
 //! client asked for; any other message loses the property. On pop
 //! (`PopMessageProcessor`, `PopConsumerService`) of any queue of a topic
-//! whose `message.type` attribute is `PRIORITY`, a pop that is not
-//! ordered reads the queues from the highest id down (Java's default
-//! `priorityOrderAsc=true`: queue 0 is the lowest priority) and reads the
-//! group's pop retry topic only after them (`popFromRetryProbabilityForPriority`
-//! 0), so within one broker the highest priority present is delivered first.
+//! whose `message.type` attribute is `PRIORITY`, a pop that is not ordered
+//! reads the queues from the highest id down (Java's default
+//! `priorityOrderAsc=true`: queue 0 is the lowest priority) and the group's
+//! pop retry topic after them (`popFromRetryProbabilityForPriority`, 0), so
+//! within one broker the highest priority present is delivered first.
 
 use ferrocket_protocol::body::TopicConfig;
 use ferrocket_protocol::properties::{self, Properties};
