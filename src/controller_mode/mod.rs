@@ -134,7 +134,11 @@ impl Supervisor {
         };
         let timeout = Duration::from_millis(CONTROLLER_CALL_TIMEOUT_MS);
         Ok(Self {
-            client: ControllerClient::new(controllers, timeout),
+            client: ControllerClient::with_config(
+                controllers,
+                timeout,
+                crate::inner_client::connections(&base)?,
+            ),
             isr: isr::IsrKeeper::default(),
             base,
             stop,
