@@ -2,7 +2,8 @@
 //! on 127.0.0.1: only requests signed by an admin account are served, Raft
 //! between controllers and controller-mode brokers sign with
 //! `innerClientAuthenticationCredentials`, and failover still works;
-//! `ferrocket admin controller` signs with `--access-key`.
+//! `ferrocket admin controller` signs with `--access-key`; with
+//! `aclAdminSignatureWindowMs` every one of them stamps its code and time.
 
 mod harness;
 
@@ -33,12 +34,15 @@ fn acl_home() -> (tempfile::TempDir, Vec<String>) {
         "aclEnable=true".to_string(),
         format!("rocketmqHome={}", home.path().display()),
         INNER.to_string(),
+        // Ferrocket's replay guard: every signer here is a Ferrocket tool.
+        "aclAdminSignatureWindowMs=60000".to_string(),
     ];
     (home, settings)
 }
 
+/// Signed as Ferrocket's tools sign: the code and time stamped.
 fn signed(mut request: RemotingCommand, account: (&str, &str)) -> RemotingCommand {
-    ferrocket_acl::sign_request(&mut request, account.0, account.1);
+    ferrocket_acl::sign_request_stamped(&mut request, account.0, account.1);
     request
 }
 
@@ -223,10 +227,21 @@ fn with_acl_on_controllers_serve_only_admins_and_signed_brokers_fail_over() {
     let joined = wait_state(&addrs, "the slave joins", |s| {
         s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
     });
-    // Unsigned elections and cleanups change nothing now either.
+    // Unsigned elections and cleanups change nothing now either, nor an
+    // admin's election signed as Java's tools sign (no stamp).
     for controller in &controllers {
         assert_strangers_refused(controller.addr());
     }
+    let mut java = guarded_requests().swap_remove(1);
+    ferrocket_acl::sign_request(&mut java, ADMIN.0, ADMIN.1);
+    let answer = RemotingConn::connect(&addrs[..addrs.find(';').unwrap()])
+        .unwrap()
+        .request(java);
+    assert_eq!(answer.code, response_code::SYSTEM_ERROR);
+    assert!(answer
+        .remark
+        .unwrap_or_default()
+        .ends_with("no ferrocketSigned field"));
     assert_eq!(signed_sync_state(&addrs), Some(joined.clone()));
 
     first.process.kill();

@@ -16,6 +16,7 @@ mod perm;
 mod refusal;
 mod resources;
 mod signature;
+mod stamp;
 mod store;
 pub mod stored;
 mod validator;
@@ -26,6 +27,7 @@ pub use grpc::{grpc_authorization, parse_authorization, GrpcCredential};
 pub use perm::{parse_perm, Perm, ANY, PUB, SUB};
 pub use refusal::{admin_refusal, refused, ACL_EXCEPTION};
 pub use signature::{sign, sign_request, signed_content, ACCESS_KEY, SIGNATURE};
+pub use stamp::{check_stamp, now_ms, sign_request_stamped, stamp, STAMP_FIELD};
 pub use store::AclStore;
 pub use validator::{Denied, RELOAD_INTERVAL_MS};
 

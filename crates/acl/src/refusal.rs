@@ -21,13 +21,17 @@ pub fn refused(request: &RemotingCommand, denied: &Denied) -> RemotingCommand {
 /// For servers whose every guarded request is an administrator's (the name
 /// server's writes, the controller): the refusal of `request` from `peer`
 /// unless it comes from a white-listed address or is signed by an admin
-/// account; `None` to go on.
+/// account (with a fresh stamp of its code when `stamp_window_ms` is above
+/// zero, see `crate::stamp`); `None` to go on.
 pub fn admin_refusal(
     config: &AclConfig,
     request: &RemotingCommand,
     peer: IpAddr,
+    stamp_window_ms: u64,
 ) -> Option<RemotingCommand> {
-    let denied = config.check_admin(request, peer).err()?;
+    let checked = config.check_admin(request, peer);
+    let checked = checked.and_then(|()| config.check_admin_stamp(request, peer, stamp_window_ms));
+    let denied = checked.err()?;
     tracing::warn!(code = request.code, %peer, reason = %denied.0, "refused an unsigned or non-admin request");
     Some(refused(request, &denied))
 }

@@ -47,8 +47,9 @@ pub fn refusal(
     acl: Option<&AclStore>,
     request: &RemotingCommand,
     peer: IpAddr,
+    stamp_window_ms: u64,
 ) -> Option<RemotingCommand> {
-    ferrocket_acl::admin_refusal(&acl?.current(), request, peer)
+    ferrocket_acl::admin_refusal(&acl?.current(), request, peer, stamp_window_ms)
 }
 
 /// TLS on the controller's port, under `tls.server.mode`.

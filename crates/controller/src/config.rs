@@ -53,6 +53,9 @@ pub struct ControllerConfig {
     /// `aclEnable`: every request needs a white-listed address or an admin
     /// account's signature (`crate::auth`), as the name server's writes do.
     pub acl_enable: bool,
+    /// `aclAdminSignatureWindowMs` (Ferrocket's; 0 is off): requests must
+    /// carry a fresh stamp of their code (`ferrocket_acl::stamp`).
+    pub acl_admin_signature_window_ms: u64,
     /// `rocketmqHome`: where `conf/plain_acl.yml` is; unset:
     /// `$ROCKETMQ_HOME`.
     pub rocketmq_home: Option<PathBuf>,
@@ -84,6 +87,7 @@ impl Default for ControllerConfig {
             election_timeout_ms: ELECTION_TIMEOUT_MS_DEFAULT,
             snapshot_logs: SNAPSHOT_LOGS_DEFAULT,
             acl_enable: false,
+            acl_admin_signature_window_ms: 0,
             rocketmq_home: None,
             inner_credentials: None,
             tls: Default::default(),
@@ -231,6 +235,7 @@ impl ControllerConfig {
             }
             "controllerSnapshotLogs" => self.snapshot_logs = number()?,
             "aclEnable" => self.acl_enable = bool_value()?,
+            "aclAdminSignatureWindowMs" => self.acl_admin_signature_window_ms = number()?,
             "rocketmqHome" => {
                 self.rocketmq_home = Some(value.trim())
                     .filter(|v| !v.is_empty())
@@ -264,6 +269,7 @@ impl ControllerConfig {
         "controllerElectionTimeoutMs",
         "controllerSnapshotLogs",
         "aclEnable",
+        "aclAdminSignatureWindowMs",
         "rocketmqHome",
         "innerClientAuthenticationCredentials",
         "controllerType",

@@ -42,7 +42,8 @@ impl Service for Controller {
         connection: u64,
         peer: IpAddr,
     ) -> Option<RemotingCommand> {
-        if let Some(refused) = crate::auth::refusal(self.acl.as_deref(), &request, peer) {
+        let window = self.config.acl_admin_signature_window_ms;
+        if let Some(refused) = crate::auth::refusal(self.acl.as_deref(), &request, peer, window) {
             return Some(refused);
         }
         let reply = match request.code {

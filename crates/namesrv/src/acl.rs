@@ -65,11 +65,12 @@ pub(crate) fn refusal(
     store: &AclStore,
     request: &RemotingCommand,
     peer: IpAddr,
+    stamp_window_ms: u64,
 ) -> Option<RemotingCommand> {
     if !is_write(request.code) {
         return None;
     }
-    ferrocket_acl::admin_refusal(&store.current(), request, peer)
+    ferrocket_acl::admin_refusal(&store.current(), request, peer, stamp_window_ms)
 }
 
 /// Reads the files again when they changed (the name server's loop).
