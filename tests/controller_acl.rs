@@ -335,3 +335,39 @@ fn acl_on_without_accounts_stops_the_controller_naming_the_file() {
         process.output()
     );
 }
+
+/// `aclEnable=true` on the brokers too: a controller-mode broker's calls to
+/// itself and to its set's master (log end, HA status, epochs) are signed,
+/// so the slave joins the in-sync set, takes over, and the old master
+/// rejoins behind it.
+#[test]
+fn brokers_with_acl_on_keep_their_in_sync_set_and_fail_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, settings) = acl_home();
+    let controllers = controllers_with(dir.path(), 1, &settings);
+    let addr = controllers[0].addr().to_string();
+    let namesrv = Namesrv::start();
+    let home_setting = format!("rocketmqHome={}", home.path().display());
+    let broker_settings = [INNER, "aclEnable=true", home_setting.as_str()];
+    let mut first = controller_broker_with(&namesrv, &addr, &broker_settings);
+    let _second = controller_broker_with(&namesrv, &addr, &broker_settings);
+    let joined = wait_state(&addr, "the slave joins", |s| {
+        s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
+    });
+    // Signed sends the in-sync slave must acknowledge (allAckInSyncStateSet).
+    let topic = harness::unique_name("AclFailover");
+    let mut conn = first.connect();
+    for n in 0..20 {
+        let header = harness::requests::send_header("acl-producer", &topic, n % QUEUES);
+        let send = harness::requests::send_request(&header, format!("acl-{n}"));
+        let answer = conn.request(signed(send, ADMIN));
+        assert_eq!(answer.code, response_code::SUCCESS, "{:?}", answer.remark);
+    }
+    first.process.kill();
+    wait_state(&addr, "the slave is elected", |s| s.master == Some(2));
+    first.start_again();
+    let rejoined = wait_state(&addr, "the old master rejoins", |s| {
+        s.master == Some(2) && s.in_sync == BTreeSet::from([1, 2])
+    });
+    assert_eq!(rejoined.master_epoch, joined.master_epoch + 1);
+}
