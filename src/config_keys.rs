@@ -49,6 +49,9 @@ pub fn apply_namesrv(
         // RocketMQ settings with no effect here, accepted so a Java
         // namesrv.conf loads without noise.
         "aclEnable" => config.acl_enable = parse_bool(key, setting)?,
+        "aclAdminSignatureWindowMs" => {
+            config.acl_admin_signature_window_ms = parse_value(key, setting)?
+        }
         "rocketmqHome" => {
             config.rocketmq_home = Some(setting.value.as_str())
                 .filter(|v| !v.is_empty())
@@ -127,6 +130,9 @@ fn broker_identity_keys(
         "regionId" => config.region_id = setting.value.clone(),
         "traceOn" => config.trace_on = parse_bool(key, setting)?,
         "aclEnable" => config.acl_enable = parse_bool(key, setting)?,
+        "aclAdminSignatureWindowMs" => {
+            config.acl_admin_signature_window_ms = parse_value(key, setting)?
+        }
         "rocketmqHome" => {
             config.rocketmq_home = Some(setting.value.as_str())
                 .filter(|v| !v.is_empty())

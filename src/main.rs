@@ -10,6 +10,7 @@ mod config_keys;
 mod config_online;
 mod controller_mode;
 mod grpc_local;
+mod inner_client;
 mod known_keys;
 mod properties;
 mod proxy;

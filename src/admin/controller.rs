@@ -81,7 +81,9 @@ async fn sync_state_set(
         .filter(|a| !a.is_empty())
         .map(str::to_string)
         .collect();
-    let client = ControllerClient::new(addrs, timeout);
+    // Signed with --access-key / --secret-key, over TLS with --tls, as the
+    // admin's other calls.
+    let client = ControllerClient::with_config(addrs, timeout, admin.pool().config().clone());
     let answer = client
         .call(
             request_code::CONTROLLER_GET_SYNC_STATE_DATA,

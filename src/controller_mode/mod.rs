@@ -133,8 +133,10 @@ impl Supervisor {
             address,
         };
         let timeout = Duration::from_millis(CONTROLLER_CALL_TIMEOUT_MS);
+        let connections = crate::inner_client::connections(&base)?;
+        own::connect_as(connections.clone());
         Ok(Self {
-            client: ControllerClient::new(controllers, timeout),
+            client: ControllerClient::with_config(controllers, timeout, connections),
             isr: isr::IsrKeeper::default(),
             base,
             stop,

@@ -16,16 +16,26 @@ use serde::Deserialize;
 
 const CALL_TIMEOUT_MS: u64 = 1_000;
 
+static POOL: OnceLock<ConnectionPool> = OnceLock::new();
+
+fn new_pool(base: ConnectionConfig) -> ConnectionPool {
+    let config = ConnectionConfig {
+        connect_timeout_ms: CALL_TIMEOUT_MS,
+        request_timeout_ms: CALL_TIMEOUT_MS,
+        ..base
+    };
+    ConnectionPool::new(config, None)
+}
+
+/// How the calls here sign and dial (`innerClientAuthenticationCredentials`,
+/// `useTLS`): brokers with `aclEnable=true` refuse unsigned ones. Set once,
+/// before the first call.
+pub(crate) fn connect_as(base: ConnectionConfig) {
+    let _ = POOL.set(new_pool(base));
+}
+
 fn pool() -> &'static ConnectionPool {
-    static POOL: OnceLock<ConnectionPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let config = ConnectionConfig {
-            connect_timeout_ms: CALL_TIMEOUT_MS,
-            request_timeout_ms: CALL_TIMEOUT_MS,
-            ..ConnectionConfig::default()
-        };
-        ConnectionPool::new(config, None)
-    })
+    POOL.get_or_init(|| new_pool(ConnectionConfig::default()))
 }
 
 async fn ask(addr: &str, code: i32) -> Option<RemotingCommand> {

@@ -18,6 +18,11 @@ pub const QUEUES: i32 = 4;
 
 /// Starts `count` controllers as one Raft group (`n0`, `n1`, ...).
 pub fn controllers(dir: &Path, count: usize) -> Vec<ServerProcess> {
+    controllers_with(dir, count, &[])
+}
+
+/// [`controllers`] with more `key=value` settings, the same on each.
+pub fn controllers_with(dir: &Path, count: usize, more: &[String]) -> Vec<ServerProcess> {
     let ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
     let peers: Vec<String> = ports
         .iter()
@@ -39,7 +44,9 @@ pub fn controllers(dir: &Path, count: usize) -> Vec<ServerProcess> {
                 "--set".into(),
                 format!("controllerStorePath={}", store.display()),
             ]
-            .into();
+            .into_iter()
+            .chain(more.iter().flat_map(|s| ["--set".to_string(), s.clone()]))
+            .collect();
             ServerProcess::start("controller", &args, dir, *port).unwrap()
         })
         .collect()

@@ -46,4 +46,4 @@ pub use config::{
 };
 pub use error::BrokerError;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};
-pub use start::run;
+pub use start::{outbound_tls, run};

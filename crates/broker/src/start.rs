@@ -342,15 +342,16 @@ impl ConfigFiles {
             auth,
             tls: ferrocket_tls::ServerTls::new(&config.tls, &[])
                 .map_err(|e| BrokerError::Config(format!("TLS: {e}")))?,
-            namesrv_tls: namesrv_tls(&config)?,
+            namesrv_tls: outbound_tls(&config)?,
             config,
         })
     }
 }
 
 /// With `useTLS` (or `tls.enable`, or an enforcing mode): the client
-/// configuration name server registration dials with.
-fn namesrv_tls(
+/// configuration the broker's own calls dial with (name server
+/// registration, and the controllers in controller mode).
+pub fn outbound_tls(
     config: &BrokerConfig,
 ) -> Result<Option<Arc<ferrocket_tls::rustls::ClientConfig>>, BrokerError> {
     if !config.tls.client_uses_tls(config.use_tls) {

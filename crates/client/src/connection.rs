@@ -216,7 +216,9 @@ impl Shared {
         request.flag &= !FLAG_RESPONSE;
         if let Some(credentials) = &self.config.credentials {
             let (access_key, secret_key) = (&credentials.access_key, &credentials.secret_key);
-            ferrocket_acl::sign_request(request, access_key, secret_key);
+            // With the code and time stamped: servers with
+            // `aclAdminSignatureWindowMs` want them of admin accounts.
+            ferrocket_acl::sign_request_stamped(request, access_key, secret_key);
         }
     }
 }

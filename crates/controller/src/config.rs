@@ -50,6 +50,22 @@ pub struct ControllerConfig {
     /// log entries; the log up to a tenth of it before the snapshot is kept,
     /// the rest purged.
     pub snapshot_logs: u64,
+    /// `aclEnable`: every request needs a white-listed address or an admin
+    /// account's signature (`crate::auth`), as the name server's writes do.
+    pub acl_enable: bool,
+    /// `aclAdminSignatureWindowMs` (Ferrocket's; 0 is off): requests must
+    /// carry a fresh stamp of their code (`ferrocket_acl::stamp`).
+    pub acl_admin_signature_window_ms: u64,
+    /// `rocketmqHome`: where `conf/plain_acl.yml` is; unset:
+    /// `$ROCKETMQ_HOME`.
+    pub rocketmq_home: Option<PathBuf>,
+    /// `innerClientAuthenticationCredentials` (`{"accessKey": ..,
+    /// "secretKey": ..}`): what this controller signs its own requests with
+    /// (Raft to its peers, role notices to brokers).
+    pub inner_credentials: Option<(String, String)>,
+    /// `tls.*`: TLS on the controller's port, and for its calls out when
+    /// `tls.enable` (or an enforcing mode) says so.
+    pub tls: ferrocket_tls::TlsSettings,
 }
 
 impl Default for ControllerConfig {
@@ -70,6 +86,11 @@ impl Default for ControllerConfig {
             elect_master_max_retry_count: 3,
             election_timeout_ms: ELECTION_TIMEOUT_MS_DEFAULT,
             snapshot_logs: SNAPSHOT_LOGS_DEFAULT,
+            acl_enable: false,
+            acl_admin_signature_window_ms: 0,
+            rocketmq_home: None,
+            inner_credentials: None,
+            tls: Default::default(),
         }
     }
 }
@@ -89,6 +110,9 @@ pub enum ConfigError {
     SelfNotAPeer(String),
     #[error("{0} must be above zero")]
     Zero(&'static str),
+    /// The ACL files or TLS settings cannot be used.
+    #[error("{0}")]
+    Security(String),
 }
 
 /// Parses `n0-127.0.0.1:9877;n1-127.0.0.1:9878`.
@@ -119,7 +143,33 @@ pub fn peers_text(peers: &[Peer]) -> String {
     parts.join(";")
 }
 
+/// `{"accessKey":"...","secretKey":"..."}`; empty: none. The error does
+/// not repeat the value, which holds a secret.
+fn credentials(key: &str, value: &str) -> Result<Option<(String, String)>, String> {
+    if value.trim().is_empty() {
+        return Ok(None);
+    }
+    let refused =
+        || format!(r#"invalid value for {key}: expected {{"accessKey":"...","secretKey":"..."}}"#);
+    let json: serde_json::Value = serde_json::from_str(value).map_err(|_| refused())?;
+    match (json["accessKey"].as_str(), json["secretKey"].as_str()) {
+        (Some(access), Some(secret)) if !access.is_empty() && !secret.is_empty() => {
+            Ok(Some((access.to_string(), secret.to_string())))
+        }
+        _ => Err(refused()),
+    }
+}
+
 impl ControllerConfig {
+    /// The RocketMQ home (`rocketmqHome`, else `$ROCKETMQ_HOME`), if any.
+    pub fn rocketmq_home(&self) -> Option<PathBuf> {
+        self.rocketmq_home.clone().or_else(|| {
+            std::env::var_os("ROCKETMQ_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+
     /// Checks the settings; returns this controller's index in the peers.
     pub fn validate(&self) -> Result<usize, ConfigError> {
         if self.peers.is_empty() {
@@ -184,6 +234,19 @@ impl ControllerConfig {
                 self.election_timeout_ms = number()?
             }
             "controllerSnapshotLogs" => self.snapshot_logs = number()?,
+            "aclEnable" => self.acl_enable = bool_value()?,
+            "aclAdminSignatureWindowMs" => self.acl_admin_signature_window_ms = number()?,
+            "rocketmqHome" => {
+                self.rocketmq_home = Some(value.trim())
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            }
+            "innerClientAuthenticationCredentials" => {
+                self.inner_credentials = credentials(key, value)?
+            }
+            key if key.starts_with("tls.") => {
+                return self.tls.set(key, value).map_err(|e| e.to_string())
+            }
             // Java keys with no meaning here: the Raft library is ours.
             "controllerType" | "isProcessReadEvent" | "mappedFileSize" => {}
             _ => return Ok(false),
@@ -205,6 +268,10 @@ impl ControllerConfig {
         "jRaftElectionTimeoutMs",
         "controllerElectionTimeoutMs",
         "controllerSnapshotLogs",
+        "aclEnable",
+        "aclAdminSignatureWindowMs",
+        "rocketmqHome",
+        "innerClientAuthenticationCredentials",
         "controllerType",
         "isProcessReadEvent",
         "mappedFileSize",
@@ -237,5 +304,32 @@ mod tests {
         assert!(config.validate().is_err());
         assert!(!config.apply("listenPort", "1").unwrap());
         assert!(config.apply("enableElectUncleanMaster", "maybe").is_err());
+    }
+
+    #[test]
+    fn security_keys_are_the_name_servers() {
+        let mut config = ControllerConfig::default();
+        assert!(config.apply("aclEnable", "true").unwrap());
+        assert!(config.apply("rocketmqHome", "/opt/rocketmq").unwrap());
+        assert_eq!(config.rocketmq_home(), Some(PathBuf::from("/opt/rocketmq")));
+        let inner = r#"{"accessKey":"ak","secretKey":"sk"}"#;
+        assert!(config
+            .apply("innerClientAuthenticationCredentials", inner)
+            .unwrap());
+        assert_eq!(config.inner_credentials, Some(("ak".into(), "sk".into())));
+        let refused = config
+            .apply(
+                "innerClientAuthenticationCredentials",
+                r#"{"accessKey":"ak","secretKey":"hidden"#,
+            )
+            .unwrap_err();
+        assert!(
+            !refused.contains("hidden"),
+            "the secret is not repeated: {refused}"
+        );
+        assert!(config.apply("tls.server.mode", "enforcing").unwrap());
+        assert_eq!(config.tls.mode, ferrocket_tls::TlsMode::Enforcing);
+        assert!(config.apply("tls.server.mode", "enforce").is_err());
+        assert!(!config.apply("tls.noSuchKey", "1").unwrap());
     }
 }

@@ -1,6 +1,8 @@
-//! Request dispatch: each controller request code to its rule (through the
-//! read or write path) and the Raft messages to openraft.
+//! Request dispatch: the ACL first (`crate::auth`), then each controller
+//! request code to its rule (through the read or write path) and the Raft
+//! messages to openraft.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,7 +40,12 @@ impl Service for Controller {
         self: &Arc<Self>,
         request: RemotingCommand,
         connection: u64,
+        peer: IpAddr,
     ) -> Option<RemotingCommand> {
+        let window = self.config.acl_admin_signature_window_ms;
+        if let Some(refused) = crate::auth::refusal(self.acl.as_deref(), &request, peer, window) {
+            return Some(refused);
+        }
         let reply = match request.code {
             code::RAFT_APPEND_ENTRIES | code::RAFT_VOTE | code::RAFT_INSTALL_SNAPSHOT => {
                 self.raft_message(&request).await

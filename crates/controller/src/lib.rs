@@ -9,8 +9,10 @@
 //! (Remoting) → [`handler`] (request codes) → [`node`] (read and write
 //! paths, elections, notifications) → [`rules`] (decisions) and [`raft`]
 //! (log, storage, transport) → [`state`] (what is replicated);
-//! [`settings`] shows and changes the settings read while running.
+//! [`settings`] shows and changes the settings read while running;
+//! [`auth`] says who may call (ACL 1.0, TLS).
 
+pub mod auth;
 pub mod config;
 pub mod handler;
 pub mod live;

@@ -69,10 +69,17 @@ pub struct ControllerClient {
 
 impl ControllerClient {
     pub fn new(addrs: Vec<String>, timeout: Duration) -> Self {
+        Self::with_config(addrs, timeout, ConnectionConfig::default())
+    }
+
+    /// Like [`Self::new`], dialing as `base` says: its credentials sign
+    /// every request (a controller with `aclEnable=true` wants them), its
+    /// TLS configuration is used; its timeouts become `timeout`.
+    pub fn with_config(addrs: Vec<String>, timeout: Duration, base: ConnectionConfig) -> Self {
         let config = ConnectionConfig {
             connect_timeout_ms: timeout.as_millis() as u64,
             request_timeout_ms: timeout.as_millis() as u64,
-            ..ConnectionConfig::default()
+            ..base
         };
         Self {
             addrs,
@@ -103,13 +110,22 @@ impl ControllerClient {
             })
     }
 
-    /// Asks every controller who leads.
+    /// Asks every controller who leads. When none says and one refused
+    /// (an ACL refusal, say), that refusal is the error.
     pub async fn find_leader(&self) -> Result<String, MemberError> {
+        let mut refused = None;
         for addr in &self.addrs {
             let request = RemotingCommand::request(code::CONTROLLER_GET_METADATA_INFO);
             let Ok(answer) = self.invoke(addr, request).await else {
                 continue;
             };
+            if answer.code != rc::SUCCESS {
+                refused = Some(MemberError::Refused {
+                    code: answer.code,
+                    remark: answer.remark.unwrap_or_default(),
+                });
+                continue;
+            }
             let Ok(meta) = GetMetaDataResponseHeader::from_ext(&answer.ext_fields) else {
                 continue;
             };
@@ -118,7 +134,7 @@ impl ControllerClient {
                 return Ok(leader);
             }
         }
-        Err(MemberError::NoLeader(self.addrs.clone()))
+        Err(refused.unwrap_or_else(|| MemberError::NoLeader(self.addrs.clone())))
     }
 
     /// Sends a request to the leader; a refusal by a non-leader or a broken

@@ -37,6 +37,8 @@ pub struct Controller {
     write_turn: tokio::sync::Mutex<()>,
     /// Connections to brokers, for NOTIFY_BROKER_ROLE_CHANGED.
     brokers: ConnectionPool,
+    /// With `aclEnable=true`: the accounts every request is checked against.
+    pub(crate) acl: Option<Arc<ferrocket_acl::AclStore>>,
 }
 
 /// The Raft members: node id = position in the peer list.
@@ -62,6 +64,7 @@ impl Controller {
         raft: ControllerRaft,
         store: Store,
         brokers: ConnectionPool,
+        acl: Option<Arc<ferrocket_acl::AclStore>>,
     ) -> Self {
         Self {
             settings: LiveSettings::new(&config),
@@ -72,6 +75,7 @@ impl Controller {
             live: Mutex::new(LiveTable::default()),
             write_turn: tokio::sync::Mutex::new(()),
             brokers,
+            acl,
         }
     }
 

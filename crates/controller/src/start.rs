@@ -167,9 +167,13 @@ async fn boot(
     listener: std::net::TcpListener,
 ) -> Result<(Arc<Controller>, Vec<tokio::task::JoinHandle<()>>), ControllerError> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
+    // A bad ACL file or certificate stops the start, naming it.
+    let acl = crate::auth::open_acl(&config)?;
+    let tls = crate::auth::server_tls(&config)?;
+    let outbound = crate::auth::outbound(&config, peer_connections())?;
     let store = Store::open(&config.store_path)?;
     let fresh = store.is_fresh();
-    let raft = new_raft(&config, index, store.clone()).await?;
+    let raft = new_raft(&config, index, store.clone(), outbound.clone()).await?;
     if fresh {
         // Every peer proposes the same first membership; openraft allows
         // that, and refuses it (harmlessly) once a log exists.
@@ -177,14 +181,16 @@ async fn boot(
             tracing::debug!("controller: initialize: {e}");
         }
     }
-    let brokers = ConnectionPool::new(peer_connections(), None);
+    let brokers = ConnectionPool::new(outbound, None);
     let node_id = index as u64;
-    let controller = Arc::new(Controller::new(config, node_id, raft, store, brokers));
-    let mut tasks = vec![tokio::spawn(crate::server::serve(
-        listener,
-        controller.clone(),
-    ))];
+    let controller = Controller::new(config, node_id, raft, store, brokers, acl.clone());
+    let controller = Arc::new(controller);
+    let serve = crate::server::serve(listener, controller.clone(), tls.clone());
+    let mut tasks = vec![tokio::spawn(serve)];
     tasks.push(tokio::spawn(scan_loop(controller.clone())));
+    if acl.is_some() || tls.is_some() {
+        tasks.push(tokio::spawn(crate::auth::reload_loop(acl, tls)));
+    }
     Ok((controller, tasks))
 }
 
@@ -200,6 +206,7 @@ async fn new_raft(
     config: &ControllerConfig,
     index: usize,
     store: Store,
+    connections: ConnectionConfig,
 ) -> Result<ControllerRaft, ControllerError> {
     let election_ms = config.election_timeout_ms;
     let raft_config = openraft::Config {
@@ -214,7 +221,7 @@ async fn new_raft(
     .validate()
     .map_err(|e| ControllerError::Raft(e.to_string()))?;
     let (log_store, state_machine) = Adaptor::new(store);
-    let network = Network::new(ConnectionPool::new(peer_connections(), None));
+    let network = Network::new(ConnectionPool::new(connections, None));
     ControllerRaft::new(
         index as u64,
         Arc::new(raft_config),

@@ -12,13 +12,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ferrocket_acl::AclStore;
-use ferrocket_protocol::codes::{request_code::*, response_code};
+use ferrocket_protocol::codes::request_code::*;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::error::NamesrvError;
 
-/// Java's exception class, which its remark starts with.
-const ACL_EXCEPTION: &str = "org.apache.rocketmq.acl.common.AclException";
 /// REGISTER_TOPIC_IN_NAMESRV and UPDATE_NAMESRV_CONFIG.
 const REGISTER_TOPIC_IN_NAMESRV: i32 = 217;
 const UPDATE_NAMESRV_CONFIG: i32 = 318;
@@ -67,18 +65,12 @@ pub(crate) fn refusal(
     store: &AclStore,
     request: &RemotingCommand,
     peer: IpAddr,
+    stamp_window_ms: u64,
 ) -> Option<RemotingCommand> {
     if !is_write(request.code) {
         return None;
     }
-    let denied = store.current().check_admin(request, peer).err()?;
-    tracing::warn!(code = request.code, %peer, reason = %denied.0, "refused a write request");
-    let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
-    Some(RemotingCommand::response_to(
-        request,
-        response_code::SYSTEM_ERROR,
-        Some(remark),
-    ))
+    ferrocket_acl::admin_refusal(&store.current(), request, peer, stamp_window_ms)
 }
 
 /// Reads the files again when they changed (the name server's loop).

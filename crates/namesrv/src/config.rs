@@ -38,6 +38,9 @@ pub struct NamesrvConfig {
     pub kv_limits: crate::kv::KvLimits,
     /// `aclEnable`: write requests need an admin account (`crate::acl`).
     pub acl_enable: bool,
+    /// `aclAdminSignatureWindowMs` (Ferrocket's; 0 is off): admin requests
+    /// must carry a fresh stamp of their code (`ferrocket_acl::stamp`).
+    pub acl_admin_signature_window_ms: u64,
     /// `rocketmqHome`: where `conf/plain_acl.yml` is; unset:
     /// `$ROCKETMQ_HOME`.
     pub rocketmq_home: Option<PathBuf>,
@@ -62,6 +65,7 @@ impl Default for NamesrvConfig {
             kv_config_path: None,
             kv_limits: crate::kv::KvLimits::default(),
             acl_enable: false,
+            acl_admin_signature_window_ms: 0,
             rocketmq_home: None,
             metrics: Default::default(),
             tls: Default::default(),

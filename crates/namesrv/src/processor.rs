@@ -374,8 +374,9 @@ impl NamesrvHandler {
 impl RequestHandler for NamesrvHandler {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
         let started = std::time::Instant::now();
+        let window = self.config.acl_admin_signature_window_ms;
         let refusal = (self.acl.as_deref())
-            .and_then(|acl| crate::acl::refusal(acl, &request, conn.peer_addr().ip()));
+            .and_then(|acl| crate::acl::refusal(acl, &request, conn.peer_addr().ip(), window));
         let response = refusal.unwrap_or_else(|| self.process(Some(conn.id()), &request));
         let key = ferrocket_metrics::rpc::RpcKey {
             request_code: request.code,

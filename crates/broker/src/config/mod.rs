@@ -163,6 +163,11 @@ pub struct BrokerConfig {
     /// `aclEnable`: check every request against ACL 1.0's accounts
     /// (`{rocketmqHome}/conf/plain_acl.yml` and `conf/acl/*.yml`).
     pub acl_enable: bool,
+    /// `aclAdminSignatureWindowMs` (Ferrocket's; 0, the default, is off):
+    /// a request signed by an admin account must carry a stamp of its own
+    /// code and a time this close to the broker's clock
+    /// (`ferrocket_acl::stamp`).
+    pub acl_admin_signature_window_ms: u64,
     /// `rocketmqHome`: where `conf/` is; unset: `$ROCKETMQ_HOME`.
     pub rocketmq_home: Option<PathBuf>,
     /// `innerClientAuthenticationCredentials` (`{"accessKey": ..,
@@ -291,6 +296,7 @@ impl Default for BrokerConfig {
             region_id: "DefaultRegion".into(),
             trace_on: true,
             acl_enable: false,
+            acl_admin_signature_window_ms: 0,
             rocketmq_home: None,
             inner_credentials: None,
             auth: AuthConfig::default(),

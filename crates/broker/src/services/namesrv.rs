@@ -119,7 +119,7 @@ impl NamesrvClient {
             .await
             .map_err(|e| NamesrvCallError::Io(e.to_string()))?;
         if let Some((access_key, secret_key)) = &self.credentials {
-            ferrocket_acl::sign_request(&mut request, access_key, secret_key);
+            ferrocket_acl::sign_request_stamped(&mut request, access_key, secret_key);
         }
         request.opaque = self.next_opaque.get();
         self.next_opaque.set(request.opaque.wrapping_add(1));

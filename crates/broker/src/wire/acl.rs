@@ -34,7 +34,10 @@ pub(crate) fn refusal(
     let peer = conn.peer_addr().ip();
     if let Some(store) = shard.env.acl.as_ref() {
         let config = shard.acl.current(store.version(), || store.current());
-        if let Err(denied) = config.check(request, peer) {
+        let window = shard.env.config.acl_admin_signature_window_ms;
+        let checked = config.check(request, peer);
+        let checked = checked.and_then(|()| config.check_admin_stamp(request, peer, window));
+        if let Err(denied) = checked {
             let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
             return Some(Reject::new(response_code::SYSTEM_ERROR, remark).to_response(request));
         }
