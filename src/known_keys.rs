@@ -119,6 +119,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "messageDelayLevel",
     "enablePropertyFilter",
     "timerMaxDelaySec",
+    "recallMessageEnable",
     "transactionTimeOut",
     "transactionCheckInterval",
     "transactionCheckMax",

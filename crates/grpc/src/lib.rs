@@ -31,6 +31,7 @@ pub mod local;
 pub mod offsets;
 pub mod pull;
 pub mod receive;
+pub mod recall;
 mod refusal_log;
 pub mod renew;
 pub mod replay;

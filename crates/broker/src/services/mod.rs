@@ -25,6 +25,7 @@ pub(crate) mod persist;
 pub(crate) mod placed;
 pub(crate) mod pop;
 pub(crate) mod pull;
+pub(crate) mod recall;
 pub(crate) mod records;
 pub(crate) mod replication;
 pub(crate) mod request_modes;
