@@ -268,12 +268,20 @@ fn a_recall_survives_a_crash() {
         for key in ["recalled", "kept"] {
             let options = timer_options(key, "TIMER_DELIVER_MS", due.clone());
             let sent = producer.send(topic, key, &options).await.unwrap();
-            let handle = sent.recall_handle.expect("a timer send answers a recall handle");
+            let handle = sent
+                .recall_handle
+                .expect("a timer send answers a recall handle");
             handles.push((handle, sent.unique_key));
         }
         let id = producer.recall(topic, &handles[0].0).await.unwrap();
-        assert_eq!(id, handles[0].1, "the recall answers the message's unique key");
-        match producer.recall("TimerRecallNoSuchTopic", &handles[1].0).await {
+        assert_eq!(
+            id, handles[0].1,
+            "the recall answers the message's unique key"
+        );
+        match producer
+            .recall("TimerRecallNoSuchTopic", &handles[1].0)
+            .await
+        {
             Err(ClientError::Response { code, .. }) => {
                 assert_eq!(code, response_code::TOPIC_NOT_EXIST)
             }

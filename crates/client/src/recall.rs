@@ -19,7 +19,10 @@ impl Producer {
     pub async fn recall(&self, topic: &str, handle: &str) -> Result<String, ClientError> {
         let decoded = RecallHandle::decode(handle)
             .map_err(|err| ClientError::InvalidArgument(err.to_string()))?;
-        let addr = self.namesrv().find_master_addr(&decoded.broker_name).await?;
+        let addr = self
+            .namesrv()
+            .find_master_addr(&decoded.broker_name)
+            .await?;
         let header = RecallMessageRequestHeader {
             producer_group: Some(self.config().group.clone()),
             topic: topic.to_string(),

@@ -136,7 +136,10 @@ mod tests {
     fn only_timer_held_messages_get_a_handle() {
         let text = handle_for_send("broker-a", TIMER_TOPIC, &timer_props("T")).unwrap();
         let handle = RecallHandle::decode(&text).unwrap();
-        assert_eq!(handle, RecallHandle::for_timer("T", "broker-a", 10_000, "ID1"));
+        assert_eq!(
+            handle,
+            RecallHandle::for_timer("T", "broker-a", 10_000, "ID1")
+        );
         assert_eq!(handle_for_send("broker-a", "T", &timer_props("T")), None);
         let retry = timer_props("%RETRY%G");
         assert_eq!(handle_for_send("broker-a", TIMER_TOPIC, &retry), None);

@@ -43,10 +43,7 @@ pub(super) async fn deliver_due(
     let now = now_ms();
     // Held markers come back first in every batch.
     let want = DELIVER_BATCH_MAX + recalls.held_count();
-    let due = match timer
-        .with_store(move |store| store.due(now, want))
-        .await
-    {
+    let due = match timer.with_store(move |store| store.due(now, want)).await {
         Ok(due) => due,
         Err(err) => {
             tracing::error!(%err, "reading due timers failed");

@@ -26,8 +26,8 @@ use crate::error::Reject;
 use crate::services::append::{encode_into, tag_hash};
 use crate::services::delivery::{redirect_delayed, schedule_tags_code};
 use crate::services::metrics::MessageType;
-use crate::services::{recall, routing};
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
+use crate::services::{recall, routing};
 use crate::shard::replication::wait_store_ok;
 use crate::shard::Shard;
 
