@@ -161,6 +161,10 @@ struct CreateTopicArgs {
     /// Mark the topic ordered.
     #[arg(short = 'o', long)]
     order: bool,
+    /// Attributes to set or remove, as mqadmin's `-a`
+    /// (`+message.type=PRIORITY`, `-key`, comma-separated).
+    #[arg(short = 'a', long, default_value = "")]
+    attributes: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -309,6 +313,7 @@ async fn create_topic(admin: &Admin, args: CreateTopicArgs) -> Result<(), Client
         write_queue_nums: args.write_queues,
         perm: args.perm,
         order: args.order,
+        attributes: args.attributes,
         ..CreateTopicOptions::default()
     };
     let addrs = match (&args.broker_addr, &args.cluster) {

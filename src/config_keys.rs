@@ -23,7 +23,18 @@ pub fn apply_namesrv(
         "unregisterOnDisconnect" => config.unregister_on_disconnect = parse_bool(key, setting)?,
         "kvConfigEntriesMax" => config.kv_limits.entries_max = positive_count(key, setting)?,
         key if apply_server_limits(&mut config.limits, key, setting)? => {}
-        key if metrics_keys(&mut config.metrics, key, setting)? => {}
+        key if metrics_keys(&mut config.metrics, key, setting)? => {
+            if !matches!(
+                config.metrics.exporter,
+                MetricsExporter::Disable | MetricsExporter::Prom
+            ) {
+                return Err(invalid(
+                    key,
+                    setting,
+                    "the name server exports PROM only (OTLP_GRPC and LOG are the broker's)",
+                ));
+            }
+        }
         key if tls_keys(&mut config.tls, key, setting)? => {}
         "kvConfigBytesMax" => config.kv_limits.bytes_max = positive_count(key, setting)?,
         "deleteTopicWithBrokerRegistration" => {
@@ -126,13 +137,26 @@ fn broker_identity_keys(
     Ok(true)
 }
 
-/// The Prometheus exporter (RocketMQ 5's `metrics*` keys).
+/// The exporters (RocketMQ 5's `metrics*` keys); OTLP and LOG are the
+/// broker's only.
 fn broker_metrics_keys(
     config: &mut BrokerConfig,
     key: &str,
     setting: &Setting,
 ) -> Result<bool, String> {
-    metrics_keys(&mut config.metrics, key, setting)
+    let metrics = &mut config.metrics;
+    match key {
+        "metricsGrpcExporterTarget" => metrics.grpc_target = setting.value.trim().to_string(),
+        "metricsGrpcExporterHeader" => {
+            metrics.grpc_headers = MetricsConfig::parse_headers(&setting.value)
+                .map_err(|e| invalid(key, setting, &e))?
+        }
+        "metricGrpcExporterTimeOutInMills" => metrics.grpc_timeout_ms = positive(key, setting)?,
+        "metricGrpcExporterIntervalInMills" => metrics.grpc_interval_ms = positive(key, setting)?,
+        "metricLoggingExporterIntervalInMills" => metrics.log_interval_ms = positive(key, setting)?,
+        _ => return metrics_keys(metrics, key, setting),
+    }
+    Ok(true)
 }
 
 /// TLS: Java's `tls.*` system properties, and `useTLS` (registration).
@@ -225,6 +249,8 @@ fn broker_replication_keys(
         "accessMessageInMemoryMaxRatio" => {
             ha.access_message_in_memory_max_ratio = parse_value(key, setting)?
         }
+        "haTlsEnable" => ha.ha_tls_enable = parse_bool(key, setting)?,
+        "haAuthSecret" => ha.ha_auth_secret = setting.value.trim().to_owned(),
         _ => return Ok(false),
     }
     Ok(true)

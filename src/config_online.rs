@@ -88,6 +88,20 @@ fn identity(c: &BrokerConfig) -> Vec<(&'static str, String)> {
                 .unwrap_or(ferrocket_broker::METRICS_PROM_PORT_DEFAULT)
                 .to_string(),
         ),
+        ("metricsGrpcExporterTarget", c.metrics.grpc_target.clone()),
+        ("metricsGrpcExporterHeader", pairs(&c.metrics.grpc_headers)),
+        (
+            "metricGrpcExporterTimeOutInMills",
+            c.metrics.grpc_timeout_ms.to_string(),
+        ),
+        (
+            "metricGrpcExporterIntervalInMills",
+            c.metrics.grpc_interval_ms.to_string(),
+        ),
+        (
+            "metricLoggingExporterIntervalInMills",
+            c.metrics.log_interval_ms.to_string(),
+        ),
     ]
 }
 
@@ -191,12 +205,14 @@ fn consume(c: &BrokerConfig) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// `k1:v1,k2:v2`, as the key is written.
+fn pairs(pairs: &[(String, String)]) -> String {
+    let each: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    each.join(",")
+}
+
 fn metrics_type(c: &BrokerConfig) -> &'static str {
-    if c.metrics.enabled() {
-        "PROM"
-    } else {
-        "DISABLE"
-    }
+    c.metrics.exporter.name()
 }
 
 #[cfg(test)]

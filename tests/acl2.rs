@@ -229,3 +229,54 @@ fn with_acl_2_off_users_are_not_served() {
     assert_eq!(listed.code, response_code::NO_PERMISSION);
     assert!(listed.remark.unwrap_or_default().contains("ACL 2.0 is off"));
 }
+
+/// A request that names a CommitLog offset is checked against the topic
+/// of the message stored there, whatever topic its header names
+/// (`ferrocket_acl::stored`, beyond Java's ACL 2.0).
+#[test]
+fn a_stored_message_is_read_only_with_its_topics_permission() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), auth_opts());
+    let (ns, addr) = (namesrv.addr(), broker.addr());
+    let mut conn = broker.connect();
+    for topic in ["Granted", "Other"] {
+        let created = conn.request(signed(create_topic_request(topic, 2), ROOT));
+        assert_eq!(created.code, response_code::SUCCESS, "{created:?}");
+    }
+    ok(admin(
+        &ns,
+        ROOT,
+        &["user", "create", "-b", &addr, "-u", ALICE.0, "-p", ALICE.1],
+    ));
+    grant_alice(&ns, &addr, "Topic:Granted,Group:G1", "Pub,Sub,Get");
+    let offset_of = |conn: &mut harness::RemotingConn, topic: &str, body: &'static str| {
+        let sent = conn.request(signed(
+            send_request(&send_header("PG", topic, 0), body),
+            ROOT,
+        ));
+        assert_eq!(sent.code, response_code::SUCCESS, "{sent:?}");
+        let id = sent.ext_fields.get("msgId").expect("an offset message id");
+        i64::from_str_radix(&id[id.len() - 16..], 16).expect("hex offset")
+    };
+    let secret = offset_of(&mut conn, "Other", "not for alice");
+    let open = offset_of(&mut conn, "Granted", "for alice");
+    let view = |offset: i64| {
+        let mut request = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID);
+        request.ext_fields.insert("offset", offset.to_string());
+        request.ext_fields.insert("topic", "Granted");
+        signed(request, ALICE)
+    };
+    let refused = conn.request(view(secret));
+    assert_eq!(refused.code, response_code::NO_PERMISSION, "{refused:?}");
+    assert!(!String::from_utf8_lossy(&refused.body).contains("not for alice"));
+    assert!(
+        refused
+            .remark
+            .as_deref()
+            .is_some_and(|r| r.contains("Topic:Other")),
+        "{refused:?}"
+    );
+    let served = conn.request(view(open));
+    assert_eq!(served.code, response_code::SUCCESS, "{served:?}");
+    assert!(String::from_utf8_lossy(&served.body).contains("for alice"));
+}

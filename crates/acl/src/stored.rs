@@ -12,9 +12,8 @@ use ferrocket_protocol::RemotingCommand;
 
 use crate::auth::{Action, AuthMetadata, Need, ResourceType};
 use crate::config::RETRY_PREFIX;
-use crate::perm::{Perm, SUB};
-use crate::validator::{grants_all, Sender};
-use crate::{AclConfig, Denied};
+use crate::perm::{Perm, PUB, SUB};
+use crate::Denied;
 
 /// What a rule's permission is checked on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +57,17 @@ pub const RULES: &[Rule] = &[
     // the caller consumes it.
     rule(
         CONSUMER_SEND_MSG_BACK,
+        Reached::StoredTopic,
+        SUB,
+        Action::Sub,
+    ),
+    // Commits (or rolls back) the half message at an offset into its real
+    // topic (the REAL_TOPIC property), whatever the header's topic says.
+    rule(END_TRANSACTION, Reached::StoredTopic, PUB, Action::Pub),
+    // Hands the record at an offset to a client of the group, which
+    // consumes it and answers with what it did.
+    rule(
+        CONSUME_MESSAGE_DIRECTLY,
         Reached::StoredTopic,
         SUB,
         Action::Sub,
@@ -116,39 +126,11 @@ pub(crate) fn header_needs(request: &RemotingCommand, needs: &mut Vec<(String, P
 
 /// The ACL 1.0 permission a stored topic needs for `code`; a retry topic
 /// needs SUB on its group, as everywhere.
-fn stored_perm(code: i32) -> Option<Perm> {
+pub(crate) fn stored_perm(code: i32) -> Option<Perm> {
     RULES
         .iter()
         .find(|r| r.code == code && r.reached == Reached::StoredTopic)
         .map(|r| r.perm)
-}
-
-impl AclConfig {
-    /// ACL 1.0: whether the signer of `request` (already authenticated)
-    /// may have what `request` reads from `topic`.
-    pub fn check_stored(
-        &self,
-        request: &RemotingCommand,
-        peer: IpAddr,
-        topic: &str,
-    ) -> Result<(), Denied> {
-        let Some(perm) = stored_perm(request.code) else {
-            return Ok(());
-        };
-        let account = match self.authenticate(request, peer)? {
-            Sender::WhiteListed => return Ok(()),
-            Sender::Account(_, account) => account,
-        };
-        let perm = if topic.starts_with(RETRY_PREFIX) {
-            SUB
-        } else {
-            perm
-        };
-        match account.admin {
-            true => Ok(()),
-            false => grants_all(account, &[(topic.to_string(), perm)]),
-        }
-    }
 }
 
 /// ACL 2.0: whether `username` may have what `request` reads from

@@ -11,9 +11,10 @@ use std::net::IpAddr;
 use ferrocket_protocol::RemotingCommand;
 
 use crate::config::{Account, AclConfig, RETRY_PREFIX};
-use crate::perm::{grants, Perm, PUB};
+use crate::perm::{grants, Perm, PUB, SUB};
 use crate::resources::{is_admin_code, needs};
 use crate::signature::{verify, ACCESS_KEY, SIGNATURE};
+use crate::stored::stored_perm;
 
 /// How often the broker looks for changed ACL files (Java's watcher: 5 s).
 pub const RELOAD_INTERVAL_MS: u64 = 5_000;
@@ -130,6 +131,34 @@ pub(crate) fn grants_all(account: &Account, resources: &[(String, Perm)]) -> Res
         }
     }
     Ok(())
+}
+
+impl AclConfig {
+    /// ACL 1.0: whether the signer of `request` (already authenticated)
+    /// may have what `request` reads from `topic`.
+    pub fn check_stored(
+        &self,
+        request: &RemotingCommand,
+        peer: IpAddr,
+        topic: &str,
+    ) -> Result<(), Denied> {
+        let Some(perm) = stored_perm(request.code) else {
+            return Ok(());
+        };
+        let account = match self.authenticate(request, peer)? {
+            Sender::WhiteListed => return Ok(()),
+            Sender::Account(_, account) => account,
+        };
+        let perm = if topic.starts_with(RETRY_PREFIX) {
+            SUB
+        } else {
+            perm
+        };
+        match account.admin {
+            true => Ok(()),
+            false => grants_all(account, &[(topic.to_string(), perm)]),
+        }
+    }
 }
 
 #[cfg(test)]

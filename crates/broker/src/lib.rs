@@ -10,20 +10,23 @@
 //! registry) and sends snapshots to every shard; it also persists
 //! topics.json and consumerOffset.json and registers with name servers.
 //!
-//! Owns: [`BrokerConfig`], [`run`], and one module per request family —
-//! `send` (SEND_MESSAGE, V2, batch), `pull` (PULL_MESSAGE with long
-//! polling), `offsets` (consumer and queue offsets), `client` (heartbeats,
-//! consumer lists), `admin` (topics, runtime info), `timer` (arbitrary-delay
-//! messages), `transaction` (half messages, END_TRANSACTION, check-back),
-//! `query` (message index, QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, offsets by
-//! time); `routing` parks timer and half messages in system topics and
-//! `system` says which shard runs the timer/index (owner of
-//! `rmq_sys_wheel_timer` queue 0) and transactions (owner of the half
-//! topic's queue 0). `consume` holds subscription groups (shard 0 writes,
-//! every shard reads a copy), retry/DLQ (CONSUMER_SEND_MSG_BACK), order
-//! locks (on each queue's owner), consumer admin and SQL92 pull filters;
-//! `schedule` delivers delay-level messages (each level on the owner of
-//! its SCHEDULE_TOPIC_XXXX queue).
+//! Layers, each using only those below it:
+//! - `wire`: the Remoting front end. One module per request family
+//!   (`send`, `pull`, `pop`, `offsets`, `query`, `transaction`, `retry`,
+//!   the admin families ...); thin handlers that read the request, call
+//!   the shard or a service, and answer. `local` serves the same requests
+//!   to in-process callers (the in-broker gRPC endpoint, [`LocalPort`]).
+//! - `tasks`: background drivers each shard runs beside its connections
+//!   (name-server registration, HA master/slave and the controller-mode
+//!   AutoSwitch parts in `tasks/ha`, timer and delay delivery, pop revive,
+//!   transaction check-back, index feed, metrics HTTP, ACL reload).
+//! - `shard`: the per-core context (`Rc`, no locks) and the typed
+//!   cross-shard calls; shard 0 writes the control-plane tables.
+//! - `services`: features' state and logic, free of `Shard` and the
+//!   transport (topics, groups, offsets, pop, filters, timer, delay levels,
+//!   transactions, replication, metrics ...).
+//! - `config`: [`BrokerConfig`] and the settings' parsing; `sql92` the
+//!   SQL92 filter language. [`run`] (`start`) wires it together.
 mod clock;
 mod config;
 mod error;

@@ -455,3 +455,59 @@ fn a_waiting_pop_of_one_queue_or_any_answers_when_a_message_arrives() {
     }
     broker.stop();
 }
+
+/// Priority messages (RocketMQ 5.4): a message with `_SYS_MSG_PRIORITY_`
+/// is stored in queue min(priority, queues - 1), whichever queue it asked
+/// for; a pop of any queue of a `message.type=PRIORITY` topic reads the
+/// highest queue first, one message at a time as in a batch.
+#[test]
+fn a_priority_topic_pops_the_highest_priority_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 2));
+    let mut conn = broker.client();
+    let create = |attributes: &str| {
+        let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
+        request.ext_fields = fields(&[
+            ("topic", "PrioT"),
+            ("readQueueNums", "4"),
+            ("writeQueueNums", "4"),
+            ("perm", "6"),
+            ("attributes", attributes),
+        ]);
+        request
+    };
+    let refused = conn.request(create("+message.type=URGENT"));
+    assert_eq!(refused.code, response_code::SYSTEM_ERROR);
+    let created = conn.request(create("+message.type=PRIORITY"));
+    assert_eq!(created.code, response_code::SUCCESS, "{:?}", created.remark);
+    let priorities = [1, 0, 3, 2, 0, 9, 1, 2, 3];
+    let send_all = |conn: &mut RemotingConn| {
+        for (n, p) in priorities.iter().enumerate() {
+            let priority = p.to_string();
+            let sent = conn.send_ok(
+                "PrioT",
+                0,
+                format!("p{p}-{n}").as_bytes(),
+                &props(&[("_SYS_MSG_PRIORITY_", &priority)]),
+            );
+            assert_eq!(sent.0, (*p).min(3), "stored in its priority's queue");
+        }
+    };
+    send_all(&mut conn);
+    let queue_order = |got: &[PoppedMsg]| got.iter().map(|m| m.queue_id).collect::<Vec<_>>();
+    let mut one_by_one = Vec::new();
+    while one_by_one.len() < priorities.len() {
+        let (code, got) = pop(&mut conn, "PrioT", 1, 60_000, 1_000);
+        assert_eq!(code, response_code::SUCCESS, "{one_by_one:?}");
+        one_by_one.extend(got);
+    }
+    assert_eq!(queue_order(&one_by_one), [3, 3, 3, 2, 2, 1, 1, 0, 0]);
+    send_all(&mut conn);
+    let (_, batch) = pop(&mut conn, "PrioT", 32, 60_000, 1_000);
+    assert_eq!(queue_order(&batch), [3, 3, 3, 2, 2, 1, 1, 0, 0]);
+
+    // A FIFO message keeps its queue and loses the priority.
+    let fifo = props(&[("_SYS_MSG_PRIORITY_", "3"), ("__SHARDINGKEY", "g")]);
+    assert_eq!(conn.send_ok("PrioT", 1, b"fifo", &fifo).0, 1);
+    broker.stop();
+}

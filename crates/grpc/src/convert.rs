@@ -38,6 +38,7 @@ const RESERVED: &[&str] = &[
     prop::TRANSACTION_ID,
     prop::POP_CK,
     prop::SHARDING_KEY,
+    prop::PRIORITY,
     prop::TRACE_CONTEXT,
     prop::TIMER_DELIVER_MS,
     prop::TIMER_DELAY_MS,
@@ -227,6 +228,14 @@ fn send_properties(
     if let Some(trace) = sys.trace_context.as_deref().filter(|t| !t.is_empty()) {
         properties.insert(prop::TRACE_CONTEXT, trace);
     }
+    // The broker stores it in its priority's queue (or drops it from a
+    // message of another type), as Java's broker does.
+    if let Some(priority) = sys.priority {
+        if priority < 0 {
+            return Err(bad(Code::BadRequest, "priority must be 0 or more"));
+        }
+        properties.insert(prop::PRIORITY, priority.to_string());
+    }
     Ok(properties)
 }
 
@@ -291,6 +300,10 @@ pub fn record_message(
         .unwrap_or_else(|| {
             ferrocket_protocol::message_id::offset_msg_id(record.store_host, record.physical_offset)
         });
+    let priority = properties
+        .get(prop::PRIORITY)
+        .and_then(|p| p.parse::<i32>().ok())
+        .filter(|p| *p >= 0);
     let message_type = if properties.get(prop::SHARDING_KEY).is_some() {
         MessageType::Fifo
     } else if properties.get(prop::TRAN_MSG).is_some() {
@@ -298,6 +311,8 @@ pub fn record_message(
     } else if properties.get(prop::TIMER_DELIVER_MS).is_some() || properties.delay_level().is_some()
     {
         MessageType::Delay
+    } else if priority.is_some() {
+        MessageType::Priority
     } else {
         MessageType::Normal
     };
@@ -326,6 +341,7 @@ pub fn record_message(
         delivery_attempt: Some(record.reconsume_times.saturating_add(1)),
         message_group: properties.get(prop::SHARDING_KEY).map(str::to_string),
         trace_context: properties.get(prop::TRACE_CONTEXT).map(str::to_string),
+        priority,
         ..Default::default()
     };
     let retry_topic = properties.remove(prop::RETRY_TOPIC);
@@ -418,5 +434,24 @@ mod tests {
         let properties = Properties::decode_str(&header.properties.unwrap());
         assert_eq!(properties.get(prop::SHARDING_KEY), Some("order-1"));
         assert!(properties.get(prop::TIMER_DELIVER_MS).is_some());
+    }
+
+    #[test]
+    fn priority_goes_as_its_property() {
+        let mut urgent = message("T");
+        urgent.system_properties.as_mut().unwrap().priority = Some(7);
+        let request = send_request(&urgent, &target()).unwrap();
+        let header = SendMessageRequestHeader::from_ext(&request.ext_fields).unwrap();
+        let properties = Properties::decode_str(&header.properties.unwrap());
+        assert_eq!(properties.get(prop::PRIORITY), Some("7"));
+        urgent.system_properties.as_mut().unwrap().priority = Some(-1);
+        let refused = send_request(&urgent, &target()).unwrap_err();
+        assert_eq!(refused.code, Code::BadRequest as i32);
+        let mut spoofed = message("T");
+        spoofed
+            .user_properties
+            .insert(prop::PRIORITY.into(), "9".into());
+        let refused = send_request(&spoofed, &target()).unwrap_err();
+        assert_eq!(refused.code, Code::IllegalMessagePropertyKey as i32);
     }
 }

@@ -41,12 +41,14 @@ pub fn message_queues(
     queues
 }
 
-/// A topic without a message type attribute takes every kind.
-const ACCEPTED: [MessageType; 4] = [
+/// Every queue takes every kind (Java's proxy names only the topic's
+/// `message.type`, or the first four for a topic without one).
+const ACCEPTED: [MessageType; 5] = [
     MessageType::Normal,
     MessageType::Fifo,
     MessageType::Delay,
     MessageType::Transaction,
+    MessageType::Priority,
 ];
 
 fn permission(data: &QueueData, id: i32) -> Permission {

@@ -11,13 +11,28 @@ pub const NAMESRV_METRICS_PROM_PORT_DEFAULT: u16 = 5558;
 /// Most `metricsLabel` pairs (each is added to every series).
 pub const METRICS_LABELS_MAX: usize = 16;
 
+/// `metricGrpcExporterTimeOutInMills`'s default, as Java's.
+pub const GRPC_TIMEOUT_MS_DEFAULT: u64 = 3_000;
+/// `metricGrpcExporterIntervalInMills`'s default, as Java's.
+pub const GRPC_INTERVAL_MS_DEFAULT: u64 = 60_000;
+/// `metricLoggingExporterIntervalInMills`'s default, as Java's.
+pub const LOG_INTERVAL_MS_DEFAULT: u64 = 10_000;
+/// Shortest export interval taken (a smaller one is refused at start).
+pub const EXPORT_INTERVAL_MS_MIN: u64 = 100;
+/// Most `metricsGrpcExporterHeader` pairs.
+pub const GRPC_HEADERS_MAX: usize = 16;
+
 /// `metricsExporterType`: Java's DISABLE(0), OTLP_GRPC(1), PROM(2), LOG(3).
-/// Ferrocket serves PROM only; the other two are refused at start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MetricsExporter {
     #[default]
     Disable,
+    /// Pushes to an OpenTelemetry collector (`metricsGrpcExporterTarget`).
+    OtlpGrpc,
+    /// Serves `/metrics` for Prometheus.
     Prom,
+    /// Writes the metrics to the server's log.
+    Log,
 }
 
 impl MetricsExporter {
@@ -25,17 +40,26 @@ impl MetricsExporter {
     pub fn parse(text: &str) -> Result<Self, String> {
         match text.trim().to_ascii_uppercase().as_str() {
             "DISABLE" | "0" | "" => Ok(Self::Disable),
+            "OTLP_GRPC" | "1" => Ok(Self::OtlpGrpc),
             "PROM" | "2" => Ok(Self::Prom),
-            "OTLP_GRPC" | "1" | "LOG" | "3" => Err(format!(
-                "{text} is not supported by Ferrocket; use PROM (a Prometheus /metrics endpoint)"
-            )),
-            _ => Err("expected DISABLE, PROM, OTLP_GRPC or LOG".into()),
+            "LOG" | "3" => Ok(Self::Log),
+            _ => Err("expected DISABLE, OTLP_GRPC, PROM or LOG".into()),
+        }
+    }
+
+    /// Java's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Disable => "DISABLE",
+            Self::OtlpGrpc => "OTLP_GRPC",
+            Self::Prom => "PROM",
+            Self::Log => "LOG",
         }
     }
 }
 
-/// What `/metrics` serves and where.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// Which exporter runs, and its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricsConfig {
     /// `metricsExporterType`.
     pub exporter: MetricsExporter,
@@ -49,11 +73,85 @@ pub struct MetricsConfig {
     /// `metricsInDelta`: Java then labels every series
     /// `aggregation="delta"` (its Prometheus reader stays cumulative).
     pub in_delta: bool,
+    /// `metricsGrpcExporterTarget`: the collector, `http://host:port`.
+    pub grpc_target: String,
+    /// `metricsGrpcExporterHeader` (`k1:v1,k2:v2`): gRPC metadata sent
+    /// with every export.
+    pub grpc_headers: Vec<(String, String)>,
+    /// `metricGrpcExporterTimeOutInMills`: one export's deadline.
+    pub grpc_timeout_ms: u64,
+    /// `metricGrpcExporterIntervalInMills`: time between exports.
+    pub grpc_interval_ms: u64,
+    /// `metricLoggingExporterIntervalInMills`: time between `LOG` writes.
+    pub log_interval_ms: u64,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self {
+            exporter: MetricsExporter::Disable,
+            prom_host: String::new(),
+            prom_port: None,
+            labels: Vec::new(),
+            in_delta: false,
+            grpc_target: String::new(),
+            grpc_headers: Vec::new(),
+            grpc_timeout_ms: GRPC_TIMEOUT_MS_DEFAULT,
+            grpc_interval_ms: GRPC_INTERVAL_MS_DEFAULT,
+            log_interval_ms: LOG_INTERVAL_MS_DEFAULT,
+        }
+    }
 }
 
 impl MetricsConfig {
+    /// Whether `/metrics` is served (`PROM`).
     pub fn enabled(&self) -> bool {
         self.exporter == MetricsExporter::Prom
+    }
+
+    /// Rejects an exporter the server could not run: `OTLP_GRPC` without a
+    /// plain-HTTP target (Java logs an error and exports nothing), or an
+    /// interval or timeout too small to be meant.
+    pub fn validate(&self) -> Result<(), String> {
+        match self.exporter {
+            MetricsExporter::OtlpGrpc => {
+                check_target(&self.grpc_target)?;
+                if self.grpc_timeout_ms == 0 {
+                    return Err("metricGrpcExporterTimeOutInMills must be positive".into());
+                }
+                check_interval("metricGrpcExporterIntervalInMills", self.grpc_interval_ms)
+            }
+            MetricsExporter::Log => {
+                check_interval("metricLoggingExporterIntervalInMills", self.log_interval_ms)
+            }
+            MetricsExporter::Disable | MetricsExporter::Prom => Ok(()),
+        }
+    }
+
+    /// Parses `metricsGrpcExporterHeader`: comma-separated `key:value`
+    /// pairs (gRPC metadata; the key is lower-cased on the wire).
+    pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
+        let mut headers = Vec::new();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((key, value)) = pair.split_once(':') else {
+                return Err(format!("`{pair}` is not key:value"));
+            };
+            let key = key.trim();
+            let key_ok = !key.is_empty()
+                && (key.bytes()).all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+            if !key_ok || key.ends_with("-bin") {
+                return Err(format!("`{key}` is not an ASCII gRPC metadata key"));
+            }
+            let value = value.trim();
+            if !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+                return Err(format!("the value of `{key}` is not printable ASCII"));
+            }
+            headers.push((key.to_ascii_lowercase(), value.to_string()));
+        }
+        if headers.len() > GRPC_HEADERS_MAX {
+            return Err(format!("at most {GRPC_HEADERS_MAX} headers"));
+        }
+        Ok(headers)
     }
 
     /// Where `/metrics` listens: the host as Java picks it (the set host,
@@ -104,6 +202,37 @@ impl MetricsConfig {
     }
 }
 
+fn check_target(target: &str) -> Result<(), String> {
+    let target = target.trim();
+    if target.is_empty() {
+        return Err(
+            "metricsExporterType=OTLP_GRPC needs metricsGrpcExporterTarget \
+                    (http://HOST:PORT of an OpenTelemetry collector)"
+                .into(),
+        );
+    }
+    let Some(rest) = target.strip_prefix("http://") else {
+        return Err(format!(
+            "metricsGrpcExporterTarget `{target}`: Ferrocket exports over plain HTTP/2 only; \
+             write http://HOST:PORT (TLS to the collector is not supported)"
+        ));
+    };
+    let authority = rest.trim_end_matches('/');
+    if authority.is_empty() || authority.contains(['/', ' ', '?', '#']) {
+        return Err(format!(
+            "metricsGrpcExporterTarget `{target}` is not http://HOST:PORT"
+        ));
+    }
+    Ok(())
+}
+
+fn check_interval(key: &str, ms: u64) -> Result<(), String> {
+    if ms < EXPORT_INTERVAL_MS_MIN {
+        return Err(format!("{key} {ms} is below {EXPORT_INTERVAL_MS_MIN} ms"));
+    }
+    Ok(())
+}
+
 /// Labels the servers set on their series, which `metricsLabel` may not.
 const RESERVED_LABELS: &[&str] = &[
     "cluster",
@@ -138,10 +267,40 @@ mod tests {
             MetricsExporter::parse("disable"),
             Ok(MetricsExporter::Disable)
         );
-        assert!(MetricsExporter::parse("OTLP_GRPC")
-            .unwrap_err()
-            .contains("use PROM"));
+        assert_eq!(
+            MetricsExporter::parse("OTLP_GRPC"),
+            Ok(MetricsExporter::OtlpGrpc)
+        );
+        assert_eq!(MetricsExporter::parse("3"), Ok(MetricsExporter::Log));
         assert!(MetricsExporter::parse("nope").is_err());
+    }
+
+    #[test]
+    fn otlp_needs_a_plain_http_target() {
+        let mut config = MetricsConfig {
+            exporter: MetricsExporter::OtlpGrpc,
+            ..MetricsConfig::default()
+        };
+        assert!(config.validate().unwrap_err().contains("needs"));
+        config.grpc_target = "collector:4317".into();
+        assert!(config.validate().unwrap_err().contains("plain HTTP/2"));
+        config.grpc_target = "http://collector:4317".into();
+        assert_eq!(config.validate(), Ok(()));
+        config.grpc_interval_ms = 10;
+        assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn headers_are_checked() {
+        assert_eq!(
+            MetricsConfig::parse_headers("Authorization:Bearer x, team : a").unwrap(),
+            vec![
+                ("authorization".into(), "Bearer x".into()),
+                ("team".into(), "a".into())
+            ]
+        );
+        assert!(MetricsConfig::parse_headers("novalue").is_err());
+        assert!(MetricsConfig::parse_headers("bad key:v").is_err());
     }
 
     #[test]

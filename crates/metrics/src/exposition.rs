@@ -13,6 +13,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 pub use prometheus_client::registry::Unit;
 
+use crate::family::{Data, Family, FullLabels};
 use crate::histogram::Histogram;
 
 /// The exposition's content type.
@@ -43,6 +44,19 @@ pub fn render<T: fmt::Debug + Send + Sync + 'static>(
     out
 }
 
+/// The same families as plain data (for the push exporters): what
+/// [`render`] would write, every series with `common` labels first.
+pub fn collect<T>(data: &T, common: &[(String, String)], write: WriteFamilies<T>) -> Vec<Family> {
+    let mut families = Vec::new();
+    let mut writer = Writer {
+        sink: Sink::Collect(&mut families),
+        common,
+    };
+    // Collecting into a Vec cannot fail.
+    write(&mut writer, data).expect("collecting families");
+    families
+}
+
 struct Families<T> {
     data: T,
     common: Vec<(String, String)>,
@@ -60,37 +74,72 @@ impl<T: fmt::Debug> fmt::Debug for Families<T> {
 impl<T: fmt::Debug + Send + Sync + 'static> Collector for Families<T> {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let mut writer = Writer {
-            encoder: &mut encoder,
+            sink: Sink::Prom(&mut encoder),
             common: &self.common,
         };
         (self.write)(&mut writer, &self.data)
     }
 }
 
-/// Writes families with the common labels on every series.
+/// Writes families with the common labels on every series: encoded for
+/// `/metrics`, or collected as [`Family`] data for the push exporters.
 pub struct Writer<'a, 'b> {
-    encoder: &'a mut DescriptorEncoder<'b>,
+    sink: Sink<'a, 'b>,
     common: &'a [(String, String)],
 }
 
-impl Writer<'_, '_> {
-    /// The common labels, then the series' own, with values escaped (the
-    /// crate's text encoder writes them as given).
-    fn full(&self, labels: Labels) -> Vec<(String, String)> {
+enum Sink<'a, 'b> {
+    Prom(&'a mut DescriptorEncoder<'b>),
+    Collect(&'a mut Vec<Family>),
+}
+
+impl<'b> Writer<'_, 'b> {
+    /// The common labels, then the series' own; values escaped for the
+    /// text format (the crate's encoder writes them as given).
+    fn full(&self, labels: Labels) -> FullLabels {
+        let escaped = matches!(self.sink, Sink::Prom(_));
+        let value = |v: &str| if escaped { escape(v) } else { v.to_string() };
         // A series' own label wins over a common one of the same name: a
         // label twice would make Prometheus refuse the whole scrape.
-        let mut all: Vec<(String, String)> = (self.common.iter())
+        let mut all: FullLabels = (self.common.iter())
             .filter(|(k, _)| !labels.iter().any(|(own, _)| own == k))
-            .map(|(k, v)| (k.clone(), escape(v)))
+            .map(|(k, v)| (k.clone(), value(v)))
             .collect();
-        all.extend(labels.into_iter().map(|(k, v)| (k.to_string(), escape(&v))));
+        all.extend(labels.into_iter().map(|(k, v)| (k.to_string(), value(&v))));
         all
+    }
+
+    fn collecting(&self) -> bool {
+        matches!(self.sink, Sink::Collect(_))
+    }
+
+    /// Keeps the family (when collecting).
+    fn push(&mut self, name: &str, help: &str, unit: Option<Unit>, data: Data) -> fmt::Result {
+        if let Sink::Collect(families) = &mut self.sink {
+            families.push(Family {
+                name: name.to_string(),
+                help: help.to_string(),
+                unit,
+                data,
+            });
+        }
+        Ok(())
+    }
+
+    fn encoder(&mut self) -> &mut DescriptorEncoder<'b> {
+        match &mut self.sink {
+            Sink::Prom(encoder) => encoder,
+            Sink::Collect(_) => unreachable!("collected families are never encoded"),
+        }
     }
 
     pub fn counter(&mut self, name: &str, help: &str, series: Vec<(Labels, u64)>) -> fmt::Result {
         let full: Vec<_> = series.into_iter().map(|(l, v)| (self.full(l), v)).collect();
+        if self.collecting() {
+            return self.push(name, help, None, Data::Counter(full));
+        }
         let mut metric = self
-            .encoder
+            .encoder()
             .encode_descriptor(name, help, None, MetricType::Counter)?;
         for (labels, value) in &full {
             let mut family = metric.encode_family(labels)?;
@@ -107,8 +156,11 @@ impl Writer<'_, '_> {
         series: Vec<(Labels, i64)>,
     ) -> fmt::Result {
         let full: Vec<_> = series.into_iter().map(|(l, v)| (self.full(l), v)).collect();
+        if self.collecting() {
+            return self.push(name, help, unit, Data::Gauge(full));
+        }
         let mut metric =
-            self.encoder
+            self.encoder()
                 .encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
         for (labels, value) in &full {
             metric.encode_family(labels)?.encode_gauge(value)?;
@@ -125,8 +177,20 @@ impl Writer<'_, '_> {
         series: Vec<(Labels, Histogram)>,
     ) -> fmt::Result {
         let full: Vec<_> = series.into_iter().map(|(l, h)| (self.full(l), h)).collect();
+        if self.collecting() {
+            let bounds = bounds.to_vec();
+            return self.push(
+                name,
+                help,
+                unit,
+                Data::Histogram {
+                    bounds,
+                    series: full,
+                },
+            );
+        }
         let mut metric =
-            self.encoder
+            self.encoder()
                 .encode_descriptor(name, help, unit.as_ref(), MetricType::Histogram)?;
         for (labels, histogram) in &full {
             let buckets = histogram.buckets(bounds);
@@ -181,5 +245,21 @@ mod tests {
         );
         assert!(text.contains(r#"demo_size_bytes{env="x\ny"} 7"#), "{text}");
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn collected_families_carry_names_and_unescaped_labels() {
+        let families = collect(&3u64, &[("env".into(), "x\ny".into())], write);
+        assert_eq!(families.len(), 2);
+        assert_eq!(families[0].name, "demo_requests");
+        let Data::Counter(series) = &families[0].data else {
+            panic!("a counter: {families:?}");
+        };
+        let labels = vec![
+            ("env".into(), "x\ny".into()),
+            ("path".into(), "/a\"b".into()),
+        ];
+        assert_eq!(series, &vec![(labels, 3)]);
+        assert_eq!(crate::family::unit_name(families[1].unit.as_ref()), "bytes");
     }
 }

@@ -1,12 +1,17 @@
-//! Ferrocket's Prometheus side, shared by the broker and the name server:
+//! Ferrocket's metrics side, shared by the broker and the name server:
 //! fixed-bucket histograms ([`histogram`]), OpenMetrics text with
 //! RocketMQ 5's naming ([`exposition`]), the request-latency family
-//! ([`rpc`]) and the `/metrics` endpoint on a glommio executor ([`http`]).
-//! Counting stays with each server (per-shard cells, summed on scrape);
-//! this crate only writes and serves what they gathered.
+//! ([`rpc`]), the `/metrics` endpoint on a glommio executor ([`http`]),
+//! and the same families pushed over OTLP or to the log ([`family`],
+//! [`otlp`], [`push`]). Counting stays with each server (per-shard cells,
+//! summed on scrape); this crate only writes, serves and sends what they
+//! gathered.
 
 pub mod config;
 pub mod exposition;
+pub mod family;
 pub mod histogram;
 pub mod http;
+pub mod otlp;
+pub mod push;
 pub mod rpc;

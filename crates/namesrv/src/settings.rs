@@ -92,7 +92,7 @@ pub fn show(config: &NamesrvConfig, live: LiveSettings) -> String {
         ("rocketmqHome", path_text(&config.rocketmq_home())),
         (
             "metricsExporterType",
-            format!("{:?}", config.metrics.exporter).to_uppercase(),
+            config.metrics.exporter.name().to_string(),
         ),
         ("configBlackList", BLACK_LIST.join(";")),
     ];

@@ -15,6 +15,8 @@ use crate::json_file::write_atomic;
 const MAGIC: u32 = 0x4652_434B; // "FRCK"
 const VERSION: u32 = 1;
 const FILE_BYTES: usize = 44;
+// Magic, version, four i64 offsets and times, then the CRC of all before it.
+const _: () = assert!(FILE_BYTES == 4 + 4 + 4 * size_of::<i64>() + size_of::<u32>());
 
 /// Recovery's starting facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -26,6 +26,14 @@ pub const CQ_FLUSH_INTERVAL_MS_DEFAULT: u64 = 1_000;
 /// Default bytes of recently written CommitLog kept in memory in Direct mode.
 pub const HOT_TAIL_BYTES_DEFAULT: usize = 64 << 20;
 
+// Segments are whole pages (O_DIRECT writes and mmaps need it), and one
+// appender write or the Direct mode's hot tail fits in a default segment.
+const _: () = assert!(SEGMENT_BYTES_MIN % 4096 == 0);
+const _: () = assert!(SEGMENT_BYTES_DEFAULT % SEGMENT_BYTES_MIN == 0);
+const _: () = assert!(BATCH_BYTES_MAX_DEFAULT as u64 <= SEGMENT_BYTES_DEFAULT);
+const _: () = assert!(HOT_TAIL_BYTES_DEFAULT as u64 <= SEGMENT_BYTES_DEFAULT);
+const _: () = assert!(RING_CAPACITY_DEFAULT > 0 && CQ_ENTRIES_PER_FILE_DEFAULT > 0);
+
 /// How the appender writes CommitLog segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {

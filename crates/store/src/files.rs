@@ -193,6 +193,7 @@ pub(crate) fn advise_tail<T>(files: &[T], map_of: impl Fn(&T) -> (&memmap2::Mmap
 /// Bytes allocated at a time ahead of a mapped file's writes (see
 /// [`AllocatedPrefix`]): one `fallocate` per this many bytes written.
 pub(crate) const ALLOCATION_CHUNK_BYTES: u64 = 256 << 10;
+const _: () = assert!(ALLOCATION_CHUNK_BYTES % 4096 == 0);
 
 /// How much of a mapped, sparsely created file has real blocks, counted from
 /// its start; writes ask [`AllocatedPrefix::cover`] before they store.

@@ -400,6 +400,7 @@ impl BrokerConfig {
             .validate()
             .map_err(BrokerError::Config)?;
         store_paths::check(self).map_err(BrokerError::Config)?;
+        self.metrics.validate().map_err(BrokerError::Config)?;
         if self.broker_name.trim().is_empty() {
             return bad("brokerName is empty".into());
         }

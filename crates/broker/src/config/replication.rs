@@ -92,6 +92,11 @@ pub struct ReplicationConfig {
     /// `accessMessageInMemoryMaxRatio`: a pull this far (percent of
     /// physical memory) behind the CommitLog's end is "slow".
     pub access_message_in_memory_max_ratio: u8,
+    /// `haTlsEnable` (Ferrocket key): the HA stream over TLS.
+    pub ha_tls_enable: bool,
+    /// `haAuthSecret` (Ferrocket key): a slave must prove it knows this
+    /// before the master sends it anything; empty: no check, as in Java.
+    pub ha_auth_secret: String,
 }
 
 impl Default for ReplicationConfig {
@@ -111,6 +116,8 @@ impl Default for ReplicationConfig {
             ha_transfer_bytes_per_sec_max: HA_TRANSFER_BYTES_PER_SEC_MAX_DEFAULT,
             slave_read_enable: false,
             access_message_in_memory_max_ratio: ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO_DEFAULT,
+            ha_tls_enable: false,
+            ha_auth_secret: String::new(),
         }
     }
 }

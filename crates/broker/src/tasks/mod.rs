@@ -7,6 +7,7 @@ pub(crate) mod control_plane;
 pub(crate) mod ha;
 pub(crate) mod index_feed;
 pub(crate) mod metrics_http;
+pub(crate) mod metrics_push;
 pub(crate) mod namesrv_register;
 pub(crate) mod placed;
 pub(crate) mod pop_revive;
@@ -41,6 +42,10 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
                 "metrics endpoint",
                 metrics_http::accept_loop(shard.clone(), listener),
             );
+        }
+        if let Some(pusher) = metrics_push::start(shard)? {
+            let push = metrics_push::push_loop(shard.clone(), pusher);
+            shard.tasks.spawn("metrics export", push);
         }
     }
     Ok(())

@@ -49,6 +49,12 @@ pub(crate) fn refusal(
     Some(Reject::new(response_code::NO_PERMISSION, denied.0).to_response(request))
 }
 
+/// Whether either ACL is on, so that a handler whose request names an
+/// offset must read the record it reaches before acting on it.
+pub(crate) fn stored_checks_on(shard: &Shard) -> bool {
+    shard.env.acl.is_some() || shard.env.config.auth.authorization_enabled
+}
+
 /// After a handler has read a stored message of `topic` for `request` (a
 /// request that names an offset or id, see `ferrocket_acl::stored`):
 /// refused unless the caller may have it, in the words of the ACL that

@@ -11,11 +11,11 @@ use std::time::Duration;
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::message_id::decode_offset_msg_id;
 use ferrocket_protocol::RemotingCommand;
-use ferrocket_runtime::server::{shard_of_conn_id, ConnectionError};
+use ferrocket_runtime::server::{shard_of_conn_id, Connection, ConnectionError};
 use ferrocket_runtime::shard::ShardCall;
 
 use crate::error::Reject;
-use crate::services::records::read_record;
+use crate::services::records::{read_record, view};
 use crate::shard::clients::conn_infos;
 use crate::shard::Shard;
 
@@ -40,6 +40,7 @@ pub(crate) async fn consumer_running_info(
 /// consumes it and says how that went.
 pub(crate) async fn consume_message_directly(
     shard: &Rc<Shard>,
+    conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let msg_id = request.ext_fields.required("msgId")?;
@@ -52,6 +53,7 @@ pub(crate) async fn consume_message_directly(
     let offset = id.commit_log_offset;
     let record = read_record(&shard.store, offset)
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
+    super::acl::check_stored(shard, conn, request, view(&record)?.topic)?;
     let mut forwarded = RemotingCommand::request(request_code::CONSUME_MESSAGE_DIRECTLY);
     forwarded.ext_fields = request.ext_fields.clone();
     forwarded

@@ -98,7 +98,7 @@ async fn dispatch_other(
         VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, conn, request),
         SEARCH_OFFSET_BY_TIMESTAMP => query::queue_time_request(shard, request, true).await,
         GET_EARLIEST_MSG_STORETIME => query::queue_time_request(shard, request, false).await,
-        END_TRANSACTION => transaction::end_transaction(shard, request).await,
+        END_TRANSACTION => transaction::end_transaction(shard, conn, request).await,
         RECALL_MESSAGE => recall::recall_message(shard, conn, request).await,
         SEND_REPLY_MESSAGE | SEND_REPLY_MESSAGE_V2 => reply::send_reply(shard, conn, request).await,
         CONSUMER_SEND_MSG_BACK => retry::send_msg_back(shard, conn, request).await,
@@ -106,7 +106,9 @@ async fn dispatch_other(
         UNLOCK_BATCH_MQ => locks::unlock_batch(shard, request).await,
         GET_CONSUMER_CONNECTION_LIST => consumer_admin::consumer_connections(shard, request).await,
         GET_CONSUMER_RUNNING_INFO => consumer_calls::consumer_running_info(shard, request).await,
-        CONSUME_MESSAGE_DIRECTLY => consumer_calls::consume_message_directly(shard, request).await,
+        CONSUME_MESSAGE_DIRECTLY => {
+            consumer_calls::consume_message_directly(shard, conn, request).await
+        }
         GET_ALL_CONSUMER_OFFSET => consumer_admin::all_consumer_offsets(shard, request).await,
         GET_CONSUME_STATS => consumer_admin::consume_stats(shard, request).await,
         GET_TOPIC_STATS_INFO => topic_stats::topic_stats(shard, request).await,

@@ -16,6 +16,7 @@ use ferrocket_runtime::shard::ShardCall;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::delay_levels::DelayOffsetFile;
+use crate::services::topic_attributes;
 use crate::services::topics::{is_system_topic, TopicChange};
 use crate::shard::{stats, Shard};
 
@@ -51,6 +52,11 @@ pub(crate) async fn update_and_create_topic(
     }
     topic.topic_sys_flag = header.topic_sys_flag.unwrap_or(0);
     topic.order = header.order;
+    let current = shard
+        .with_topic(&header.topic, |t| t.attributes.clone())
+        .unwrap_or_default();
+    let modification = header.attributes.as_deref().unwrap_or("");
+    topic.attributes = topic_attributes::alter(&current, modification).map_err(Reject::system)?;
     shard.change_topic(TopicChange::Upsert(topic)).await?;
     Ok(ok(request))
 }

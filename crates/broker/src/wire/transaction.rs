@@ -3,17 +3,21 @@
 //! message once (`shard::transactions`).
 
 use crate::error::Reject;
+use crate::services::records::{read_record, view};
 use crate::services::topics::txn_shard;
 use crate::shard::transactions::EndTxnRequest;
 use crate::shard::Shard;
 use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::properties::REAL_TOPIC;
 use ferrocket_protocol::record::sys_flag;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_runtime::server::Connection;
 use std::rc::Rc;
 
 /// END_TRANSACTION on the receiving shard.
 pub(crate) async fn end_transaction(
     shard: &Rc<Shard>,
+    conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let fields = &request.ext_fields;
@@ -40,6 +44,7 @@ pub(crate) async fn end_transaction(
             None,
         ));
     }
+    check_half_topic(shard, conn, request, end.commit_log_offset)?;
     let target = txn_shard(shard.count);
     shard.call(target, end).await??;
     Ok(RemotingCommand::response_to(
@@ -47,4 +52,26 @@ pub(crate) async fn end_transaction(
         response_code::SUCCESS,
         None,
     ))
+}
+
+/// With an ACL on, the caller must have PUB on the topic the half message
+/// at `offset` would be committed to (`ferrocket_acl::stored`): the
+/// request names only an offset. A missing record is the transaction
+/// shard's answer to give.
+fn check_half_topic(
+    shard: &Shard,
+    conn: &Connection,
+    request: &RemotingCommand,
+    offset: i64,
+) -> Result<(), Reject> {
+    if !super::acl::stored_checks_on(shard) {
+        return Ok(());
+    }
+    let Some(record) = read_record(&shard.store, offset) else {
+        return Ok(());
+    };
+    let view = view(&record)?;
+    let properties = view.properties();
+    let topic = properties.get(REAL_TOPIC).unwrap_or(view.topic);
+    super::acl::check_stored(shard, conn, request, topic)
 }

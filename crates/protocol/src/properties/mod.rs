@@ -112,6 +112,8 @@ pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
 pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
 /// `PROPERTY_TRACE_CONTEXT`.
 pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+/// Priority of a message (RocketMQ 5.4, `PROPERTY_PRIORITY`): a number >= 0.
+pub const PRIORITY: &str = "_SYS_MSG_PRIORITY_";
 /// Timer message: delay in seconds (`PROPERTY_TIMER_DELAY_SEC`).
 pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
 /// Timer message: absolute delivery time in ms (`PROPERTY_TIMER_DELIVER_MS`).

@@ -54,6 +54,27 @@ pub const TOPIC_BYTES_MAX_V1: usize = i8::MAX as usize;
 /// Longest topic a v2 record holds.
 pub const TOPIC_BYTES_MAX_V2: usize = i16::MAX as usize;
 
+// The fixed part of a record, field after field (`CommitLog`'s layout):
+// total size and magic, body CRC, queue id and flag (i32 each), queue and
+// CommitLog offsets (i64), sysFlag (i32), born time (i64), then the born
+// host; with IPv4 hosts and an empty body, topic and properties the record
+// ends 91 bytes in: born host (8), store time (8), store host (8),
+// reconsume times (4), prepared-transaction offset (8), body, topic and
+// properties lengths (4, 1, 2).
+const _: () = assert!(MAGIC_POS == 4 && BODY_CRC_POS == MAGIC_POS + 4);
+const _: () = assert!(QUEUE_ID_POS == BODY_CRC_POS + 4 && FLAG_POS == QUEUE_ID_POS + 4);
+const _: () =
+    assert!(QUEUE_OFFSET_POS == FLAG_POS + 4 && PHYSICAL_OFFSET_POS == QUEUE_OFFSET_POS + 8);
+const _: () =
+    assert!(SYS_FLAG_POS == PHYSICAL_OFFSET_POS + 8 && BORN_TIMESTAMP_POS == SYS_FLAG_POS + 4);
+const _: () = assert!(BORN_HOST_POS == BORN_TIMESTAMP_POS + 8);
+const _: () = assert!(RECORD_BYTES_MIN == BORN_HOST_POS + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2);
+// A topic name the broker accepts fits a V1 record's one-byte length, and
+// a default-sized body fits a frame.
+const _: () = assert!(crate::limits::TOPIC_NAME_BYTES_MAX <= TOPIC_BYTES_MAX_V1);
+const _: () =
+    assert!(crate::limits::MESSAGE_BODY_BYTES_MAX_DEFAULT < crate::limits::FRAME_BYTES_MAX);
+
 /// Bits of a record's `sysFlag` (Java `MessageSysFlag`).
 pub mod sys_flag {
     pub const COMPRESSED: i32 = 0x1;

@@ -3,6 +3,7 @@
 
 /// Bytes of one entry (`CQ_STORE_UNIT_SIZE`).
 pub const CQ_ENTRY_BYTES: usize = 20;
+const _: () = assert!(CQ_ENTRY_BYTES == size_of::<i64>() + size_of::<i32>() + size_of::<i64>());
 /// Tags code of a lost entry (see [`CqEntry::lost`]).
 pub const LOST_TAGS_CODE: i64 = i64::MIN;
 

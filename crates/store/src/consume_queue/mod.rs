@@ -267,6 +267,7 @@ impl ConsumeQueue {
         file.dirty = true;
         // Dense: the checks above allow only the next offset.
         self.max_offset.set(queue_offset + 1);
+        assert!(self.min_offset() <= queue_offset, "floor past an append");
         Ok(())
     }
 
@@ -276,6 +277,7 @@ impl ConsumeQueue {
     /// max offset when none is). Returns how many files went.
     pub(crate) fn delete_below(&self, commitlog_min: i64) -> Result<usize, StoreError> {
         let per_file = self.entries_per_file as i64;
+        let max_before = self.max_offset();
         let mut deleted = 0;
         loop {
             let mut files = self.files.borrow_mut();
@@ -294,6 +296,12 @@ impl ConsumeQueue {
             deleted += 1;
         }
         self.correct_min(commitlog_min);
+        assert_eq!(
+            self.max_offset(),
+            max_before,
+            "retention moved a queue's end"
+        );
+        assert!(self.min_offset() <= self.max_offset(), "floor past the end");
         Ok(deleted)
     }
 

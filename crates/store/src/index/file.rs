@@ -40,6 +40,14 @@ const BEGIN_PHY_AT: usize = 16;
 const END_PHY_AT: usize = 24;
 const USED_SLOTS_AT: usize = 32;
 const INDEX_COUNT_AT: usize = 36;
+// Java's IndexHeader: four i64s, then two i32s; a slot is an i32; an
+// entry is the key hash (i32), the CommitLog offset (i64), the time
+// difference in seconds (i32) and the previous entry (i32).
+const _: () = assert!(END_TS_AT == BEGIN_TS_AT + 8 && BEGIN_PHY_AT == END_TS_AT + 8);
+const _: () = assert!(END_PHY_AT == BEGIN_PHY_AT + 8 && USED_SLOTS_AT == END_PHY_AT + 8);
+const _: () = assert!(INDEX_COUNT_AT == USED_SLOTS_AT + 4 && HEADER_BYTES == INDEX_COUNT_AT + 4);
+const _: () = assert!(SLOT_BYTES == size_of::<i32>());
+const _: () = assert!(ENTRY_BYTES == 3 * size_of::<i32>() + size_of::<i64>());
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Header {

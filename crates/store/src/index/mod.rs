@@ -52,6 +52,13 @@ pub const QUERY_COUNT_MAX_DEFAULT: usize = 64;
 pub const KEYS_PER_MESSAGE_MAX_DEFAULT: usize = 64;
 /// Largest index file accepted.
 pub const FILE_BYTES_MAX: u64 = 4 << 30;
+// A file of the default shape stays under the limit.
+const _: () = assert!(
+    file::HEADER_BYTES as u64
+        + HASH_SLOTS_DEFAULT as u64 * file::SLOT_BYTES as u64
+        + ENTRIES_PER_FILE_DEFAULT as u64 * file::ENTRY_BYTES as u64
+        <= FILE_BYTES_MAX
+);
 /// Tries to find an unused file name when rolling.
 const NAME_TRIES_MAX: i64 = 1000;
 

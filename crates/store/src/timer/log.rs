@@ -24,6 +24,8 @@ use crate::files::{self, list_offset_files, offset_file_name, AllocatedPrefix};
 
 /// Bytes of one record.
 pub const RECORD_BYTES: usize = 32;
+// CRC (u32), kind or size (i32), then three i64s.
+const _: () = assert!(RECORD_BYTES == size_of::<u32>() + size_of::<i32>() + 3 * size_of::<i64>());
 const KIND_DONE: i32 = -1;
 const KIND_HANDOUT: i32 = -2;
 const KIND_TRUNCATE: i32 = -3;

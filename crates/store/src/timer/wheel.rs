@@ -15,6 +15,7 @@ use super::error::TimerError;
 use crate::error::IoContext;
 
 const SLOT_BYTES: usize = 16;
+const _: () = assert!(SLOT_BYTES == 2 * size_of::<i64>());
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Slot {

@@ -9,6 +9,7 @@
 use std::fmt;
 
 use ferrocket_metrics::exposition::{self, milliseconds, Labels, Unit, Writer};
+use ferrocket_metrics::family::Family;
 use ferrocket_metrics::histogram::{FINISH_LATENCY_S_BOUNDS, MESSAGE_SIZE_BOUNDS};
 
 use super::gauges::Scrape;
@@ -19,6 +20,11 @@ use super::labels::{bool_label, system_group, system_topic};
 pub(crate) fn render(scrape: Scrape) -> String {
     let common = scrape.common_labels.clone();
     exposition::render(scrape, common, write_families)
+}
+
+/// The same families as data, for the OTLP and LOG exporters.
+pub(crate) fn families(scrape: &Scrape) -> Vec<Family> {
+    exposition::collect(scrape, &scrape.common_labels, write_families)
 }
 
 fn write_families(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {

@@ -21,6 +21,11 @@ use crate::shard::Shard;
 /// Binds the HA listener (shard 0 of a master); a busy port fails the start.
 pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
     let config = shard.config();
+    if config.replication.ha_tls_enable && shard.env.tls.is_none() {
+        return Err(BrokerError::Config(
+            "haTlsEnable needs TLS on the broker: tls.server.mode permissive or enforcing".into(),
+        ));
+    }
     let port = config.replication.ha_port(shard.env.listen.port())?;
     let addr = SocketAddr::new(config.listen_addr, port);
     let listener =
@@ -76,9 +81,15 @@ async fn serve_slave(shard: Rc<Shard>, stream: TcpStream) {
     let Ok(peer) = stream.peer_addr() else {
         return;
     };
+    let stream = match super::secure::accept(&shard, stream).await {
+        Ok(stream) => HaStream::new(stream),
+        Err(e) => {
+            tracing::warn!(slave = %peer, "HA link refused: {e}");
+            return;
+        }
+    };
     let link = ha.add_link(peer);
     tracing::info!(slave = %peer, "slave connected to the HA port");
-    let stream = HaStream::new(stream);
     let work = async {
         if shard.config().controller_mode.enabled {
             return super::auto_master::serve(&shard, ha, &link, &stream).await;

@@ -8,8 +8,13 @@
 //!   master's bytes, cut them into whole records (`assemble`) and append
 //!   them at the master's offsets (`ShardStore::replicate`); reconnects
 //!   with back-off.
+//! - `auto_master` / `auto_slave` (controller mode): the same stream in
+//!   RocketMQ's AutoSwitch form, with a handshake, the epoch of each frame
+//!   and the confirm offset.
 //! - `gate` (controller mode): ConsumeQueue dispatch on every shard stops
 //!   at the confirm offset.
+//! - `secure`: the optional TLS and challenge of a new link
+//!   (`haTlsEnable`, `haAuthSecret`; Ferrocket keys).
 //! - `metadata`: a slave copies topics, groups, consumer and delay
 //!   offsets from the master's broker port (`SlaveSynchronize`).
 
@@ -19,6 +24,7 @@ pub(crate) mod auto_slave;
 pub(crate) mod gate;
 pub(crate) mod master;
 pub(crate) mod metadata;
+pub(crate) mod secure;
 pub(crate) mod slave;
 
 use std::cell::RefCell;
@@ -29,7 +35,6 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_lite::{future, AsyncRead, AsyncWrite};
-use glommio::net::TcpStream;
 
 use crate::clock::now_ms;
 use crate::services::replication::{count_in_second, SlaveLink};
@@ -41,13 +46,13 @@ pub const HA_CONNECT_TIMEOUT_MS: u64 = 3_000;
 /// One HA TCP stream, read by one task and written by another (each
 /// borrows it only inside a poll).
 pub(crate) struct HaStream {
-    stream: RefCell<TcpStream>,
+    stream: RefCell<secure::HaIo>,
 }
 
 impl HaStream {
-    pub fn new(stream: TcpStream) -> Rc<Self> {
-        // Frames are written whole; a heartbeat must not wait for more.
-        let _ = stream.set_nodelay(true);
+    /// A stream [`secure`] opened (with no delay set: frames are written
+    /// whole, and a heartbeat must not wait for more).
+    pub fn new(stream: secure::HaIo) -> Rc<Self> {
         Rc::new(Self {
             stream: RefCell::new(stream),
         })
@@ -78,6 +83,10 @@ impl HaStream {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             at += n;
+        }
+        if self.stream.borrow().is_tls() {
+            // TLS holds back the records of the last write until flushed.
+            poll_fn(|cx| Pin::new(&mut *self.stream.borrow_mut()).poll_flush(cx)).await?;
         }
         Ok(())
     }

@@ -104,9 +104,9 @@ async fn link(shard: &Rc<Shard>, addr: SocketAddr) -> io::Result<()> {
             .map_err(|e| io::Error::other(e.to_string()))
     })
     .await?;
+    let stream = HaStream::new(super::secure::connect(shard, stream, addr).await?);
     tracing::info!(master = %addr, end = shard.store.reader().written_offset(), "HA link to the master open");
     set_connected(shard, true);
-    let stream = HaStream::new(stream);
     let grew = Notify::default();
     let work = async {
         if shard.config().controller_mode.enabled {

@@ -4,7 +4,8 @@
 //! `ChangeInvisibleTimeProcessor`, `PeekMessageProcessor` and
 //! `NotificationProcessor` answer. Each queue's part runs on its
 //! owner shard (`shard::pop`); a pop of "any queue" walks the topic's
-//! queues from a rotating start, reads the group's pop retry topic first
+//! queues from a rotating start (a priority topic's from the highest
+//! down, `services::priority`), reads the group's pop retry topic first
 //! one time in five (Java's `popFromRetryProbability`), and with `pollTime`
 //! waits for messages: held on the owners of the queues it looks at until
 //! one arrives on any of them.
@@ -26,6 +27,7 @@ use crate::error::Reject;
 use crate::services::filter::TagFilter;
 use crate::services::pop::order::ORDER_REVIVE_QID;
 use crate::services::pop::POP_MESSAGES_MAX;
+use crate::services::priority;
 use crate::shard::pop::{pop_retry_topic, HoldQueues, PopQueue, Waiting};
 use crate::shard::Shard;
 
@@ -257,7 +259,8 @@ fn answer(
 }
 
 /// One look: the retry topic first one time in five, the topic's queues
-/// from a rotating start, the retry topic last otherwise.
+/// from a rotating start, the retry topic last otherwise; a priority
+/// topic's queues from the highest down, then the retry topic.
 async fn look_once(
     shard: &Rc<Shard>,
     header: &PopMessageRequestHeader,
@@ -269,7 +272,14 @@ async fn look_once(
     let retry = pop_retry_topic(&header.consumer_group, &header.topic);
     // Ordered pops never read the retry topic: messages come back in place.
     let has_retry = !header.order && shard.topic(&retry).is_some();
-    let retry_first = has_retry && shard.random_below(100) < POP_FROM_RETRY_PERCENT as i32;
+    // A priority pop reads the retry topic last (Java's
+    // `popFromRetryProbabilityForPriority`, 0).
+    let by_priority = !header.order
+        && shard
+            .with_topic(&header.topic, priority::is_priority_topic)
+            .unwrap_or(false);
+    let retry_first =
+        has_retry && !by_priority && shard.random_below(100) < POP_FROM_RETRY_PERCENT as i32;
     if retry_first {
         pop_from(shard, header, &retry, 0, filter, pop_time, &mut look).await?;
     }
@@ -277,9 +287,7 @@ async fn look_once(
         vec![header.queue_id]
     } else {
         let first = shard.random_below(read_queues.max(1));
-        (0..read_queues)
-            .map(|i| (first + i) % read_queues)
-            .collect()
+        priority::pop_order(read_queues, first, by_priority)
     };
     for queue_id in queues {
         pop_from(

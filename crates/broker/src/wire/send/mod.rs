@@ -26,6 +26,7 @@ use crate::error::Reject;
 use crate::services::append::{encode_into, tag_hash};
 use crate::services::delivery::{redirect_delayed, schedule_tags_code};
 use crate::services::metrics::MessageType;
+use crate::services::priority;
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
 use crate::services::{recall, routing};
 use crate::shard::replication::wait_store_ok;
@@ -207,11 +208,11 @@ pub(crate) async fn send_message(
     }
     check_body(shard, request.body.len())?;
     let topic = topic_for_send(shard, &header).await?;
-    let queue_id = choose_queue(shard, &header, &topic)?;
+    let mut queue_id = choose_queue(shard, &header, &topic)?;
     // One clock read per send: the unique key, routing and the stored
     // record agree on it.
     let now = now_ms();
-    let (place, mut props) = stored_properties(shard, &header, queue_id, now)?;
+    let (place, mut props) = stored_properties(shard, &header, (&mut queue_id, &topic), now)?;
     let levels = &shard.schedule.levels;
     if let Some(code) = schedule_tags_code(levels, place.topic, place.queue_id, now) {
         props.tags_code = code;
@@ -252,29 +253,37 @@ pub(crate) async fn send_message(
 
 /// Where a send is stored and its properties as stored: appended to in
 /// place for a plain send ([`plain::plain`]), otherwise decoded, given a
-/// unique key and the cluster, routed and encoded again.
+/// unique key and the cluster, routed and encoded again. A priority
+/// message takes the general path and moves to its priority's queue
+/// (`queue_id` is updated, as the send's answer names it).
 fn stored_properties<'a>(
     shard: &Shard,
     header: &SendMessageRequestView<'a>,
-    queue_id: i32,
+    (queue_id, topic): (&mut i32, &SendTopic),
     now: i64,
 ) -> Result<(Placement<'a>, SendProps), Reject> {
     let text = header.properties.unwrap_or("");
     let sys_flag = header.sys_flag.unwrap_or(0);
     let config = shard.config();
     let stamp = stamp(&config);
-    if let Some(props) = plain::plain(text, sys_flag, &stamp, || shard.next_unique_key(now)) {
+    let prioritized = text.contains(properties::PRIORITY);
+    let plain = (!prioritized)
+        .then(|| plain::plain(text, sys_flag, &stamp, || shard.next_unique_key(now)))
+        .flatten();
+    if let Some(props) = plain {
         let topic = header.topic;
         return Ok((
             Placement {
                 topic,
-                queue_id,
+                queue_id: *queue_id,
                 sys_flag,
             },
             props,
         ));
     }
     let mut props = Properties::decode_str(text);
+    *queue_id = priority::send_queue(&mut props, *queue_id, topic.write_queue_nums);
+    let queue_id = *queue_id;
     if !matches!(props.unique_key(), Some(key) if !key.is_empty()) {
         props.insert(properties::UNIQ_KEY, shard.next_unique_key(now));
     }

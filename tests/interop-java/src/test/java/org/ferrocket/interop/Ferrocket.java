@@ -250,9 +250,19 @@ public final class Ferrocket implements AutoCloseable {
      * the broker call (`--tls`, `--access-key K --secret-key S`).
      */
     public String createTopic(String topic, int queues, String... adminOptions) throws Exception {
-        List<String> args = new ArrayList<>(List.of(adminOptions));
+        return createTopic(topic, queues, List.of(adminOptions), List.of());
+    }
+
+    /**
+     * {@link #createTopic(String, int, String...)} with options of `topic
+     * create` itself (`--attributes +message.type=PRIORITY`).
+     */
+    public String createTopic(String topic, int queues, List<String> adminOptions, List<String> topicOptions)
+        throws Exception {
+        List<String> args = new ArrayList<>(adminOptions);
         args.addAll(List.of("topic", "create", "--topic", topic, "--broker-addr", brokerAddr(),
             "-r", Integer.toString(queues), "-w", Integer.toString(queues)));
+        args.addAll(topicOptions);
         admin(true, args.toArray(new String[0]));
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (true) {

@@ -1,0 +1,96 @@
+//! A topic's attributes as UPDATE_AND_CREATE_TOPIC changes them (Java's
+//! `AttributeParser.parseToMap` and `AttributeUtil.alterCurrentAttributes`):
+//! the request's `attributes` is `+key=value` (set) and `-key` (remove)
+//! entries joined by commas; keys are stored without their sign. The
+//! `message.type` attribute must name one of Java's `TopicMessageType`s;
+//! other keys are kept as given (Ferrocket acts only on `message.type`).
+
+use std::collections::BTreeMap;
+
+use crate::services::priority::MESSAGE_TYPE_ATTRIBUTE;
+
+/// Java's `TopicMessageType` values.
+const MESSAGE_TYPES: [&str; 8] = [
+    "UNSPECIFIED",
+    "NORMAL",
+    "FIFO",
+    "DELAY",
+    "TRANSACTION",
+    "PRIORITY",
+    "LITE",
+    "MIXED",
+];
+
+/// `current` changed by `modification`; an error names what is wrong.
+pub fn alter(
+    current: &BTreeMap<String, String>,
+    modification: &str,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut altered = current.clone();
+    if modification.trim().is_empty() {
+        return Ok(altered);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in modification.split(',') {
+        let (key, value) = match entry.split_once('=') {
+            Some((key, value)) => (key.strip_prefix('+'), Some(value)),
+            None => (entry.strip_prefix('-'), None),
+        };
+        let Some(key) = key.filter(|k| !k.is_empty()) else {
+            return Err(format!("attribute format is wrong: `{entry}`"));
+        };
+        if !seen.insert(key) {
+            return Err(format!("key duplication: {key}"));
+        }
+        match value {
+            Some(value) => {
+                check(key, value)?;
+                altered.insert(key.to_string(), value.to_string());
+            }
+            None => {
+                altered.remove(key);
+            }
+        }
+    }
+    Ok(altered)
+}
+
+fn check(key: &str, value: &str) -> Result<(), String> {
+    if key == MESSAGE_TYPE_ATTRIBUTE && !MESSAGE_TYPES.contains(&value) {
+        return Err(format!(
+            "value is not in set: {value} (message.type takes {})",
+            MESSAGE_TYPES.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_and_removes() {
+        let none = BTreeMap::new();
+        let set = alter(&none, "+message.type=PRIORITY,+queue.type=SimpleCQ").unwrap();
+        assert_eq!(set["message.type"], "PRIORITY");
+        assert_eq!(set["queue.type"], "SimpleCQ");
+        let removed = alter(&set, "-queue.type").unwrap();
+        assert_eq!(removed.len(), 1);
+        assert_eq!(alter(&set, "").unwrap(), set, "nothing to change");
+    }
+
+    #[test]
+    fn refuses_malformed_entries() {
+        let none = BTreeMap::new();
+        for bad in [
+            "message.type=PRIORITY",
+            "queue.type",
+            "+=x",
+            "+a=1,+a=2",
+            "+message.type=URGENT",
+        ] {
+            assert!(alter(&none, bad).is_err(), "{bad}");
+        }
+    }
+}
