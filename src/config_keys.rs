@@ -400,6 +400,7 @@ fn broker_consume_keys(
         "messageDelayLevel" => config.message_delay_level = non_empty(key, setting)?,
         "enablePropertyFilter" => config.enable_property_filter = parse_bool(key, setting)?,
         "timerMaxDelaySec" => config.timer_max_delay_sec = positive(key, setting)?,
+        "recallMessageEnable" => config.recall_message_enable = parse_bool(key, setting)?,
         "transactionTimeOut" => config.transaction_timeout_ms = parse_value(key, setting)?,
         "transactionCheckInterval" => {
             config.transaction_check_interval_ms = positive(key, setting)?

@@ -195,6 +195,7 @@ fn consume(c: &BrokerConfig) -> Vec<(&'static str, String)> {
         ("messageDelayLevel", c.message_delay_level.clone()),
         ("enablePropertyFilter", yes(c.enable_property_filter)),
         ("timerMaxDelaySec", c.timer_max_delay_sec.to_string()),
+        ("recallMessageEnable", yes(c.recall_message_enable)),
         ("transactionTimeOut", c.transaction_timeout_ms.to_string()),
         (
             "transactionCheckInterval",

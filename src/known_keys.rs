@@ -128,6 +128,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "messageDelayLevel",
     "enablePropertyFilter",
     "timerMaxDelaySec",
+    "recallMessageEnable",
     "transactionTimeOut",
     "transactionCheckInterval",
     "transactionCheckMax",

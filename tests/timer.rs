@@ -1,7 +1,8 @@
 //! Timer (arbitrary-delay) messages against a real broker: delivered no
 //! earlier than due and no later than due + 1 s; a restart while timers
 //! are pending loses none and repeats none; a delay beyond
-//! `timerMaxDelaySec` is refused with MESSAGE_ILLEGAL.
+//! `timerMaxDelaySec` is refused with MESSAGE_ILLEGAL; a recalled one is
+//! never delivered, across a crash.
 
 mod harness;
 
@@ -241,6 +242,70 @@ fn restart_case(topic: &str, crash: bool) {
             );
         }
     }
+}
+
+/// A recalled timer message (RECALL_MESSAGE, RocketMQ 5.3) is never
+/// delivered, even when the broker is killed between the recall and the
+/// due time; its sibling due at the same time is.
+#[test]
+fn a_recall_survives_a_crash() {
+    let namesrv = Namesrv::start();
+    let mut broker = Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            extra_args: vec!["--set".into(), "recallMessageEnable=true".into()],
+            ..BrokerOpts::default()
+        },
+    );
+    let topic = "TimerRecall";
+    runtime().block_on(async {
+        let producer = Producer::new(ProducerConfig::new("timer_recall", namesrv.addr())).unwrap();
+        let plain = timer_options("plain", "X", "1".into());
+        let sent = producer.send(topic, "plain", &plain).await.unwrap();
+        assert_eq!(sent.recall_handle, None, "a plain message has no handle");
+        let due = (now_ms() + 5_000).to_string();
+        let mut handles = Vec::new();
+        for key in ["recalled", "kept"] {
+            let options = timer_options(key, "TIMER_DELIVER_MS", due.clone());
+            let sent = producer.send(topic, key, &options).await.unwrap();
+            let handle = sent
+                .recall_handle
+                .expect("a timer send answers a recall handle");
+            handles.push((handle, sent.unique_key));
+        }
+        let id = producer.recall(topic, &handles[0].0).await.unwrap();
+        assert_eq!(
+            id, handles[0].1,
+            "the recall answers the message's unique key"
+        );
+        match producer
+            .recall("TimerRecallNoSuchTopic", &handles[1].0)
+            .await
+        {
+            Err(ClientError::Response { code, .. }) => {
+                assert_eq!(code, response_code::TOPIC_NOT_EXIST)
+            }
+            other => panic!("expected TOPIC_NOT_EXIST, got {other:?}"),
+        }
+        producer.shutdown();
+    });
+    // Let the timer take the marker in, then kill the broker.
+    std::thread::sleep(Duration::from_millis(500));
+    broker.process.kill();
+    std::thread::sleep(Duration::from_millis(2_000));
+    broker.start_again();
+    let arrivals = runtime().block_on(collect(
+        &namesrv.addr(),
+        topic,
+        2,
+        Duration::from_millis(2_500),
+        Duration::from_secs(30),
+    ));
+    let keys: Vec<(&str, usize)> = arrivals
+        .iter()
+        .map(|(key, got)| (key.as_str(), got.len()))
+        .collect();
+    assert_eq!(keys, vec![("kept", 1), ("plain", 1)], "{arrivals:?}");
 }
 
 #[test]

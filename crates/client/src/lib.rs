@@ -30,6 +30,7 @@ pub mod pool;
 pub mod producer;
 pub mod producer_admin;
 pub mod query;
+mod recall;
 pub mod reset_offset;
 pub mod route;
 pub mod send;

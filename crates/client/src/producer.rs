@@ -543,5 +543,6 @@ fn send_result(
         queue_offset: header.queue_offset,
         transaction_id: header.transaction_id,
         broker_addr: addr.to_string(),
+        recall_handle: header.recall_handle,
     })
 }

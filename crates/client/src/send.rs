@@ -241,6 +241,9 @@ pub struct SendResult {
     pub transaction_id: Option<String>,
     /// Address of the broker that stored it.
     pub broker_addr: String,
+    /// A timer message's recall handle (RocketMQ 5.3), for
+    /// [`crate::Producer::recall`].
+    pub recall_handle: Option<String>,
 }
 
 impl SendResult {

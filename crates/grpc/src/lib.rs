@@ -30,6 +30,7 @@ pub mod limits;
 pub mod local;
 pub mod offsets;
 pub mod pull;
+pub mod recall;
 pub mod receive;
 mod refusal_log;
 pub mod renew;

@@ -120,7 +120,8 @@ async fn send_one(
             String::new()
         },
         offset: header.as_ref().map_or(0, |h| h.queue_offset),
-        recall_handle: String::new(),
+        // A timer message's (RocketMQ 5.3): what RecallMessage takes.
+        recall_handle: header.and_then(|h| h.recall_handle).unwrap_or_default(),
     }
 }
 

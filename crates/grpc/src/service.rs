@@ -399,10 +399,10 @@ impl MessagingService for Proxy {
     ) -> Answer<pb::RecallMessageResponse> {
         client_id(&request)?;
         self.access.authorize(&request)?;
-        Ok(Response::new(pb::RecallMessageResponse {
-            status: Some(status(Code::NotImplemented, "recall is not supported")),
-            message_id: String::new(),
-        }))
+        let request = request.into_inner();
+        Ok(Response::new(
+            crate::recall::recall_message(&self.backend, request).await,
+        ))
     }
 
     async fn sync_lite_subscription(

@@ -70,6 +70,7 @@ pub mod request_code {
     pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
     pub const GET_TOPIC_CONFIG: i32 = 351;
     pub const LITE_PULL_MESSAGE: i32 = 361;
+    pub const RECALL_MESSAGE: i32 = 370;
     pub const QUERY_ASSIGNMENT: i32 = 400;
     pub const SET_MESSAGE_REQUEST_MODE: i32 = 401;
     pub const GET_ALL_MESSAGE_REQUEST_MODE: i32 = 402;
@@ -140,6 +141,7 @@ pub mod response_code {
     pub const POLLING_FULL: i32 = 209;
     pub const POLLING_TIMEOUT: i32 = 210;
     pub const FLOW_CONTROL: i32 = 215;
+    pub const ILLEGAL_OPERATION: i32 = 604;
     pub const CONTROLLER_FENCED_MASTER_EPOCH: i32 = 2000;
     pub const CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH: i32 = 2001;
     pub const CONTROLLER_INVALID_MASTER: i32 = 2002;
@@ -232,6 +234,7 @@ const REQUEST_CODE_NAMES: &[(i32, &str)] = named_request_codes![
     ADD_WRITE_PERM_OF_BROKER,
     GET_TOPIC_CONFIG,
     LITE_PULL_MESSAGE,
+    RECALL_MESSAGE,
     QUERY_ASSIGNMENT,
     SET_MESSAGE_REQUEST_MODE,
     GET_ALL_MESSAGE_REQUEST_MODE,
@@ -314,6 +317,7 @@ const RESPONSE_CODE_NAMES: &[(i32, &str)] = named_response_codes![
     POLLING_FULL,
     POLLING_TIMEOUT,
     FLOW_CONTROL,
+    ILLEGAL_OPERATION,
     CONTROLLER_FENCED_MASTER_EPOCH,
     CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
     CONTROLLER_INVALID_MASTER,

@@ -21,6 +21,7 @@ pub mod limits;
 pub mod message_id;
 pub mod pop;
 pub mod properties;
+pub mod recall;
 pub mod record;
 pub mod version;
 

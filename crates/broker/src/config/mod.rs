@@ -185,6 +185,8 @@ pub struct BrokerConfig {
     pub auto_create_subscription_group: bool,
     /// `timerMaxDelaySec`: longest delay a timer message may ask for.
     pub timer_max_delay_sec: u64,
+    /// `recallMessageEnable`: take RECALL_MESSAGE (off by default, as Java).
+    pub recall_message_enable: bool,
     /// `transactionTimeOut`: a half message younger than this is not checked.
     pub transaction_timeout_ms: u64,
     /// `transactionCheckInterval`: how often half messages are checked.
@@ -304,6 +306,7 @@ impl Default for BrokerConfig {
             enable_property_filter: false,
             auto_create_subscription_group: true,
             timer_max_delay_sec: TIMER_MAX_DELAY_SEC_DEFAULT,
+            recall_message_enable: false,
             transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
             transaction_check_interval_ms: TRANSACTION_CHECK_INTERVAL_MS_DEFAULT,
             transaction_check_max: TRANSACTION_CHECK_MAX_DEFAULT,

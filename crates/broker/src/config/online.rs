@@ -32,6 +32,7 @@ pub const ONLINE_KEYS: &[&str] = &[
     "regionId",
     "channelExpiredTimeout",
     "transactionCheckMax",
+    "recallMessageEnable",
 ];
 
 /// Keys never changed online (Java's `configBlackList` default and the

@@ -26,6 +26,7 @@ pub(crate) mod placed;
 pub(crate) mod pop;
 pub(crate) mod priority;
 pub(crate) mod pull;
+pub(crate) mod recall;
 pub(crate) mod records;
 pub(crate) mod replication;
 pub(crate) mod request_modes;

@@ -167,9 +167,13 @@ impl TimerService {
                 .and_then(|record| {
                     let view = crate::services::records::view(&record).ok()?;
                     let props = view.properties();
-                    props
+                    let out_ms = props
                         .get(properties::TIMER_OUT_MS)
-                        .and_then(|v| v.trim().parse::<i64>().ok())
+                        .and_then(|v| v.trim().parse::<i64>().ok())?;
+                    // A recall marker is held just before the message it
+                    // recalls, so delivery meets it first (services::recall).
+                    let marker = props.contains(properties::TIMER_DEL_UNIQKEY);
+                    Some(out_ms.saturating_sub(i64::from(marker)))
                 })
                 // Without a due time it is due now.
                 .unwrap_or_else(now_ms);

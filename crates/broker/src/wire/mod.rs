@@ -20,6 +20,7 @@ pub(crate) mod pop;
 mod producer_admin;
 pub(crate) mod pull;
 pub(crate) mod query;
+mod recall;
 mod refusals;
 pub(crate) mod replication;
 pub(crate) mod reply;
@@ -98,6 +99,7 @@ async fn dispatch_other(
         SEARCH_OFFSET_BY_TIMESTAMP => query::queue_time_request(shard, request, true).await,
         GET_EARLIEST_MSG_STORETIME => query::queue_time_request(shard, request, false).await,
         END_TRANSACTION => transaction::end_transaction(shard, conn, request).await,
+        RECALL_MESSAGE => recall::recall_message(shard, conn, request).await,
         SEND_REPLY_MESSAGE | SEND_REPLY_MESSAGE_V2 => reply::send_reply(shard, conn, request).await,
         CONSUMER_SEND_MSG_BACK => retry::send_msg_back(shard, conn, request).await,
         LOCK_BATCH_MQ => locks::lock_batch(shard, request).await,

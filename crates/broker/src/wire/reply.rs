@@ -105,6 +105,7 @@ pub(crate) async fn send_reply(
         queue_offset: 0,
         transaction_id: None,
         batch_uniq_id: None,
+        recall_handle: None,
     }
     .to_ext();
     Ok(response)

@@ -113,6 +113,27 @@ header! {
         queue_offset: i64 = "queueOffset",
         transaction_id: Option<String> = "transactionId",
         batch_uniq_id: Option<String> = "batchUniqId",
+        /// A timer message's recall handle (RocketMQ 5.3, `recallHandle`).
+        recall_handle: Option<String> = "recallHandle",
+    }
+}
+
+header! {
+    /// RECALL_MESSAGE request (`RecallMessageRequestHeader`, RocketMQ 5.3);
+    /// `brokerName` is the RPC header's, set by clients to the handle's.
+    pub struct RecallMessageRequestHeader {
+        producer_group: Option<String> = "producerGroup",
+        topic: String = "topic",
+        recall_handle: String = "recallHandle",
+        broker_name: Option<String> = "brokerName",
+    }
+}
+
+header! {
+    /// Response to RECALL_MESSAGE (`RecallMessageResponseHeader`): the
+    /// recalled message's unique key.
+    pub struct RecallMessageResponseHeader {
+        msg_id: String = "msgId",
     }
 }
 

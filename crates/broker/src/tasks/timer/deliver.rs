@@ -2,7 +2,8 @@
 //! REAL_QID by the delay-level scheduler's `deliver_to_real_topic` (the
 //! same conversion for both; TIMER_OUT_MS stays, so the copy is never taken
 //! for a timer message again), then the batch is marked delivered in the
-//! timer store.
+//! timer store. A recall marker is held, and the message it names dropped
+//! (`recall`).
 
 use std::rc::Rc;
 
@@ -12,26 +13,37 @@ use ferrocket_store::timer::TimerEntry;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::delivery::{DeliverError, Parked};
+use crate::services::recall::marker_key;
 use crate::services::records::{read_record, view};
 use crate::services::timer::{TimerService, DELIVER_BATCH_MAX};
 use crate::services::topics::TIMER_TOPIC;
 use crate::shard::Shard;
 
+use super::recall::{Hold, Recalls};
+
 /// What became of one due timer.
 enum Outcome {
     /// Stored in its real topic (now, or before a restart).
     Delivered,
-    /// Its held message is gone or not a timer message: nothing to deliver.
+    /// Its held message is gone or not a timer message, or it is a recall
+    /// marker done with: nothing to deliver.
     Dropped,
+    /// A recall marker, held unmarked.
+    Held,
+    /// Recalled: dropped, with its marker if that was held.
+    Recalled(Option<TimerEntry>),
 }
 
 /// Delivers what is due now; returns how many timers were settled.
-pub(super) async fn deliver_due(shard: &Rc<Shard>, timer: &TimerService) -> usize {
+pub(super) async fn deliver_due(
+    shard: &Rc<Shard>,
+    timer: &TimerService,
+    recalls: &mut Recalls,
+) -> usize {
     let now = now_ms();
-    let due = match timer
-        .with_store(move |store| store.due(now, DELIVER_BATCH_MAX))
-        .await
-    {
+    // Held markers come back first in every batch.
+    let want = DELIVER_BATCH_MAX + recalls.held_count();
+    let due = match timer.with_store(move |store| store.due(now, want)).await {
         Ok(due) => due,
         Err(err) => {
             tracing::error!(%err, "reading due timers failed");
@@ -42,11 +54,20 @@ pub(super) async fn deliver_due(shard: &Rc<Shard>, timer: &TimerService) -> usiz
         return 0;
     }
     let mut settled: Vec<TimerEntry> = Vec::with_capacity(due.len());
+    let mut complete = true;
     for entry in &due {
-        match deliver_one(shard, entry).await {
-            Ok(Outcome::Delivered) => settled.push(*entry),
-            Ok(Outcome::Dropped) => settled.push(*entry),
+        if recalls.is_held(entry.physical_offset) {
+            continue;
+        }
+        match deliver_one(shard, entry, recalls).await {
+            Ok(Outcome::Delivered | Outcome::Dropped) => settled.push(*entry),
+            Ok(Outcome::Held) => {}
+            Ok(Outcome::Recalled(marker)) => {
+                settled.push(*entry);
+                settled.extend(marker);
+            }
             Err(reject) => {
+                complete = false;
                 // Stop here; the rest come back at the next tick.
                 tracing::warn!(
                     physical_offset = entry.physical_offset,
@@ -56,6 +77,15 @@ pub(super) async fn deliver_due(shard: &Rc<Shard>, timer: &TimerService) -> usiz
                 break;
             }
         }
+    }
+    if complete && !recalls.is_empty() {
+        // Every timer due up to here was handed out: a recalled message
+        // due by then that did not come will not.
+        let covered = match due.last() {
+            Some(last) if due.len() >= want => last.deliver_at_ms - 1,
+            _ => now,
+        };
+        settled.extend(recalls.expire(covered));
     }
     let count = settled.len();
     if count > 0 {
@@ -69,7 +99,11 @@ pub(super) async fn deliver_due(shard: &Rc<Shard>, timer: &TimerService) -> usiz
     count
 }
 
-async fn deliver_one(shard: &Rc<Shard>, entry: &TimerEntry) -> Result<Outcome, Reject> {
+async fn deliver_one(
+    shard: &Rc<Shard>,
+    entry: &TimerEntry,
+    recalls: &mut Recalls,
+) -> Result<Outcome, Reject> {
     let Some(record) = read_record(&shard.store, entry.physical_offset) else {
         tracing::error!(
             physical_offset = entry.physical_offset,
@@ -87,6 +121,9 @@ async fn deliver_one(shard: &Rc<Shard>, entry: &TimerEntry) -> Result<Outcome, R
         return Ok(Outcome::Dropped);
     }
     let props = held.properties();
+    if let Some(outcome) = recall_outcome(entry, &props, recalls) {
+        return Ok(outcome);
+    }
     if let Some(real_topic) = props.get(properties::REAL_TOPIC) {
         if entry.maybe_delivered && already_delivered(shard, &held, real_topic).await {
             tracing::info!(
@@ -108,6 +145,43 @@ async fn deliver_one(shard: &Rc<Shard>, entry: &TimerEntry) -> Result<Outcome, R
             Ok(Outcome::Dropped)
         }
     }
+}
+
+/// A recall marker held or done with, or a recalled message dropped;
+/// `None` for a message to deliver.
+fn recall_outcome(
+    entry: &TimerEntry,
+    props: &ferrocket_protocol::properties::Properties,
+    recalls: &mut Recalls,
+) -> Option<Outcome> {
+    if let Some(key) = marker_key(props) {
+        let target_ms = props
+            .get(properties::TIMER_OUT_MS)
+            .and_then(|v| v.trim().parse::<i64>().ok());
+        let (Some(key), Some(target_ms)) = (key, target_ms) else {
+            tracing::warn!(
+                physical_offset = entry.physical_offset,
+                "recall marker for another topic or without a due time; dropping it"
+            );
+            return Some(Outcome::Dropped);
+        };
+        return Some(match recalls.hold(*entry, key, target_ms) {
+            Hold::Held => Outcome::Held,
+            Hold::Settle => Outcome::Dropped,
+        });
+    }
+    if recalls.is_empty() {
+        return None;
+    }
+    let real_topic = props.get(properties::REAL_TOPIC)?;
+    let key = ferrocket_protocol::recall::delete_key(real_topic, props.unique_key()?);
+    let marker = recalls.take(&key)?;
+    tracing::debug!(
+        physical_offset = entry.physical_offset,
+        %key,
+        "timer message recalled; not delivered"
+    );
+    Some(Outcome::Recalled(marker))
 }
 
 /// Whether the index holds a copy of `held` in `real_topic`: same UNIQ_KEY

@@ -3,6 +3,7 @@
 //! flushes the store; ends when the shard stops.
 
 mod deliver;
+mod recall;
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -18,12 +19,13 @@ use crate::shard::Shard;
 /// The timer loop: ingest, deliver, flush; ends when the shard stops.
 pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
     let mut last_flush = Instant::now();
+    let mut recalls = recall::Recalls::default();
     loop {
         let (ingested, skipped) = timer.ingest(&shard.store, &shard.config()).await;
         for _ in 0..skipped {
             shard.count_skipped_redelivery();
         }
-        let delivered = deliver::deliver_due(&shard, &timer).await;
+        let delivered = deliver::deliver_due(&shard, &timer, &mut recalls).await;
         if last_flush.elapsed() >= Duration::from_millis(FLUSH_INTERVAL_MS) {
             timer.flush().await;
             last_flush = Instant::now();

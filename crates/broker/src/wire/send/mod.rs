@@ -27,8 +27,8 @@ use crate::services::append::{encode_into, tag_hash};
 use crate::services::delivery::{redirect_delayed, schedule_tags_code};
 use crate::services::metrics::MessageType;
 use crate::services::priority;
-use crate::services::routing;
 use crate::services::topics::{self, RETRY_TOPIC_PREFIX, TBW102};
+use crate::services::{recall, routing};
 use crate::shard::replication::wait_store_ok;
 use crate::shard::Shard;
 
@@ -161,14 +161,17 @@ fn success(
     result: &AppendResult,
     queue_id: i32,
     msg_id: String,
-    transaction_id: Option<String>,
+    props: Option<SendProps>,
 ) -> RemotingCommand {
+    let (transaction_id, recall_handle) =
+        props.map_or((None, None), |p| (p.transaction_id, p.recall_handle));
     let header = SendMessageResponseHeader {
         msg_id,
         queue_id,
         queue_offset: result.queue_offset,
         transaction_id,
         batch_uniq_id: None,
+        recall_handle,
     };
     let code = result.status.response_code();
     let mut response = RemotingCommand::response_to(request, code, None);
@@ -244,7 +247,7 @@ pub(crate) async fn send_message(
         &result,
         queue_id,
         msg_id,
-        props.transaction_id,
+        Some(props),
     ))
 }
 
@@ -295,6 +298,7 @@ fn stored_properties<'a>(
     let place = placement(shard, header, queue_id, &mut props, now)?;
     let mut stored = SendProps::of(&props);
     stored.transaction_id = transaction_id;
+    stored.recall_handle = recall::handle_for_send(&config.broker_name, place.topic, &props);
     Ok((place, stored))
 }
 

@@ -23,6 +23,8 @@ pub(super) struct SendProps {
     /// A half message's unique key, answered as the send's
     /// `transactionId` (the general path sets it).
     pub transaction_id: Option<String>,
+    /// A timer message's recall handle (the general path sets it).
+    pub recall_handle: Option<String>,
 }
 
 impl SendProps {
@@ -34,6 +36,7 @@ impl SendProps {
             kind: MessageType::of(props),
             wait_store_ok: wait_store_ok(props),
             transaction_id: None,
+            recall_handle: None,
         }
     }
 }
@@ -149,6 +152,7 @@ pub(super) fn plain(
         kind: MessageType::of_values(kind),
         wait_store_ok: wait_value_ok(wait),
         transaction_id: None,
+        recall_handle: None,
     })
 }
 
