@@ -51,7 +51,7 @@ pub struct ControllerConfig {
     /// the rest purged.
     pub snapshot_logs: u64,
     /// `aclEnable`: every request needs a white-listed address or an admin
-    /// account's signature (`crate::auth`), as the name server's writes do.
+    /// account's signature (module `auth`), as the name server's writes do.
     pub acl_enable: bool,
     /// `aclAdminSignatureWindowMs` (Ferrocket's; 0 is off): requests must
     /// carry a fresh stamp of their code (`ferrocket_acl::stamp`).

@@ -17,7 +17,6 @@ use tokio::sync::mpsc;
 use crate::halves::Halves;
 use crate::local::LocalBroker;
 use crate::pb::{Code, Status};
-use crate::renew::{RenewSettings, Renewals};
 use crate::status::status;
 use crate::telemetry::Sessions;
 
@@ -33,8 +32,6 @@ pub struct Backend {
     next: AtomicUsize,
     pub sessions: Sessions,
     pub halves: Halves,
-    /// Push consumers' handles being renewed.
-    pub renewals: Renewals,
 }
 
 impl Backend {
@@ -45,13 +42,11 @@ impl Backend {
     /// `credentials` sign every Remoting request (brokers with ACL on).
     /// With `local`, requests for that broker's address are its in-process
     /// calls, and its requests come out of the same receiver.
-    /// `renew`: push consumers' auto-renew.
     pub fn new(
         namesrv_addr: &str,
         credentials: Option<ferrocket_client::Credentials>,
         tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
         local: Option<Arc<dyn LocalBroker>>,
-        renew: RenewSettings,
     ) -> Result<(Arc<Self>, mpsc::Receiver<RemotingCommand>), ClientError> {
         let (requests, received) = mpsc::channel(BROKER_REQUESTS_QUEUED_MAX);
         let take = Arc::new(move |request: RemotingCommand| {
@@ -81,7 +76,6 @@ impl Backend {
             next: AtomicUsize::new(0),
             sessions: Sessions::default(),
             halves: Halves::default(),
-            renewals: Renewals::new(renew),
         });
         Ok((backend, received))
     }

@@ -22,7 +22,7 @@ use crate::budget::{Budget, CallSlot, Charge, Conn, Refused};
 use crate::limits::GRPC_MESSAGE_BYTES_MAX;
 
 /// What the layer learns of a call's connection (the connection's
-/// `ConnectInfo`, see [`GrpcIo`](crate::tls::GrpcIo)).
+/// `ConnectInfo`, see `tls::GrpcIo`).
 #[derive(Clone, Debug)]
 pub struct ConnInfo {
     pub tcp: TcpConnectInfo,

@@ -18,6 +18,7 @@ use crate::limits::{GrpcLimits, GRPC_MESSAGE_BYTES_MAX};
 use crate::local::LocalBroker;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::pb::{self, Code};
+use crate::renew::Renewals;
 use crate::status::{ok, status};
 use crate::{offsets, pull, renew, route, send, telemetry, transaction};
 
@@ -106,8 +107,9 @@ where
         security.credentials,
         security.client_tls,
         broker,
-        security.renew,
     )?;
+    // Push consumers' handles being renewed (`renew`).
+    let renewals = Arc::new(Renewals::new(security.renew));
     let mut background = start_background(&backend, broker_requests, local);
     background.extend(reload_acl(&security.access));
     if let Some(users) = &security.access.users {
@@ -122,9 +124,13 @@ where
         budget: Budget::new(limits.clone(), access.enabled()),
         access: access.clone(),
     };
-    let service = MessagingServiceServer::new(Proxy { backend, access })
-        .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
-        .max_encoding_message_size(GRPC_MESSAGE_BYTES_MAX);
+    let service = MessagingServiceServer::new(Proxy {
+        backend,
+        renewals,
+        access,
+    })
+    .max_decoding_message_size(GRPC_MESSAGE_BYTES_MAX)
+    .max_encoding_message_size(GRPC_MESSAGE_BYTES_MAX);
     let served = tonic::transport::Server::builder()
         // hyper's own bounds: streams per connection (REFUSED_STREAM past
         // it), header bytes per call, data a client may send unread.
@@ -174,6 +180,7 @@ fn start_background(
 
 struct Proxy {
     backend: Arc<Backend>,
+    renewals: Arc<Renewals>,
     access: Access,
 }
 
@@ -272,7 +279,8 @@ impl MessagingService for Proxy {
         let client = client_id(&request)?;
         self.access.authorize(&request)?;
         let request = request.into_inner();
-        let items = renew::calls::receive_message(&self.backend, &client, request).await;
+        let items =
+            renew::calls::receive_message(&self.backend, &self.renewals, &client, request).await;
         Ok(Response::new(stream_of(items)))
     }
 
@@ -284,7 +292,7 @@ impl MessagingService for Proxy {
         self.access.authorize(&request)?;
         let request = request.into_inner();
         Ok(Response::new(
-            renew::calls::ack_message(&self.backend, &client, request).await,
+            renew::calls::ack_message(&self.backend, &self.renewals, &client, request).await,
         ))
     }
 
@@ -296,7 +304,8 @@ impl MessagingService for Proxy {
         self.access.authorize(&request)?;
         let request = request.into_inner();
         Ok(Response::new(
-            renew::calls::forward_to_dead_letter(&self.backend, &client, request).await,
+            renew::calls::forward_to_dead_letter(&self.backend, &self.renewals, &client, request)
+                .await,
         ))
     }
 
@@ -389,7 +398,7 @@ impl MessagingService for Proxy {
         self.access.authorize(&request)?;
         let request = request.into_inner();
         Ok(Response::new(
-            renew::calls::change_invisible(&self.backend, &client, request).await,
+            renew::calls::change_invisible(&self.backend, &self.renewals, &client, request).await,
         ))
     }
 

@@ -3,13 +3,15 @@
 //! newest handle, ending the tracking), and the renewals and releases
 //! themselves, all through the same calls the clients' requests take.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use futures_util::StreamExt;
 
 use crate::backend::Backend;
 use crate::convert::{duration, now_ms};
 use crate::pb::{self, receive_message_response::Content, ClientType, Code};
 use crate::receive::{self, parse_handle, Responses};
-use crate::renew::{Delivered, Job, RenewSettings};
+use crate::renew::{Delivered, Job, RenewSettings, Renewals};
 
 /// The retry waits of a nacked push consumer's message (the consumer
 /// settings' backoff), by deliveries so far.
@@ -27,10 +29,11 @@ fn is_push_consumer(backend: &Backend, client: &str) -> bool {
 /// `defaultInvisibleTimeMills` and each message tracked.
 pub async fn receive_message(
     backend: &Arc<Backend>,
+    renewals: &Arc<Renewals>,
     client: &str,
     mut request: pb::ReceiveMessageRequest,
 ) -> Responses {
-    let settings = backend.renewals.settings();
+    let settings = renewals.settings();
     if !(request.auto_renew && settings.enabled && is_push_consumer(backend, client)) {
         return receive::receive_message(backend, request).await;
     }
@@ -49,7 +52,7 @@ pub async fn receive_message(
         let Some(delivered) = delivered(&group, message) else {
             continue;
         };
-        if !backend.renewals.track(client, delivered) {
+        if !renewals.track(client, delivered) {
             untracked += 1;
         }
     }
@@ -60,7 +63,7 @@ pub async fn receive_message(
             "auto-renew handle limit reached: messages delivered without renewal"
         );
     }
-    backend.renewals.start(backend);
+    start(renewals, backend);
     items
 }
 
@@ -86,6 +89,7 @@ fn delivered(group: &str, message: &pb::Message) -> Option<Delivered> {
 /// AckMessage: tracked entries acked with their newest handle.
 pub async fn ack_message(
     backend: &Backend,
+    renewals: &Renewals,
     client: &str,
     mut request: pb::AckMessageRequest,
 ) -> pb::AckMessageResponse {
@@ -95,7 +99,7 @@ pub async fn ack_message(
     let mut originals = Vec::with_capacity(request.entries.len());
     for entry in &mut request.entries {
         let received = entry.receipt_handle.clone();
-        if let Some(newest) = backend.renewals.take(client, &received).await {
+        if let Some(newest) = renewals.take(client, &received).await {
             entry.receipt_handle = newest;
         }
         originals.push(received);
@@ -111,10 +115,11 @@ pub async fn ack_message(
 /// ChangeInvisibleDuration (a push consumer's nack): with the newest handle.
 pub async fn change_invisible(
     backend: &Backend,
+    renewals: &Renewals,
     client: &str,
     mut request: pb::ChangeInvisibleDurationRequest,
 ) -> pb::ChangeInvisibleDurationResponse {
-    if let Some(newest) = backend.renewals.take(client, &request.receipt_handle).await {
+    if let Some(newest) = renewals.take(client, &request.receipt_handle).await {
         request.receipt_handle = newest;
     }
     receive::change_invisible(backend, request).await
@@ -123,10 +128,11 @@ pub async fn change_invisible(
 /// ForwardMessageToDeadLetterQueue: with the newest handle.
 pub async fn forward_to_dead_letter(
     backend: &Backend,
+    renewals: &Renewals,
     client: &str,
     mut request: pb::ForwardMessageToDeadLetterQueueRequest,
 ) -> pb::ForwardMessageToDeadLetterQueueResponse {
-    if let Some(newest) = backend.renewals.take(client, &request.receipt_handle).await {
+    if let Some(newest) = renewals.take(client, &request.receipt_handle).await {
         request.receipt_handle = newest;
     }
     crate::dead_letter::forward(backend, request).await
@@ -161,8 +167,7 @@ async fn change(
 
 /// One renewal: the message invisible for the next slice, or, past
 /// `renewMaxTimeMillis`, for the group's retry wait and no longer tracked.
-pub(super) async fn renew(backend: &Arc<Backend>, job: Job) {
-    let renewals = &backend.renewals;
+async fn renew(backend: &Arc<Backend>, renewals: &Renewals, job: Job) {
     let settings = renewals.settings();
     let mut current = job.tracked.current.lock().await;
     let Some(handle) = current.clone() else {
@@ -210,8 +215,8 @@ pub(super) async fn renew(backend: &Arc<Backend>, job: Job) {
 
 /// A gone client's message, already untracked: visible again after
 /// `invisibleTimeMillisWhenClear`.
-pub(super) async fn release(backend: &Arc<Backend>, job: Job) {
-    let clear_ms = backend.renewals.settings().clear_invisible_ms;
+async fn release(backend: &Arc<Backend>, renewals: &Renewals, job: Job) {
+    let clear_ms = renewals.settings().clear_invisible_ms;
     let Some(handle) = job.tracked.current.lock().await.take() else {
         return;
     };
@@ -222,4 +227,43 @@ pub(super) async fn release(backend: &Arc<Backend>, job: Job) {
             "releasing a gone client's message failed"
         );
     }
+}
+
+/// Starts the renew loop once, for as long as both live.
+fn start(renewals: &Arc<Renewals>, backend: &Arc<Backend>) {
+    if !renewals.first_start() {
+        return;
+    }
+    let weak_backend: Weak<Backend> = Arc::downgrade(backend);
+    let weak_renewals: Weak<Renewals> = Arc::downgrade(renewals);
+    let period = renewals.period();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(period).await;
+            let (Some(backend), Some(renewals)) = (weak_backend.upgrade(), weak_renewals.upgrade())
+            else {
+                break;
+            };
+            tick(&backend, &renewals).await;
+        }
+    });
+}
+
+/// One pass: release the gone clients' messages, renew the due ones.
+async fn tick(backend: &Arc<Backend>, renewals: &Renewals) {
+    let concurrency = renewals.settings().concurrency;
+    let gone = renewals.take_gone(|client| backend.sessions.knows(client));
+    if !gone.is_empty() {
+        tracing::info!(
+            handles = gone.len(),
+            "clients gone: their messages are released"
+        );
+    }
+    futures_util::stream::iter(gone)
+        .for_each_concurrent(concurrency, |job| release(backend, renewals, job))
+        .await;
+    let due = renewals.due(now_ms());
+    futures_util::stream::iter(due)
+        .for_each_concurrent(concurrency, |job| renew(backend, renewals, job))
+        .await;
 }

@@ -23,14 +23,11 @@ pub mod settings;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-
-use futures_util::StreamExt;
 
 pub use settings::RenewSettings;
 
-use crate::backend::Backend;
 use crate::convert::now_ms;
 
 /// The newest handle of one delivery; `None` once the tracking ended. A
@@ -233,43 +230,15 @@ impl Renewals {
             .collect()
     }
 
-    /// Starts the renew loop once, for as long as `backend` lives.
-    pub(crate) fn start(&self, backend: &Arc<Backend>) {
-        if self.looping.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let weak: Weak<Backend> = Arc::downgrade(backend);
-        let period = Duration::from_millis(self.settings.period_ms.max(1) as u64);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(period).await;
-                let Some(backend) = weak.upgrade() else {
-                    break;
-                };
-                tick(&backend).await;
-            }
-        });
+    /// True the first time only: the caller starts the renew loop.
+    pub(crate) fn first_start(&self) -> bool {
+        !self.looping.swap(true, Ordering::AcqRel)
     }
-}
 
-/// One pass: release the gone clients' messages, renew the due ones.
-async fn tick(backend: &Arc<Backend>) {
-    let renewals = &backend.renewals;
-    let concurrency = renewals.settings.concurrency;
-    let gone = renewals.take_gone(|client| backend.sessions.knows(client));
-    if !gone.is_empty() {
-        tracing::info!(
-            handles = gone.len(),
-            "clients gone: their messages are released"
-        );
+    /// How often the renew loop runs.
+    pub(crate) fn period(&self) -> Duration {
+        Duration::from_millis(self.settings.period_ms.max(1) as u64)
     }
-    futures_util::stream::iter(gone)
-        .for_each_concurrent(concurrency, |job| calls::release(backend, job))
-        .await;
-    let due = renewals.due(now_ms());
-    futures_util::stream::iter(due)
-        .for_each_concurrent(concurrency, |job| calls::renew(backend, job))
-        .await;
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@ use ferrocket_tls::MaybeTls;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
-use super::within;
 use crate::shard::Shard;
 
 /// Random bytes the master sends.
@@ -54,7 +53,7 @@ pub(crate) async fn accept(shard: &Shard, tcp: TcpStream) -> io::Result<HaIo> {
         }
         Ok(io)
     };
-    within(AUTH_TIMEOUT_MS, "HA TLS handshake and authentication", work).await
+    bounded(work).await
 }
 
 /// The slave's side of [`accept`].
@@ -77,7 +76,19 @@ pub(crate) async fn connect(shard: &Shard, tcp: TcpStream, master: SocketAddr) -
         }
         Ok(io)
     };
-    within(AUTH_TIMEOUT_MS, "HA TLS handshake and authentication", work).await
+    bounded(work).await
+}
+
+/// `work`, or a timeout error after [`AUTH_TIMEOUT_MS`].
+async fn bounded<T>(work: impl std::future::Future<Output = io::Result<T>>) -> io::Result<T> {
+    let timeout = async {
+        glommio::timer::sleep(std::time::Duration::from_millis(AUTH_TIMEOUT_MS)).await;
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no TLS handshake and answer within {AUTH_TIMEOUT_MS} ms"),
+        ))
+    };
+    futures_lite::future::or(work, timeout).await
 }
 
 async fn challenge(io: &mut HaIo, secret: &str) -> io::Result<()> {
