@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.ferrocket.interop.Ferrocket;
 import org.ferrocket.interop.Names;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -256,6 +257,21 @@ public final class Servers {
                 + " failed (" + admin.exitValue() + "):\n" + text);
         }
         return text;
+    }
+
+    /** A condition a test waits for. */
+    interface Check {
+        boolean passed() throws Exception;
+    }
+
+    /** Polls `check` every 250 ms; fails the test with `what` when it has not passed within `timeout`. */
+    static void waitFor(Duration timeout, String what, Check check) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!check.passed()) {
+            Assertions.assertTrue(System.nanoTime() < deadline,
+                what + ": not within " + timeout.toSeconds() + " s");
+            Thread.sleep(250);
+        }
     }
 
     /** Waits until `namesrv` lists `broker` (GET_BROKER_CLUSTER_INFO). */
