@@ -1,6 +1,7 @@
 package org.ferrocket.interop.mixed;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -67,7 +68,7 @@ final class Traffic implements AutoCloseable {
         Delivery delivery = new Delivery(message.getQueueId(), message.getQueueOffset(), message.getKeys(),
             message.getStoreTimestamp());
         delivered.computeIfAbsent(delivery.queueId() + "/" + delivery.queueOffset(),
-            k -> java.util.Collections.synchronizedList(new ArrayList<>())).add(delivery);
+            k -> Collections.synchronizedList(new ArrayList<>())).add(delivery);
         consumedKeys.add(message.getKeys());
     }
 
