@@ -47,9 +47,9 @@ class RollingMigrationTest {
 
     /**
      * The master's HA address, as the name server gives it to slaves, stays
-     * the same across the switch (Java announces the host's first address
-     * by default, Ferrocket its brokerIP1): the slave need not wait for its
-     * next registration (30 s) to find the new master.
+     * the same across the switch (unset, Java announces an address of the
+     * host it picks, Ferrocket its brokerIP1): the slave need not wait for
+     * its next registration (30 s) to find the new master.
      */
     static final String HA_IP = "brokerIP2=127.0.0.1";
 
