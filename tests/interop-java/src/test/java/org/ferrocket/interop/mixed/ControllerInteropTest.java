@@ -45,6 +45,37 @@ class ControllerInteropTest {
     /** Starts one broker of the set `brokerName` in controller mode under `controller`. */
     interface Broker {
         Proc start(String name, String brokerName, List<String> settings) throws Exception;
+
+        /** What its log says once it serves. */
+        String ready(Proc proc);
+    }
+
+    private Broker java() {
+        return new Broker() {
+            @Override
+            public Proc start(String name, String brokerName, List<String> settings) throws Exception {
+                return Servers.javaBroker("java-" + name, namesrv.addr(), brokerName, settings);
+            }
+
+            @Override
+            public String ready(Proc proc) {
+                return "boot success";
+            }
+        };
+    }
+
+    private Broker ferrocket() {
+        return new Broker() {
+            @Override
+            public Proc start(String name, String brokerName, List<String> settings) throws Exception {
+                return Servers.ferrocketBroker("ferrocket-" + name, namesrv.addr(), brokerName, settings);
+            }
+
+            @Override
+            public String ready(Proc proc) {
+                return Servers.ferrocketReadyLine("broker", proc);
+            }
+        };
     }
 
     final List<Proc> started = new ArrayList<>();
@@ -77,33 +108,48 @@ class ControllerInteropTest {
 
     @Test
     void javaBrokersFailOverUnderFerrocketController() throws Exception {
-        Proc controller = started(Servers.ferrocketController("ferrocket-controller"));
-        controller.waitReady(Servers.ferrocketReadyLine("controller", controller));
-        failOver(controller, (name, set, settings) -> Servers.javaBroker("java-" + name, namesrv.addr(), set,
-            settings), "boot success");
+        failOver(ferrocketController(), java(), java(), false);
     }
 
     @Test
     void ferrocketBrokersFailOverUnderJavaController() throws Exception {
         Proc controller = started(Servers.javaController("java-controller"));
         controller.waitReady(null);
-        failOver(controller, (name, set, settings) -> Servers.ferrocketBroker("ferrocket-" + name,
-            namesrv.addr(), set, settings), null);
+        failOver(controller, ferrocket(), ferrocket(), false);
     }
 
     /**
-     * Two brokers of a new set under `controller`: one is elected, the other
-     * joins the in-sync set; sends; the master is killed; the other is
-     * elected and takes sends; every message is read back.
+     * A mixed set under Ferrocket's controller: the Java broker, started
+     * first, is elected; the Ferrocket one follows it (AutoSwitch HA from a
+     * Java master) and, once the Java master is killed, takes over.
      */
-    private void failOver(Proc controller, Broker brokers, String readyLine) throws Exception {
+    @Test
+    void javaMasterFailsOverToFerrocketSlave() throws Exception {
+        failOver(ferrocketController(), java(), ferrocket(), true);
+    }
+
+    private Proc ferrocketController() throws Exception {
+        Proc controller = started(Servers.ferrocketController("ferrocket-controller"));
+        controller.waitReady(Servers.ferrocketReadyLine("controller", controller));
+        return controller;
+    }
+
+    /**
+     * Two brokers of a new set under `controller` (the second started once
+     * the first serves, if `inOrder`): one is elected, the other joins the
+     * in-sync set; sends; the master is killed; the other is elected and
+     * takes sends; every message is read back.
+     */
+    private void failOver(Proc controller, Broker one, Broker two, boolean inOrder) throws Exception {
         String brokerName = Names.unique("ctlset");
-        Proc first = started(brokers.start("b1", brokerName, controllerMode(controller)));
-        Proc second = started(brokers.start("b2", brokerName, controllerMode(controller)));
-        for (Proc proc : List.of(first, second)) {
-            proc.waitReady(readyLine != null ? readyLine : Servers.ferrocketReadyLine("broker", proc));
+        Proc first = started(one.start("b1", brokerName, controllerMode(controller)));
+        if (inOrder) {
+            first.waitReady(one.ready(first));
         }
-        String masterAddr = awaitSet(controller, brokerName, null, 2);
+        Proc second = started(two.start("b2", brokerName, controllerMode(controller)));
+        first.waitReady(one.ready(first));
+        second.waitReady(two.ready(second));
+        String masterAddr = awaitSet(controller, brokerName, inOrder ? first.addr() : null, 2);
         Proc master = masterAddr.equals(first.addr()) ? first : second;
         Proc slave = master == first ? second : first;
         assertEquals(masterAddr, master.addr(), "the elected master is one of the two brokers");
