@@ -27,8 +27,9 @@ import org.junit.jupiter.api.TestInstance;
 /**
  * Controller mode across implementations (issue 38), under Ferrocket's name
  * server: two Apache RocketMQ 5.5.0 brokers of one set
- * (enableControllerMode=true) under Ferrocket's controller, and two
- * Ferrocket brokers under Apache RocketMQ's controller. The controller
+ * (enableControllerMode=true) under Ferrocket's controller, two Ferrocket
+ * brokers under Apache RocketMQ's controller, and sets of one of each
+ * under Ferrocket's controller (AutoSwitch HA both ways). The controller
  * elects one master, the other joins the in-sync set; the master is killed
  * (SIGKILL), the controller elects the slave, and sends resume on it with
  * every message acknowledged before the kill still there.
@@ -126,6 +127,12 @@ class ControllerInteropTest {
     @Test
     void javaMasterFailsOverToFerrocketSlave() throws Exception {
         failOver(ferrocketController(), java(), ferrocket(), true);
+    }
+
+    /** The other way round: a Java slave of a Ferrocket master, elected when that is killed. */
+    @Test
+    void ferrocketMasterFailsOverToJavaSlave() throws Exception {
+        failOver(ferrocketController(), ferrocket(), java(), true);
     }
 
     private Proc ferrocketController() throws Exception {
