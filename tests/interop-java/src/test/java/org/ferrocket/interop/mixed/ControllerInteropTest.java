@@ -109,14 +109,17 @@ class ControllerInteropTest {
 
     @Test
     void javaBrokersFailOverUnderFerrocketController() throws Exception {
-        failOver(ferrocketController(), java(), java(), false);
+        try (Proc controller = ferrocketController()) {
+            failOver(controller, java(), java(), false);
+        }
     }
 
     @Test
     void ferrocketBrokersFailOverUnderJavaController() throws Exception {
-        Proc controller = started(Servers.javaController("java-controller"));
-        controller.waitReady(null);
-        failOver(controller, ferrocket(), ferrocket(), false);
+        try (Proc controller = started(Servers.javaController("java-controller"))) {
+            controller.waitReady(null);
+            failOver(controller, ferrocket(), ferrocket(), false);
+        }
     }
 
     /**
@@ -126,13 +129,17 @@ class ControllerInteropTest {
      */
     @Test
     void javaMasterFailsOverToFerrocketSlave() throws Exception {
-        failOver(ferrocketController(), java(), ferrocket(), true);
+        try (Proc controller = ferrocketController()) {
+            failOver(controller, java(), ferrocket(), true);
+        }
     }
 
     /** The other way round: a Java slave of a Ferrocket master, elected when that is killed. */
     @Test
     void ferrocketMasterFailsOverToJavaSlave() throws Exception {
-        failOver(ferrocketController(), ferrocket(), java(), true);
+        try (Proc controller = ferrocketController()) {
+            failOver(controller, ferrocket(), java(), true);
+        }
     }
 
     private Proc ferrocketController() throws Exception {
@@ -145,17 +152,25 @@ class ControllerInteropTest {
      * Two brokers of a new set under `controller` (the second started once
      * the first serves, if `inOrder`): one is elected, the other joins the
      * in-sync set; sends; the master is killed; the other is elected and
-     * takes sends; every message is read back.
+     * takes sends; every message is read back. Both are stopped, their
+     * data deleted, when it returns.
      */
     private void failOver(Proc controller, Broker one, Broker two, boolean inOrder) throws Exception {
         String brokerName = Names.unique("ctlset");
-        Proc first = started(one.start("b1", brokerName, controllerMode(controller)));
-        if (inOrder) {
-            first.waitReady(one.ready(first));
+        try (Proc first = started(one.start("b1", brokerName, controllerMode(controller)))) {
+            if (inOrder) {
+                first.waitReady(one.ready(first));
+            }
+            try (Proc second = started(two.start("b2", brokerName, controllerMode(controller)))) {
+                first.waitReady(one.ready(first));
+                second.waitReady(two.ready(second));
+                failOver(controller, brokerName, first, second, inOrder);
+            }
         }
-        Proc second = started(two.start("b2", brokerName, controllerMode(controller)));
-        first.waitReady(one.ready(first));
-        second.waitReady(two.ready(second));
+    }
+
+    private void failOver(Proc controller, String brokerName, Proc first, Proc second, boolean inOrder)
+        throws Exception {
         String masterAddr = awaitSet(controller, brokerName, inOrder ? first.addr() : null, 2);
         Proc master = masterAddr.equals(first.addr()) ? first : second;
         Proc slave = master == first ? second : first;
