@@ -160,10 +160,10 @@ class ReplicationTest {
             Message timed = new Message(pair.topic(), "TagT", Clients.bytes("timer-in-an-hour"));
             timed.setDelayTimeSec(3600);
             assertEquals(SendStatus.SEND_OK, producer.send(timed).getSendStatus());
-            waitFor(CATCH_UP, pair + ": the master's timer takes the message in",
+            Servers.waitFor(CATCH_UP, pair + ": the master's timer takes the message in",
                 () -> direct.timerCheckpoint(pair.master().addr())[2] > before);
             long masterOffset = direct.timerCheckpoint(pair.master().addr())[2];
-            waitFor(CATCH_UP, pair + ": the slave's masterTimerQueueOffset reaches " + masterOffset,
+            Servers.waitFor(CATCH_UP, pair + ": the slave's masterTimerQueueOffset reaches " + masterOffset,
                 () -> direct.timerCheckpoint(pair.slave().addr())[3] == masterOffset);
         }
     }
@@ -241,7 +241,7 @@ class ReplicationTest {
             });
             consumer.start();
             long[] onMaster = new long[QUEUES];
-            waitFor(CATCH_UP, pair + ": the group's offsets committed on the master", () -> {
+            Servers.waitFor(CATCH_UP, pair + ": the group's offsets committed on the master", () -> {
                 long sum = 0;
                 for (int queue = 0; queue < QUEUES; queue++) {
                     onMaster[queue] = direct.consumerOffset(pair.master().addr(), group, pair.topic(), queue);
@@ -255,7 +255,7 @@ class ReplicationTest {
             long waitNanos = Math.max(pair.metadataByNanos() - System.nanoTime(), 0)
                 + Duration.ofSeconds(25).toNanos();
             String slave = pair.slave().addr();
-            waitFor(Duration.ofNanos(waitNanos), pair + ": topic, group and offsets on the slave", () -> {
+            Servers.waitFor(Duration.ofNanos(waitNanos), pair + ": topic, group and offsets on the slave", () -> {
                 if (!direct.topics(slave).contains(newTopic) || !direct.groups(slave).contains(group)) {
                     return false;
                 }
@@ -266,18 +266,6 @@ class ReplicationTest {
                 }
                 return true;
             });
-        }
-    }
-
-    interface Check {
-        boolean passed() throws Exception;
-    }
-
-    private static void waitFor(Duration timeout, String what, Check check) throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!check.passed()) {
-            assertTrue(System.nanoTime() < deadline, what + ": not within " + timeout.toSeconds() + " s");
-            Thread.sleep(250);
         }
     }
 

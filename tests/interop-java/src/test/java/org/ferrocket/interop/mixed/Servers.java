@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.ferrocket.interop.Ferrocket;
 import org.ferrocket.interop.Names;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -106,6 +107,13 @@ public final class Servers {
         return launchJava(name, port, args, "run/store");
     }
 
+    /** Apache RocketMQ's controller (one DLedger node), its store in its run directory. */
+    public static Proc javaController(String name) throws Exception {
+        int port = freePort(0, 0);
+        return launchJava(name, port, List.of("controller", "--port", Integer.toString(port)),
+            "run/controller-store");
+    }
+
     /**
      * Apache RocketMQ's broker on `port` with its store in `store` (kept when
      * it stops: the caller deletes it), as `brokerName` of DefaultCluster.
@@ -141,6 +149,17 @@ public final class Servers {
             "--listen-addr", "127.0.0.1", "--listen-port", Integer.toString(port),
             "--set", "kvConfigPath=" + work.resolve("kvConfig.json"));
         return Proc.launch(name, command, work, null, port, Map.of("RUST_LOG", rustLog()),
+            FERROCKET_STOP_GRACE);
+    }
+
+    /** Ferrocket's controller (`ferrocket controller`, one node), its Raft store in its data directory. */
+    public static Proc ferrocketController(String name) throws Exception {
+        int port = freePort(0, 0);
+        Path work = workDir(name);
+        List<String> command = List.of(Ferrocket.binary().toString(), "controller",
+            "--listen-addr", "127.0.0.1", "--listen-port", Integer.toString(port),
+            "--set", "controllerStorePath=" + work.resolve("data"));
+        return Proc.launch(name, command, work, work.resolve("data"), port, Map.of("RUST_LOG", rustLog()),
             FERROCKET_STOP_GRACE);
     }
 
@@ -256,6 +275,21 @@ public final class Servers {
                 + " failed (" + admin.exitValue() + "):\n" + text);
         }
         return text;
+    }
+
+    /** A condition a test waits for. */
+    interface Check {
+        boolean passed() throws Exception;
+    }
+
+    /** Polls `check` every 250 ms; fails the test with `what` when it has not passed within `timeout`. */
+    static void waitFor(Duration timeout, String what, Check check) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!check.passed()) {
+            Assertions.assertTrue(System.nanoTime() < deadline,
+                what + ": not within " + timeout.toSeconds() + " s");
+            Thread.sleep(250);
+        }
     }
 
     /** Waits until `namesrv` lists `broker` (GET_BROKER_CLUSTER_INFO). */
