@@ -206,7 +206,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
 /// CommitLog) in the epoch file before anything is written, after dropping
 /// entries of E or later and an entry that starts at this very end (its
 /// epoch wrote nothing, so nothing can fork inside it).
-fn record_master_epoch(config: &BrokerConfig, end: i64) -> Result<(), BrokerError> {
+pub(crate) fn record_master_epoch(config: &BrokerConfig, end: i64) -> Result<(), BrokerError> {
     let Some(epoch) = config.controller_mode.master_epoch else {
         return Ok(());
     };

@@ -276,7 +276,7 @@ impl ShardStore {
     /// once the appender has written it (and flushed it, in sync mode). A
     /// full ring makes this wait; it never drops the request.
     pub async fn append(&self, request: AppendRequest) -> Result<AppendResult, StoreError> {
-        if self.inner.ctx.config.replica {
+        if self.inner.ctx.shared.is_replica() {
             return Err(StoreError::Unavailable(
                 "this store is a slave's copy: it takes only the master's bytes".into(),
             ));
@@ -291,7 +291,7 @@ impl ShardStore {
     /// and are dispatched to their ConsumeQueues. The result's
     /// `physical_offset` is `start`; `record_count` counts messages.
     pub async fn replicate(&self, start: i64, bytes: BytesMut) -> Result<AppendResult, StoreError> {
-        if !self.inner.ctx.config.replica {
+        if !self.inner.ctx.shared.is_replica() {
             return Err(StoreError::Unavailable(
                 "this store is not a slave's".into(),
             ));

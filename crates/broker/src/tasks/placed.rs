@@ -58,6 +58,19 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     Ok(())
 }
 
+/// A slave that became master in place: the loops `start` leaves to a
+/// master (timer delivery, transaction checks) on the shards that own them.
+pub(crate) fn start_master_loops(shard: &Rc<Shard>) {
+    if let Some(timer) = shard.services.timer.get() {
+        let run = crate::tasks::timer::run(shard.clone(), Rc::clone(timer));
+        shard.tasks.spawn("timer", run);
+    }
+    if let Some(txn) = shard.services.txn.get() {
+        let check = crate::tasks::transactions::run(shard.clone(), Rc::clone(txn));
+        shard.tasks.spawn("transactions", check);
+    }
+}
+
 fn is_slave(shard: &Shard) -> bool {
     shard.config().replication.broker_role.is_slave()
 }

@@ -207,6 +207,24 @@ async fn persist_loop(shard: Rc<Shard>) {
     }
 }
 
+/// A slave that became master in place: the delivery progress its
+/// metadata sync wrote to delayOffset.json (as a start would read it).
+pub(crate) fn reload(shard: &Shard) {
+    let stored = match crate::services::delay_levels::load_offsets(&shard.env.config_dir) {
+        Ok(stored) => stored,
+        Err(e) => {
+            tracing::warn!("reading delayOffset.json at the role change: {e}");
+            return;
+        }
+    };
+    let mut progress = shard.schedule.progress.borrow_mut();
+    for (level, offset) in progress.iter_mut() {
+        if let Some(stored) = stored.get(level) {
+            *offset = *stored;
+        }
+    }
+}
+
 /// Starts the delivery loop (when this shard owns a level) and, on shard
 /// 0, the persistence loop.
 pub(crate) fn spawn(shard: &Rc<Shard>) {

@@ -221,7 +221,10 @@ impl Appender {
             return;
         }
         // A slave's CommitLog is the master's copy; nothing else enters it.
-        assert!(!self.config.replica, "an append reached a slave's appender");
+        assert!(
+            !self.common.shared.is_replica(),
+            "an append reached a slave's appender"
+        );
         let refusal = self.common.failure().or_else(|| {
             let disk = &self.common.shared.disk;
             disk.is_full().then(|| disk.refusal())
@@ -530,7 +533,7 @@ impl Appender {
                 watermark,
                 spent: std::mem::take(&mut self.spent[shard]),
                 resets: std::mem::take(&mut self.resets[shard]),
-                replica: self.config.replica,
+                replica: self.common.shared.is_replica(),
             };
             let told_of_writes =
                 dispatched.is_some() && self.config.notify_written_shard == Some(shard);

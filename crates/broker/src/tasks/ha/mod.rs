@@ -19,6 +19,7 @@ pub(crate) mod auto_slave;
 pub(crate) mod gate;
 pub(crate) mod master;
 pub(crate) mod metadata;
+pub(crate) mod role;
 pub(crate) mod slave;
 
 use std::cell::RefCell;
@@ -204,7 +205,10 @@ impl Intake {
         .await?;
         note_read(shard, body.len());
         for (start, chunk) in self.assembler.push(&body).map_err(invalid)? {
-            shard.store.replicate(start, chunk).await.map_err(|e| {
+            shard.role.set_replicating(true);
+            let appended = shard.store.replicate(start, chunk).await;
+            shard.role.set_replicating(false);
+            appended.map_err(|e| {
                 io::Error::other(format!("appending the master's bytes at {start}: {e}"))
             })?;
             grew.notify();

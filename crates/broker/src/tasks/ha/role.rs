@@ -1,0 +1,162 @@
+//! Controller mode's role change in place (Java's `ReplicasManager` and
+//! `AutoSwitchHAService` `changeToMaster` / `changeToSlave`): the shards,
+//! the store, its open segments and the listeners keep running; only what
+//! the role decides changes. A slave becomes master: its HA link and
+//! metadata sync stop (never in the middle of an append), the CommitLog
+//! takes appends, the new epoch is recorded at its end, the settings say
+//! master (sends are taken, registrations say brokerId 0 and the epoch),
+//! and the master's HA listener and its own loops (delay levels, timers,
+//! transaction checks, pop revive) start. A slave follows another master:
+//! its HA link and metadata sync start again towards it. A master never
+//! changes in place (its supervisor restarts it: it may have to cut its
+//! log back first).
+
+use std::cell::Cell;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ferrocket_runtime::shard::ShardCall;
+use ferrocket_runtime::sync::StopSignal;
+use futures_lite::future;
+
+use crate::config::RoleOrder;
+use crate::shard::Shard;
+
+/// How often shard 0 looks for an order.
+const ORDER_POLL_MS: u64 = 10;
+/// Longest the old role's loops may take to end.
+const ROLE_STOP_TIMEOUT_MS: u64 = 10_000;
+
+/// The loops of the role in force (shard 0's HA side).
+#[derive(Default)]
+pub(crate) struct RoleTasks {
+    stop: std::cell::RefCell<StopSignal>,
+    running: Rc<Cell<u32>>,
+    /// A slave's HA link is appending the master's bytes: it must not be
+    /// dropped then (the bytes would land after the role changed).
+    replicating: Rc<Cell<bool>>,
+}
+
+impl RoleTasks {
+    /// `work`, ended by the next role change (it ends by itself at
+    /// shutdown), never while it appends the master's bytes.
+    pub(crate) fn scoped(
+        &self,
+        work: impl Future<Output = ()> + 'static,
+    ) -> impl Future<Output = ()> + 'static {
+        let stop = self.stop.borrow().clone();
+        let replicating = Rc::clone(&self.replicating);
+        let running = Rc::clone(&self.running);
+        running.set(running.get() + 1);
+        async move {
+            let _running = Running(running);
+            let stopped = async move {
+                stop.wait().await;
+                while replicating.get() {
+                    glommio::timer::sleep(Duration::from_millis(1)).await;
+                }
+            };
+            future::or(work, stopped).await;
+        }
+    }
+
+    /// Marks the HA link's appends (see `replicating`).
+    pub(crate) fn set_replicating(&self, on: bool) {
+        self.replicating.set(on);
+    }
+
+    /// Ends the role's loops and waits until they ended.
+    async fn stop_all(&self) -> Result<(), String> {
+        let old = std::mem::take(&mut *self.stop.borrow_mut());
+        old.trigger();
+        let until = Instant::now() + Duration::from_millis(ROLE_STOP_TIMEOUT_MS);
+        while self.running.get() > 0 {
+            if Instant::now() >= until {
+                return Err("the old role's loops did not end".into());
+            }
+            glommio::timer::sleep(Duration::from_millis(1)).await;
+        }
+        Ok(())
+    }
+}
+
+struct Running(Rc<Cell<u32>>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
+/// Shard 0 in controller mode: carries out the supervisor's role orders.
+pub(crate) async fn switch_loop(shard: Rc<Shard>) {
+    let switch = shard.config().controller_mode.role_switch.clone();
+    let poll = Duration::from_millis(ORDER_POLL_MS);
+    while !shard.stopping.interrupts_sleep(poll).await {
+        let Some((seq, order)) = switch.take() else {
+            continue;
+        };
+        let outcome = change_role(&shard, &order).await;
+        match &outcome {
+            Ok(()) => tracing::info!(
+                role = order.role.name(),
+                broker_id = order.broker_id,
+                state_version = order.state_version,
+                "the role changed in place"
+            ),
+            Err(why) => tracing::warn!(%why, "the role could not change in place"),
+        }
+        switch.finish(seq, outcome);
+    }
+}
+
+async fn change_role(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String> {
+    if !shard.config().replication.broker_role.is_slave() {
+        return Err("a master does not change role in place".into());
+    }
+    let control = shard.control().map_err(|r| r.remark)?;
+    shard.role.stop_all().await?;
+    if order.role.is_slave() {
+        let mut master = control.ha.master.borrow_mut();
+        master.broker_addr = Some(order.master_addr.clone());
+        master.ha_addr = Some(order.master_ha_addr.clone());
+    } else {
+        // Nothing of the old master's reaches the appender any more.
+        shard.env.store.set_replica(false);
+        let mut epoch = (*shard.config()).clone();
+        epoch.controller_mode.master_epoch = order.master_epoch;
+        crate::start::record_master_epoch(&epoch, shard.env.store.written_offset())
+            .map_err(|e| e.to_string())?;
+    }
+    shard.install_role(order).await?;
+    crate::tasks::start_replication(shard, true).map_err(|e| e.to_string())?;
+    if !order.role.is_slave() {
+        if !shard.config().dispatch_gated() {
+            super::gate::open_all(shard).await;
+        }
+        for reply in shard.call_all(StartMasterLoops).await {
+            reply.map_err(|r| r.remark)?;
+        }
+    }
+    control.register_now.notify();
+    Ok(())
+}
+
+/// On every shard of a new master: the loops only a master runs.
+#[derive(Clone)]
+struct StartMasterLoops;
+
+impl ShardCall<Shard> for StartMasterLoops {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        crate::tasks::schedule::reload(&shard);
+        crate::tasks::schedule::spawn(&shard);
+        crate::tasks::placed::start_master_loops(&shard);
+        shard.tasks.spawn(
+            "pop revive",
+            crate::tasks::pop_revive::revive_loop(shard.clone()),
+        );
+    }
+}
