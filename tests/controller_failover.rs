@@ -159,6 +159,14 @@ fn assert_promoted_in_place(output: &str) {
         })
         .unwrap_or_else(|| panic!("no role change in place to master:\n{output}"));
     let after = &lines[changed..];
+    // The supervisor's notice-to-serving time, for the record (not asserted).
+    if let Some(took) = after
+        .iter()
+        .find(|l| l.contains("took the new role in place"))
+        .and_then(|l| l.split("took_ms=").nth(1))
+    {
+        eprintln!("role change in place: notice to serving {took} ms");
+    }
     assert!(
         !after
             .iter()

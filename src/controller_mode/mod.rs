@@ -221,12 +221,14 @@ impl Supervisor {
                 let Outcome::MasterChanged(next) = &outcome else {
                     break outcome;
                 };
+                let noticed = Instant::now();
                 match self
                     .change_in_place(&current, next.clone(), &run, &lease)
                     .await
                 {
                     Some(now) => {
-                        tracing::info!(master = ?now, "the master changed: took the new role in place");
+                        let took_ms = noticed.elapsed().as_millis() as u64;
+                        tracing::info!(master = ?now, took_ms, "the master changed: took the new role in place");
                         current = now;
                     }
                     None => break outcome,
