@@ -14,6 +14,7 @@ pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod replication;
+pub(crate) mod role;
 pub(crate) mod routes;
 pub(crate) mod settings;
 pub(crate) mod stats;
@@ -138,7 +139,7 @@ pub(crate) struct Shard {
     pub tasks: TaskSet,
     /// Shard 0: the loops of the role in force (controller mode changes it
     /// in place).
-    pub(crate) role: crate::tasks::ha::role::RoleTasks,
+    pub(crate) role: role::RoleTasks,
     /// The control-plane writer; on shard 0 only.
     pub control: Option<ControlPlane>,
     /// What this shard's connections said about themselves in heartbeats.

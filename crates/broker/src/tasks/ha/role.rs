@@ -11,83 +11,16 @@
 //! changes in place (its supervisor restarts it: it may have to cut its
 //! log back first).
 
-use std::cell::Cell;
-use std::future::Future;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrocket_runtime::shard::ShardCall;
-use ferrocket_runtime::sync::StopSignal;
-use futures_lite::future;
 
 use crate::config::RoleOrder;
 use crate::shard::Shard;
 
 /// How often shard 0 looks for an order.
 const ORDER_POLL_MS: u64 = 10;
-/// Longest the old role's loops may take to end.
-const ROLE_STOP_TIMEOUT_MS: u64 = 10_000;
-
-/// The loops of the role in force (shard 0's HA side).
-#[derive(Default)]
-pub(crate) struct RoleTasks {
-    stop: std::cell::RefCell<StopSignal>,
-    running: Rc<Cell<u32>>,
-    /// A slave's HA link is appending the master's bytes: it must not be
-    /// dropped then (the bytes would land after the role changed).
-    replicating: Rc<Cell<bool>>,
-}
-
-impl RoleTasks {
-    /// `work`, ended by the next role change (it ends by itself at
-    /// shutdown), never while it appends the master's bytes.
-    pub(crate) fn scoped(
-        &self,
-        work: impl Future<Output = ()> + 'static,
-    ) -> impl Future<Output = ()> + 'static {
-        let stop = self.stop.borrow().clone();
-        let replicating = Rc::clone(&self.replicating);
-        let running = Rc::clone(&self.running);
-        running.set(running.get() + 1);
-        async move {
-            let _running = Running(running);
-            let stopped = async move {
-                stop.wait().await;
-                while replicating.get() {
-                    glommio::timer::sleep(Duration::from_millis(1)).await;
-                }
-            };
-            future::or(work, stopped).await;
-        }
-    }
-
-    /// Marks the HA link's appends (see `replicating`).
-    pub(crate) fn set_replicating(&self, on: bool) {
-        self.replicating.set(on);
-    }
-
-    /// Ends the role's loops and waits until they ended.
-    async fn stop_all(&self) -> Result<(), String> {
-        let old = std::mem::take(&mut *self.stop.borrow_mut());
-        old.trigger();
-        let until = Instant::now() + Duration::from_millis(ROLE_STOP_TIMEOUT_MS);
-        while self.running.get() > 0 {
-            if Instant::now() >= until {
-                return Err("the old role's loops did not end".into());
-            }
-            glommio::timer::sleep(Duration::from_millis(1)).await;
-        }
-        Ok(())
-    }
-}
-
-struct Running(Rc<Cell<u32>>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.0.set(self.0.get().saturating_sub(1));
-    }
-}
 
 /// Shard 0 in controller mode: carries out the supervisor's role orders.
 pub(crate) async fn switch_loop(shard: Rc<Shard>) {
@@ -126,7 +59,7 @@ async fn change_role(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String>
         shard.env.store.set_replica(false);
         let mut epoch = (*shard.config()).clone();
         epoch.controller_mode.master_epoch = order.master_epoch;
-        crate::start::record_master_epoch(&epoch, shard.env.store.written_offset())
+        crate::services::master_epoch::record(&epoch, shard.env.store.written_offset())
             .map_err(|e| e.to_string())?;
     }
     shard.install_role(order).await?;
