@@ -2,8 +2,9 @@
 //! / `changeToSlave`): a slave that is elected, or that follows a new
 //! master with a log that agrees with it, changes role in the running
 //! broker ([`RoleOrder`]), which keeps its store, shards and listeners
-//! (no recovery, no re-registration gap). A master, and a slave that must
-//! cut its log back first, still restart.
+//! (no recovery, no re-registration gap). A master that loses its role
+//! turns slave in place too. A master elected again at a new epoch, and a
+//! broker whose log must be cut back first, still restart.
 
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,7 @@ impl Supervisor {
         lease: &MasterLease,
     ) -> Option<MasterInfo> {
         if current.broker_id == self.id {
-            return None;
+            return self.demotion(next?, run).await;
         }
         let next = match next {
             Some(next) => next,
@@ -68,14 +69,43 @@ impl Supervisor {
         }
     }
 
+    /// This master lost its role to `next` (Java's `changeToSlave`): it
+    /// turns slave in place (no more sends taken, its master loops ended),
+    /// then restarts after all when its log ran past the new master's
+    /// (the cut is made with the store closed).
+    async fn demotion(&self, next: MasterInfo, run: &BrokerRun) -> Option<MasterInfo> {
+        if next.broker_id == self.id {
+            return None;
+        }
+        let order = self.follow(&next).await?;
+        if !self.order(order, run).await {
+            return None;
+        }
+        self.agrees_with(&next).await.then_some(next)
+    }
+
+    /// Whether this broker's log agrees with `master`'s up to its end.
+    async fn agrees_with(&self, master: &MasterInfo) -> bool {
+        let agrees =
+            own::follows_without_cut(&self.base, &self.member.address, &master.address).await;
+        if !agrees {
+            tracing::info!(master = %master.address, "following the new master needs a cut: restarting");
+        }
+        agrees
+    }
+
     /// Another broker is elected: this slave follows it in place when the
     /// master says where its HA port is and this log agrees with its own.
     async fn new_master(&self, next: &MasterInfo) -> Option<RoleOrder> {
-        let ha = own::ha_server_addr(&next.address).await?;
-        if !own::follows_without_cut(&self.base, &self.member.address, &next.address).await {
-            tracing::info!(master = %next.address, "following the new master needs a cut: restarting");
+        if !self.agrees_with(next).await {
             return None;
         }
+        self.follow(next).await
+    }
+
+    /// The order to follow `next`, once it says where its HA port is.
+    async fn follow(&self, next: &MasterInfo) -> Option<RoleOrder> {
+        let ha = own::ha_server_addr(&next.address).await?;
         Some(RoleOrder {
             role: BrokerRole::Slave,
             broker_id: self.id,

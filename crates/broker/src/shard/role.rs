@@ -1,6 +1,5 @@
 //! Shard 0's loops of the role in force (controller mode changes the role
-//! in place: `tasks::ha::role`): they end at the next role change, never
-//! while the HA link appends the master's bytes.
+//! in place: `tasks::ha::role`): they end at the next role change.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -18,37 +17,22 @@ const ROLE_STOP_TIMEOUT_MS: u64 = 10_000;
 pub(crate) struct RoleTasks {
     stop: std::cell::RefCell<StopSignal>,
     running: Rc<Cell<u32>>,
-    /// A slave's HA link is appending the master's bytes: it must not be
-    /// dropped then (the bytes would land after the role changed).
-    replicating: Rc<Cell<bool>>,
 }
 
 impl RoleTasks {
     /// `work`, ended by the next role change (it ends by itself at
-    /// shutdown), never while it appends the master's bytes.
+    /// shutdown).
     pub(crate) fn scoped(
         &self,
         work: impl Future<Output = ()> + 'static,
     ) -> impl Future<Output = ()> + 'static {
         let stop = self.stop.borrow().clone();
-        let replicating = Rc::clone(&self.replicating);
         let running = Rc::clone(&self.running);
         running.set(running.get() + 1);
         async move {
             let _running = Running(running);
-            let stopped = async move {
-                stop.wait().await;
-                while replicating.get() {
-                    glommio::timer::sleep(Duration::from_millis(1)).await;
-                }
-            };
-            future::or(work, stopped).await;
+            future::or(work, stop.wait()).await;
         }
-    }
-
-    /// Marks the HA link's appends (see `replicating`).
-    pub(crate) fn set_replicating(&self, on: bool) {
-        self.replicating.set(on);
     }
 
     /// Ends the role's loops and waits until they ended.

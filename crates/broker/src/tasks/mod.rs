@@ -76,10 +76,8 @@ pub(crate) fn start_replication(shard: &Rc<Shard>, resume: bool) -> Result<(), B
             control.ha.written.notify_all();
         }
     });
-    tasks.spawn(
-        "HA listener",
-        ha::master::accept_loop(shard.clone(), listener),
-    );
+    let accept = ha::master::accept_loop(shard.clone(), listener);
+    tasks.spawn("HA listener", role.scoped(accept));
     Ok(())
 }
 
@@ -112,9 +110,8 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
         crate::shard::stats::broker_stats_sample_loop(shard.clone()),
     );
     if !shard.config().replication.broker_role.is_slave() {
-        shard
-            .tasks
-            .spawn("pop revive", pop_revive::revive_loop(shard.clone()));
+        let revive = pop_revive::revive_loop(shard.clone());
+        shard.tasks.spawn("pop revive", shard.role.scoped(revive));
     }
 }
 

@@ -232,15 +232,17 @@ pub(crate) fn spawn(shard: &Rc<Shard>) {
     if shard.config().replication.broker_role.is_slave() {
         return;
     }
+    // Both end when a master turns slave in place (`tasks::ha::role`).
+    let role = &shard.role;
     if !shard.schedule.progress.borrow().is_empty() {
+        let deliver = deliver_loop(shard.clone());
         shard
             .tasks
-            .spawn("delay-level delivery", deliver_loop(shard.clone()));
+            .spawn("delay-level delivery", role.scoped(deliver));
     }
     if shard.index == 0 {
-        shard
-            .tasks
-            .spawn("delayOffset.json", persist_loop(shard.clone()));
+        let persist = persist_loop(shard.clone());
+        shard.tasks.spawn("delayOffset.json", role.scoped(persist));
     }
 }
 

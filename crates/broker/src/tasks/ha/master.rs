@@ -49,10 +49,10 @@ pub(crate) async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
         match ferrocket_runtime::server::accept_unless(&listener, stopping).await {
             None => return,
             Some(Ok(stream)) => {
-                let shard_for_link = Rc::clone(&shard);
+                let link = serve_slave(Rc::clone(&shard), stream);
                 shard
                     .tasks
-                    .spawn("HA link to a slave", serve_slave(shard_for_link, stream));
+                    .spawn("HA link to a slave", shard.role.scoped(link));
             }
             Some(Err(e)) => {
                 tracing::warn!("HA accept failed: {e}");

@@ -205,10 +205,7 @@ impl Intake {
         .await?;
         note_read(shard, body.len());
         for (start, chunk) in self.assembler.push(&body).map_err(invalid)? {
-            shard.role.set_replicating(true);
-            let appended = shard.store.replicate(start, chunk).await;
-            shard.role.set_replicating(false);
-            appended.map_err(|e| {
+            shard.store.replicate(start, chunk).await.map_err(|e| {
                 io::Error::other(format!("appending the master's bytes at {start}: {e}"))
             })?;
             grew.notify();

@@ -21,6 +21,8 @@ use crate::shard::Shard;
 
 /// How often shard 0 looks for an order.
 const ORDER_POLL_MS: u64 = 10;
+/// Longest the appender may take to answer what shard 0 sent it.
+const ANSWER_TIMEOUT_MS: u64 = 10_000;
 
 /// Shard 0 in controller mode: carries out the supervisor's role orders.
 pub(crate) async fn switch_loop(shard: Rc<Shard>) {
@@ -46,10 +48,15 @@ pub(crate) async fn switch_loop(shard: Rc<Shard>) {
 
 async fn change_role(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String> {
     if !shard.config().replication.broker_role.is_slave() {
-        return Err("a master does not change role in place".into());
+        if !order.role.is_slave() {
+            return Err("a master takes a new epoch by a restart".into());
+        }
+        return demote(shard, order).await;
     }
     let control = shard.control().map_err(|r| r.remark)?;
     shard.role.stop_all().await?;
+    // A chunk of the old master's sent before the HA link ended lands first.
+    all_answered(shard).await?;
     if order.role.is_slave() {
         let mut master = control.ha.master.borrow_mut();
         master.broker_addr = Some(order.master_addr.clone());
@@ -76,6 +83,56 @@ async fn change_role(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String>
     Ok(())
 }
 
+/// A master turns slave (Java's `changeToSlave`): sends are refused first
+/// (the settings say slave), then every shard's master loops end (HA
+/// listener and links, delay levels, timers, transaction checks, pop
+/// revive), the CommitLog takes only the master's bytes, and the HA link
+/// to the new master starts. Whether the log must be cut back is the
+/// supervisor's to check once this answers (it restarts the run then).
+async fn demote(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String> {
+    let control = shard.control().map_err(|r| r.remark)?;
+    let gated = shard.config().dispatch_gated();
+    shard.install_role(order).await?;
+    for reply in shard.call_all(StopRoleLoops).await {
+        reply.map_err(|r| r.remark)??;
+    }
+    all_answered(shard).await?;
+    shard.env.store.set_replica(true);
+    {
+        let mut master = control.ha.master.borrow_mut();
+        master.broker_addr = Some(order.master_addr.clone());
+        master.ha_addr = Some(order.master_ha_addr.clone());
+    }
+    control.ha.master_confirm.set(None);
+    crate::tasks::start_replication(shard, gated).map_err(|e| e.to_string())?;
+    control.register_now.notify();
+    Ok(())
+}
+
+/// Waits until the appender answered everything this shard sent it.
+async fn all_answered(shard: &Shard) -> Result<(), String> {
+    let until = std::time::Instant::now() + Duration::from_millis(ANSWER_TIMEOUT_MS);
+    while shard.store.unanswered() > 0 {
+        if std::time::Instant::now() >= until {
+            return Err("the appender did not answer in time".into());
+        }
+        glommio::timer::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
+}
+
+/// On every shard of a master turning slave: ends the role's loops.
+#[derive(Clone)]
+struct StopRoleLoops;
+
+impl ShardCall<Shard> for StopRoleLoops {
+    type Reply = Result<(), String>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.role.stop_all().await
+    }
+}
+
 /// On every shard of a new master: the loops only a master runs.
 #[derive(Clone)]
 struct StartMasterLoops;
@@ -87,9 +144,7 @@ impl ShardCall<Shard> for StartMasterLoops {
         crate::tasks::schedule::reload(&shard);
         crate::tasks::schedule::spawn(&shard);
         crate::tasks::placed::start_master_loops(&shard);
-        shard.tasks.spawn(
-            "pop revive",
-            crate::tasks::pop_revive::revive_loop(shard.clone()),
-        );
+        let revive = crate::tasks::pop_revive::revive_loop(shard.clone());
+        shard.tasks.spawn("pop revive", shard.role.scoped(revive));
     }
 }
