@@ -9,11 +9,11 @@
 //! itself gives (the name server's route, possibly stale after a failover,
 //! only when the master does not say).
 //!
-//! A slave changes role in the running broker, as Java's does
-//! (`in_place`): elected, or following a new master its log agrees with,
-//! it keeps its store, shards and listeners. A master that loses its role,
-//! and a slave that must cut its log back first, stop the broker's data
-//! plane and start it again in the new role, in this process; that stop is
+//! Roles change in the running broker, as Java's do (`in_place`): a slave
+//! elected, a master deposed, a slave following a new master keep their
+//! store, shards and listeners. A broker whose log must be cut back first,
+//! and a master elected again at a new epoch, stop the broker's data plane
+//! and start it again in the new role, in this process; that stop is
 //! graceful: everything acknowledged is on disk, and clients reconnect.
 //! The role is checked every `syncBrokerMetadataPeriod`, and at
 //! once when a controller sends NOTIFY_BROKER_ROLE_CHANGED.

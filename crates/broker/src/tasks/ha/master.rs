@@ -93,8 +93,10 @@ async fn serve_slave(shard: Rc<Shard>, stream: TcpStream) {
         shard.stopping.wait().await;
         Ok(())
     };
+    // Removed however this ends (a master turning slave in place drops it):
+    // a stale link's acks must never count for a later confirm offset.
+    let _listed = Listed(ha, link.id);
     let outcome = future::or(work, stopped).await;
-    ha.remove_link(link.id);
     match outcome {
         Ok(()) => tracing::info!(slave = %peer, "HA link closed"),
         Err(e) => tracing::warn!(slave = %peer, "HA link dropped: {e}"),
@@ -179,5 +181,14 @@ async fn push_log(
         .await?;
         next = end;
         last_write = Instant::now();
+    }
+}
+
+/// Keeps a slave link in the HA state's list while it lives.
+struct Listed<'a>(&'a HaState, u64);
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        self.0.remove_link(self.1);
     }
 }
