@@ -28,7 +28,7 @@ impl Supervisor {
         lease: &MasterLease,
     ) -> Option<MasterInfo> {
         if current.broker_id == self.id {
-            return self.demotion(next?, run).await;
+            return self.follow_in_place(next?, run).await;
         }
         let next = match next {
             Some(next) => next,
@@ -45,10 +45,10 @@ impl Supervisor {
         if same_master(Some(&next), current) {
             return Some(next);
         }
-        let order = match next.broker_id == self.id {
-            true => self.promotion(&next, lease),
-            false => self.new_master(&next).await?,
-        };
+        if next.broker_id != self.id {
+            return self.follow_in_place(next, run).await;
+        }
+        let order = self.promotion(&next, lease);
         self.order(order, run).await.then_some(next)
     }
 
@@ -69,11 +69,14 @@ impl Supervisor {
         }
     }
 
-    /// This master lost its role to `next` (Java's `changeToSlave`): it
-    /// turns slave in place (no more sends taken, its master loops ended),
-    /// then restarts after all when its log ran past the new master's
-    /// (the cut is made with the store closed).
-    async fn demotion(&self, next: MasterInfo, run: &BrokerRun) -> Option<MasterInfo> {
+    /// Another broker is master (Java's `changeToSlave`): this broker
+    /// follows `next` in place (a master stops taking sends and ends its
+    /// master loops; a slave drops its link to the old master, after whose
+    /// last chunk nothing more lands), then compares its log with the new
+    /// master's and restarts after all when it ran past it (the cut is made
+    /// with the store closed). Compared only once the old link is gone: a
+    /// cut-off old master may still be sending until then.
+    async fn follow_in_place(&self, next: MasterInfo, run: &BrokerRun) -> Option<MasterInfo> {
         if next.broker_id == self.id {
             return None;
         }
@@ -92,15 +95,6 @@ impl Supervisor {
             tracing::info!(master = %master.address, "following the new master needs a cut: restarting");
         }
         agrees
-    }
-
-    /// Another broker is elected: this slave follows it in place when the
-    /// master says where its HA port is and this log agrees with its own.
-    async fn new_master(&self, next: &MasterInfo) -> Option<RoleOrder> {
-        if !self.agrees_with(next).await {
-            return None;
-        }
-        self.follow(next).await
     }
 
     /// The order to follow `next`, once it says where its HA port is.

@@ -2,14 +2,15 @@
 //! `AutoSwitchHAService` `changeToMaster` / `changeToSlave`): the shards,
 //! the store, its open segments and the listeners keep running; only what
 //! the role decides changes. A slave becomes master: its HA link and
-//! metadata sync stop (never in the middle of an append), the CommitLog
-//! takes appends, the new epoch is recorded at its end, the settings say
-//! master (sends are taken, registrations say brokerId 0 and the epoch),
-//! and the master's HA listener and its own loops (delay levels, timers,
-//! transaction checks, pop revive) start. A slave follows another master:
-//! its HA link and metadata sync start again towards it. A master never
-//! changes in place (its supervisor restarts it: it may have to cut its
-//! log back first).
+//! metadata sync stop, the appender answers every chunk sent before, the
+//! CommitLog takes appends, the new epoch is recorded at its end, the
+//! settings say master (sends are taken, registrations say brokerId 0 and
+//! the epoch), and the master's HA listener and its own loops (delay
+//! levels, timers, transaction checks, pop revive) start. A slave follows
+//! another master: its HA link and metadata sync start again towards it.
+//! A master turns slave (`demote`). A master elected again at a new epoch
+//! restarts (its supervisor does it), as does a broker whose log must be
+//! cut back first.
 
 use std::rc::Rc;
 use std::time::Duration;
