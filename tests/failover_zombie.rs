@@ -12,8 +12,9 @@
 //! timeout, the slave is elected and routed, then the old master resumes
 //! (SIGCONT). Its registrations as brokerId 0 carry the old epoch as
 //! `stateVersion` and are ignored, so for the whole time it takes to notice
-//! and turn slave, every route names the live master; then it follows the
-//! master the controller names and rejoins the in-sync set.
+//! and turn slave, every route names the live master; then it turns slave
+//! in place (no restart), follows the master the controller names and
+//! rejoins the in-sync set.
 
 mod harness;
 
@@ -130,6 +131,7 @@ fn a_resumed_old_master_never_takes_the_route_from_the_elected_one() {
     wait_state(&addrs, "the old master rejoins as a replica", |s| {
         s.master == Some(2) && s.in_sync == BTreeSet::from([1, 2])
     });
+    assert_turned_slave_in_place(&first.process.output());
     let mut conn = second.connect();
     let code = send(&mut conn, &topic, 1, "after".into(), true);
     assert_eq!(code, response_code::SUCCESS, "a send to the elected master");
@@ -137,5 +139,22 @@ fn a_resumed_old_master_never_takes_the_route_from_the_elected_one() {
     assert!(
         bodies.contains("before") && bodies.contains("after"),
         "{bodies:?}"
+    );
+}
+
+/// The old master turned slave in place (Java's `changeToSlave`): its log
+/// agreed with the elected master's, so its data plane kept running and
+/// read no log again after the change.
+fn assert_turned_slave_in_place(output: &str) {
+    let lines: Vec<&str> = output.lines().collect();
+    let changed = lines
+        .iter()
+        .rposition(|l| l.contains("the role changed in place") && l.contains("SLAVE"))
+        .unwrap_or_else(|| panic!("the old master did not turn slave in place:\n{output}"));
+    assert!(
+        !lines[changed..]
+            .iter()
+            .any(|l| l.contains("CommitLog recovered") || l.contains("restarting in the new role")),
+        "the old master restarted after turning slave:\n{output}"
     );
 }

@@ -9,12 +9,16 @@
 //! itself gives (the name server's route, possibly stale after a failover,
 //! only when the master does not say).
 //!
-//! A role change stops the broker's data plane and starts it again in the
-//! new role, in this process (Java switches its services in place). The
-//! stop is graceful: everything acknowledged is on disk, and clients
-//! reconnect. The role is checked every `syncBrokerMetadataPeriod`, and at
+//! Roles change in the running broker, as Java's do (`in_place`): a slave
+//! elected, a master deposed, a slave following a new master keep their
+//! store, shards and listeners. A broker whose log must be cut back first,
+//! and a master elected again at a new epoch, stop the broker's data plane
+//! and start it again in the new role, in this process; that stop is
+//! graceful: everything acknowledged is on disk, and clients reconnect.
+//! The role is checked every `syncBrokerMetadataPeriod`, and at
 //! once when a controller sends NOTIFY_BROKER_ROLE_CHANGED.
 
+mod in_place;
 mod isr;
 mod own;
 
@@ -213,7 +217,25 @@ impl Supervisor {
             let config = self.config_for(&current, follow_at);
             let lease = config.controller_mode.lease.clone();
             let run = BrokerRun::start(config)?;
-            let outcome = self.watch(&current, &run, &lease).await;
+            let mut current = current;
+            let outcome = loop {
+                let outcome = self.watch(&current, &run, &lease).await;
+                let Outcome::MasterChanged(next) = &outcome else {
+                    break outcome;
+                };
+                let noticed = Instant::now();
+                match self
+                    .change_in_place(&current, next.clone(), &run, &lease)
+                    .await
+                {
+                    Some(now) => {
+                        let took_ms = noticed.elapsed().as_millis() as u64;
+                        tracing::info!(master = ?now, took_ms, "the master changed: took the new role in place");
+                        current = now;
+                    }
+                    None => break outcome,
+                }
+            };
             let stopped = run.stop(matches!(outcome, Outcome::MasterChanged(_)));
             match outcome {
                 Outcome::Stopped => return stopped,

@@ -184,6 +184,55 @@ async fn master_epochs(master_addr: &str) -> Option<EpochEntryCache> {
     decode_json::<EpochEntryCache>(&answer.body).ok()
 }
 
+/// Where a log of this broker's epochs that ends at `own_end` agrees with
+/// the master's at `master_addr` (the fork point of the two epoch lists),
+/// and this broker's epochs; `None` while that cannot be told (the master
+/// does not answer, or no epoch is shared).
+async fn cut_to_follow(
+    config: &BrokerConfig,
+    master_addr: &str,
+    own_end: i64,
+) -> Result<Option<(i64, EpochCache)>, String> {
+    let Some(master) = master_epochs(master_addr).await else {
+        return Ok(None);
+    };
+    let master_cache = EpochCache::from_entries(&master.entries(i64::MAX))
+        .map_err(|e| format!("the master's epoch list: {e}"))?;
+    let local = read_epochs(config);
+    let cut = match fork_point(&local, own_end, &master_cache, master.max_offset) {
+        // Bytes without epochs (a slave that never mirrored them): copy
+        // everything again rather than trust them.
+        ForkPoint::NoLocalEpochs => 0,
+        ForkPoint::At(point) => point,
+        ForkPoint::NoCommonEpoch => {
+            tracing::warn!(own_end, "no epoch shared with the master yet; waiting");
+            return Ok(None);
+        }
+    };
+    Ok(Some((cut, local)))
+}
+
+/// Whether the running broker at `own_addr` can follow `master_addr`
+/// without cutting its log (its whole log agrees with the master's);
+/// false when it cannot be told.
+pub(crate) async fn follows_without_cut(
+    config: &BrokerConfig,
+    own_addr: &str,
+    master_addr: &str,
+) -> bool {
+    let Some(own_end) = max_offset(own_addr).await else {
+        return false;
+    };
+    match cut_to_follow(config, master_addr, own_end).await {
+        Ok(Some((cut, _))) => cut >= own_end,
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!("comparing epochs with the new master: {e}");
+            false
+        }
+    }
+}
+
 /// Before following `master_addr`: cut this broker's CommitLog back to
 /// where it agrees with the master's (the fork point of the two epoch
 /// lists), so that it copies only the master's bytes. `Ok(false)` when it
@@ -193,24 +242,11 @@ pub(crate) async fn prepare_to_follow(
     config: &BrokerConfig,
     master_addr: &str,
 ) -> Result<bool, String> {
-    let Some(master) = master_epochs(master_addr).await else {
-        return Ok(false);
-    };
-    let master_cache = EpochCache::from_entries(&master.entries(i64::MAX))
-        .map_err(|e| format!("the master's epoch list: {e}"))?;
     let store = config.store_config();
     let own_end = ferrocket_store::commitlog_end(&store)
         .map_err(|e| format!("reading the CommitLog: {e}"))?;
-    let local = read_epochs(config);
-    let cut = match fork_point(&local, own_end, &master_cache, master.max_offset) {
-        // Bytes without epochs (a slave that never mirrored them): copy
-        // everything again rather than trust them.
-        ForkPoint::NoLocalEpochs => 0,
-        ForkPoint::At(point) => point,
-        ForkPoint::NoCommonEpoch => {
-            tracing::warn!(own_end, "no epoch shared with the master yet; waiting");
-            return Ok(false);
-        }
+    let Some((cut, local)) = cut_to_follow(config, master_addr, own_end).await? else {
+        return Ok(false);
     };
     if cut < own_end {
         tracing::warn!(

@@ -41,8 +41,8 @@ mod wire;
 pub use config::{
     AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, ControllerModeConfig,
     FlushDiskType, MasterLease, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig,
-    RoleHandover, Whitelist, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS,
-    LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
+    RoleHandover, RoleOrder, RoleSwitch, Whitelist, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT,
+    DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
 };
 pub use error::BrokerError;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};

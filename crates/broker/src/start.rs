@@ -142,7 +142,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         );
     }
     let (store, parts) = MessageStore::open(config.store_config())?;
-    record_master_epoch(&config, store.written_offset())?;
+    crate::services::master_epoch::record(&config, store.written_offset())?;
     let files = ConfigFiles::load(&store, &config)?;
     let (appender, ports) = start_appender(&config, parts, count)?;
     let env = Arc::new(files.into_env(config, store, listen)?);
@@ -199,30 +199,6 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     }
     stored?;
     tracing::info!("broker stopped");
-    Ok(())
-}
-
-/// Controller mode: a run as the master of epoch E records (E, end of the
-/// CommitLog) in the epoch file before anything is written, after dropping
-/// entries of E or later and an entry that starts at this very end (its
-/// epoch wrote nothing, so nothing can fork inside it).
-fn record_master_epoch(config: &BrokerConfig, end: i64) -> Result<(), BrokerError> {
-    let Some(epoch) = config.controller_mode.master_epoch else {
-        return Ok(());
-    };
-    let file = config.epoch_file();
-    let mut cache = file.read()?;
-    cache.truncate_from_epoch(epoch);
-    cache.truncate_from_offset(end);
-    let entry = ferrocket_store::epoch::EpochEntry {
-        epoch,
-        start_offset: end,
-    };
-    cache
-        .append(entry)
-        .map_err(|e| BrokerError::Config(format!("epoch file: {e}")))?;
-    file.write(&cache)?;
-    tracing::info!(epoch, start_offset = end, "master epoch recorded");
     Ok(())
 }
 

@@ -94,6 +94,9 @@ pub(crate) struct CommitLogShared {
     hot: Option<Mutex<HotTail>>,
     /// Whether writes are stopped for lack of disk space.
     pub(crate) disk: crate::disk::DiskState,
+    /// Whether this CommitLog is a slave's copy (takes only the master's
+    /// bytes); a role change in place flips it.
+    pub(crate) replica: std::sync::atomic::AtomicBool,
 }
 
 impl CommitLogShared {
@@ -119,7 +122,12 @@ impl CommitLogShared {
                 })
             }),
             disk: crate::disk::DiskState::default(),
+            replica: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    pub(crate) fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::Acquire)
     }
 
     pub(crate) fn written(&self) -> i64 {

@@ -141,6 +141,9 @@ struct ShardInner {
     outbox: Rc<Outbox>,
     next_seq: Cell<u64>,
     pending: RefCell<HashMap<u64, Rc<ResultCell>>>,
+    /// Envelopes sent and not answered yet, whether or not their sender
+    /// still waits.
+    unanswered: Cell<u64>,
     queues: RefCell<Queues>,
     listener: RefCell<Option<Listener>>,
     written_listener: RefCell<Option<Rc<dyn Fn()>>>,
@@ -211,6 +214,7 @@ impl ShardStore {
             outbox: Outbox::new(sender),
             next_seq: Cell::new(0),
             pending: RefCell::new(HashMap::new()),
+            unanswered: Cell::new(0),
             queues: RefCell::new(HashMap::new()),
             listener: RefCell::new(None),
             written_listener: RefCell::new(None),
@@ -276,7 +280,7 @@ impl ShardStore {
     /// once the appender has written it (and flushed it, in sync mode). A
     /// full ring makes this wait; it never drops the request.
     pub async fn append(&self, request: AppendRequest) -> Result<AppendResult, StoreError> {
-        if self.inner.ctx.config.replica {
+        if self.inner.ctx.shared.is_replica() {
             return Err(StoreError::Unavailable(
                 "this store is a slave's copy: it takes only the master's bytes".into(),
             ));
@@ -291,7 +295,7 @@ impl ShardStore {
     /// and are dispatched to their ConsumeQueues. The result's
     /// `physical_offset` is `start`; `record_count` counts messages.
     pub async fn replicate(&self, start: i64, bytes: BytesMut) -> Result<AppendResult, StoreError> {
-        if !self.inner.ctx.config.replica {
+        if !self.inner.ctx.shared.is_replica() {
             return Err(StoreError::Unavailable(
                 "this store is not a slave's".into(),
             ));
@@ -322,6 +326,8 @@ impl ShardStore {
                 "the CommitLog appender is gone".into(),
             ));
         }
+        let unanswered = &self.inner.unanswered;
+        unanswered.set(unanswered.get() + 1);
         poll_fn(|cx| {
             if let Some(value) = slot.value.borrow_mut().take() {
                 return Poll::Ready(value);
@@ -330,6 +336,12 @@ impl ShardStore {
             Poll::Pending
         })
         .await
+    }
+
+    /// Appends and replica chunks this shard sent that the appender has
+    /// not answered yet (also those whose sender stopped waiting).
+    pub fn unanswered(&self) -> u64 {
+        self.inner.unanswered.get()
     }
 
     /// The ConsumeQueue of a queue this shard owns (opened on first use).
@@ -501,6 +513,7 @@ impl ShardInner {
             self.reset_done(done);
         }
         for (seq, result) in batch.results {
+            self.unanswered.set(self.unanswered.get().saturating_sub(1));
             let slot = self.pending.borrow_mut().remove(&seq);
             if let Some(slot) = slot {
                 slot.complete(result);

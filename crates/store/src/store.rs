@@ -45,6 +45,9 @@ impl MessageStore {
             hot,
             recovered.damaged.clone(),
         ));
+        shared
+            .replica
+            .store(config.replica, std::sync::atomic::Ordering::Release);
         let config = Arc::new(config);
         Ok((
             StoreHandle {
@@ -93,6 +96,21 @@ impl StoreHandle {
     /// End of the flushed CommitLog.
     pub fn durable_offset(&self) -> i64 {
         self.shared.durable()
+    }
+
+    /// Whether the CommitLog takes only a master's bytes (a slave's copy).
+    pub fn is_replica(&self) -> bool {
+        self.shared.is_replica()
+    }
+
+    /// A role change in place: from now on the CommitLog takes only a
+    /// master's bytes (`true`) or only appends (`false`). The caller makes
+    /// sure that nothing of the other kind is on its way to the appender.
+    pub fn set_replica(&self, replica: bool) {
+        self.shared
+            .replica
+            .store(replica, std::sync::atomic::Ordering::Release);
+        tracing::info!(replica, "the CommitLog's role changed in place");
     }
 }
 

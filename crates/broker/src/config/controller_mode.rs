@@ -197,6 +197,8 @@ pub struct ControllerModeConfig {
     pub lease: MasterLease,
     /// Not a key: see [`RoleHandover`].
     pub handover: RoleHandover,
+    /// Not a key: see [`super::RoleSwitch`].
+    pub role_switch: super::RoleSwitch,
     /// Not a key: the in-sync set's size, on a master.
     pub sync_state_size: SyncStateSize,
     /// Not a key: this broker's id from the controller (the config's
@@ -226,6 +228,7 @@ impl Default for ControllerModeConfig {
             role_notices: RoleNotices::default(),
             lease: MasterLease::default(),
             handover: RoleHandover::default(),
+            role_switch: super::RoleSwitch::default(),
             sync_state_size: SyncStateSize::default(),
             broker_controller_id: None,
         }

@@ -16,6 +16,7 @@ mod controller_mode;
 mod modes;
 mod online;
 mod replication;
+mod role_switch;
 mod store_paths;
 
 pub use auth::{AuthConfig, Whitelist};
@@ -24,6 +25,7 @@ pub use ferrocket_metrics::config::{MetricsConfig, MetricsExporter, METRICS_PROM
 pub use modes::{CommitLogWriteMode, FlushDiskType, ProxyMode};
 pub use online::*;
 pub use replication::*;
+pub use role_switch::{RoleOrder, RoleSwitch};
 
 /// Default broker port (`listenPort`).
 pub const LISTEN_PORT_DEFAULT: u16 = 10911;

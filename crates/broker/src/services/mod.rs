@@ -18,6 +18,7 @@ pub(crate) mod index;
 pub(crate) mod java_timer;
 pub(crate) mod locks;
 pub(crate) mod long_poll;
+pub(crate) mod master_epoch;
 pub(crate) mod metrics;
 pub(crate) mod namesrv;
 pub(crate) mod offsets;

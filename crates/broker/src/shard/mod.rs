@@ -14,6 +14,7 @@ pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod replication;
+pub(crate) mod role;
 pub(crate) mod routes;
 pub(crate) mod settings;
 pub(crate) mod stats;
@@ -136,6 +137,9 @@ pub(crate) struct Shard {
     pub stopping: StopSignal,
     /// The shard's background loops (`tasks`).
     pub tasks: TaskSet,
+    /// Shard 0: the loops of the role in force (controller mode changes it
+    /// in place).
+    pub(crate) role: role::RoleTasks,
     /// The control-plane writer; on shard 0 only.
     pub control: Option<ControlPlane>,
     /// What this shard's connections said about themselves in heartbeats.
@@ -210,6 +214,7 @@ impl Shard {
             rng: Cell::new(seed | 1),
             stopping: StopSignal::new(),
             tasks: TaskSet::new(),
+            role: Default::default(),
             control,
             conn_infos: RefCell::new(HashMap::new()),
             locks: RefCell::new(LockTable::default()),

@@ -11,7 +11,7 @@ use ferrocket_runtime::shard::{ChangeError, ShardCall, Versioned};
 
 use super::Shard;
 use crate::clock::now_ms;
-use crate::config::{apply_online, rewrite_properties, BrokerConfig, Refusal};
+use crate::config::{apply_online, rewrite_properties, BrokerConfig, Refusal, RoleOrder};
 
 /// On shard 0: apply `pairs` (key, value) online.
 pub(crate) struct UpdateSettings(pub Vec<(String, String)>);
@@ -97,6 +97,45 @@ impl Shard {
         tracing::info!(version, ?pairs, "broker settings changed online");
         // Routes carry the permission and the version: register now.
         control.register_now.notify();
+        Ok(())
+    }
+}
+
+impl Shard {
+    /// On shard 0, at a role change in place: the role's settings (not
+    /// written to the config file: the controller decides them), installed
+    /// on every shard before this answers.
+    pub(crate) async fn install_role(&self, order: &RoleOrder) -> Result<(), String> {
+        assert_eq!(self.index, 0, "only shard 0 writes the settings");
+        let control = self.control().map_err(|r| r.remark)?;
+        let apply = |config: &mut BrokerConfig| {
+            config.broker_id = order.broker_id;
+            config.replication.broker_role = order.role;
+            config.replication.ha_master_address = order.master_ha_addr.clone();
+            config.controller_mode.master_epoch = order.master_epoch;
+            config.controller_mode.state_version = order.state_version;
+            Ok::<_, String>(((), true))
+        };
+        let persist = async |_: Arc<BrokerConfig>| Ok(());
+        let (_, published) =
+            control
+                .settings
+                .change(apply, persist)
+                .await
+                .map_err(|err| match err {
+                    ChangeError::Closed => "the broker is stopping".to_string(),
+                    ChangeError::Failed(why) => why,
+                })?;
+        let Some(snapshot) = published else {
+            return Ok(());
+        };
+        let install = InstallSettings {
+            snapshot,
+            changed_ms: now_ms(),
+        };
+        for reply in self.call_all(install).await {
+            reply.map_err(|r| format!("a shard missed the role change: {}", r.remark))?;
+        }
         Ok(())
     }
 }

@@ -35,7 +35,12 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
             reason,
         })?;
     if shard.index == 0 {
-        start_replication(shard)?;
+        start_replication(shard, false)?;
+        if shard.config().controller_mode.enabled {
+            shard
+                .tasks
+                .spawn("role changes", ha::role::switch_loop(shard.clone()));
+        }
         if shard.config().metrics.enabled() {
             let listener = metrics_http::bind(shard)?;
             shard.tasks.spawn(
@@ -53,18 +58,20 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
 
 /// Shard 0 runs the HA links: a master's listener (bound here, so a busy
 /// port fails the start), or a slave's link to its master and its
-/// metadata sync.
-fn start_replication(shard: &Rc<Shard>) -> Result<(), BrokerError> {
+/// metadata sync. `resume`: after a role change in place (the dispatch
+/// gate stays where it is until moved).
+pub(crate) fn start_replication(shard: &Rc<Shard>, resume: bool) -> Result<(), BrokerError> {
     let tasks = &shard.tasks;
+    let role = &shard.role;
     if shard.config().dispatch_gated() {
-        tasks.spawn("confirm offset", ha::gate::gate_loop(shard.clone()));
+        let gate = ha::gate::gate_loop(shard.clone(), resume);
+        tasks.spawn("confirm offset", role.scoped(gate));
     }
     if shard.config().replication.broker_role.is_slave() {
-        tasks.spawn(
-            "HA link to the master",
-            ha::slave::client_loop(shard.clone()),
-        );
-        tasks.spawn("metadata sync", ha::metadata::sync_loop(shard.clone()));
+        let link = ha::slave::client_loop(shard.clone());
+        tasks.spawn("HA link to the master", role.scoped(link));
+        let sync = ha::metadata::sync_loop(shard.clone());
+        tasks.spawn("metadata sync", role.scoped(sync));
         return Ok(());
     }
     let listener = ha::master::bind(shard)?;
@@ -74,10 +81,8 @@ fn start_replication(shard: &Rc<Shard>) -> Result<(), BrokerError> {
             control.ha.written.notify_all();
         }
     });
-    tasks.spawn(
-        "HA listener",
-        ha::master::accept_loop(shard.clone(), listener),
-    );
+    let accept = ha::master::accept_loop(shard.clone(), listener);
+    tasks.spawn("HA listener", role.scoped(accept));
     Ok(())
 }
 
@@ -110,9 +115,8 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
         crate::shard::stats::broker_stats_sample_loop(shard.clone()),
     );
     if !shard.config().replication.broker_role.is_slave() {
-        shard
-            .tasks
-            .spawn("pop revive", pop_revive::revive_loop(shard.clone()));
+        let revive = pop_revive::revive_loop(shard.clone());
+        shard.tasks.spawn("pop revive", shard.role.scoped(revive));
     }
 }
 

@@ -41,9 +41,8 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         shard.tasks.spawn("message index", feed);
         // A slave stores nothing of its own: its master delivers timers.
         if !is_slave(shard) {
-            shard
-                .tasks
-                .spawn("timer", crate::tasks::timer::run(shard.clone(), timer));
+            let run = crate::tasks::timer::run(shard.clone(), timer);
+            shard.tasks.spawn("timer", shard.role.scoped(run));
         }
     }
     if shard.index == crate::services::topics::txn_shard(shard.count) {
@@ -52,10 +51,23 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         let _ = services.txn.set(Rc::clone(&txn));
         if !is_slave(shard) {
             let check = crate::tasks::transactions::run(shard.clone(), txn);
-            shard.tasks.spawn("transactions", check);
+            shard.tasks.spawn("transactions", shard.role.scoped(check));
         }
     }
     Ok(())
+}
+
+/// A slave that became master in place: the loops `start` leaves to a
+/// master (timer delivery, transaction checks) on the shards that own them.
+pub(crate) fn start_master_loops(shard: &Rc<Shard>) {
+    if let Some(timer) = shard.services.timer.get() {
+        let run = crate::tasks::timer::run(shard.clone(), Rc::clone(timer));
+        shard.tasks.spawn("timer", shard.role.scoped(run));
+    }
+    if let Some(txn) = shard.services.txn.get() {
+        let check = crate::tasks::transactions::run(shard.clone(), Rc::clone(txn));
+        shard.tasks.spawn("transactions", shard.role.scoped(check));
+    }
 }
 
 fn is_slave(shard: &Shard) -> bool {

@@ -207,6 +207,24 @@ async fn persist_loop(shard: Rc<Shard>) {
     }
 }
 
+/// A slave that became master in place: the delivery progress its
+/// metadata sync wrote to delayOffset.json (as a start would read it).
+pub(crate) fn reload(shard: &Shard) {
+    let stored = match crate::services::delay_levels::load_offsets(&shard.env.config_dir) {
+        Ok(stored) => stored,
+        Err(e) => {
+            tracing::warn!("reading delayOffset.json at the role change: {e}");
+            return;
+        }
+    };
+    let mut progress = shard.schedule.progress.borrow_mut();
+    for (level, offset) in progress.iter_mut() {
+        if let Some(stored) = stored.get(level) {
+            *offset = *stored;
+        }
+    }
+}
+
 /// Starts the delivery loop (when this shard owns a level) and, on shard
 /// 0, the persistence loop.
 pub(crate) fn spawn(shard: &Rc<Shard>) {
@@ -214,15 +232,17 @@ pub(crate) fn spawn(shard: &Rc<Shard>) {
     if shard.config().replication.broker_role.is_slave() {
         return;
     }
+    // Both end when a master turns slave in place (`tasks::ha::role`).
+    let role = &shard.role;
     if !shard.schedule.progress.borrow().is_empty() {
+        let deliver = deliver_loop(shard.clone());
         shard
             .tasks
-            .spawn("delay-level delivery", deliver_loop(shard.clone()));
+            .spawn("delay-level delivery", role.scoped(deliver));
     }
     if shard.index == 0 {
-        shard
-            .tasks
-            .spawn("delayOffset.json", persist_loop(shard.clone()));
+        let persist = persist_loop(shard.clone());
+        shard.tasks.spawn("delayOffset.json", role.scoped(persist));
     }
 }
 

@@ -220,9 +220,14 @@ impl Appender {
             self.answer(answers.results, Vec::new(), None).await;
             return;
         }
-        // A slave's CommitLog is the master's copy; nothing else enters it.
-        assert!(!self.config.replica, "an append reached a slave's appender");
-        let refusal = self.common.failure().or_else(|| {
+        // A slave's CommitLog is the master's copy; nothing else enters it
+        // (an append sent before a master turned slave in place is refused).
+        let replica = self.common.shared.is_replica().then(|| {
+            StoreError::Unavailable(
+                "this store turned a slave's copy: it takes only the master's bytes".into(),
+            )
+        });
+        let refusal = replica.or_else(|| self.common.failure()).or_else(|| {
             let disk = &self.common.shared.disk;
             disk.is_full().then(|| disk.refusal())
         });
@@ -530,7 +535,7 @@ impl Appender {
                 watermark,
                 spent: std::mem::take(&mut self.spent[shard]),
                 resets: std::mem::take(&mut self.resets[shard]),
-                replica: self.config.replica,
+                replica: self.common.shared.is_replica(),
             };
             let told_of_writes =
                 dispatched.is_some() && self.config.notify_written_shard == Some(shard);

@@ -33,15 +33,28 @@ impl ShardCall<Shard> for SetDispatchGate {
     }
 }
 
-/// Keeps every shard's gate at the confirm offset until the shard stops.
-pub(crate) async fn gate_loop(shard: Rc<Shard>) {
+/// A new master whose dispatch is not gated (`allAckInSyncStateSet=false`)
+/// after a role change in place: every shard dispatches all it holds.
+pub(crate) async fn open_all(shard: &Shard) {
+    for answer in shard.call_all(SetDispatchGate(i64::MAX)).await {
+        if let Err(e) = answer {
+            tracing::warn!(error = ?e, "opening a shard's dispatch gate");
+        }
+    }
+}
+
+/// Keeps every shard's gate at the confirm offset until the shard stops;
+/// `resume`: the gates are where a previous role left them.
+pub(crate) async fn gate_loop(shard: Rc<Shard>, resume: bool) {
     let Ok(control) = shard.control() else {
         return;
     };
     let ha = &control.ha;
     let slave = shard.config().replication.broker_role.is_slave();
     // Where the stores' gates started.
-    ha.set_gate(shard.store.reader().written_offset());
+    if !resume {
+        ha.set_gate(shard.store.reader().written_offset());
+    }
     let mut published = ha.gate();
     loop {
         let (acks, confirms) = (ha.acks_epoch(), ha.confirm_changed.epoch());

@@ -54,10 +54,10 @@ pub(crate) async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
         match ferrocket_runtime::server::accept_unless(&listener, stopping).await {
             None => return,
             Some(Ok(stream)) => {
-                let shard_for_link = Rc::clone(&shard);
+                let link = serve_slave(Rc::clone(&shard), stream);
                 shard
                     .tasks
-                    .spawn("HA link to a slave", serve_slave(shard_for_link, stream));
+                    .spawn("HA link to a slave", shard.role.scoped(link));
             }
             Some(Err(e)) => {
                 tracing::warn!("HA accept failed: {e}");
@@ -104,8 +104,10 @@ async fn serve_slave(shard: Rc<Shard>, stream: TcpStream) {
         shard.stopping.wait().await;
         Ok(())
     };
+    // Removed however this ends (a master turning slave in place drops it):
+    // a stale link's acks must never count for a later confirm offset.
+    let _listed = Listed(ha, link.id);
     let outcome = future::or(work, stopped).await;
-    ha.remove_link(link.id);
     match outcome {
         Ok(()) => tracing::info!(slave = %peer, "HA link closed"),
         Err(e) => tracing::warn!(slave = %peer, "HA link dropped: {e}"),
@@ -190,5 +192,14 @@ async fn push_log(
         .await?;
         next = end;
         last_write = Instant::now();
+    }
+}
+
+/// Keeps a slave link in the HA state's list while it lives.
+struct Listed<'a>(&'a HaState, u64);
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        self.0.remove_link(self.1);
     }
 }

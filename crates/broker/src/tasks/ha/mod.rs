@@ -13,6 +13,8 @@
 //!   and the confirm offset.
 //! - `gate` (controller mode): ConsumeQueue dispatch on every shard stops
 //!   at the confirm offset.
+//! - `role` (controller mode): a change of role in place, without a
+//!   restart of the data plane.
 //! - `secure`: the optional TLS and challenge of a new link
 //!   (`haTlsEnable`, `haAuthSecret`; Ferrocket keys).
 //! - `metadata`: a slave copies topics, groups, consumer and delay
@@ -24,6 +26,7 @@ pub(crate) mod auto_slave;
 pub(crate) mod gate;
 pub(crate) mod master;
 pub(crate) mod metadata;
+pub(crate) mod role;
 pub(crate) mod secure;
 pub(crate) mod slave;
 
