@@ -20,6 +20,9 @@
 #   send128    the same with 128 B bodies
 #   e2e        produce at 20,000 msg/s while consumers long-poll (e2e latency)
 #   sync1k     send1k with flushDiskType=SYNC_FLUSH on both (restarts them)
+#   replication  send1k to a SYNC_MASTER with one SLAVE each on this host
+#              (restarts them; CPU is the masters'; the Java slave's heap
+#              is SLAVE_HEAP, 2g)
 #   drain      PRELOAD messages produced, then drained by pull, again and
 #              again for DRAIN_SECS (pages cached; A, B, A, B)
 #   startup    seconds from exec to the broker's first answer, 3 times each
@@ -45,7 +48,7 @@ RECOVERY_GIB=${RECOVERY_GIB:-10}
 JAVA_HEAP=${JAVA_HEAP:-8g}
 RUN_APACHE=scripts/peers/run-apache-rocketmq.sh
 ROWS=("$@")
-[[ ${#ROWS[@]} -gt 0 ]] || ROWS=(send1k send128 e2e sync1k drain startup)
+[[ ${#ROWS[@]} -gt 0 ]] || ROWS=(send1k send128 e2e sync1k replication drain startup)
 
 for bin in "$FERROCKET" "$BENCH"; do
     [[ -x "$bin" ]] || { echo "no $bin: cargo build --release --bin ferrocket --bin ferrocket-bench" >&2; exit 1; }
@@ -90,6 +93,7 @@ now_s() { date +%s.%N; }
 F_NS_PORT=$(port); J_NS_PORT=$(port)
 F_PORT=$(broker_port); J_PORT=$(broker_port)
 F_NS=""; J_NS_DIR=""; F_BR=""; J_DIR=""; J_PID=""; F_UP_S=""; J_UP_S=""
+F_SLAVE=""; J_SLAVE_DIR=""
 
 start_namesrvs() {
     "$ROOT/$FERROCKET" namesrv --listen-addr 127.0.0.1 --listen-port "$F_NS_PORT" \
@@ -120,7 +124,7 @@ start_java() {
     J_DIR="$W/j-broker"
     out=$(HEAP_MIN=$JAVA_HEAP HEAP_MAX=$JAVA_HEAP DIRECT_MAX=15g JAVA_OPT_EXT="-XX:+AlwaysPreTouch" \
         READY_TIMEOUT_S=600 "$RUN_APACHE" broker --port "$J_PORT" --namesrv "127.0.0.1:$J_NS_PORT" --dir "$J_DIR" \
-        --set mappedFileSizeCommitLog=1073741824 --set storePathRootDir="$W/j-store" \
+        --set mappedFileSizeCommitLog=1073741824 --set brokerIP2=127.0.0.1 --set storePathRootDir="$W/j-store" \
         --set storePathCommitLog="$W/j-store/commitlog" "${sets[@]+"${sets[@]}"}" 2> "$W/j-start.err") \
         || { cat "$W/j-start.err" >&2; exit 1; }
     J_PID=$(sed -n 's/^APACHE_ROCKETMQ_PID=//p' <<< "$out")
@@ -136,13 +140,18 @@ kill9_both() {
     while kill -0 "$J_PID" 2>/dev/null; do sleep 0.1; done
     F_BR=""; J_PID=""
 }
+stop_slaves() {
+    [[ -n "$F_SLAVE" ]] && kill "$F_SLAVE" 2>/dev/null && wait "$F_SLAVE" 2>/dev/null
+    [[ -n "$J_SLAVE_DIR" ]] && STOP_GRACE_S=60 "$RUN_APACHE" stop --dir "$J_SLAVE_DIR" 2>/dev/null
+    F_SLAVE=""; J_SLAVE_DIR=""
+}
 cleanup() {
-    stop_ferrocket; stop_java
+    stop_slaves; stop_ferrocket; stop_java
     [[ -n "$F_NS" ]] && kill "$F_NS" 2>/dev/null
     [[ -n "$J_NS_DIR" ]] && "$RUN_APACHE" stop --dir "$J_NS_DIR" 2>/dev/null
     wait 2>/dev/null
     if [[ "${KEEP:-0}" == 1 ]]; then
-        rm -rf "$W/f-store" "$W/j-store"; echo "logs: $W"
+        rm -rf "$W/f-store" "$W/j-store" "$W/f-slave-store" "$W/j-slave/store"; echo "logs: $W"
     else
         rm -rf "$W"
     fi
@@ -193,6 +202,26 @@ row_sync1k() {
     stop_ferrocket; stop_java
     start_both
 }
+row_replication() {
+    local fs_port js_port
+    stop_ferrocket; stop_java
+    start_both brokerRole=SYNC_MASTER
+    fs_port=$(broker_port); js_port=$(broker_port)
+    "$ROOT/$FERROCKET" broker --listen-addr 127.0.0.1 --listen-port "$fs_port" -n "127.0.0.1:$F_NS_PORT" \
+        --store-path-root-dir "$W/f-slave-store" --set brokerId=1 --set brokerRole=SLAVE \
+        --set "haListenPort=$((fs_port + 1))" >> "$W/f-slave.log" 2>&1 &
+    F_SLAVE=$!
+    J_SLAVE_DIR="$W/j-slave"
+    HEAP_MIN=${SLAVE_HEAP:-2g} HEAP_MAX=${SLAVE_HEAP:-2g} DIRECT_MAX=15g READY_TIMEOUT_S=600 \
+        "$RUN_APACHE" broker --port "$js_port" --namesrv "127.0.0.1:$J_NS_PORT" --dir "$J_SLAVE_DIR" \
+        --role SLAVE --set mappedFileSizeCommitLog=1073741824 --set brokerIP2=127.0.0.1 \
+        > /dev/null 2> "$W/j-slave.err" || { cat "$W/j-slave.err" >&2; exit 1; }
+    sleep 20 # each slave finds its master through its name server and links
+    compare replication "${send_opts[@]}" --size 1024
+    stop_slaves; stop_ferrocket; stop_java
+    start_both
+}
+
 row_drain() {
     local i ns label pid
     for i in 1 2; do
