@@ -9,9 +9,9 @@
 # 300,000-entry ConsumeQueues, ASYNC_FLUSH unless a row says otherwise),
 # one name server each, everything on 127.0.0.1. Ferrocket: the release
 # build with its defaults. Java: bin/runbroker.sh's JVM options (8 GiB heap
-# pre-touched, 15 GiB direct memory, G1), Java 17. Before the first row
-# each broker takes a warm-up run (JIT, page cache, topic creation) that is
-# not counted.
+# pre-touched, 15 GiB direct memory, G1), Java 17. Each row starts both
+# from empty stores, and before a measured row each broker takes a warm-up
+# run (JIT, page cache, topic creation) that is not counted.
 #
 #   tuning/compare-apache-rocketmq.sh [ROW...]
 #
@@ -158,13 +158,32 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Waits until the name server on port $1 lists the broker on port $2.
+registered() {
+    local _
+    for _ in $(seq 1 300); do
+        "$ROOT/$FERROCKET" admin -n "127.0.0.1:$1" cluster list 2>/dev/null | grep -q "127.0.0.1:$2" && return 0
+        sleep 0.2
+    done
+    echo "the broker on $2 did not register with the name server on $1 within 60 s" >&2
+    return 1
+}
+
+# Stops both brokers (and any slaves) and deletes their stores: a row that
+# restarts them starts from empty stores, so the rows' data never adds up
+# (a send row writes gigabytes).
+wipe_both() {
+    stop_slaves; stop_ferrocket; stop_java
+    rm -rf "$W/f-store" "$W/j-store" "$W/f-slave-store" "$W/j-slave/store"
+}
+
 start_both() { # start_both [key=value ...] (the same settings on both)
     local setting fsets=()
     for setting in "$@"; do fsets+=(--set "$setting"); done
     start_ferrocket "${fsets[@]+"${fsets[@]}"}"
     start_java "$@"
     echo "start-up (exec to the first answer): ferrocket $F_UP_S s, java $J_UP_S s"
-    sleep 5 # both register with their name servers
+    registered "$F_NS_PORT" "$F_PORT" && registered "$J_NS_PORT" "$J_PORT"
     echo "resident at idle: ferrocket $(rss_mib "$F_BR") MiB, java $(rss_mib "$J_PID") MiB"
 }
 
@@ -183,28 +202,31 @@ warm_up() {
     local ns
     for ns in "$F_NS_PORT" "$J_NS_PORT"; do
         timeout 120 "$BENCH" produce -n "127.0.0.1:$ns" --topic WarmUp --size 1024 --connections 4 --inflight 64 \
-            --duration 20 --warmup 0 --quiet > "$W/warmup-$ns.txt" 2>&1 || tail -5 "$W/warmup-$ns.txt"
+            --duration 15 --warmup 0 --quiet > "$W/warmup-$ns.txt" 2>&1 || tail -5 "$W/warmup-$ns.txt"
     done
 }
 
 send_opts=(--workload produce --header-encoding json --connections 4 --inflight 64 --with-ceiling)
 
-row_send1k() { compare send1k "${send_opts[@]}" --size 1024; }
-row_send128() { compare send128 "${send_opts[@]}" --size 128; }
+row_send1k() { wipe_both; start_both; warm_up; compare send1k "${send_opts[@]}" --size 1024; }
+row_send128() { wipe_both; start_both; warm_up; compare send128 "${send_opts[@]}" --size 128; }
 row_e2e() {
+    wipe_both; start_both; warm_up
     compare e2e --workload e2e --header-encoding json --connections 4 --inflight 64 --size 1024 \
         --rate 20000 --consumer-connections 2
 }
 row_sync1k() {
-    stop_ferrocket; stop_java
+    wipe_both
     start_both flushDiskType=SYNC_FLUSH
+    warm_up
     compare sync1k "${send_opts[@]}" --size 1024
-    stop_ferrocket; stop_java
+    wipe_both
     start_both
+    warm_up
 }
 row_replication() {
     local fs_port js_port
-    stop_ferrocket; stop_java
+    wipe_both
     start_both brokerRole=SYNC_MASTER
     fs_port=$(broker_port); js_port=$(broker_port)
     "$ROOT/$FERROCKET" broker --listen-addr 127.0.0.1 --listen-port "$fs_port" -n "127.0.0.1:$F_NS_PORT" \
@@ -217,13 +239,16 @@ row_replication() {
         --role SLAVE --set mappedFileSizeCommitLog=1073741824 --set brokerIP2=127.0.0.1 \
         > /dev/null 2> "$W/j-slave.err" || { cat "$W/j-slave.err" >&2; exit 1; }
     sleep 20 # each slave finds its master through its name server and links
+    warm_up
     compare replication "${send_opts[@]}" --size 1024
-    stop_slaves; stop_ferrocket; stop_java
+    wipe_both
     start_both
+    warm_up
 }
 
 row_drain() {
     local i ns label pid
+    wipe_both; start_both; warm_up
     for i in 1 2; do
         for ns in "$F_NS_PORT" "$J_NS_PORT"; do
             [[ $ns == "$F_NS_PORT" ]] && { label=ferrocket; pid=$F_BR; } || { label=java; pid=$J_PID; }
@@ -238,12 +263,13 @@ row_drain() {
 row_startup() {
     local i
     for i in 1 2 3; do
-        stop_ferrocket; stop_java
+        wipe_both
         start_both
     done
 }
 row_recovery() {
     local n=$((RECOVERY_GIB * 1024 * 1024))
+    wipe_both; start_both
     echo "== recovery: writing $RECOVERY_GIB GiB to each"
     for ns in "$F_NS_PORT" "$J_NS_PORT"; do
         timeout 3600 "$BENCH" produce -n "127.0.0.1:$ns" --topic Recovery --size 1024 --connections 4 \
@@ -261,8 +287,6 @@ row_recovery() {
 uptime
 echo "ferrocket: $("$ROOT/$FERROCKET" --version 2>&1 | head -1) ($(git log -1 --format=%h)); java: $(java -version 2>&1 | head -1)"
 start_namesrvs
-start_both
-warm_up
 for row in "${ROWS[@]}"; do
     "row_$row"
 done
