@@ -23,8 +23,8 @@
 #   replication  send1k to a SYNC_MASTER with one SLAVE each on this host
 #              (restarts them; CPU is the masters'; the Java slave's heap
 #              is SLAVE_HEAP, 2g)
-#   drain      PRELOAD messages produced, then drained by pull, again and
-#              again for DRAIN_SECS (pages cached; A, B, A, B)
+#   drain      PRELOAD messages produced, then read from offset 0 by pull
+#              again and again for DRAIN_SECS (pages cached; A, B, A, B)
 #   startup    seconds from exec to the broker's first answer, 3 times each
 #   recovery   kill -9 after RECOVERY_GIB GiB written, then seconds to the
 #              first answer again (restarts them; slow: not in the default)
@@ -252,14 +252,19 @@ row_drain() {
     for i in 1 2; do
         for ns in "$F_NS_PORT" "$J_NS_PORT"; do
             [[ $ns == "$F_NS_PORT" ]] && { label=ferrocket; pid=$F_BR; } || { label=java; pid=$J_PID; }
-            echo "== drain $label round $i: load $(cut -d' ' -f1-3 /proc/loadavg)"
-            timeout 600 "$BENCH" consume -n "127.0.0.1:$ns" --topic "Drain$i" --consumer-group "cg-drain-$i" \
-                --size 1024 --preload "$PRELOAD" --pull-batch 32 --consumer-connections 2 --broker-pid "$pid" \
-                --duration "$DRAIN_SECS" --quiet > "$W/drain-$label-$i.txt" 2>&1
+            timeout 600 "$BENCH" produce -n "127.0.0.1:$ns" --topic "Drain$i" --size 1024 --connections 4 \
+                --inflight 64 --messages "$PRELOAD" --duration 600 --warmup 0 --quiet \
+                > "$W/drain-fill-$label-$i.txt" 2>&1
+            echo "== drain $label round $i ($PRELOAD messages, pages cached): load $(cut -d' ' -f1-3 /proc/loadavg)"
+            timeout 600 "$BENCH" consume -n "127.0.0.1:$ns" --topic "Drain$i" --no-create-topic \
+                --consumer-group "cg-drain-$i" --size 1024 --preload 0 --from-start --pull-batch 32 \
+                --consumer-connections 2 --broker-pid "$pid" --duration "$DRAIN_SECS" --quiet \
+                > "$W/drain-$label-$i.txt" 2>&1
             grep -E "throughput|pull |broker cpu|errors|rror" "$W/drain-$label-$i.txt" | head -6
         done
     done
 }
+
 row_startup() {
     local i
     for i in 1 2 3; do
