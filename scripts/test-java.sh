@@ -85,7 +85,8 @@ for line in ${JAVA_CLIENT_VERSIONS:-4 5 grpc5}; do
     build_dir="$TARGET_DIR/interop-java/$prefix$version"
     home="$build_dir/home"
     rm -rf "$home" "$build_dir/surefire-reports"
-    mkdir -p "$home"
+    # The test JVM's java.io.tmpdir (pom.xml): Netty's keys, mqadmin's files.
+    mkdir -p "$home/tmp"
     printf '\n==> Java interop suite, %s %s (server and client logs under %s)\n' "$client" "$version" "$home"
     started=$SECONDS
     # shellcheck disable=SC2086 # MVN_ARGS is split on purpose.

@@ -222,7 +222,10 @@ jvm_options() {
         JAVA_OPTS+=(--add-opens "java.base/$pkg=ALL-UNNAMED")
     done
     JAVA_OPTS+=(--add-exports java.base/sun.nio.ch=ALL-UNNAMED)
-    JAVA_OPTS+=("-Duser.home=$DIR" "-Drocketmq.home.dir=$DIR/home"
+    # Temp files (RocksDB's JNI library, Netty's self-signed keys) go under
+    # DIR, so deleting DIR deletes them: /tmp is left as it was.
+    mkdir -p "$DIR/tmp"
+    JAVA_OPTS+=("-Duser.home=$DIR" "-Drocketmq.home.dir=$DIR/home" "-Djava.io.tmpdir=$DIR/tmp"
         "-Drmq.logback.configurationFile=$LOGBACK" "-DRMQ_PROXY_HOME=$DIR/home")
     # shellcheck disable=SC2206 # JAVA_OPT_EXT is split on purpose, as runbroker.sh does.
     JAVA_OPTS+=(${JAVA_OPT_EXT:-})
