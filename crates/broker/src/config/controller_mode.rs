@@ -2,9 +2,12 @@
 //! from a controller, which elects the master of the broker set. The keys
 //! are Java's (`BrokerConfig`, `MessageStoreConfig`), with Java's defaults.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 /// Counts NOTIFY_BROKER_ROLE_CHANGED requests from controllers, so that
 /// whoever runs the broker in controller mode checks its role at once
@@ -34,34 +37,32 @@ impl Eq for RoleNotices {}
 /// not known yet). Set by whoever runs the broker in controller mode:
 /// raised before a larger set is proposed, lowered once a smaller one is
 /// committed, so a send never waits for fewer copies than the controller
-/// counts on.
+/// counts on. One writer publishes a whole new set; readers (every send
+/// that waits for in-sync replicas, the HA gate) take it without a lock.
 #[derive(Debug, Clone, Default)]
 pub struct SyncStateSize {
-    size: Arc<AtomicU32>,
-    ids: Arc<std::sync::Mutex<std::collections::BTreeSet<i64>>>,
+    ids: Arc<ArcSwap<BTreeSet<i64>>>,
 }
 
 impl SyncStateSize {
-    pub fn set_ids(&self, ids: &std::collections::BTreeSet<i64>) {
-        *self.ids.lock().unwrap_or_else(|p| p.into_inner()) = ids.clone();
-        let size = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-        self.size.store(size, Ordering::Release);
+    pub fn set_ids(&self, ids: &BTreeSet<i64>) {
+        self.ids.store(Arc::new(ids.clone()));
     }
 
     /// How many (0: not known).
     pub fn get(&self) -> u32 {
-        self.size.load(Ordering::Acquire)
+        u32::try_from(self.ids.load().len()).unwrap_or(u32::MAX)
     }
 
-    /// Which broker ids.
-    pub fn ids(&self) -> std::collections::BTreeSet<i64> {
-        self.ids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// Which broker ids (shared, not copied).
+    pub fn ids(&self) -> Arc<BTreeSet<i64>> {
+        self.ids.load_full()
     }
 }
 
 impl PartialEq for SyncStateSize {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.size, &other.size)
+        Arc::ptr_eq(&self.ids, &other.ids)
     }
 }
 

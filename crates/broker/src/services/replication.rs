@@ -178,18 +178,25 @@ impl HaState {
 
     /// Controller mode's confirm offset on a master (Java's
     /// `computeConfirmOffset`): the least that a connected in-sync slave
-    /// (of `slaves`) acked, at most `written`; a slave that has not
-    /// reported yet does not count. `None` while one of `slaves` is not
-    /// connected: then it cannot be known, and stays where it was.
-    pub fn confirm_offset(&self, written: i64, slaves: &BTreeSet<i64>) -> Option<i64> {
+    /// (of `in_sync`, less the master itself, `own`) acked, at most
+    /// `written`; a slave that has not reported yet does not count. `None`
+    /// while one of those slaves is not connected: then it cannot be known,
+    /// and stays where it was.
+    pub fn confirm_offset(
+        &self,
+        written: i64,
+        in_sync: &BTreeSet<i64>,
+        own: Option<i64>,
+    ) -> Option<i64> {
+        let is_slave = |id: i64| Some(id) != own && in_sync.contains(&id);
         let links = self.links.borrow();
         let linked = |id: &i64| links.iter().any(|l| l.broker_id.get() == Some(*id));
-        if !slaves.iter().all(linked) {
+        if !in_sync.iter().filter(|id| Some(**id) != own).all(linked) {
             return None;
         }
         let confirmed = links
             .iter()
-            .filter(|l| l.broker_id.get().is_some_and(|id| slaves.contains(&id)))
+            .filter(|l| l.broker_id.get().is_some_and(is_slave))
             .map(|l| l.acked.get())
             .filter(|acked| *acked > 0)
             .fold(written, i64::min);

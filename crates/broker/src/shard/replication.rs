@@ -94,7 +94,7 @@ struct WaitReplicas {
     end: i64,
     copies: u32,
     /// Controller mode with `allAckInSyncStateSet`: only these slaves count.
-    among: Option<std::collections::BTreeSet<i64>>,
+    among: Option<std::sync::Arc<std::collections::BTreeSet<i64>>>,
     timeout_ms: u64,
 }
 
@@ -112,7 +112,12 @@ impl ShardCall<Shard> for WaitReplicas {
         }
         control
             .ha
-            .wait(self.end, self.copies, self.among.as_ref(), self.timeout_ms)
+            .wait(
+                self.end,
+                self.copies,
+                self.among.as_deref(),
+                self.timeout_ms,
+            )
             .await
     }
 }

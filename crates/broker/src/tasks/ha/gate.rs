@@ -99,13 +99,12 @@ pub(crate) async fn gate_loop(shard: Rc<Shard>, resume: bool) {
 /// `previous` while one of them is not connected.
 fn master_gate(shard: &Shard, ha: &HaState, previous: i64) -> i64 {
     let mode = &shard.config().controller_mode;
-    let mut slaves = mode.sync_state_size.ids();
-    if let Some(own) = mode.broker_controller_id {
-        slaves.remove(&own);
-    }
-    if slaves.is_empty() {
+    let in_sync = mode.sync_state_size.ids();
+    let own = mode.broker_controller_id;
+    if in_sync.iter().all(|id| Some(*id) == own) {
         return i64::MAX;
     }
     let written = shard.store.reader().written_offset();
-    ha.confirm_offset(written, &slaves).unwrap_or(previous)
+    ha.confirm_offset(written, &in_sync, own)
+        .unwrap_or(previous)
 }
