@@ -15,6 +15,8 @@
 //!   killed again and again under a steady load: nothing acknowledged is
 //!   lost.
 //!   `FAILOVER_CYCLES` kills (CI: 2; `scripts/chaos/failover.sh`: 10).
+//! - A master that never took a message is killed and comes back: it
+//!   follows the new master and rejoins the in-sync set.
 
 mod harness;
 
@@ -421,4 +423,40 @@ fn repeated_master_kills_under_load_lose_nothing_with_three_controllers() {
         acked.len()
     );
     assert_eq!(lost, 0, "acknowledged messages lost");
+}
+
+/// A master that never took a message is killed and comes back: its empty
+/// log agrees with any master's, so it follows the new one and rejoins the
+/// in-sync set (it waited forever for a shared epoch before).
+#[test]
+fn an_old_master_with_an_empty_log_rejoins_as_a_slave() {
+    let dir = tempfile::tempdir().unwrap();
+    let controllers = controllers(dir.path(), 1);
+    let addrs = controller_addr(&controllers);
+    let namesrv = Namesrv::start();
+    let mut first = controller_broker(&namesrv, &addrs);
+    let second = controller_broker(&namesrv, &addrs);
+    wait_state(&addrs, "the slave joins", |s| {
+        s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
+    });
+    first.process.kill();
+    wait_state(&addrs, "the slave is elected", |s| s.master == Some(2));
+    let topic = unique_name("EmptyRejoin");
+    let mut conn = second.connect();
+    let sent = wait_for(WAIT, || {
+        let code = send(&mut conn, &topic, 0, "after".into(), false);
+        (code == response_code::SUCCESS).then_some(())
+    });
+    assert!(sent.is_some(), "the new master never took a send");
+    first.start_again();
+    wait_state(&addrs, "the old master rejoins", |s| {
+        s.master == Some(2) && s.in_sync == BTreeSet::from([1, 2])
+    });
+    let end = commit_log_end(&second).unwrap();
+    let same = wait_for(WAIT, || (commit_log_end(&first)? == end).then_some(()));
+    assert!(
+        same.is_some(),
+        "the old master did not catch up to {end}:\n{}",
+        first.process.output()
+    );
 }

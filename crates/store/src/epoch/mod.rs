@@ -181,7 +181,9 @@ impl EpochCache {
 /// with a master whose epochs are `master` and CommitLog end `master_end`
 /// (`findConsistentPoint`): walking the slave's epochs newest first, the
 /// first one the master also has *with the same start* is shared up to the
-/// nearer of the two ends of that epoch.
+/// nearer of the two ends of that epoch. A log with no bytes under any of
+/// its epochs (a master that never took a message) has nothing to disagree
+/// on: it forks where it ends.
 pub fn fork_point(
     local: &EpochCache,
     local_end: i64,
@@ -190,6 +192,9 @@ pub fn fork_point(
 ) -> ForkPoint {
     if local.is_empty() {
         return ForkPoint::NoLocalEpochs;
+    }
+    if local_end <= local.entries[0].start_offset {
+        return ForkPoint::At(local_end);
     }
     for index in (0..local.entries.len()).rev() {
         let mine = local.entries[index];

@@ -37,6 +37,19 @@ fn same_newest_epoch_keeps_the_nearer_end() {
 }
 
 #[test]
+fn an_empty_log_forks_where_it_ends_whatever_its_epochs() {
+    let master = cache(&[(2, 0), (3, 900)]);
+    assert_eq!(
+        fork_point(&cache(&[(1, 0)]), 0, &master, 1000),
+        ForkPoint::At(0)
+    );
+    assert_eq!(
+        fork_point(&cache(&[(1, 0)]), 10, &master, 1000),
+        ForkPoint::NoCommonEpoch
+    );
+}
+
+#[test]
 fn master_ahead_by_epochs_forks_at_the_end_of_the_shared_one() {
     let master = cache(&[(1, 0), (2, 500), (3, 900)]);
     assert_eq!(
