@@ -14,6 +14,7 @@ mod config;
 mod grpc;
 mod perm;
 mod refusal;
+pub mod refusal_log;
 mod resources;
 mod signature;
 mod stamp;

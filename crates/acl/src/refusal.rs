@@ -32,6 +32,9 @@ pub fn admin_refusal(
     let checked = config.check_admin(request, peer);
     let checked = checked.and_then(|()| config.check_admin_stamp(request, peer, stamp_window_ms));
     let denied = checked.err()?;
-    tracing::warn!(code = request.code, %peer, reason = %denied.0, "refused an unsigned or non-admin request");
+    crate::refusal_log::log_refusal(format_args!(
+        "refused an unsigned or non-admin request: code {} from {peer}: {}",
+        request.code, denied.0
+    ));
     Some(refused(request, &denied))
 }

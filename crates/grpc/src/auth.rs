@@ -185,7 +185,7 @@ impl Access {
             .remote_addr()
             .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |a| a.ip());
         let refused = |denied: ferrocket_acl::Denied| {
-            crate::refusal_log::log_refusal(format_args!(
+            ferrocket_acl::refusal_log::log_refusal(format_args!(
                 "refused a v5 call from {peer}: {}",
                 denied.0
             ));

@@ -32,7 +32,6 @@ pub mod offsets;
 pub mod pull;
 pub mod recall;
 pub mod receive;
-mod refusal_log;
 pub mod renew;
 pub mod replay;
 pub mod route;

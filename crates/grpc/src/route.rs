@@ -88,7 +88,7 @@ pub async fn query_route(
         },
         Err(failed) => {
             if failed.code == Code::TopicNotFound as i32 {
-                crate::refusal_log::log_refusal(format_args!(
+                ferrocket_acl::refusal_log::log_refusal(format_args!(
                     "a v5 client asked for the route of topic `{topic}`, which the name server \
                      does not know: create it (ferrocket admin topic create) or set \
                      autoCreateTopicEnable=true"

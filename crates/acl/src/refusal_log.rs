@@ -1,7 +1,8 @@
 //! Refusals a user needs to see (a v5 client refused by ACL, a route asked
-//! for a topic nobody created) logged at WARN, at most
-//! [`REFUSALS_PER_WINDOW`] lines per [`REFUSAL_WINDOW_MS`] over the whole
-//! endpoint, so a client retrying in a loop cannot flood the log.
+//! for a topic nobody created, an unsigned request to a name server or a
+//! controller) logged at WARN, at most [`REFUSALS_PER_WINDOW`] lines per
+//! [`REFUSAL_WINDOW_MS`] over the whole process, so a client retrying in a
+//! loop cannot flood the log.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ static WINDOW: Mutex<Window> = Mutex::new(Window {
 });
 
 /// Logs `line` at WARN unless this window's lines are spent.
-pub(crate) fn log_refusal(line: std::fmt::Arguments<'_>) {
+pub fn log_refusal(line: std::fmt::Arguments<'_>) {
     let admitted = match WINDOW.lock() {
         Ok(mut window) => window.admit(Instant::now()),
         Err(poisoned) => poisoned.into_inner().admit(Instant::now()),
