@@ -9,13 +9,7 @@ use ferrocket_client::{ConnectionConfig, Credentials};
 
 pub(crate) fn connections(config: &BrokerConfig) -> Result<ConnectionConfig, String> {
     let tls = ferrocket_broker::outbound_tls(config).map_err(|e| e.to_string())?;
-    let credentials = config
-        .inner_credentials
-        .clone()
-        .map(|(access_key, secret_key)| Credentials {
-            access_key,
-            secret_key,
-        });
+    let credentials = config.inner_credentials.clone().map(Credentials::from);
     Ok(ConnectionConfig {
         credentials,
         tls,

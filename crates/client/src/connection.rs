@@ -76,6 +76,17 @@ pub struct Credentials {
     pub secret_key: String,
 }
 
+/// From an `(accessKey, secretKey)` pair, as servers keep
+/// `innerClientAuthenticationCredentials`.
+impl From<(String, String)> for Credentials {
+    fn from((access_key, secret_key): (String, String)) -> Self {
+        Self {
+            access_key,
+            secret_key,
+        }
+    }
+}
+
 impl Default for ConnectionConfig {
     fn default() -> Self {
         Self {

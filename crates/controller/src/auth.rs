@@ -72,13 +72,7 @@ pub fn outbound(
             Some(built.map_err(|e| ConfigError::Security(format!("TLS (tls.enable): {e}")))?)
         }
     };
-    let credentials = config
-        .inner_credentials
-        .clone()
-        .map(|(access_key, secret_key)| Credentials {
-            access_key,
-            secret_key,
-        });
+    let credentials = config.inner_credentials.clone().map(Credentials::from);
     Ok(ConnectionConfig {
         credentials,
         tls,
