@@ -64,11 +64,15 @@ impl ShardInner {
             None => Vec::new(),
         };
         let (raised, keep, mut result) = self.apply_rules(&rules, now_ms);
-        // Unknown: let nothing go early on a guess.
-        let needed = self.lowest_needed().unwrap_or_else(|e| {
-            result = Err(e);
-            i64::MIN
-        });
+        // Without rules only the broker-wide one frees segments (and the
+        // scan of every queue is skipped); unknown: nothing goes early.
+        let needed = match rules.is_empty() {
+            true => i64::MIN,
+            false => self.lowest_needed().unwrap_or_else(|e| {
+                result = Err(e);
+                i64::MIN
+            }),
+        };
         let needs = Needs { keep, needed };
         self.ctx.shared.topic_keep.publish(self.shard_id, needs);
         self.topic_retention
