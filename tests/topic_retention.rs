@@ -169,7 +169,10 @@ fn shorter_rules_expire_by_time_and_size_change_online_and_survive_restart() {
     let plain = unique_name("PlainRet");
     let addr = broker.addr();
     let create = ["topic", "create", "-b", &addr, "-r", "2", "-w", "2", "-t"];
-    admin_ok(&namesrv.addr(), &[&create[..], &[&short, "-a", "+retention.ms=1000"]].concat());
+    admin_ok(
+        &namesrv.addr(),
+        &[&create[..], &[&short, "-a", "+retention.ms=1000"]].concat(),
+    );
     set_attributes(&mut conn, &sized, "+retention.bytes=12000");
     set_attributes(&mut conn, &plain, "");
     let bad = upsert_topic(&mut conn, &plain, "+retention.ms=soon");
@@ -181,6 +184,14 @@ fn shorter_rules_expire_by_time_and_size_change_online_and_survive_restart() {
     wait_min(&mut conn, &short, |min| min == 60);
     assert_moved(&mut conn, &short, 0, 60);
     // Size: at most 12000 bytes (records of ~1.1 KiB) stay in the queue.
+    // Search by time never answers an expired offset.
+    let search = RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP)
+        .with_ext("topic", &short)
+        .with_ext("queueId", 0)
+        .with_ext("timestamp", 0);
+    let found = conn.request(search);
+    assert_eq!(found.code, response_code::SUCCESS, "{found:?}");
+    assert_eq!(field(&found, "offset"), 60);
     let sized_min = wait_min(&mut conn, &sized, |min| min > 0);
     assert!((49..=52).contains(&sized_min), "{sized_min}");
     assert_readable(&mut conn, &sized, sized_min);

@@ -128,8 +128,8 @@ pub use queue_floors::QUEUE_FLOORS_FILE;
 pub use retention::{parse_delete_when, RetentionConfig};
 pub use shard::{ShardPort, ShardStore};
 pub use store::{AppenderHandle, AppenderParts, MessageStore, StoreHandle, APPENDER_THREAD_NAME};
-pub use topic_retention::{TopicRetention, RETENTION_BYTES_ATTRIBUTE, RETENTION_MS_ATTRIBUTE};
 pub use timer::{AddOutcome, TimerConfig, TimerEntry, TimerError, TimerRecovery, TimerStore};
+pub use topic_retention::{TopicRetention, RETENTION_BYTES_ATTRIBUTE, RETENTION_MS_ATTRIBUTE};
 pub use truncate::{commitlog_end, truncate_commitlog};
 pub use types::QueueOwnerFn;
 

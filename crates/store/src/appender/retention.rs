@@ -11,9 +11,7 @@ use crate::config::StoreConfig;
 use crate::disk::{disk_space, has_room, DISK_CHECK_INTERVAL_MS};
 use crate::files::offset_file_name;
 use crate::files::ALLOCATION_CHUNK_BYTES;
-use crate::retention::{
-    disk_used_percent, local_hour, PassReason, DELETE_SEGMENTS_PER_PASS_MAX,
-};
+use crate::retention::{disk_used_percent, local_hour, PassReason, DELETE_SEGMENTS_PER_PASS_MAX};
 use crate::topic_retention::Needs;
 
 /// Runs retention passes until stopped.
@@ -182,7 +180,8 @@ mod tests {
             time_to_delete: false,
             ..time
         };
-        let allowed = |count, needs, reason| allowed_by_queues(&starts, count, needs, reason, false);
+        let allowed =
+            |count, needs, reason| allowed_by_queues(&starts, count, needs, reason, false);
         assert_eq!(allowed(3, needs(i64::MAX, 0), time), 3);
         assert_eq!(allowed(3, needs(150, 0), time), 1);
         assert_eq!(allowed(3, needs(200, 0), time), 2);

@@ -20,9 +20,10 @@ pub const FLOOR_FILE: &str = "retentionFloor";
 fn read(dir: &Path) -> Result<i64, StoreError> {
     let path = dir.join(FLOOR_FILE);
     match fs::read_to_string(&path) {
-        Ok(text) => text.trim().parse::<i64>().map_err(|_| {
-            StoreError::Corrupt(format!("{} holds no queue offset", path.display()))
-        }),
+        Ok(text) => text
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| StoreError::Corrupt(format!("{} holds no queue offset", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(e) => Err(IoFailure::new("read retention floor", &path, e).into()),
     }

@@ -275,7 +275,10 @@ impl ConsumeQueue {
         file.dirty = true;
         // Dense: the checks above allow only the next offset.
         self.max_offset.set(queue_offset + 1);
-        assert!(self.min_offset.get() <= queue_offset, "floor past an append");
+        assert!(
+            self.min_offset.get() <= queue_offset,
+            "floor past an append"
+        );
         Ok(())
     }
 

@@ -76,7 +76,11 @@ fn retention_floor_hides_deletes_and_survives_reopen() {
     let qdir = crate::names::queue_dir(dir.path(), "T", 0).unwrap();
     let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
     (0..10).for_each(|n| cq.append(n, entry(n)).unwrap());
-    assert_eq!(cq.raise_floor(6).unwrap(), 1, "file [0, 4) goes, [4, 8) holds 6");
+    assert_eq!(
+        cq.raise_floor(6).unwrap(),
+        1,
+        "file [0, 4) goes, [4, 8) holds 6"
+    );
     assert_eq!((cq.min_offset(), cq.max_offset()), (6, 10));
     assert!(cq.get(5, 2).is_empty() && cq.entry(6) == Some(entry(6)));
     assert_eq!(cq.raise_floor(3).unwrap(), 0, "a floor never goes down");

@@ -94,7 +94,11 @@ fn lowest_kept_takes_the_stricter_rule() {
         ms: Some(1000),
         bytes: None,
     };
-    assert_eq!(lowest_kept(&loose, &queue, &mut tally, 50), 1, "never below min");
+    assert_eq!(
+        lowest_kept(&loose, &queue, &mut tally, 50),
+        1,
+        "never below min"
+    );
 }
 
 #[test]
