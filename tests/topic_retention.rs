@@ -11,7 +11,8 @@ mod harness;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code, response_code};
-use ferrocket_protocol::header::CreateTopicRequestHeader;
+use ferrocket_protocol::header::{CreateTopicRequestHeader, SendMessageRequestHeader};
+use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::requests::{pull_request, send_header, send_request};
@@ -73,7 +74,12 @@ fn set_attributes(conn: &mut RemotingConn, topic: &str, attributes: &str) {
 fn send(conn: &mut RemotingConn, topic: &str, n: i64) -> i64 {
     let mut body = format!("{topic}-{n}-").into_bytes();
     body.resize(BODY_BYTES, b'r');
-    let header = send_header("topic_retention_pg", topic, 0);
+    let mut keys = Properties::new();
+    keys.insert(properties::KEYS, &format!("{topic}-{n}"));
+    let header = SendMessageRequestHeader {
+        properties: Some(keys.to_encoded_string()),
+        ..send_header("topic_retention_pg", topic, 0)
+    };
     let response = conn.request(send_request(&header, body));
     assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
     field(&response, "queueOffset")
@@ -147,6 +153,18 @@ fn assert_readable(conn: &mut RemotingConn, topic: &str, at: i64) {
     assert!(first.body.starts_with(format!("{topic}-{at}-").as_bytes()));
 }
 
+/// QUERY_MESSAGE by key: the response code and how many records came.
+fn query_key(conn: &mut RemotingConn, topic: &str, key: &str) -> (i32, usize) {
+    let request = RemotingCommand::request(request_code::QUERY_MESSAGE)
+        .with_ext("topic", topic)
+        .with_ext("key", key)
+        .with_ext("maxNum", 32)
+        .with_ext("beginTimestamp", 0)
+        .with_ext("endTimestamp", i64::MAX);
+    let response = conn.request(request);
+    (response.code, records(&response.body, true).count())
+}
+
 fn segment_names(broker: &Broker) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(broker.store_dir().join("commitlog"))
         .unwrap()
@@ -201,8 +219,18 @@ fn shorter_rules_expire_by_time_and_size_change_online_and_survive_restart() {
 
     // A rule set online on the plain topic: it expires too, and now no
     // queue reads the old segments: they go (never the one being written).
+    let key = format!("{plain}-5");
+    assert_eq!(
+        query_key(&mut conn, &plain, &key),
+        (response_code::SUCCESS, 1)
+    );
     set_attributes(&mut conn, &plain, "+retention.ms=1000");
     wait_min(&mut conn, &plain, |min| min == 60);
+    // By key: nothing older than retention.ms, though still on disk.
+    assert_eq!(
+        query_key(&mut conn, &plain, &key),
+        (response_code::QUERY_NOT_FOUND, 0)
+    );
     wait_for(Duration::from_secs(30), || {
         (!segment_names(&broker).contains(&FIRST_SEGMENT.to_string())).then_some(())
     })

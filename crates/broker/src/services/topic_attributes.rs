@@ -76,6 +76,15 @@ fn check(key: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The store time before which `topic`'s messages are expired by its
+/// `retention.ms` at `now_ms`; `None` without such a rule.
+pub fn oldest_kept_ms(topic: &TopicConfig, now_ms: i64) -> Option<i64> {
+    let rule =
+        TopicRetention::from_attributes(|key| topic.attributes.get(key).map(String::as_str))?;
+    let ms = i64::try_from(rule.ms?).ok()?;
+    Some(now_ms.saturating_sub(ms))
+}
+
 /// The topics of `topics` with a retention rule of their own.
 pub fn retention_rules<'a>(
     topics: impl IntoIterator<Item = &'a TopicConfig>,
@@ -111,8 +120,10 @@ mod tests {
         let rules = retention_rules([&topic]);
         assert_eq!(rules.len(), 1);
         assert_eq!(rules[0].1.ms, Some(60_000));
+        assert_eq!(oldest_kept_ms(&topic, 100_000), Some(40_000));
         topic.attributes = alter(&topic.attributes, "-retention.ms,-retention.bytes").unwrap();
         assert!(retention_rules([&topic]).is_empty());
+        assert_eq!(oldest_kept_ms(&topic, 100_000), None);
     }
 
     #[test]

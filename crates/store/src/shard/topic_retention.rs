@@ -22,6 +22,9 @@ pub type RetentionSource = Box<dyn Fn() -> Vec<(Arc<str>, TopicRetention)>>;
 pub(super) struct TopicRetentionState {
     pub(super) source: std::cell::RefCell<Option<RetentionSource>>,
     tallies: std::cell::RefCell<HashMap<(Arc<str>, i32), SizeTally>>,
+    /// Every queue on disk has been opened once: from then on the open
+    /// queues are all there are (new ones open on their first dispatch).
+    opened_all: std::cell::Cell<bool>,
 }
 
 /// A local queue as the rule reads it.
@@ -117,17 +120,23 @@ impl ShardInner {
     /// The lowest CommitLog position a queue of this shard still reads
     /// (its first readable message), and at most what is dispatched here.
     fn lowest_needed(&self) -> Result<i64, StoreError> {
-        let mut needed = self.applied.get();
-        for (topic, queue_id) in self.owned_queues_on_disk()? {
-            if self.retention.deleted.borrow().contains_key(topic.as_str()) {
-                continue;
+        if !self.topic_retention.opened_all.get() {
+            for (topic, queue_id) in self.owned_queues_on_disk()? {
+                if !self.retention.deleted.borrow().contains_key(topic.as_str()) {
+                    self.queue(&topic, queue_id)?;
+                }
             }
-            let queue = self.queue(&topic, queue_id)?;
-            let (min, max) = (queue.min_offset(), queue.max_offset());
-            match queue.entry(min) {
-                Some(entry) => needed = needed.min(entry.physical_offset),
-                None if min < max => return Ok(i64::MIN),
-                None => {}
+            self.topic_retention.opened_all.set(true);
+        }
+        let mut needed = self.applied.get();
+        for queues in self.queues.borrow().values() {
+            for queue in queues.values() {
+                let (min, max) = (queue.min_offset(), queue.max_offset());
+                match queue.entry(min) {
+                    Some(entry) => needed = needed.min(entry.physical_offset),
+                    None if min < max => return Ok(i64::MIN),
+                    None => {}
+                }
             }
         }
         Ok(needed)
