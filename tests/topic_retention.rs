@@ -75,7 +75,7 @@ fn send(conn: &mut RemotingConn, topic: &str, n: i64) -> i64 {
     let mut body = format!("{topic}-{n}-").into_bytes();
     body.resize(BODY_BYTES, b'r');
     let mut keys = Properties::new();
-    keys.insert(properties::KEYS, &format!("{topic}-{n}"));
+    keys.insert(properties::KEYS, format!("{topic}-{n}"));
     let header = SendMessageRequestHeader {
         properties: Some(keys.to_encoded_string()),
         ..send_header("topic_retention_pg", topic, 0)
