@@ -15,6 +15,7 @@ use ferrocket_protocol::header::{CreateTopicRequestHeader, SendMessageRequestHea
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
+use ferrocket_testkit::pop::pop;
 use harness::requests::{pull_request, send_header, send_request};
 use harness::{admin_ok, unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
 
@@ -214,6 +215,11 @@ fn shorter_rules_expire_by_time_and_size_change_online_and_survive_restart() {
     assert!((49..=52).contains(&sized_min), "{sized_min}");
     assert_readable(&mut conn, &sized, sized_min);
     assert_moved(&mut conn, &sized, 3, sized_min);
+    // A pop from min (initMode 0) gets only what the rule kept.
+    let (code, popped) = pop(&mut conn, "topic_retention_pop", &sized, 32, 60_000, 1000);
+    assert_eq!(code, response_code::SUCCESS);
+    let offsets: Vec<i64> = popped.iter().map(|m| m.offset).collect();
+    assert_eq!(offsets, (sized_min..60).collect::<Vec<_>>());
     assert_eq!(min_offset(&mut conn, &plain), 0);
     assert!(segment_names(&broker).contains(&FIRST_SEGMENT.to_string()));
 
