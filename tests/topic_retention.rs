@@ -250,16 +250,22 @@ fn shorter_rules_expire_by_time_and_size_change_online_and_survive_restart() {
     assert_eq!(min_offset(&mut conn, &short), 60);
     assert_readable(&mut conn, &short, 60);
 
-    // Floors survive a restart.
+    // Floors survive a restart, and a kill -9.
     drop(conn);
     broker.restart();
+    assert_floors_kept(&broker, [&short, &sized, &plain], sized_min);
+    broker.crash_and_restart();
+    assert_floors_kept(&broker, [&short, &sized, &plain], sized_min);
+}
+
+fn assert_floors_kept(broker: &Broker, [short, sized, plain]: [&str; 3], sized_min: i64) {
     let mut conn = broker.connect();
-    assert_eq!(min_offset(&mut conn, &short), 60);
-    assert_moved(&mut conn, &short, 0, 60);
-    assert_readable(&mut conn, &short, 64);
-    assert_eq!(min_offset(&mut conn, &sized), sized_min);
-    assert_eq!(min_offset(&mut conn, &plain), 60);
-    assert_eq!(max_offset(&mut conn, &plain), 60);
+    assert_eq!(min_offset(&mut conn, short), 60);
+    assert_moved(&mut conn, short, 0, 60);
+    assert_readable(&mut conn, short, 64);
+    assert_eq!(min_offset(&mut conn, sized), sized_min);
+    assert_eq!(min_offset(&mut conn, plain), 60);
+    assert_eq!(max_offset(&mut conn, plain), 60);
 }
 
 #[test]
