@@ -77,15 +77,30 @@ pub trait RetainedQueue {
 
 /// The first offset whose message was stored at or after `now_ms -
 /// retention_ms` (store times taken as non-decreasing along the queue;
-/// unreadable messages count as old).
+/// unreadable messages count as old). Gallops from min, so a pass reads
+/// about log2 of what expired since the last one (old records are cold:
+/// each read may go to disk).
 pub fn time_floor(queue: &impl RetainedQueue, retention_ms: u64, now_ms: i64) -> i64 {
     let oldest_kept = now_ms.saturating_sub(i64::try_from(retention_ms).unwrap_or(i64::MAX));
-    let (mut low, mut high) = (queue.min_offset(), queue.max_offset());
+    let young = |offset: i64| {
+        queue
+            .store_time_ms(offset)
+            .is_some_and(|t| t >= oldest_kept)
+    };
+    let (min, max) = (queue.min_offset(), queue.max_offset());
+    // Invariant: offsets below `low` are old; from `high` on, young.
+    let (mut low, mut high, mut step) = (min, min, 1i64);
+    while high < max && !young(high) {
+        low = high + 1;
+        high = high.saturating_add(step).min(max);
+        step = step.saturating_mul(2);
+    }
     while low < high {
         let mid = low + (high - low) / 2;
-        match queue.store_time_ms(mid) {
-            Some(time) if time >= oldest_kept => high = mid,
-            _ => low = mid + 1,
+        if young(mid) {
+            high = mid;
+        } else {
+            low = mid + 1;
         }
     }
     low

@@ -113,3 +113,26 @@ fn keep_floors_wait_for_every_shard() {
     floors.publish(1, needs(i64::MAX, 10_000));
     assert_eq!(floors.lowest(2), Some(needs(i64::MAX, 9000)));
 }
+
+#[test]
+fn time_floor_gallops_to_the_same_answer_as_a_scan() {
+    for len in 0..40usize {
+        for min in 0..=len.min(5) {
+            let queue = Fake {
+                min: min as i64,
+                times: (0..len as i64).map(|n| n * 10).collect(),
+                sizes: vec![1; len],
+            };
+            for oldest in -5..(len as i64 * 10 + 5) {
+                let scan = (min..len)
+                    .find(|n| queue.times[*n] >= oldest)
+                    .unwrap_or(len) as i64;
+                assert_eq!(
+                    time_floor(&queue, 1000, oldest + 1000),
+                    scan,
+                    "{len} {min} {oldest}"
+                );
+            }
+        }
+    }
+}
