@@ -162,7 +162,8 @@ struct CreateTopicArgs {
     #[arg(short = 'o', long)]
     order: bool,
     /// Attributes to set or remove, as mqadmin's `-a`
-    /// (`+message.type=PRIORITY`, `-key`, comma-separated).
+    /// (`+message.type=PRIORITY`, `+retention.ms=3600000`,
+    /// `+retention.bytes=1073741824`, `-key`, comma-separated).
     #[arg(short = 'a', long, default_value = "")]
     attributes: String,
 }

@@ -97,6 +97,8 @@ pub(crate) struct CommitLogShared {
     /// Whether this CommitLog is a slave's copy (takes only the master's
     /// bytes); a role change in place flips it.
     pub(crate) replica: std::sync::atomic::AtomicBool,
+    /// What topics with a longer retention than the broker's keep.
+    pub(crate) topic_keep: crate::topic_retention::KeepFloors,
 }
 
 impl CommitLogShared {
@@ -123,6 +125,7 @@ impl CommitLogShared {
             }),
             disk: crate::disk::DiskState::default(),
             replica: std::sync::atomic::AtomicBool::new(false),
+            topic_keep: Default::default(),
         }
     }
 

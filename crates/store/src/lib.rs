@@ -105,6 +105,7 @@ mod shard;
 mod stop;
 mod store;
 pub mod timer;
+pub mod topic_retention;
 mod truncate;
 mod types;
 
@@ -128,6 +129,7 @@ pub use retention::{parse_delete_when, RetentionConfig};
 pub use shard::{ShardPort, ShardStore};
 pub use store::{AppenderHandle, AppenderParts, MessageStore, StoreHandle, APPENDER_THREAD_NAME};
 pub use timer::{AddOutcome, TimerConfig, TimerEntry, TimerError, TimerRecovery, TimerStore};
+pub use topic_retention::{TopicRetention, RETENTION_BYTES_ATTRIBUTE, RETENTION_MS_ATTRIBUTE};
 pub use truncate::{commitlog_end, truncate_commitlog};
 pub use types::QueueOwnerFn;
 

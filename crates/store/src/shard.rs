@@ -36,6 +36,7 @@ use crate::types::QueueOwnerFn;
 mod dispatch;
 mod outbox;
 mod retention;
+mod topic_retention;
 
 use outbox::Outbox;
 
@@ -171,6 +172,7 @@ struct ShardInner {
     /// The appender, when it runs on this shard's executor.
     appender_task: RefCell<Option<glommio::Task<()>>>,
     retention: retention::ShardRetention,
+    topic_retention: topic_retention::TopicRetentionState,
 }
 
 /// One shard's handle on the store. Create it inside the shard's executor.
@@ -230,6 +232,7 @@ impl ShardStore {
             flush_task: RefCell::new(None),
             appender_task: RefCell::new(appender_task),
             retention: retention::ShardRetention::default(),
+            topic_retention: Default::default(),
         });
         let task_inner = Rc::clone(&inner);
         glommio::spawn_local(async move {
@@ -490,8 +493,10 @@ impl ShardInner {
             dir,
             self.ctx.config.cq_entries_per_file,
         )?);
-        // Entries below the CommitLog's start are gone (retention).
+        // Entries below the CommitLog's start are gone (retention), and
+        // those below the topic's retention floor.
         queue.correct_min(self.ctx.shared.min_offset());
+        queue.load_floor()?;
         self.queues
             .borrow_mut()
             .entry(Arc::from(topic))

@@ -3,9 +3,17 @@
 //! the request's `attributes` is `+key=value` (set) and `-key` (remove)
 //! entries joined by commas; keys are stored without their sign. The
 //! `message.type` attribute must name one of Java's `TopicMessageType`s;
-//! other keys are kept as given (Ferrocket acts only on `message.type`).
+//! `retention.ms` and `retention.bytes` (retention per topic, see
+//! `ferrocket_store::topic_retention`) a positive integer or -1; other keys
+//! are kept as given.
 
 use std::collections::BTreeMap;
+
+use std::sync::Arc;
+
+use ferrocket_protocol::body::TopicConfig;
+use ferrocket_store::topic_retention::parse_value;
+use ferrocket_store::{TopicRetention, RETENTION_BYTES_ATTRIBUTE, RETENTION_MS_ATTRIBUTE};
 
 use crate::services::priority::MESSAGE_TYPE_ATTRIBUTE;
 
@@ -62,7 +70,34 @@ fn check(key: &str, value: &str) -> Result<(), String> {
             MESSAGE_TYPES.join(", ")
         ));
     }
+    if key == RETENTION_MS_ATTRIBUTE || key == RETENTION_BYTES_ATTRIBUTE {
+        parse_value(value).map_err(|e| format!("{key}: {e}"))?;
+    }
     Ok(())
+}
+
+/// The store time before which `topic`'s messages are expired by its
+/// `retention.ms` at `now_ms`; `None` without such a rule.
+pub fn oldest_kept_ms(topic: &TopicConfig, now_ms: i64) -> Option<i64> {
+    let rule =
+        TopicRetention::from_attributes(|key| topic.attributes.get(key).map(String::as_str))?;
+    let ms = i64::try_from(rule.ms?).ok()?;
+    Some(now_ms.saturating_sub(ms))
+}
+
+/// The topics of `topics` with a retention rule of their own.
+pub fn retention_rules<'a>(
+    topics: impl IntoIterator<Item = &'a TopicConfig>,
+) -> Vec<(Arc<str>, TopicRetention)> {
+    topics
+        .into_iter()
+        .filter_map(|topic| {
+            let rule = TopicRetention::from_attributes(|key| {
+                topic.attributes.get(key).map(String::as_str)
+            })?;
+            Some((Arc::from(topic.topic_name.as_str()), rule))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -78,6 +113,17 @@ mod tests {
         let removed = alter(&set, "-queue.type").unwrap();
         assert_eq!(removed.len(), 1);
         assert_eq!(alter(&set, "").unwrap(), set, "nothing to change");
+        let kept = alter(&set, "+retention.ms=60000,+retention.bytes=-1").unwrap();
+        assert_eq!(kept["retention.ms"], "60000");
+        let mut topic = TopicConfig::new("T", 4);
+        topic.attributes = kept;
+        let rules = retention_rules([&topic]);
+        assert_eq!(rules.len(), 1);
+        assert_eq!(rules[0].1.ms, Some(60_000));
+        assert_eq!(oldest_kept_ms(&topic, 100_000), Some(40_000));
+        topic.attributes = alter(&topic.attributes, "-retention.ms,-retention.bytes").unwrap();
+        assert!(retention_rules([&topic]).is_empty());
+        assert_eq!(oldest_kept_ms(&topic, 100_000), None);
     }
 
     #[test]
@@ -89,6 +135,8 @@ mod tests {
             "+=x",
             "+a=1,+a=2",
             "+message.type=URGENT",
+            "+retention.ms=0",
+            "+retention.bytes=ten",
         ] {
             assert!(alter(&none, bad).is_err(), "{bad}");
         }

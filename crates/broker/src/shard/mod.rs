@@ -249,6 +249,16 @@ impl Shard {
                 shard.services.on_dispatch(entry);
             }
         });
+        let weak = Rc::downgrade(&shard);
+        shard.store.set_topic_retention_source(move || {
+            weak.upgrade().map_or_else(Vec::new, |shard| {
+                shard.topics.with(|table| {
+                    crate::services::topic_attributes::retention_rules(
+                        table.topic_config_table.values(),
+                    )
+                })
+            })
+        });
         shard
     }
 

@@ -74,7 +74,18 @@ pub(crate) async fn query_message(
         )
         .unwrap_or(0)
     };
-    let begin_ms = fields.get_i64("beginTimestamp")?.unwrap_or(0);
+    // Nothing older than the topic's retention.ms, which may still be in
+    // the CommitLog.
+    let oldest_kept = shard
+        .with_topic(&topic, |t| {
+            crate::services::topic_attributes::oldest_kept_ms(t, crate::clock::now_ms())
+        })
+        .flatten()
+        .unwrap_or(0);
+    let begin_ms = fields
+        .get_i64("beginTimestamp")?
+        .unwrap_or(0)
+        .max(oldest_kept);
     let end_ms = fields.get_i64("endTimestamp")?.unwrap_or(i64::MAX);
     let query = QueryRequest {
         topic: topic.clone(),

@@ -11,7 +11,8 @@ use crate::config::StoreConfig;
 use crate::disk::{disk_space, has_room, DISK_CHECK_INTERVAL_MS};
 use crate::files::offset_file_name;
 use crate::files::ALLOCATION_CHUNK_BYTES;
-use crate::retention::{disk_used_percent, local_hour, PassReason};
+use crate::retention::{disk_used_percent, local_hour, PassReason, DELETE_SEGMENTS_PER_PASS_MAX};
+use crate::topic_retention::Needs;
 
 /// Runs retention passes until stopped.
 pub(crate) async fn retention_task(common: Rc<Common>, config: StoreConfig) {
@@ -67,6 +68,10 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
         );
     }
     let count = retention.segments_to_delete(&mtimes, SystemTime::now(), reason);
+    let starts: Vec<i64> = segments.iter().map(|segment| segment.start).collect();
+    let needs = common.shared.topic_keep.lowest(common.senders.len());
+    let forced = reason.disk_forced && retention.clean_forcibly;
+    let count = allowed_by_queues(&starts, count, needs, reason, forced);
     if count == 0 {
         return 0;
     }
@@ -97,6 +102,41 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
     }
 }
 
+/// How many segments (of those starting at `starts`) go, given that
+/// `count` expired by age and what the shards' queues need (`None`: not
+/// known yet, so only a forced clean deletes): topics whose retention.ms
+/// outlives `fileReservedTime` keep segments from `keep` on; segments wholly
+/// below `needed` (no queue reads them any more: their topics' own rules
+/// expired them) go at a deletion hour or on a full disk, however young. A
+/// forced clean (the disk over `diskSpaceCleanForciblyRatio`) wins over all.
+fn allowed_by_queues(
+    starts: &[i64],
+    count: usize,
+    needs: Option<Needs>,
+    reason: PassReason,
+    forced: bool,
+) -> usize {
+    if forced {
+        return count;
+    }
+    let Some(needs) = needs else { return 0 };
+    // Segment i ends where segment i + 1 starts.
+    let below = |position: i64| starts.windows(2).take_while(|p| p[1] <= position).count();
+    let by_age = count.min(below(needs.keep));
+    if by_age < count {
+        tracing::debug!(
+            keep = needs.keep,
+            kept = count - by_age,
+            "CommitLog segments kept past fileReservedTime for topics' retention.ms"
+        );
+    }
+    let unread = match reason.time_to_delete || reason.disk_full {
+        true => below(needs.needed),
+        false => 0,
+    };
+    by_age.max(unread).min(DELETE_SEGMENTS_PER_PASS_MAX)
+}
+
 /// Re-reads the store disk's space every second: stops writes at
 /// `disk_warning_level_percent`, and lets them in again (after that, or
 /// after an allocation found no room) once usage is below the level and a
@@ -120,5 +160,37 @@ pub(crate) async fn disk_check_task(common: Rc<Common>, config: StoreConfig) {
                 space.used_percent
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queues_keep_segments_unless_forced() {
+        let starts = [0, 100, 200, 300];
+        let needs = |keep, needed| Some(Needs { keep, needed });
+        let time = PassReason {
+            time_to_delete: true,
+            disk_full: false,
+            disk_forced: false,
+        };
+        let idle = PassReason {
+            time_to_delete: false,
+            ..time
+        };
+        let allowed =
+            |count, needs, reason| allowed_by_queues(&starts, count, needs, reason, false);
+        assert_eq!(allowed(3, needs(i64::MAX, 0), time), 3);
+        assert_eq!(allowed(3, needs(150, 0), time), 1);
+        assert_eq!(allowed(3, needs(200, 0), time), 2);
+        assert_eq!(allowed(3, needs(50, 0), time), 0);
+        assert_eq!(allowed(3, None, time), 0);
+        assert_eq!(allowed_by_queues(&starts, 3, needs(50, 0), time, true), 3);
+        // Unread segments go young, at a deletion hour.
+        assert_eq!(allowed(0, needs(i64::MAX, 250), time), 2);
+        assert_eq!(allowed(0, needs(i64::MAX, 250), idle), 0);
+        assert_eq!(allowed(1, needs(i64::MAX, 1000), time), 3, "never the last");
     }
 }

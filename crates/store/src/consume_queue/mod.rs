@@ -17,6 +17,7 @@ use crate::error::{IoContext, IoFailure, StoreError};
 use crate::files::{self, list_offset_files, offset_file_name, AllocatedPrefix};
 
 mod entry;
+mod floor;
 
 pub use entry::{CqEntry, CQ_ENTRY_BYTES, LOST_TAGS_CODE};
 
@@ -36,8 +37,11 @@ pub struct ConsumeQueue {
     dir: PathBuf,
     entries_per_file: u64,
     files: RefCell<Vec<CqFile>>,
+    /// First entry kept in the files (raised by CommitLog retention).
     min_offset: Cell<i64>,
     max_offset: Cell<i64>,
+    /// Retention per topic's floor (see `floor`): offsets below it are gone.
+    floor: Cell<i64>,
     /// A file was short at open (see [`ConsumeQueue::was_repaired`]).
     repaired: Cell<bool>,
 }
@@ -87,6 +91,7 @@ impl ConsumeQueue {
             files: RefCell::new(files),
             min_offset: Cell::new(0),
             max_offset: Cell::new(0),
+            floor: Cell::new(0),
             repaired: Cell::new(repaired),
         };
         queue.compute_bounds();
@@ -136,9 +141,12 @@ impl ConsumeQueue {
         self.max_offset.set(max);
     }
 
-    /// First queue offset still stored (`getMinOffsetInQueue`).
+    /// First queue offset still readable (`getMinOffsetInQueue`): past
+    /// what CommitLog retention dropped and below the topic's floor, never
+    /// past the end.
     pub fn min_offset(&self) -> i64 {
-        self.min_offset.get()
+        let floor = self.floor.get().min(self.max_offset.get());
+        self.min_offset.get().max(floor)
     }
 
     /// Next queue offset to be written (`getMaxOffsetInQueue`).
@@ -267,7 +275,10 @@ impl ConsumeQueue {
         file.dirty = true;
         // Dense: the checks above allow only the next offset.
         self.max_offset.set(queue_offset + 1);
-        assert!(self.min_offset() <= queue_offset, "floor past an append");
+        assert!(
+            self.min_offset.get() <= queue_offset,
+            "floor past an append"
+        );
         Ok(())
     }
 
@@ -419,15 +430,15 @@ impl ConsumeQueue {
         }
         advise_tail(&files);
         drop(files);
-        self.max_offset.set(queue_offset.max(self.min_offset()));
+        self.max_offset.set(queue_offset.max(self.min_offset.get()));
         Ok(())
     }
 
     /// Drops every entry whose record ends past `commitlog_end` (recovery).
     pub(crate) fn truncate_beyond(&self, commitlog_end: i64) -> Result<(), StoreError> {
         let mut keep = self.max_offset();
-        while keep > self.min_offset() {
-            match self.entry(keep - 1) {
+        while keep > self.min_offset.get() {
+            match self.entry_at(keep - 1) {
                 Some(entry) if entry.end() > commitlog_end => keep -= 1,
                 _ => break,
             }
@@ -521,76 +532,4 @@ fn map_file(path: &Path, start: i64, file_bytes: u64, create: bool) -> Result<Cq
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(n: i64) -> CqEntry {
-        CqEntry {
-            physical_offset: n * 100,
-            size: 100,
-            tags_code: n,
-        }
-    }
-
-    #[test]
-    fn a_damaged_entry_end_does_not_overflow() {
-        let damaged = CqEntry {
-            physical_offset: i64::MAX - 1,
-            size: 100,
-            tags_code: 0,
-        };
-        assert_eq!(damaged.end(), i64::MAX);
-        assert_eq!(entry(3).end(), 400);
-    }
-
-    #[test]
-    fn appends_across_files_and_reopens() {
-        let dir = tempfile::tempdir().unwrap();
-        let qdir = crate::names::queue_dir(dir.path(), "T", 3).unwrap();
-        let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
-        assert_eq!((cq.min_offset(), cq.max_offset()), (0, 0));
-        for n in 0..10 {
-            cq.append(n, entry(n)).unwrap();
-        }
-        assert!(cq.append(11, entry(11)).is_err());
-        assert_eq!(cq.get(2, 5), (2..7).map(entry).collect::<Vec<_>>());
-        assert_eq!(cq.get(8, 5), vec![entry(8), entry(9)]);
-        assert!(cq.get(10, 5).is_empty());
-        cq.flush_blocking().unwrap();
-        drop(cq);
-        let names: Vec<i64> = list_offset_files(&qdir)
-            .unwrap()
-            .into_iter()
-            .map(|f| f.0)
-            .collect();
-        assert_eq!(names, vec![0, 80, 160]);
-        let cq = ConsumeQueue::open(qdir, 4).unwrap();
-        assert_eq!(cq.max_offset(), 10);
-        assert_eq!(cq.last_entry(), Some(entry(9)));
-        cq.truncate_beyond(7 * 100 + 50).unwrap();
-        assert_eq!(cq.max_offset(), 7);
-        cq.append(7, entry(7)).unwrap();
-        assert_eq!(cq.entry(7), Some(entry(7)));
-    }
-
-    #[test]
-    fn only_the_written_file_is_mapped_without_read_around() {
-        let dir = tempfile::tempdir().unwrap();
-        let qdir = crate::names::queue_dir(dir.path(), "T", 0).unwrap();
-        let random = |n: i64| files::mapped_for_random_reads(&qdir.join(offset_file_name(n)));
-        let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
-        (0..10).for_each(|n| cq.append(n, entry(n)).unwrap());
-        assert_eq!(
-            [random(0), random(80), random(160)],
-            [Some(false), Some(false), Some(true)]
-        );
-        drop(cq);
-        let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
-        assert_eq!(
-            [random(0), random(80), random(160)],
-            [Some(false), Some(false), Some(true)]
-        );
-        cq.truncate(6).unwrap();
-        assert_eq!([random(80), random(160)], [Some(true), None]);
-    }
-}
+mod tests;

@@ -47,6 +47,9 @@ impl ShardInner {
                 if let Err(e) = inner.retention_pass() {
                     tracing::error!(shard = inner.shard_id, error = %e, "ConsumeQueue retention failed");
                 }
+                if let Err(e) = inner.topic_retention_pass(crate::topic_retention::now_ms()) {
+                    tracing::error!(shard = inner.shard_id, error = %e, "retention per topic failed");
+                }
             }
         });
         *self.retention.task.borrow_mut() = Some(task);
@@ -91,7 +94,7 @@ impl ShardInner {
     }
 
     /// `(topic, queue id)` of every queue directory this shard owns.
-    fn owned_queues_on_disk(&self) -> Result<Vec<(String, i32)>, StoreError> {
+    pub(super) fn owned_queues_on_disk(&self) -> Result<Vec<(String, i32)>, StoreError> {
         let root = self.ctx.config.consumequeue_dir();
         let mut out = Vec::new();
         let topics = match fs::read_dir(&root) {

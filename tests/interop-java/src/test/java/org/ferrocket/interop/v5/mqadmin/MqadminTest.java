@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -23,6 +24,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.ferrocket.interop.Clients;
 import org.ferrocket.interop.Ferrocket;
 import org.ferrocket.interop.FerrocketExtension;
@@ -174,6 +176,29 @@ class MqadminTest {
         works(printing("delete topic [" + made + "] from cluster [" + CLUSTER + "] success"),
             "deleteTopic", "-n", ns, "-c", CLUSTER, "-t", made);
         assertFalse(Mqadmin.run("topicList", "-n", ns).output.contains(made));
+    }
+
+    @Test
+    void topicRetentionIsSetChangedAndRemovedWithAttributes() throws Exception {
+        String made = Names.unique("AdminRetT");
+        works(printing("create topic to " + broker + " success"),
+            "updateTopic", "-n", ns, "-b", broker, "-t", made, "-r", "2", "-w", "2",
+            "-a", "+retention.ms=3600000,+retention.bytes=1048576");
+        DefaultMQAdminExt admin = clients.configure(new DefaultMQAdminExt());
+        admin.setAdminExtGroup(Names.unique("AdminRetG"));
+        admin.start();
+        clients.track(admin, admin::shutdown);
+        Map<String, String> set = admin.examineTopicConfig(broker, made).getAttributes();
+        assertEquals("3600000", set.get("retention.ms"), set::toString);
+        assertEquals("1048576", set.get("retention.bytes"), set::toString);
+        works(printing("create topic to " + broker + " success"),
+            "updateTopic", "-n", ns, "-b", broker, "-t", made, "-r", "2", "-w", "2",
+            "-a", "+retention.ms=60000,-retention.bytes");
+        Map<String, String> changed = admin.examineTopicConfig(broker, made).getAttributes();
+        assertEquals(Map.of("retention.ms", "60000"), changed);
+        refused(1, printing("retention.ms"),
+            "updateTopic", "-n", ns, "-b", broker, "-t", made, "-r", "2", "-w", "2",
+            "-a", "+retention.ms=soon");
     }
 
     @Test

@@ -1,0 +1,207 @@
+//! Retention per topic on each shard, for the queues it owns: every
+//! `clean_interval_ms` it raises the floor of each queue of a topic with a
+//! rule to [`lowest_kept`] and publishes the lowest CommitLog position the
+//! topics whose time rule outlives `fileReservedTime` still need (see
+//! `crate::topic_retention`).
+
+use std::collections::HashMap;
+use std::fs;
+use std::sync::Arc;
+
+use super::{ShardInner, ShardStore};
+use crate::commitlog::LocalReader;
+use crate::consume_queue::ConsumeQueue;
+use crate::error::StoreError;
+use crate::topic_retention::{lowest_kept, Needs, RetainedQueue, SizeTally, TopicRetention};
+
+/// The topics with a rule of their own, as the broker's topic table says.
+pub type RetentionSource = Box<dyn Fn() -> Vec<(Arc<str>, TopicRetention)>>;
+
+/// Per-shard state of retention per topic.
+#[derive(Default)]
+pub(super) struct TopicRetentionState {
+    pub(super) source: std::cell::RefCell<Option<RetentionSource>>,
+    tallies: std::cell::RefCell<HashMap<(Arc<str>, i32), SizeTally>>,
+    /// Every queue on disk has been opened once: from then on the open
+    /// queues are all there are (new ones open on their first dispatch).
+    opened_all: std::cell::Cell<bool>,
+}
+
+/// A local queue as the rule reads it.
+struct LocalQueue<'a> {
+    queue: &'a ConsumeQueue,
+    reader: &'a LocalReader,
+}
+
+impl RetainedQueue for LocalQueue<'_> {
+    fn min_offset(&self) -> i64 {
+        self.queue.min_offset()
+    }
+
+    fn max_offset(&self) -> i64 {
+        self.queue.max_offset()
+    }
+
+    fn store_time_ms(&self, offset: i64) -> Option<i64> {
+        let entry = self.queue.entry(offset).filter(|e| !e.is_lost())?;
+        let bytes = self
+            .reader
+            .read(entry.physical_offset, usize::try_from(entry.size).ok()?)?;
+        // STORETIMESTAMP follows a born host of at most 20 bytes.
+        let needed = ferrocket_protocol::record::BORN_HOST_POS + 28;
+        (bytes.len() >= needed).then(|| crate::messages::store_timestamp_of(&bytes))
+    }
+
+    fn entry_bytes(&self, offset: i64) -> Option<u64> {
+        let entry = self.queue.entry(offset)?;
+        u64::try_from(entry.size).ok()
+    }
+}
+
+impl ShardInner {
+    /// One pass at `now_ms`: raises floors and publishes what this shard's
+    /// queues need of the CommitLog. Returns how many queues' floors moved.
+    pub(super) fn topic_retention_pass(&self, now_ms: i64) -> Result<usize, StoreError> {
+        let rules = match &*self.topic_retention.source.borrow() {
+            Some(source) => source(),
+            None => Vec::new(),
+        };
+        let (raised, keep, mut result) = self.apply_rules(&rules, now_ms);
+        // Without rules only the broker-wide one frees segments (and the
+        // scan of every queue is skipped); unknown: nothing goes early.
+        let needed = match rules.is_empty() {
+            true => i64::MIN,
+            false => self.lowest_needed().unwrap_or_else(|e| {
+                result = Err(e);
+                i64::MIN
+            }),
+        };
+        let needs = Needs { keep, needed };
+        self.ctx.shared.topic_keep.publish(self.shard_id, needs);
+        self.topic_retention
+            .tallies
+            .borrow_mut()
+            .retain(|(topic, _), _| rules.iter().any(|(t, _)| t == topic));
+        result.map(|()| raised)
+    }
+
+    /// Applies every rule; answers how many floors moved, the lowest
+    /// position the rules outliving `fileReservedTime` keep, and the first
+    /// error.
+    fn apply_rules(
+        &self,
+        rules: &[(Arc<str>, TopicRetention)],
+        now_ms: i64,
+    ) -> (usize, i64, Result<(), StoreError>) {
+        let reserved_ms = self.ctx.config.retention.file_reserved_ms;
+        let (mut raised, mut keep, mut result) = (0, i64::MAX, Ok(()));
+        for (topic, rule) in rules {
+            if self.retention.deleted.borrow().contains_key(&**topic) {
+                continue;
+            }
+            match self.apply_rule(topic, rule, now_ms) {
+                Ok((moved, lowest)) => {
+                    raised += moved;
+                    if rule.outlives(reserved_ms) {
+                        keep = keep.min(lowest);
+                    }
+                }
+                Err(e) => {
+                    if rule.outlives(reserved_ms) {
+                        keep = i64::MIN;
+                    }
+                    result = Err(e);
+                }
+            }
+        }
+        (raised, keep, result)
+    }
+
+    /// The lowest CommitLog position a queue of this shard still reads
+    /// (its first readable message), and at most what is dispatched here.
+    fn lowest_needed(&self) -> Result<i64, StoreError> {
+        if !self.topic_retention.opened_all.get() {
+            for (topic, queue_id) in self.owned_queues_on_disk()? {
+                if !self.retention.deleted.borrow().contains_key(topic.as_str()) {
+                    self.queue(&topic, queue_id)?;
+                }
+            }
+            self.topic_retention.opened_all.set(true);
+        }
+        let mut needed = self.applied.get();
+        for queues in self.queues.borrow().values() {
+            for queue in queues.values() {
+                let (min, max) = (queue.min_offset(), queue.max_offset());
+                match queue.entry(min) {
+                    Some(entry) => needed = needed.min(entry.physical_offset),
+                    None if min < max => return Ok(i64::MIN),
+                    None => {}
+                }
+            }
+        }
+        Ok(needed)
+    }
+
+    /// Raises the floors of `topic`'s queues owned here; answers how many
+    /// moved and the lowest CommitLog position they still hold.
+    fn apply_rule(
+        &self,
+        topic: &Arc<str>,
+        rule: &TopicRetention,
+        now_ms: i64,
+    ) -> Result<(usize, i64), StoreError> {
+        let (mut moved, mut lowest) = (0, i64::MAX);
+        for queue_id in self.owned_queue_ids(topic)? {
+            let queue = self.queue(topic, queue_id)?;
+            let view = LocalQueue {
+                queue: &queue,
+                reader: &self.reader,
+            };
+            let floor = {
+                let mut tallies = self.topic_retention.tallies.borrow_mut();
+                let tally = tallies.entry((Arc::clone(topic), queue_id)).or_default();
+                lowest_kept(rule, &view, tally, now_ms)
+            };
+            if floor > queue.min_offset() {
+                queue.raise_floor(floor)?;
+                moved += 1;
+            }
+            if let Some(entry) = queue.entry(queue.min_offset()) {
+                lowest = lowest.min(entry.physical_offset);
+            }
+        }
+        Ok((moved, lowest))
+    }
+
+    /// Ids of `topic`'s queues with a directory, owned by this shard.
+    fn owned_queue_ids(&self, topic: &str) -> Result<Vec<i32>, StoreError> {
+        let dir = crate::names::topic_dir(&self.ctx.config.consumequeue_dir(), topic)?;
+        let Ok(entries) = fs::read_dir(&dir) else {
+            return Ok(Vec::new());
+        };
+        Ok(entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+            .filter(|id| (self.ctx.owner)(topic, *id) == self.shard_id)
+            .collect())
+    }
+}
+
+impl ShardStore {
+    /// Where this shard's retention passes find the topics with a rule of
+    /// their own (the broker reads them from its topic table). Without one
+    /// no topic has a rule.
+    pub fn set_topic_retention_source(
+        &self,
+        source: impl Fn() -> Vec<(Arc<str>, TopicRetention)> + 'static,
+    ) {
+        *self.inner.topic_retention.source.borrow_mut() = Some(Box::new(source));
+    }
+
+    /// Runs this shard's retention per topic now, as of `now_ms` (it also
+    /// runs every `cleanResourceInterval`); returns how many queues' floors
+    /// moved.
+    pub fn run_topic_retention(&self, now_ms: i64) -> Result<usize, StoreError> {
+        self.inner.topic_retention_pass(now_ms)
+    }
+}
