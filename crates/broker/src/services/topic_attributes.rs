@@ -2,11 +2,13 @@
 //! `AttributeParser.parseToMap` and `AttributeUtil.alterCurrentAttributes`):
 //! the request's `attributes` is `+key=value` (set) and `-key` (remove)
 //! entries joined by commas; keys are stored without their sign. The
-//! `message.type` attribute must name one of Java's `TopicMessageType`s;
-//! other keys are kept as given (Ferrocket acts only on `message.type`).
+//! `message.type` attribute must name one of Java's `TopicMessageType`s
+//! and `cleanup.policy` one of its `CleanupPolicy`s; other keys are kept
+//! as given.
 
 use std::collections::BTreeMap;
 
+use crate::services::compaction::{CLEANUP_POLICIES, CLEANUP_POLICY_ATTRIBUTE};
 use crate::services::priority::MESSAGE_TYPE_ATTRIBUTE;
 
 /// Java's `TopicMessageType` values.
@@ -62,6 +64,12 @@ fn check(key: &str, value: &str) -> Result<(), String> {
             MESSAGE_TYPES.join(", ")
         ));
     }
+    if key == CLEANUP_POLICY_ATTRIBUTE && !CLEANUP_POLICIES.contains(&value) {
+        return Err(format!(
+            "value is not in set: {value} (cleanup.policy takes {})",
+            CLEANUP_POLICIES.join(", ")
+        ));
+    }
     Ok(())
 }
 
@@ -73,6 +81,8 @@ mod tests {
     fn sets_and_removes() {
         let none = BTreeMap::new();
         let set = alter(&none, "+message.type=PRIORITY,+queue.type=SimpleCQ").unwrap();
+        let compacted = alter(&none, "+cleanup.policy=COMPACTION").unwrap();
+        assert_eq!(compacted["cleanup.policy"], "COMPACTION");
         assert_eq!(set["message.type"], "PRIORITY");
         assert_eq!(set["queue.type"], "SimpleCQ");
         let removed = alter(&set, "-queue.type").unwrap();
@@ -89,6 +99,7 @@ mod tests {
             "+=x",
             "+a=1,+a=2",
             "+message.type=URGENT",
+            "+cleanup.policy=COMPACT",
         ] {
             assert!(alter(&none, bad).is_err(), "{bad}");
         }
