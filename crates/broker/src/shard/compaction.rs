@@ -2,9 +2,12 @@
 //! file, and the passes over the queues it owns.
 
 use ferrocket_runtime::shard::owner_shard;
+use ferrocket_store::ConsumeQueue;
 
 use super::Shard;
-use crate::services::compaction::{self, file::SharedFile};
+use crate::services::compaction::{self, file::SharedFile, read};
+use crate::services::filter::TagFilter;
+use crate::services::pull::{gather_from, Gathered};
 
 impl Shard {
     /// The compacted file of a queue this shard owns, when its topic is a
@@ -20,6 +23,33 @@ impl Shard {
         }
         self.compaction
             .file(self.store.root_dir(), topic, queue_id)
+    }
+
+    /// The first offset a read of the queue finds (its compacted file's
+    /// first record, for a compaction topic).
+    pub fn read_min(&self, topic: &str, queue_id: i32, queue: &ConsumeQueue) -> i64 {
+        match self.compacted_file(topic, queue_id) {
+            Some(file) => read::bounds(&file, queue.min_offset()).min,
+            None => queue.min_offset(),
+        }
+    }
+
+    /// A pop's read of a queue this shard owns: [`gather_from`], through
+    /// the queue's compacted file for a compaction topic.
+    pub fn gather_queue(
+        &self,
+        queue: &ConsumeQueue,
+        (topic, queue_id): (&str, i32),
+        start: i64,
+        limits: (usize, usize),
+        filter: &TagFilter,
+    ) -> Gathered {
+        let Some(file) = self.compacted_file(topic, queue_id) else {
+            return gather_from(&self.store, queue, start, limits, filter);
+        };
+        let tail = read::bounds(&file, queue.min_offset()).tail;
+        read::gather(&file, tail, start, limits, filter)
+            .unwrap_or_else(|| gather_from(&self.store, queue, start.max(tail), limits, filter))
     }
 
     /// The compaction-topic queues this shard owns and has opened.
