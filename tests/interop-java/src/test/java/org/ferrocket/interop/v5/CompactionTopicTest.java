@@ -1,0 +1,108 @@
+package org.ferrocket.interop.v5;
+
+import static org.ferrocket.interop.Clients.bytes;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+import org.ferrocket.interop.BrokerSettings;
+import org.ferrocket.interop.Clients;
+import org.ferrocket.interop.Ferrocket;
+import org.ferrocket.interop.FerrocketExtension;
+import org.ferrocket.interop.Names;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Compaction topics (RocketMQ 5.1): the topic made with
+ * `cleanup.policy=COMPACTION` through the admin API (as mqadmin's
+ * `updateTopic -a +cleanup.policy=COMPACTION` sends it), several versions
+ * of several keys sent by the 5.5.0 producer to each key's queue (as
+ * Java's example does), compacted every 500 ms
+ * (`compactionScheduleInternal`); a new group then reads only the newest
+ * message per key, with the plain pull consumer and with a push consumer.
+ */
+@ExtendWith(FerrocketExtension.class)
+@BrokerSettings({"compactionScheduleInternal=500"})
+class CompactionTopicTest {
+    private static final int QUEUES = 2;
+    private static final int KEYS = 4;
+    private static final int VERSIONS = 5;
+
+    @Test
+    void aNewGroupReadsTheNewestMessagePerKey(Ferrocket server) throws Exception {
+        String topic = server.createTopic(Names.unique("CompactT"), QUEUES);
+        try (Clients clients = new Clients(server)) {
+            DefaultMQAdminExt admin = clients.configure(new DefaultMQAdminExt());
+            admin.setAdminExtGroup(Names.unique("CompactAdmin"));
+            admin.start();
+            clients.track(admin, admin::shutdown);
+            TopicConfig config = new TopicConfig(topic, QUEUES, QUEUES, 6);
+            config.setAttributes(Map.of("+cleanup.policy", "COMPACTION"));
+            admin.createAndUpdateTopicConfig(server.brokerAddr(), config);
+            assertEquals("COMPACTION",
+                admin.examineTopicConfig(server.brokerAddr(), topic).getAttributes().get("cleanup.policy"));
+
+            DefaultMQProducer producer = clients.producer();
+            Map<String, String> newest = new TreeMap<>();
+            for (int version = 0; version < VERSIONS; version++) {
+                for (int key = 0; key < KEYS; key++) {
+                    String body = "key" + key + "-v" + version;
+                    Message message = new Message(topic, "tag", "key" + key, bytes(body));
+                    SendStatus status = producer.send(message,
+                        (queues, m, arg) -> queues.get((Integer) arg % queues.size()), key).getSendStatus();
+                    assertEquals(SendStatus.SEND_OK, status);
+                    newest.put("key" + key, body);
+                }
+            }
+
+            Map<String, String> read = Map.of();
+            long deadline = System.nanoTime() + Clients.RECEIVE_TIMEOUT.toNanos();
+            while (!read.equals(newest) && System.nanoTime() < deadline) {
+                Thread.sleep(300);
+                read = byKey(clients.readAll(topic, "*", 0, Duration.ZERO));
+            }
+            assertEquals(newest, read, "a pull from offset 0 by a new group, once compacted");
+
+            DefaultMQPushConsumer consumer = clients.pushConsumer(Names.unique("CompactCG"));
+            consumer.subscribe(topic, "*");
+            List<MessageExt> pushed = new java.util.concurrent.CopyOnWriteArrayList<>();
+            consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
+                pushed.addAll(messages);
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            consumer.start();
+            deadline = System.nanoTime() + Clients.RECEIVE_TIMEOUT.toNanos();
+            while (pushed.size() < KEYS && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            Thread.sleep(1000); // anything more would come now
+            assertEquals(newest, byKey(pushed), "a new push consumer group");
+        }
+    }
+
+    /** Bodies by key; a key read twice shows as such. */
+    private static Map<String, String> byKey(List<MessageExt> messages) {
+        Map<String, String> bodies = new ConcurrentHashMap<>();
+        for (MessageExt message : messages) {
+            String before = bodies.put(message.getKeys(), Clients.body(message));
+            if (before != null) {
+                bodies.put(message.getKeys(), "read twice: " + before + ", " + Clients.body(message));
+            }
+        }
+        return new TreeMap<>(bodies);
+    }
+}
