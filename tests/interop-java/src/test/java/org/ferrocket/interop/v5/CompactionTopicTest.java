@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -17,6 +18,7 @@ import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageRequestMode;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.ferrocket.interop.BrokerSettings;
 import org.ferrocket.interop.Clients;
@@ -33,7 +35,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * of several keys sent by the 5.5.0 producer to each key's queue (as
  * Java's example does), compacted every 500 ms
  * (`compactionScheduleInternal`); a new group then reads only the newest
- * message per key, with the plain pull consumer and with a push consumer.
+ * message per key, with the plain pull consumer and with a push consumer
+ * in pull and in POP mode.
  */
 @ExtendWith(FerrocketExtension.class)
 @BrokerSettings({"compactionScheduleInternal=500"})
@@ -77,21 +80,31 @@ class CompactionTopicTest {
             }
             assertEquals(newest, read, "a pull from offset 0 by a new group, once compacted");
 
-            DefaultMQPushConsumer consumer = clients.pushConsumer(Names.unique("CompactCG"));
-            consumer.subscribe(topic, "*");
-            List<MessageExt> pushed = new java.util.concurrent.CopyOnWriteArrayList<>();
-            consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
-                pushed.addAll(messages);
-                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-            });
-            consumer.start();
-            deadline = System.nanoTime() + Clients.RECEIVE_TIMEOUT.toNanos();
-            while (pushed.size() < KEYS && System.nanoTime() < deadline) {
-                Thread.sleep(100);
-            }
-            Thread.sleep(1000); // anything more would come now
-            assertEquals(newest, byKey(pushed), "a new push consumer group");
+            assertEquals(newest, byKey(pushed(clients, topic, null)), "a new push consumer group");
+            String popGroup = Names.unique("CompactPopCG");
+            admin.setMessageRequestMode(server.brokerAddr(), topic, popGroup, MessageRequestMode.POP, 0, 5000);
+            assertEquals(newest, byKey(pushed(clients, topic, popGroup)), "a new push consumer group in POP mode");
         }
+    }
+
+    /** What a new push consumer of `group` (a new one when null) receives. */
+    private static List<MessageExt> pushed(Clients clients, String topic, String group) throws Exception {
+        DefaultMQPushConsumer consumer = clients.pushConsumer(group != null ? group : Names.unique("CompactCG"));
+        consumer.setClientRebalance(group == null);
+        consumer.subscribe(topic, "*");
+        List<MessageExt> pushed = new CopyOnWriteArrayList<>();
+        consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
+            pushed.addAll(messages);
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+        long deadline = System.nanoTime() + Clients.RECEIVE_TIMEOUT.toNanos();
+        while (pushed.size() < KEYS && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        Thread.sleep(1000); // anything more would come now
+        consumer.shutdown();
+        return pushed;
     }
 
     /** Bodies by key; a key read twice shows as such. */
