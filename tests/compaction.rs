@@ -52,7 +52,10 @@ fn send(conn: &mut RemotingConn, topic: &str, key: i64, version: &str) -> i64 {
 
 fn field(response: &RemotingCommand, name: &str) -> i64 {
     let value = response.ext_fields.get(name);
-    value.unwrap_or_else(|| panic!("no {name} in {response:?}")).parse().unwrap()
+    value
+        .unwrap_or_else(|| panic!("no {name} in {response:?}"))
+        .parse()
+        .unwrap()
 }
 
 /// Everything a new group pulls from offset 0: (queue offset, body head),
@@ -70,7 +73,7 @@ fn read_all(conn: &mut RemotingConn, topic: &str) -> (Vec<(i64, String)>, i64) {
             response_code::SUCCESS => {
                 for record in records(&response.body, true) {
                     let record = record.unwrap();
-                    let body = String::from_utf8_lossy(&record.body);
+                    let body = String::from_utf8_lossy(record.body);
                     let head = body.split(';').next().unwrap().to_string();
                     seen.push((record.queue_offset, head));
                 }
@@ -128,7 +131,10 @@ fn a_new_group_reads_the_newest_message_per_key() {
         (seen == expected).then_some(min)
     })
     .unwrap_or_else(|| panic!("never compacted: {:?}", read_all(&mut conn, &topic)));
-    assert_eq!(compacted, expected[0].0, "minOffset: the first message kept");
+    assert_eq!(
+        compacted, expected[0].0,
+        "minOffset: the first message kept"
+    );
 
     // Newer messages read after the compacted ones, and fold in later.
     let late = send(&mut conn, &topic, 0, "late");

@@ -45,6 +45,6 @@ pub use config::{
     DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
 };
 pub use error::BrokerError;
-pub use services::compaction::CompactionConfig;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};
+pub use services::compaction::CompactionConfig;
 pub use start::{outbound_tls, run};

@@ -21,8 +21,7 @@ impl Shard {
         if !compaction::is_compaction_topic(config) {
             return None;
         }
-        self.compaction
-            .file(self.store.root_dir(), topic, queue_id)
+        self.compaction.file(self.store.root_dir(), topic, queue_id)
     }
 
     /// The first offset a read of the queue finds (its compacted file's

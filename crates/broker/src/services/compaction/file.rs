@@ -59,7 +59,8 @@ impl CompactedFile {
 
     /// The index of the first slot at or after `queue_offset`.
     pub fn first_at_or_after(&self, queue_offset: i64) -> usize {
-        self.slots.partition_point(|s| s.queue_offset < queue_offset)
+        self.slots
+            .partition_point(|s| s.queue_offset < queue_offset)
     }
 
     /// Loads the file in `dir`; an empty one when there is none.
@@ -72,7 +73,8 @@ impl CompactedFile {
         };
         // SAFETY: the file is only ever replaced by rename, never written
         // in place, so the mapped bytes do not change under the map.
-        let map = unsafe { Mmap::map(&file) }.map_err(|err| format!("{}: {err}", path.display()))?;
+        let map =
+            unsafe { Mmap::map(&file) }.map_err(|err| format!("{}: {err}", path.display()))?;
         let (upto, slots) = parse(&map).map_err(|why| format!("{}: {why}", path.display()))?;
         Ok(Self {
             upto,
@@ -130,8 +132,8 @@ pub struct FileWriter {
 impl FileWriter {
     pub fn create(dir: &Path) -> Result<Self, String> {
         fs::create_dir_all(dir).map_err(|err| io_fail(dir, "create", err))?;
-        let file = fs::File::create(dir.join(NEW_FILE_NAME))
-            .map_err(|err| io_fail(dir, "create", err))?;
+        let file =
+            fs::File::create(dir.join(NEW_FILE_NAME)).map_err(|err| io_fail(dir, "create", err))?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         out.write_all(&[0u8; HEADER_BYTES])
             .map_err(|err| io_fail(dir, "write", err))?;

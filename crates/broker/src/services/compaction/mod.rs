@@ -100,13 +100,14 @@ impl Compactions {
                 Loaded::Failed => None,
             };
         }
-        let loaded = match file::queue_dir(root, topic, queue_id).and_then(|d| CompactedFile::load(&d)) {
-            Ok(file) => Loaded::File(Arc::new(file)),
-            Err(why) => {
-                tracing::error!(topic, queue_id, %why, "compacted file unreadable");
-                Loaded::Failed
-            }
-        };
+        let loaded =
+            match file::queue_dir(root, topic, queue_id).and_then(|d| CompactedFile::load(&d)) {
+                Ok(file) => Loaded::File(Arc::new(file)),
+                Err(why) => {
+                    tracing::error!(topic, queue_id, %why, "compacted file unreadable");
+                    Loaded::Failed
+                }
+            };
         self.queues.borrow_mut().insert(key, loaded.clone());
         match loaded {
             Loaded::File(file) => Some(file),

@@ -26,14 +26,17 @@ fn record(queue_offset: i64, key: &str, body: &[u8]) -> BytesMut {
         properties: &props,
     };
     let mut out = BytesMut::new();
-    new.encode(queue_offset, queue_offset * 1000, &mut out).unwrap();
+    new.encode(queue_offset, queue_offset * 1000, &mut out)
+        .unwrap();
     out
 }
 
 fn written(dir: &std::path::Path, upto: i64, offsets: &[i64]) -> CompactedFile {
     let mut writer = FileWriter::create(dir).unwrap();
     for &offset in offsets {
-        writer.push(&record(offset, &format!("k{offset}"), b"v")).unwrap();
+        writer
+            .push(&record(offset, &format!("k{offset}"), b"v"))
+            .unwrap();
     }
     writer.finish(upto).unwrap();
     CompactedFile::load(dir).unwrap()
@@ -42,7 +45,11 @@ fn written(dir: &std::path::Path, upto: i64, offsets: &[i64]) -> CompactedFile {
 #[test]
 fn a_written_file_loads_with_its_offsets() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(CompactedFile::load(dir.path()).unwrap().upto(), 0, "none yet");
+    assert_eq!(
+        CompactedFile::load(dir.path()).unwrap().upto(),
+        0,
+        "none yet"
+    );
     let file = written(dir.path(), 10, &[2, 5, 7]);
     assert_eq!(file.upto(), 10);
     let offsets: Vec<i64> = file.slots().iter().map(|s| s.queue_offset).collect();
@@ -77,5 +84,9 @@ fn reads_skip_compacted_offsets_and_end_at_upto() {
     assert_eq!(one.records.len(), 1);
     assert_eq!(one.next, 6, "the record at 5, next 6");
     assert!(gather(&file, b.tail, 8, (32, 1 << 20), &TagFilter::All).is_none());
-    assert_eq!(bounds(&file, 12).tail, 12, "retention moved the queue past upto");
+    assert_eq!(
+        bounds(&file, 12).tail,
+        12,
+        "retention moved the queue past upto"
+    );
 }
