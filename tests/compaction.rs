@@ -3,14 +3,15 @@
 //! from offset 0 gets the newest message of each key, with its original
 //! queue offset, then what came after; the compacted view outlives the
 //! CommitLog segments it came from (retention in seconds here) and a
-//! restart. An unknown policy is refused, as Java refuses it.
+//! restart, and goes with the topic. An unknown policy is refused, as
+//! Java refuses it.
 
 mod harness;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ferrocket_protocol::codes::response_code;
+use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::requests::{create_topic_request, pull_request, send_header, send_request};
@@ -159,4 +160,19 @@ fn a_new_group_reads_the_newest_message_per_key() {
     broker.restart();
     let mut conn = broker.connect();
     assert_eq!(read_all(&mut conn, &topic).0, expected, "after a restart");
+
+    // A deleted and re-created topic starts afresh: no compacted messages.
+    let deleted = conn.request(
+        RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER).with_ext("topic", &topic),
+    );
+    assert_eq!(deleted.code, response_code::SUCCESS, "{deleted:?}");
+    assert!(!broker.store_dir().join("compaction").join(&topic).exists());
+    let created = create(&mut conn, &topic, "+cleanup.policy=COMPACTION");
+    assert_eq!(created.code, response_code::SUCCESS, "{created:?}");
+    assert_eq!(send(&mut conn, &topic, 3, "reborn"), 0);
+    let reborn = vec![(0, "k3=reborn".to_string())];
+    wait_for(Duration::from_secs(20), || {
+        (read_all(&mut conn, &topic).0 == reborn).then_some(())
+    })
+    .expect("the re-created topic reads its own message only");
 }

@@ -71,8 +71,24 @@ impl Shard {
             .collect()
     }
 
+    /// A deleted topic's compacted files go (a re-created topic restarts
+    /// at offset 0).
+    pub fn forget_compacted_topic(&self, topic: &str) {
+        self.compaction.retain_topics(|t| t != topic);
+        match compaction::file::topic_dir(self.store.root_dir(), topic) {
+            Ok(dir) => match std::fs::remove_dir_all(&dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    tracing::error!(topic, error = %e, "cannot delete compacted files");
+                }
+                _ => {}
+            },
+            Err(why) => tracing::error!(topic, %why, "no compacted files to delete"),
+        }
+    }
+
     /// One round: passes over every compaction-topic queue, each until it
-    /// is compacted up to its end as found (or a pass fails).
+    /// is compacted up to its end (at most `PASSES_PER_ROUND_MAX` passes,
+    /// so a queue written faster than it compacts does not hold the rest).
     pub async fn compact_round(&self) {
         let config = self.config();
         if !config.compaction.enabled {
@@ -81,7 +97,7 @@ impl Shard {
         let key_map_bytes = config.compaction.key_map_bytes(self.count);
         for (topic, queue_id) in self.compaction_queues() {
             let queue = (topic.as_str(), queue_id);
-            loop {
+            for _ in 0..compaction::PASSES_PER_ROUND_MAX {
                 match compaction::compact_queue(&self.store, &self.compaction, queue, key_map_bytes)
                     .await
                 {

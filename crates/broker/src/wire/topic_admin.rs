@@ -142,6 +142,7 @@ impl ShardCall<Shard> for ForgetTopic {
         if let Err(e) = shard.store.delete_topic_queues(&topic) {
             tracing::error!(%topic, error = %e, "cannot delete ConsumeQueues");
         }
+        shard.forget_compacted_topic(&topic);
     }
 }
 

@@ -187,5 +187,10 @@ pub fn queue_dir(root: &Path, topic: &str, queue_id: i32) -> Result<PathBuf, Str
     ferrocket_store::queue_dir(&root.join("compaction"), topic, queue_id).map_err(|e| e.to_string())
 }
 
+/// `compaction/{topic}` under the store root.
+pub fn topic_dir(root: &Path, topic: &str) -> Result<PathBuf, String> {
+    ferrocket_store::topic_dir(&root.join("compaction"), topic).map_err(|e| e.to_string())
+}
+
 /// A shared, loaded file.
 pub type SharedFile = Arc<CompactedFile>;

@@ -36,6 +36,8 @@ pub const MAX_OFFSET_MAP_BYTES_DEFAULT: u64 = 100 * 1024 * 1024;
 pub const KEY_MAP_BYTES_MIN: usize = 1 << 20;
 /// Most ConsumeQueue entries one pass takes (about 2 MiB of entries).
 pub const PASS_ENTRIES_MAX: usize = 100_000;
+/// Most passes over one queue in one round.
+pub const PASSES_PER_ROUND_MAX: usize = 10;
 
 /// The compaction settings (Java's `MessageStoreConfig` keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
