@@ -118,6 +118,12 @@ fn a_new_group_reads_the_newest_message_per_key() {
     let topic = unique_name("Compacted");
     let created = create(&mut conn, &topic, "+cleanup.policy=COMPACTION");
     assert_eq!(created.code, response_code::SUCCESS, "{created:?}");
+    let changed = create(&mut conn, &topic, "+cleanup.policy=DELETE");
+    assert_ne!(
+        changed.code,
+        response_code::SUCCESS,
+        "unchangeable: {changed:?}"
+    );
 
     let mut sent = Vec::new();
     for version in 0..VERSIONS {

@@ -3,7 +3,8 @@
 //! the request's `attributes` is `+key=value` (set) and `-key` (remove)
 //! entries joined by commas; keys are stored without their sign. The
 //! `message.type` attribute must name one of Java's `TopicMessageType`s
-//! and `cleanup.policy` one of its `CleanupPolicy`s; other keys are kept
+//! and `cleanup.policy` one of its `CleanupPolicy`s, set only when the
+//! topic is created (Java's unchangeable attribute); other keys are kept
 //! as given.
 
 use std::collections::BTreeMap;
@@ -23,12 +24,13 @@ const MESSAGE_TYPES: [&str; 8] = [
     "MIXED",
 ];
 
-/// `current` changed by `modification`; an error names what is wrong.
+/// `current` (`None`: the topic is new) changed by `modification`; an
+/// error names what is wrong.
 pub fn alter(
-    current: &BTreeMap<String, String>,
+    current: Option<&BTreeMap<String, String>>,
     modification: &str,
 ) -> Result<BTreeMap<String, String>, String> {
-    let mut altered = current.clone();
+    let mut altered = current.cloned().unwrap_or_default();
     if modification.trim().is_empty() {
         return Ok(altered);
     }
@@ -43,6 +45,11 @@ pub fn alter(
         };
         if !seen.insert(key) {
             return Err(format!("key duplication: {key}"));
+        }
+        if current.is_some() && key == CLEANUP_POLICY_ATTRIBUTE {
+            return Err(format!(
+                "attempt to update an unchangeable attribute. key: {key}"
+            ));
         }
         match value {
             Some(value) => {
@@ -79,20 +86,22 @@ mod tests {
 
     #[test]
     fn sets_and_removes() {
-        let none = BTreeMap::new();
-        let set = alter(&none, "+message.type=PRIORITY,+queue.type=SimpleCQ").unwrap();
-        let compacted = alter(&none, "+cleanup.policy=COMPACTION").unwrap();
+        let set = alter(None, "+message.type=PRIORITY,+queue.type=SimpleCQ").unwrap();
+        let compacted = alter(None, "+cleanup.policy=COMPACTION").unwrap();
         assert_eq!(compacted["cleanup.policy"], "COMPACTION");
+        for change in ["+cleanup.policy=DELETE", "-cleanup.policy"] {
+            assert!(alter(Some(&compacted), change).is_err(), "{change}");
+        }
+        assert_eq!(alter(Some(&compacted), "").unwrap(), compacted);
         assert_eq!(set["message.type"], "PRIORITY");
         assert_eq!(set["queue.type"], "SimpleCQ");
-        let removed = alter(&set, "-queue.type").unwrap();
+        let removed = alter(Some(&set), "-queue.type").unwrap();
         assert_eq!(removed.len(), 1);
-        assert_eq!(alter(&set, "").unwrap(), set, "nothing to change");
+        assert_eq!(alter(Some(&set), "").unwrap(), set, "nothing to change");
     }
 
     #[test]
     fn refuses_malformed_entries() {
-        let none = BTreeMap::new();
         for bad in [
             "message.type=PRIORITY",
             "queue.type",
@@ -101,7 +110,7 @@ mod tests {
             "+message.type=URGENT",
             "+cleanup.policy=COMPACT",
         ] {
-            assert!(alter(&none, bad).is_err(), "{bad}");
+            assert!(alter(None, bad).is_err(), "{bad}");
         }
     }
 }

@@ -16,9 +16,14 @@ impl Shard {
         if !self.config().compaction.enabled {
             return None;
         }
-        let topics = self.topics.get();
-        let config = topics.topic_config_table.get(topic)?;
-        if !compaction::is_compaction_topic(config) {
+        // `with`: no reference count written on the read path.
+        let compacted = self.topics.with(|topics| {
+            topics
+                .topic_config_table
+                .get(topic)
+                .is_some_and(compaction::is_compaction_topic)
+        });
+        if !compacted {
             return None;
         }
         self.compaction.file(self.store.root_dir(), topic, queue_id)

@@ -2,6 +2,7 @@ package org.ferrocket.interop.v5;
 
 import static org.ferrocket.interop.Clients.bytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.time.Duration;
 import java.util.List;
@@ -13,6 +14,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.TopicConfig;
@@ -31,7 +33,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Compaction topics (RocketMQ 5.1): the topic made with
  * `cleanup.policy=COMPACTION` through the admin API (as mqadmin's
- * `updateTopic -a +cleanup.policy=COMPACTION` sends it), several versions
+ * `updateTopic -a +cleanup.policy=COMPACTION` sends it; the policy of an
+ * existing topic cannot change, as in Java), several versions
  * of several keys sent by the 5.5.0 producer to each key's queue (as
  * Java's example does), compacted every 500 ms
  * (`compactionScheduleInternal`); a new group then reads only the newest
@@ -47,17 +50,19 @@ class CompactionTopicTest {
 
     @Test
     void aNewGroupReadsTheNewestMessagePerKey(Ferrocket server) throws Exception {
-        String topic = server.createTopic(Names.unique("CompactT"), QUEUES);
+        String topic = Names.unique("CompactT");
         try (Clients clients = new Clients(server)) {
             DefaultMQAdminExt admin = clients.configure(new DefaultMQAdminExt());
             admin.setAdminExtGroup(Names.unique("CompactAdmin"));
             admin.start();
             clients.track(admin, admin::shutdown);
-            TopicConfig config = new TopicConfig(topic, QUEUES, QUEUES, 6);
-            config.setAttributes(Map.of("+cleanup.policy", "COMPACTION"));
-            admin.createAndUpdateTopicConfig(server.brokerAddr(), config);
+            admin.createAndUpdateTopicConfig(server.brokerAddr(), topicConfig(topic, "COMPACTION"));
             assertEquals("COMPACTION",
                 admin.examineTopicConfig(server.brokerAddr(), topic).getAttributes().get("cleanup.policy"));
+            // As Java's broker: the policy is set when the topic is made, never changed.
+            assertThrows(MQClientException.class,
+                () -> admin.createAndUpdateTopicConfig(server.brokerAddr(), topicConfig(topic, "DELETE")));
+            waitForRoute(server, topic);
 
             DefaultMQProducer producer = clients.producer();
             Map<String, String> newest = new TreeMap<>();
@@ -84,6 +89,22 @@ class CompactionTopicTest {
             String popGroup = Names.unique("CompactPopCG");
             admin.setMessageRequestMode(server.brokerAddr(), topic, popGroup, MessageRequestMode.POP, 0, 5000);
             assertEquals(newest, byKey(pushed(clients, topic, popGroup)), "a new push consumer group in POP mode");
+        }
+    }
+
+    private static TopicConfig topicConfig(String topic, String policy) {
+        TopicConfig config = new TopicConfig(topic, QUEUES, QUEUES, 6);
+        config.setAttributes(Map.of("+cleanup.policy", policy));
+        return config;
+    }
+
+    private static void waitForRoute(Ferrocket server, String topic) throws Exception {
+        long deadline = System.nanoTime() + Clients.RECEIVE_TIMEOUT.toNanos();
+        while (!server.admin(false, "topic", "route", "--topic", topic).contains(server.brokerAddr())) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("no route for " + topic);
+            }
+            Thread.sleep(100);
         }
     }
 
