@@ -73,7 +73,7 @@ pub fn apply_namesrv(
 type KeyGroup<C> = fn(&mut C, &str, &Setting) -> Result<bool, String>;
 
 /// The broker's keys, by group; a key belongs to one group only.
-const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 10] = [
+const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 11] = [
     broker_identity_keys,
     broker_replication_keys,
     broker_store_keys,
@@ -84,6 +84,7 @@ const BROKER_KEY_GROUPS: [KeyGroup<BrokerConfig>; 10] = [
     broker_metrics_keys,
     broker_tls_keys,
     crate::auth_keys::broker_auth_keys,
+    crate::compaction_keys::broker_compaction_keys,
 ];
 
 pub fn apply_broker(

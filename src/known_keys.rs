@@ -143,6 +143,7 @@ pub fn broker_keys() -> Vec<&'static str> {
         .chain(&["useTLS"])
         .chain(ferrocket_broker::ControllerModeConfig::KEYS)
         .chain(ferrocket_grpc::GrpcLimits::KEYS)
+        .chain(crate::compaction_keys::KEYS)
         .copied()
         .chain(crate::auth_keys::auth_keys())
         .collect()

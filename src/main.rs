@@ -4,6 +4,7 @@
 mod account_args;
 mod admin;
 mod auth_keys;
+mod compaction_keys;
 mod config;
 mod config_controller;
 mod config_keys;

@@ -46,4 +46,5 @@ pub use config::{
 };
 pub use error::BrokerError;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};
+pub use services::compaction::CompactionConfig;
 pub use start::{outbound_tls, run};

@@ -214,6 +214,9 @@ pub struct BrokerConfig {
     pub disk_space_warning_level_ratio: u8,
     /// `cleanFileForciblyEnable`.
     pub clean_file_forcibly_enable: bool,
+    /// Compaction topics: `enableCompaction`, `compactionScheduleInternal`,
+    /// `maxOffsetMapSize`.
+    pub compaction: crate::services::compaction::CompactionConfig,
     /// `cleanResourceInterval`: how often retention runs.
     pub clean_resource_interval_ms: u64,
     /// `topicCountMax` (Ferrocket's own).
@@ -318,6 +321,7 @@ impl Default for BrokerConfig {
             disk_space_clean_forcibly_ratio: retention::DISK_CLEAN_FORCIBLY_PERCENT_DEFAULT,
             disk_space_warning_level_ratio: ferrocket_store::DISK_WARNING_LEVEL_PERCENT_DEFAULT,
             clean_file_forcibly_enable: true,
+            compaction: Default::default(),
             clean_resource_interval_ms: retention::CLEAN_INTERVAL_MS_DEFAULT,
             topic_count_max: TOPIC_COUNT_MAX_DEFAULT,
             subscription_group_count_max: SUBSCRIPTION_GROUP_COUNT_MAX_DEFAULT,

@@ -8,6 +8,7 @@ pub(crate) mod assignment;
 pub(crate) mod auth;
 pub(crate) mod broker_stats;
 pub(crate) mod clients;
+pub(crate) mod compaction;
 pub(crate) mod control;
 pub(crate) mod delay_levels;
 pub(crate) mod delivery;

@@ -14,6 +14,7 @@ use ferrocket_runtime::server::ClientGone;
 use ferrocket_store::{ConsumeQueue, ShardStore};
 use futures_lite::future;
 
+use crate::services::compaction::{self, file::SharedFile};
 use crate::services::filter::TagFilter;
 use crate::services::long_poll::LongPolls;
 use crate::services::offsets::OffsetTable;
@@ -72,19 +73,25 @@ impl PullAnswer {
     }
 }
 
-/// Runs a pull on the queue's owner shard.
+/// Runs a pull on the queue's owner shard; `compacted` gives the queue's
+/// compacted file when it is a compaction topic's.
 pub(crate) async fn execute(
     offsets: &RefCell<OffsetTable>,
     polls: &LongPolls,
     store: &ShardStore,
     query: PullQuery,
+    compacted: impl Fn() -> Option<SharedFile>,
 ) -> PullAnswer {
     if let Some(offset) = query.commit_offset {
         offsets
             .borrow_mut()
             .commit(&query.group, &query.topic, query.queue_id, offset);
     }
-    let first = read(store, &query);
+    let read = |query: &PullQuery| match compacted() {
+        Some(file) => compaction::read::pull(store, query, &file, |q| read(store, q)),
+        None => read(store, query),
+    };
+    let first = read(&query);
     if first.code != response_code::PULL_NOT_FOUND || query.suspend_ms == 0 {
         return first;
     }
@@ -117,7 +124,7 @@ pub(crate) async fn execute(
         // Nobody to answer: skip the read.
         return first;
     }
-    read(store, &query)
+    read(&query)
 }
 
 /// One look at the queue (`getMessage`), never waiting.

@@ -2,19 +2,21 @@
 //! `AttributeParser.parseToMap` and `AttributeUtil.alterCurrentAttributes`):
 //! the request's `attributes` is `+key=value` (set) and `-key` (remove)
 //! entries joined by commas; keys are stored without their sign. The
-//! `message.type` attribute must name one of Java's `TopicMessageType`s;
-//! `retention.ms` and `retention.bytes` (retention per topic, see
+//! `message.type` attribute must name one of Java's `TopicMessageType`s
+//! and `cleanup.policy` one of its `CleanupPolicy`s, set only when the
+//! topic is created (Java's unchangeable attribute); `retention.ms` and
+//! `retention.bytes` (retention per topic, see
 //! `ferrocket_store::topic_retention`) a positive integer or -1; other keys
 //! are kept as given.
 
 use std::collections::BTreeMap;
-
 use std::sync::Arc;
 
 use ferrocket_protocol::body::TopicConfig;
 use ferrocket_store::topic_retention::parse_value;
 use ferrocket_store::{TopicRetention, RETENTION_BYTES_ATTRIBUTE, RETENTION_MS_ATTRIBUTE};
 
+use crate::services::compaction::{CLEANUP_POLICIES, CLEANUP_POLICY_ATTRIBUTE};
 use crate::services::priority::MESSAGE_TYPE_ATTRIBUTE;
 
 /// Java's `TopicMessageType` values.
@@ -29,12 +31,13 @@ const MESSAGE_TYPES: [&str; 8] = [
     "MIXED",
 ];
 
-/// `current` changed by `modification`; an error names what is wrong.
+/// `current` (`None`: the topic is new) changed by `modification`; an
+/// error names what is wrong.
 pub fn alter(
-    current: &BTreeMap<String, String>,
+    current: Option<&BTreeMap<String, String>>,
     modification: &str,
 ) -> Result<BTreeMap<String, String>, String> {
-    let mut altered = current.clone();
+    let mut altered = current.cloned().unwrap_or_default();
     if modification.trim().is_empty() {
         return Ok(altered);
     }
@@ -49,6 +52,11 @@ pub fn alter(
         };
         if !seen.insert(key) {
             return Err(format!("key duplication: {key}"));
+        }
+        if current.is_some() && key == CLEANUP_POLICY_ATTRIBUTE {
+            return Err(format!(
+                "attempt to update an unchangeable attribute. key: {key}"
+            ));
         }
         match value {
             Some(value) => {
@@ -72,6 +80,12 @@ fn check(key: &str, value: &str) -> Result<(), String> {
     }
     if key == RETENTION_MS_ATTRIBUTE || key == RETENTION_BYTES_ATTRIBUTE {
         parse_value(value).map_err(|e| format!("{key}: {e}"))?;
+    }
+    if key == CLEANUP_POLICY_ATTRIBUTE && !CLEANUP_POLICIES.contains(&value) {
+        return Err(format!(
+            "value is not in set: {value} (cleanup.policy takes {})",
+            CLEANUP_POLICIES.join(", ")
+        ));
     }
     Ok(())
 }
@@ -106,14 +120,19 @@ mod tests {
 
     #[test]
     fn sets_and_removes() {
-        let none = BTreeMap::new();
-        let set = alter(&none, "+message.type=PRIORITY,+queue.type=SimpleCQ").unwrap();
+        let set = alter(None, "+message.type=PRIORITY,+queue.type=SimpleCQ").unwrap();
+        let compacted = alter(None, "+cleanup.policy=COMPACTION").unwrap();
+        assert_eq!(compacted["cleanup.policy"], "COMPACTION");
+        for change in ["+cleanup.policy=DELETE", "-cleanup.policy"] {
+            assert!(alter(Some(&compacted), change).is_err(), "{change}");
+        }
+        assert_eq!(alter(Some(&compacted), "").unwrap(), compacted);
         assert_eq!(set["message.type"], "PRIORITY");
         assert_eq!(set["queue.type"], "SimpleCQ");
-        let removed = alter(&set, "-queue.type").unwrap();
+        let removed = alter(Some(&set), "-queue.type").unwrap();
         assert_eq!(removed.len(), 1);
-        assert_eq!(alter(&set, "").unwrap(), set, "nothing to change");
-        let kept = alter(&set, "+retention.ms=60000,+retention.bytes=-1").unwrap();
+        assert_eq!(alter(Some(&set), "").unwrap(), set, "nothing to change");
+        let kept = alter(Some(&set), "+retention.ms=60000,+retention.bytes=-1").unwrap();
         assert_eq!(kept["retention.ms"], "60000");
         let mut topic = TopicConfig::new("T", 4);
         topic.attributes = kept;
@@ -121,14 +140,14 @@ mod tests {
         assert_eq!(rules.len(), 1);
         assert_eq!(rules[0].1.ms, Some(60_000));
         assert_eq!(oldest_kept_ms(&topic, 100_000), Some(40_000));
-        topic.attributes = alter(&topic.attributes, "-retention.ms,-retention.bytes").unwrap();
+        topic.attributes =
+            alter(Some(&topic.attributes), "-retention.ms,-retention.bytes").unwrap();
         assert!(retention_rules([&topic]).is_empty());
         assert_eq!(oldest_kept_ms(&topic, 100_000), None);
     }
 
     #[test]
     fn refuses_malformed_entries() {
-        let none = BTreeMap::new();
         for bad in [
             "message.type=PRIORITY",
             "queue.type",
@@ -137,8 +156,9 @@ mod tests {
             "+message.type=URGENT",
             "+retention.ms=0",
             "+retention.bytes=ten",
+            "+cleanup.policy=COMPACT",
         ] {
-            assert!(alter(&none, bad).is_err(), "{bad}");
+            assert!(alter(None, bad).is_err(), "{bad}");
         }
     }
 }

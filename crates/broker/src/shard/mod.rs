@@ -7,6 +7,7 @@
 
 pub(crate) mod append;
 pub(crate) mod clients;
+pub(crate) mod compaction;
 pub(crate) mod delivery;
 pub(crate) mod groups;
 pub(crate) mod metrics;
@@ -161,6 +162,8 @@ pub(crate) struct Shard {
     /// The minute, hour and day windows of this shard's counters
     /// (VIEW_BROKER_STATS_DATA).
     pub broker_stats: crate::services::broker_stats::BrokerStats,
+    /// Compacted files of the compaction-topic queues this shard owns.
+    pub compaction: crate::services::compaction::Compactions,
 }
 
 impl Shard {
@@ -230,6 +233,7 @@ impl Shard {
             auth: Default::default(),
             metrics: Default::default(),
             broker_stats: Default::default(),
+            compaction: Default::default(),
             mesh: OnceCell::new(),
             conns: RefCell::new(HashMap::new()),
             config: RefCell::new(LiveConfig {

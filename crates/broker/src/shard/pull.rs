@@ -12,6 +12,8 @@ impl ShardCall<Shard> for PullQuery {
 
     async fn run(self, shard: Rc<Shard>) -> PullAnswer {
         shard.assert_owns(&self.topic, self.queue_id);
-        execute(&shard.offsets, &shard.polls, &shard.store, self).await
+        let (topic, queue_id) = (self.topic.clone(), self.queue_id);
+        let compacted = || shard.compacted_file(&topic, queue_id);
+        execute(&shard.offsets, &shard.polls, &shard.store, self, compacted).await
     }
 }

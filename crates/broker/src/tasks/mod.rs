@@ -3,6 +3,7 @@
 //! and stopped through it, bounded, in one place.
 
 pub(crate) mod acl_reload;
+pub(crate) mod compaction;
 pub(crate) mod control_plane;
 pub(crate) mod ha;
 pub(crate) mod index_feed;
@@ -34,6 +35,8 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
             service: "pop state",
             reason,
         })?;
+    let compaction = compaction::compaction_loop(shard.clone());
+    shard.tasks.spawn("compaction", compaction);
     if shard.index == 0 {
         start_replication(shard, false)?;
         if shard.config().controller_mode.enabled {

@@ -52,11 +52,10 @@ pub(crate) async fn update_and_create_topic(
     }
     topic.topic_sys_flag = header.topic_sys_flag.unwrap_or(0);
     topic.order = header.order;
-    let current = shard
-        .with_topic(&header.topic, |t| t.attributes.clone())
-        .unwrap_or_default();
+    let current = shard.with_topic(&header.topic, |t| t.attributes.clone());
     let modification = header.attributes.as_deref().unwrap_or("");
-    topic.attributes = topic_attributes::alter(&current, modification).map_err(Reject::system)?;
+    topic.attributes =
+        topic_attributes::alter(current.as_ref(), modification).map_err(Reject::system)?;
     shard.change_topic(TopicChange::Upsert(topic)).await?;
     Ok(ok(request))
 }
@@ -142,6 +141,7 @@ impl ShardCall<Shard> for ForgetTopic {
         if let Err(e) = shard.store.delete_topic_queues(&topic) {
             tracing::error!(%topic, error = %e, "cannot delete ConsumeQueues");
         }
+        shard.forget_compacted_topic(&topic);
     }
 }
 

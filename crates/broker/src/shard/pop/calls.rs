@@ -10,7 +10,6 @@ use super::{queue_offset_of, Popped};
 use crate::error::Reject;
 use crate::services::filter::TagFilter;
 use crate::services::pop::{Checkpoint, CkKey};
-use crate::services::pull::gather_from;
 use crate::shard::Shard;
 
 /// PEEK_MESSAGE / NOTIFICATION on a queue's owner: what the group's next
@@ -30,13 +29,15 @@ impl ShardCall<Shard> for PeekQueue {
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         shard.assert_owns(&self.topic, self.queue_id);
         let queue = shard.store.consume_queue(&self.topic, self.queue_id)?;
-        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let min = shard.read_min(&self.topic, self.queue_id, &queue);
+        let max = queue.max_offset();
         let start = shard
             .popped_up_to(&self.group, &self.topic, self.queue_id)
             .unwrap_or(min)
             .max(min);
         let limits = (self.max_messages, self.max_bytes);
-        let found = gather_from(&shard.store, &queue, start, limits, &TagFilter::All);
+        let read = (self.topic.as_str(), self.queue_id);
+        let found = shard.gather_queue(&queue, read, start, limits, &TagFilter::All);
         Ok(Popped {
             offsets: found.records.iter().map(|r| queue_offset_of(r)).collect(),
             records: found.records,

@@ -27,7 +27,6 @@ use crate::services::offsets::first_message_in_memory;
 use crate::services::pop::log::{PopLog, LOG_COMPACT_BYTES};
 use crate::services::pop::order::OrderPop;
 use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopQueueKey, PopState, CHECKPOINTS_MAX};
-use crate::services::pull::gather_from;
 use crate::services::records::read_record;
 use crate::services::topics::{TopicChange, RETRY_TOPIC_PREFIX};
 pub(crate) use calls::{AckPop, ChangeInvisible, HoldQueues, PeekQueue};
@@ -159,7 +158,10 @@ impl Shard {
 
     /// Where a group's first pop of a queue starts (`initMode`).
     fn initial_pop_offset(&self, pop: &PopQueue, queue: &ConsumeQueue) -> i64 {
-        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let (min, max) = (
+            self.read_min(&pop.topic, pop.queue_id, queue),
+            queue.max_offset(),
+        );
         if pop.init_mode == INIT_MODE_MIN || pop.topic.starts_with(RETRY_TOPIC_PREFIX) {
             return min;
         }
@@ -178,7 +180,10 @@ impl Shard {
         if pop.order {
             return self.pop_queue_in_order(pop, &queue);
         }
-        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let (min, max) = (
+            self.read_min(&pop.topic, pop.queue_id, &queue),
+            queue.max_offset(),
+        );
         let start = match self.popped_up_to(&pop.group, &pop.topic, pop.queue_id) {
             Some(offset) => offset.max(min),
             None => self.initial_pop_offset(pop, &queue),
@@ -195,11 +200,12 @@ impl Shard {
                 "too many messages in flight on this broker",
             ));
         }
-        let found = gather_from(
-            &self.store,
+        let limits = (pop.max_messages, pop.max_bytes);
+        let found = self.gather_queue(
             &queue,
+            (&pop.topic, pop.queue_id),
             start,
-            (pop.max_messages, pop.max_bytes),
+            limits,
             &pop.filter,
         );
         let offsets: Vec<i64> = found.records.iter().map(|r| queue_offset_of(r)).collect();
@@ -243,7 +249,10 @@ impl Shard {
     /// An ordered pop: nothing while the queue's last ordered pop still
     /// holds it; else from the committed offset, the messages in order.
     fn pop_queue_in_order(&self, pop: &PopQueue, queue: &ConsumeQueue) -> Result<Popped, Reject> {
-        let (min, max) = (queue.min_offset(), queue.max_offset());
+        let (min, max) = (
+            self.read_min(&pop.topic, pop.queue_id, queue),
+            queue.max_offset(),
+        );
         let key = (pop.group.clone(), pop.topic.clone(), pop.queue_id);
         let previous = self.pop.state.borrow().order(&key).cloned();
         let committed = self
@@ -262,7 +271,13 @@ impl Shard {
             });
         }
         let limits = (pop.max_messages, pop.max_bytes);
-        let found = gather_from(&self.store, queue, start, limits, &pop.filter);
+        let found = self.gather_queue(
+            queue,
+            (&pop.topic, pop.queue_id),
+            start,
+            limits,
+            &pop.filter,
+        );
         let offsets: Vec<i64> = found.records.iter().map(|r| queue_offset_of(r)).collect();
         if offsets.is_empty() {
             // Only filtered-out messages: nothing to hold the queue for.
