@@ -3,8 +3,9 @@
 //! from offset 0 gets the newest message of each key, with its original
 //! queue offset, then what came after; the compacted view outlives the
 //! CommitLog segments it came from (retention in seconds here) and a
-//! restart, and goes with the topic. An unknown policy is refused, as
-//! Java refuses it.
+//! restart, and goes with the topic. Retention never takes a segment whose
+//! messages are not compacted yet. An unknown policy is refused, as Java
+//! refuses it.
 
 mod harness;
 
@@ -22,9 +23,13 @@ const VERSIONS: i64 = 40;
 const BODY_BYTES: usize = 1000;
 
 fn args() -> Vec<String> {
+    args_compacting_every(300)
+}
+
+fn args_compacting_every(ms: u64) -> Vec<String> {
     let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
     [
-        "compactionScheduleInternal=300".to_string(),
+        format!("compactionScheduleInternal={ms}"),
         "fileReservedTimeMs=1500".to_string(),
         format!("deleteWhen={}", every_hour.join(";")),
         "cleanResourceInterval=200".to_string(),
@@ -181,4 +186,41 @@ fn a_new_group_reads_the_newest_message_per_key() {
         (read_all(&mut conn, &topic).0 == reborn).then_some(())
     })
     .expect("the re-created topic reads its own message only");
+}
+
+/// Segments expire (1.5 s) long before the first compaction round (6 s):
+/// the ones holding messages not compacted yet stay until it has run, so
+/// the only version of each early key survives.
+#[test]
+fn retention_waits_for_compaction() {
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            commit_log_segment_bytes: Some(64 * 1024),
+            extra_args: args_compacting_every(6_000),
+            ..BrokerOpts::default()
+        },
+    );
+    let mut conn = broker.connect();
+    let topic = unique_name("CompactLate");
+    let created = create(&mut conn, &topic, "+cleanup.policy=COMPACTION");
+    assert_eq!(created.code, response_code::SUCCESS, "{created:?}");
+    let mut sent = Vec::new();
+    for key in 0..KEYS {
+        sent.push((
+            send(&mut conn, &topic, key, "only"),
+            key,
+            "only".to_string(),
+        ));
+    }
+    for version in 0..VERSIONS * 8 {
+        let version = format!("v{version}");
+        sent.push((send(&mut conn, &topic, KEYS, &version), KEYS, version));
+    }
+    let expected = newest(&sent);
+    wait_for(Duration::from_secs(30), || {
+        (read_all(&mut conn, &topic).0 == expected).then_some(())
+    })
+    .unwrap_or_else(|| panic!("compacted view: {:?}", read_all(&mut conn, &topic)));
 }

@@ -1,6 +1,9 @@
 //! A shard's compaction topics: which queues read through their compacted
 //! file, and the passes over the queues it owns.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use ferrocket_runtime::shard::owner_shard;
 use ferrocket_store::ConsumeQueue;
 
@@ -74,6 +77,32 @@ impl Shard {
             })
             .map(|(topic, queue_id)| (topic.to_string(), queue_id))
             .collect()
+    }
+
+    /// Per compaction topic, where each queue this shard owns is compacted
+    /// up to: the store keeps every CommitLog entry from there on, however
+    /// old, so retention never takes a message before it is compacted (a
+    /// queue without a compacted file keeps everything).
+    pub fn compaction_pins(&self) -> Vec<(Arc<str>, HashMap<i32, i64>)> {
+        if !self.config().compaction.enabled {
+            return Vec::new();
+        }
+        let mut pins: HashMap<Arc<str>, HashMap<i32, i64>> = HashMap::new();
+        let topics = self.topics.get();
+        for (topic, config) in &topics.topic_config_table {
+            if compaction::is_compaction_topic(config) {
+                pins.entry(Arc::from(topic.as_str())).or_default();
+            }
+        }
+        for (topic, queue_id) in self.compaction_queues() {
+            let upto = self
+                .compaction
+                .file(self.store.root_dir(), &topic, queue_id);
+            if let (Some(queues), Some(file)) = (pins.get_mut(topic.as_str()), upto) {
+                queues.insert(queue_id, file.upto());
+            }
+        }
+        pins.into_iter().collect()
     }
 
     /// A deleted topic's compacted files go (a re-created topic restarts

@@ -244,7 +244,15 @@ impl Shard {
             store,
             env,
         });
-        let weak = Rc::downgrade(&shard);
+        Self::connect_store(&shard);
+        shard
+    }
+
+    /// What the store calls back into the shard for: each dispatched entry
+    /// (long polls, services), the topics' retention rules and the queues
+    /// compaction pins.
+    fn connect_store(shard: &Rc<Self>) {
+        let weak = Rc::downgrade(shard);
         shard.store.set_dispatch_listener(move |entry| {
             if let Some(shard) = weak.upgrade() {
                 shard
@@ -253,7 +261,7 @@ impl Shard {
                 shard.services.on_dispatch(entry);
             }
         });
-        let weak = Rc::downgrade(&shard);
+        let weak = Rc::downgrade(shard);
         shard.store.set_topic_retention_source(move || {
             weak.upgrade().map_or_else(Vec::new, |shard| {
                 shard.topics.with(|table| {
@@ -263,7 +271,11 @@ impl Shard {
                 })
             })
         });
-        shard
+        let weak = Rc::downgrade(shard);
+        shard.store.set_queue_pin_source(move || {
+            weak.upgrade()
+                .map_or_else(Vec::new, |shard| shard.compaction_pins())
+        });
     }
 
     pub fn set_mesh(&self, mesh: Rc<ShardMesh>) {

@@ -1,8 +1,8 @@
 //! Retention per topic on each shard, for the queues it owns: every
 //! `clean_interval_ms` it raises the floor of each queue of a topic with a
 //! rule to [`lowest_kept`] and publishes the lowest CommitLog position the
-//! topics whose time rule outlives `fileReservedTime` still need (see
-//! `crate::topic_retention`).
+//! topics whose time rule outlives `fileReservedTime`, and the pinned
+//! queues ([`PinSource`]), still need (see `crate::topic_retention`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -17,10 +17,16 @@ use crate::topic_retention::{lowest_kept, Needs, RetainedQueue, SizeTally, Topic
 /// The topics with a rule of their own, as the broker's topic table says.
 pub type RetentionSource = Box<dyn Fn() -> Vec<(Arc<str>, TopicRetention)>>;
 
+/// Topics whose queues must keep their CommitLog entries from an offset on,
+/// however old (a compaction topic's part not compacted yet): per topic,
+/// the offset of each queue that has one; a queue not listed keeps all.
+pub type PinSource = Box<dyn Fn() -> Vec<(Arc<str>, HashMap<i32, i64>)>>;
+
 /// Per-shard state of retention per topic.
 #[derive(Default)]
 pub(super) struct TopicRetentionState {
     pub(super) source: std::cell::RefCell<Option<RetentionSource>>,
+    pins: std::cell::RefCell<Option<PinSource>>,
     tallies: std::cell::RefCell<HashMap<(Arc<str>, i32), SizeTally>>,
     /// Every queue on disk has been opened once: from then on the open
     /// queues are all there are (new ones open on their first dispatch).
@@ -66,7 +72,11 @@ impl ShardInner {
             Some(source) => source(),
             None => Vec::new(),
         };
-        let (raised, keep, mut result) = self.apply_rules(&rules, now_ms);
+        let (raised, mut keep, mut result) = self.apply_rules(&rules, now_ms);
+        keep = keep.min(self.pinned_position().unwrap_or_else(|e| {
+            result = Err(e);
+            i64::MIN
+        }));
         // Without rules only the broker-wide one frees segments (and the
         // scan of every queue is skipped); unknown: nothing goes early.
         let needed = match rules.is_empty() {
@@ -115,6 +125,33 @@ impl ShardInner {
             }
         }
         (raised, keep, result)
+    }
+
+    /// The lowest CommitLog position the pinned queues of this shard keep
+    /// (see [`PinSource`]); `i64::MAX`: none.
+    fn pinned_position(&self) -> Result<i64, StoreError> {
+        let pins = match &*self.topic_retention.pins.borrow() {
+            Some(source) => source(),
+            None => return Ok(i64::MAX),
+        };
+        let mut lowest = i64::MAX;
+        for (topic, from) in &pins {
+            if self.retention.deleted.borrow().contains_key(&**topic) {
+                continue;
+            }
+            for queue_id in self.owned_queue_ids(topic)? {
+                let queue = self.queue(topic, queue_id)?;
+                let start = from.get(&queue_id).copied().unwrap_or(0);
+                let start = start.max(queue.min_offset());
+                match queue.entry(start) {
+                    Some(entry) => lowest = lowest.min(entry.physical_offset),
+                    // Not readable: keep everything rather than guess.
+                    None if start < queue.max_offset() => return Ok(i64::MIN),
+                    None => {}
+                }
+            }
+        }
+        Ok(lowest)
     }
 
     /// The lowest CommitLog position a queue of this shard still reads
@@ -196,6 +233,15 @@ impl ShardStore {
         source: impl Fn() -> Vec<(Arc<str>, TopicRetention)> + 'static,
     ) {
         *self.inner.topic_retention.source.borrow_mut() = Some(Box::new(source));
+    }
+
+    /// Where this shard's retention passes find the queues whose entries
+    /// must stay past every age rule (the broker's compaction topics).
+    pub fn set_queue_pin_source(
+        &self,
+        source: impl Fn() -> Vec<(Arc<str>, HashMap<i32, i64>)> + 'static,
+    ) {
+        *self.inner.topic_retention.pins.borrow_mut() = Some(Box::new(source));
     }
 
     /// Runs this shard's retention per topic now, as of `now_ms` (it also
