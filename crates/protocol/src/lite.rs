@@ -12,9 +12,9 @@ pub const LITE_EXPRESSION_TYPE: &str = "LITE";
 /// Longest lite topic name (the proxy's `maxLiteTopicSize`, 64).
 pub const LITE_TOPIC_BYTES_MAX: usize = 64;
 
-/// Why a lite topic name is refused, or `Ok`. A lite topic is 1 to
-/// [`LITE_TOPIC_BYTES_MAX`] characters of `[A-Za-z0-9_-]` (a topic name's
-/// characters without `%` and `|`, which Ferrocket uses as separators).
+/// Why a lite topic name is refused, or `Ok`: as the proxy's
+/// `GrpcValidator.validateLiteTopic`, a lite topic is not blank, at most
+/// [`LITE_TOPIC_BYTES_MAX`] bytes, and only letters, digits, `-` and `_`.
 pub fn check_lite_topic(name: &str) -> Result<(), String> {
     if name.trim().is_empty() {
         return Err("the lite topic is blank".into());
