@@ -33,7 +33,7 @@ struct Cluster {
     _home: tempfile::TempDir,
 }
 
-fn start() -> Cluster {
+fn start(topic_prefix: &str) -> Cluster {
     let namesrv = Namesrv::start();
     let broker = Broker::start(
         &namesrv.addr(),
@@ -42,7 +42,7 @@ fn start() -> Cluster {
             ..BrokerOpts::default()
         },
     );
-    let topic = unique_name("LiteParent");
+    let topic = unique_name(topic_prefix);
     let create = create_topic_request(&topic, 2).with_ext("attributes", "+message.type=LITE");
     let created = broker.connect().request(create);
     assert_eq!(created.code, response_code::SUCCESS, "{created:?}");
@@ -238,7 +238,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn a_lite_consumer_gets_only_its_lite_topics() {
-    let cluster = start();
+    let cluster = start("LiteParent");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let mut client = connect(&cluster).await;
@@ -273,7 +273,7 @@ fn a_lite_consumer_gets_only_its_lite_topics() {
 
 #[test]
 fn lite_limits_answer_javas_codes() {
-    let cluster = start();
+    let cluster = start("LiteParent");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let mut client = connect(&cluster).await;
@@ -296,5 +296,55 @@ fn lite_limits_answer_javas_codes() {
             send(&mut client, &topic, "a|b", "bar").await,
             Code::IllegalLiteTopic as i32
         );
+    });
+}
+
+/// Nacks `message` (ChangeInvisibleDuration naming its lite topic) so it
+/// comes back in a second.
+async fn nack(client: &mut Client, group: &str, message: &pb::Message) {
+    let sys = message.system_properties.as_ref().unwrap();
+    let change = pb::ChangeInvisibleDurationRequest {
+        group: resource(group),
+        topic: message.topic.clone(),
+        receipt_handle: sys.receipt_handle.clone().unwrap(),
+        invisible_duration: Some(duration(1_000)),
+        message_id: sys.message_id.clone(),
+        lite_topic: sys.lite_topic.clone(),
+        ..Default::default()
+    };
+    let changed = client.change_invisible_duration(request(CONSUMER, change));
+    let changed = changed.await.unwrap().into_inner();
+    assert_eq!(changed.status.map(|s| s.code), Some(OK));
+}
+
+#[test]
+fn a_nacked_lite_message_comes_back_under_long_names() {
+    // Long names: the lite group is a hashed one, so that its pop retry
+    // topic still fits a topic name.
+    let cluster = start(&"LiteParentLong".repeat(3));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut client = connect(&cluster).await;
+        let topic = cluster.topic.clone();
+        let group = unique_name(&"LiteGroupWithALongName".repeat(4));
+        let lite = "s".repeat(64);
+        let (_, _session) = lite_session(&mut client, &group).await;
+        let added = sync(&mut client, &group, &topic, Action::PartialAdd, &[&lite]).await;
+        assert_eq!(added, OK);
+        assert_eq!(
+            send(&mut client, &topic, &lite, &format!("{lite}-0")).await,
+            OK
+        );
+        let mut first = Vec::new();
+        for _ in 0..3 {
+            first = receive(&mut client, &group, &topic).await;
+            if !first.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(first.len(), 1, "received once");
+        nack(&mut client, &group, &first[0]).await;
+        let again = take(&mut client, &group, &topic, 1).await;
+        assert_eq!(again, set(&[&format!("{lite}-0")]), "redelivered and acked");
     });
 }

@@ -330,7 +330,7 @@ pub(crate) async fn ack_one(
         Ok(handle) => handle,
         Err(invalid) => return invalid,
     };
-    let group = &crate::lite::entry_group(group, entry.lite_topic.as_deref());
+    let group = &crate::lite::entry_group(group, topic, entry.lite_topic.as_deref());
     let header = AckMessageRequestHeader {
         consumer_group: group.to_string(),
         topic: read_topic(group, topic, &handle.info.retry_mark),
@@ -419,7 +419,7 @@ pub async fn change_invisible(
     };
     let (group, topic) = match names(&request.group, &request.topic) {
         Ok((group, topic)) => (
-            crate::lite::entry_group(&group, request.lite_topic.as_deref()),
+            crate::lite::entry_group(&group, &topic, request.lite_topic.as_deref()),
             topic,
         ),
         Err(refused) => return answer(refused, String::new()),

@@ -86,7 +86,8 @@ pub async fn receive_message(
     loop {
         for lite in backend.lite.round(client, group, topic, POPS_PER_ROUND) {
             let items =
-                receive::receive_lite(backend, &request, lite_group(group, &lite), &lite).await;
+                receive::receive_lite(backend, &request, lite_group(group, topic, &lite), &lite)
+                    .await;
             if settles(&items) {
                 return items;
             }

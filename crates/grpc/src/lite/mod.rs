@@ -5,7 +5,9 @@
 //!
 //! Ferrocket keeps each client's set here, in the endpoint's memory, and
 //! pops each lite topic as its own consumer group, `{group}%LITE%{lite}`
-//! (a lite topic has no `%`), with the broker's `LITE` pop filter: each
+//! (a lite topic has no `%`), or `%LITE%{hash}` where the group's pop
+//! retry topic would not fit a topic name, with the broker's `LITE` pop
+//! filter: each
 //! group and lite topic has its own progress over the parent topic's
 //! queues, so what one lite topic's consumer skips stays for the others.
 //! Java keeps one queue per lite topic in the broker instead.
@@ -17,7 +19,8 @@ mod tests;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
-use ferrocket_protocol::lite::{check_lite_topic, LITE_TOPIC_BYTES_MAX};
+use ferrocket_protocol::limits::TOPIC_NAME_BYTES_MAX;
+use ferrocket_protocol::lite::check_lite_topic;
 
 use crate::pb::{Code, LiteSubscriptionAction, Status};
 use crate::status::status;
@@ -28,22 +31,36 @@ pub const LITE_SUBSCRIPTION_QUOTA: usize = 2000;
 /// Lite subscriptions the endpoint holds in all (the broker's
 /// `maxLiteSubscriptionCount`).
 pub const LITE_SUBSCRIPTIONS_MAX: usize = 100_000;
-/// Longest consumer group name (`CHARACTER_MAX_LENGTH`): the group a lite
-/// topic is popped as must fit it.
-const GROUP_BYTES_MAX: usize = 255;
 /// What separates a group from its lite topic in the group popped as.
 const SEPARATOR: &str = "%LITE%";
+/// Hex digits of a hashed lite group's name (128 bits of SHA-1).
+const HASH_HEX: usize = 32;
+/// The pop retry topic `%RETRY%{group}_{topic}` around a group's name.
+const RETRY_WRAPPING: usize = "%RETRY%".len() + 1;
 
-/// The consumer group a lite topic of `group` is popped and acked as.
-pub fn lite_group(group: &str, lite_topic: &str) -> String {
-    format!("{group}{SEPARATOR}{lite_topic}")
+/// The consumer group a lite topic of `group` (bound to `topic`) is
+/// popped and acked as: readable while the group's pop retry topic fits a
+/// topic name (127 bytes), otherwise named by a hash of both names.
+pub fn lite_group(group: &str, topic: &str, lite_topic: &str) -> String {
+    let readable = format!("{group}{SEPARATOR}{lite_topic}");
+    if RETRY_WRAPPING + readable.len() + topic.len() <= TOPIC_NAME_BYTES_MAX {
+        return readable;
+    }
+    use sha1::Digest;
+    let digest = sha1::Sha1::new()
+        .chain_update(group.as_bytes())
+        .chain_update([0u8])
+        .chain_update(lite_topic.as_bytes())
+        .finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{SEPARATOR}{}", &hex[..HASH_HEX])
 }
 
-/// The group an ack, change or dead-lettering of a message goes to: the
-/// lite group when the message came from a lite topic.
-pub fn entry_group(group: &str, lite_topic: Option<&str>) -> String {
+/// The group an ack, change or dead-lettering of a message of `topic`
+/// goes to: the lite group when the message came from a lite topic.
+pub fn entry_group(group: &str, topic: &str, lite_topic: Option<&str>) -> String {
     match lite_topic.filter(|l| !l.is_empty()) {
-        Some(lite) => lite_group(group, lite),
+        Some(lite) => lite_group(group, topic, lite),
         None => group.to_string(),
     }
 }
@@ -179,19 +196,18 @@ impl LiteSubscriptions {
     }
 }
 
-/// The sync's names: a group that leaves room for a lite topic, a topic,
-/// and legal lite topics (ILLEGAL_LITE_TOPIC).
+/// The sync's names: a group, a topic short enough for the lite groups'
+/// pop retry topics, and legal lite topics (ILLEGAL_LITE_TOPIC).
 fn check_names(sync: &Sync<'_>) -> Result<(), Status> {
-    if sync.group.is_empty()
-        || sync.group.len() + SEPARATOR.len() + LITE_TOPIC_BYTES_MAX > GROUP_BYTES_MAX
-    {
-        return Err(status(
-            Code::IllegalConsumerGroup,
-            "a lite consumer group is 1 to 185 characters",
-        ));
+    if sync.group.is_empty() {
+        return Err(status(Code::IllegalConsumerGroup, "no consumer group"));
     }
-    if sync.topic.is_empty() {
-        return Err(status(Code::IllegalTopic, "no topic"));
+    let topic_max = TOPIC_NAME_BYTES_MAX - RETRY_WRAPPING - SEPARATOR.len() - HASH_HEX;
+    if sync.topic.is_empty() || sync.topic.len() > topic_max {
+        return Err(status(
+            Code::IllegalTopic,
+            format!("a lite parent topic is 1 to {topic_max} characters"),
+        ));
     }
     for lite in sync.lite_topics {
         check_lite_topic(lite).map_err(|why| status(Code::IllegalLiteTopic, why))?;

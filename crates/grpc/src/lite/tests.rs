@@ -92,7 +92,36 @@ fn the_quota_and_the_names_are_javas() {
 
 #[test]
 fn a_lite_topics_messages_are_acked_as_its_lite_group() {
-    assert_eq!(entry_group("G", Some("chat-1")), "G%LITE%chat-1");
-    assert_eq!(entry_group("G", Some("")), "G");
-    assert_eq!(entry_group("G", None), "G");
+    assert_eq!(entry_group("G", "P", Some("chat-1")), "G%LITE%chat-1");
+    assert_eq!(entry_group("G", "P", Some("")), "G");
+    assert_eq!(entry_group("G", "P", None), "G");
+}
+
+#[test]
+fn long_names_get_a_hashed_lite_group_whose_retry_topic_fits() {
+    let group = "g".repeat(60);
+    let topic = "t".repeat(81);
+    let lite = "l".repeat(64);
+    let hashed = lite_group(&group, &topic, &lite);
+    assert!(
+        hashed.starts_with("%LITE%") && hashed.len() == 38,
+        "{hashed}"
+    );
+    let retry = format!("%RETRY%{hashed}_{topic}");
+    assert_eq!(retry.len(), 127, "the longest parent topic just fits");
+    assert_eq!(hashed, lite_group(&group, &topic, &lite), "stable");
+    assert_ne!(hashed, lite_group(&group, &topic, "other"));
+    assert_ne!(hashed, lite_group("other", &topic, &lite));
+    let subs = LiteSubscriptions::default();
+    let longer = "t".repeat(82);
+    let refused = subs
+        .sync(&Sync {
+            client: "c",
+            group: "G",
+            topic: &longer,
+            action: LiteSubscriptionAction::PartialAdd,
+            lite_topics: &names(&["a"]),
+        })
+        .unwrap_err();
+    assert_eq!(refused.code, Code::IllegalTopic as i32);
 }

@@ -88,13 +88,10 @@ fn delivered(group: &str, message: &pb::Message) -> Option<Delivered> {
     let sys = message.system_properties.as_ref()?;
     let handle = sys.receipt_handle.clone()?;
     let info = parse_handle(&handle).ok()?.info;
+    let topic = message.topic.as_ref().map_or("", |t| t.name.as_str());
     Some(Delivered {
-        group: crate::lite::entry_group(group, sys.lite_topic.as_deref()),
-        topic: message
-            .topic
-            .as_ref()
-            .map_or("", |t| t.name.as_str())
-            .to_string(),
+        group: crate::lite::entry_group(group, topic, sys.lite_topic.as_deref()),
+        topic: topic.to_string(),
         message_id: sys.message_id.clone(),
         reconsumed: sys.delivery_attempt.unwrap_or(1).max(1) as u32 - 1,
         visible_at_ms: info.pop_time_ms + info.invisible_time_ms,
