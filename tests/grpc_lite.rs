@@ -7,7 +7,7 @@
 
 mod harness;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ferrocket_grpc::convert::duration;
 use ferrocket_grpc::pb::{self, messaging_service_client::MessagingServiceClient, Code};
@@ -214,15 +214,21 @@ async fn ack(client: &mut Client, group: &str, messages: &[pb::Message]) {
 }
 
 /// Receives and acks until `count` messages came (or six receives);
-/// answers their bodies.
-async fn take(client: &mut Client, group: &str, topic: &str, count: usize) -> BTreeSet<String> {
-    let mut bodies = BTreeSet::new();
+/// answers their bodies, and the queue each came from.
+async fn take_from(
+    client: &mut Client,
+    group: &str,
+    topic: &str,
+    count: usize,
+) -> BTreeMap<String, i32> {
+    let mut bodies = BTreeMap::new();
     for _ in 0..6 {
         let got = receive(client, group, topic).await;
         for message in &got {
             let body = String::from_utf8_lossy(&message.body).into_owned();
             assert!(body.starts_with(&lite_topic(message)), "{body}");
-            bodies.insert(body);
+            let queue = message.system_properties.as_ref().unwrap().queue_id;
+            bodies.insert(body, queue);
         }
         ack(client, group, &got).await;
         if bodies.len() >= count {
@@ -230,6 +236,12 @@ async fn take(client: &mut Client, group: &str, topic: &str, count: usize) -> BT
         }
     }
     bodies
+}
+
+/// [`take_from`]'s bodies.
+async fn take(client: &mut Client, group: &str, topic: &str, count: usize) -> BTreeSet<String> {
+    let taken = take_from(client, group, topic, count).await;
+    taken.into_keys().collect()
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {
@@ -249,14 +261,28 @@ fn a_lite_consumer_gets_only_its_lite_topics() {
 
         let added = sync(&mut client, &group, &topic, Action::PartialAdd, &["a", "b"]).await;
         assert_eq!(added, Code::Ok as i32);
-        for lite in ["a", "b", "c"] {
-            assert_eq!(
-                send(&mut client, &topic, lite, &format!("{lite}-0")).await,
-                OK
-            );
+        for (lite, body) in [
+            ("a", "a-0"),
+            ("b", "b-0"),
+            ("c", "c-0"),
+            ("b", "b-1"),
+            ("b", "b-2"),
+        ] {
+            assert_eq!(send(&mut client, &topic, lite, body).await, OK);
         }
-        let first = take(&mut client, &group, &topic, 2).await;
-        assert_eq!(first, set(&["a-0", "b-0"]));
+        let first = take_from(&mut client, &group, &topic, 4).await;
+        let bodies: BTreeSet<String> = first.keys().cloned().collect();
+        assert_eq!(bodies, set(&["a-0", "b-0", "b-1", "b-2"]));
+        let b_queues: BTreeSet<i32> = first
+            .iter()
+            .filter(|(body, _)| body.starts_with('b'))
+            .map(|(_, queue)| *queue)
+            .collect();
+        assert_eq!(
+            b_queues.len(),
+            1,
+            "a lite topic keeps to one queue: {first:?}"
+        );
 
         let removed = sync(&mut client, &group, &topic, Action::PartialRemove, &["a"]).await;
         assert_eq!(removed, Code::Ok as i32);

@@ -47,10 +47,13 @@ fn pick<'a>(
     queues: &'a [(String, i32)],
     message: &pb::Message,
 ) -> &'a (String, i32) {
-    let group = message
-        .system_properties
-        .as_ref()
+    // A message group, or else a lite topic, keeps to one queue (as a
+    // lite topic is one queue in Java's broker).
+    let sys = message.system_properties.as_ref();
+    let group = sys
         .and_then(|s| s.message_group.as_deref())
+        .filter(|g| !g.is_empty())
+        .or_else(|| sys.and_then(|s| s.lite_topic.as_deref()))
         .filter(|g| !g.is_empty());
     let index = match group {
         Some(group) => java_hash(group).unsigned_abs() as usize,
