@@ -96,6 +96,10 @@ async fn send_one(
     if answer.code != response_code::SUCCESS {
         return failed(from_answer(answer.code, answer.remark.as_deref()));
     }
+    let sys = message.system_properties.as_ref();
+    if sys.is_some_and(|s| s.lite_topic.as_deref().is_some_and(|l| !l.is_empty())) {
+        backend.lite.wake();
+    }
     let header = SendMessageResponseHeader::from_ext(&answer.ext_fields).ok();
     // As the Java client names it: the message's unique key.
     let transaction_id = header

@@ -16,8 +16,9 @@ use crate::status::{ok, status};
 
 /// Lite topics one round of a receive pops (one non-waiting pop each).
 const POPS_PER_ROUND: usize = 32;
-/// The wait between rounds that found nothing.
-const ROUND_WAIT: Duration = Duration::from_millis(200);
+/// The wait between rounds that found nothing, cut short by a lite send
+/// through this endpoint.
+const ROUND_WAIT: Duration = Duration::from_millis(500);
 
 /// Whether `client` said in its Settings that it is a lite consumer.
 pub fn is_lite_consumer(backend: &Backend, client: &str) -> bool {
@@ -84,6 +85,10 @@ pub async fn receive_message(
         .clamp(LONG_POLL_MS_MIN, LONG_POLL_MS_MAX);
     let deadline = Instant::now() + Duration::from_millis(poll_ms as u64);
     loop {
+        // Listening before the round: a send during it is not missed.
+        let woken = backend.lite.woken();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
         for lite in backend.lite.round(client, group, topic, POPS_PER_ROUND) {
             let items =
                 receive::receive_lite(backend, &request, lite_group(group, topic, &lite), &lite)
@@ -96,6 +101,6 @@ pub async fn receive_message(
         if now >= deadline {
             return only(status(Code::MessageNotFound, "no new message"));
         }
-        tokio::time::sleep(ROUND_WAIT.min(deadline - now)).await;
+        let _ = tokio::time::timeout(ROUND_WAIT.min(deadline - now), woken).await;
     }
 }

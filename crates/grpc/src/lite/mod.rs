@@ -78,6 +78,9 @@ struct Entry {
 #[derive(Default)]
 pub struct LiteSubscriptions {
     inner: Mutex<Inner>,
+    /// Told of every lite message this endpoint sent: waiting lite
+    /// receives look again at once.
+    sent: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -188,6 +191,16 @@ impl LiteSubscriptions {
             keep
         });
         inner.total -= dropped;
+    }
+
+    /// Wakes every lite receive waiting between rounds.
+    pub fn wake(&self) {
+        self.sent.notify_waiters();
+    }
+
+    /// Completes at the next [`LiteSubscriptions::wake`].
+    pub fn woken(&self) -> tokio::sync::futures::Notified<'_> {
+        self.sent.notified()
     }
 
     /// Lite subscriptions held in all.

@@ -125,3 +125,16 @@ fn long_names_get_a_hashed_lite_group_whose_retry_topic_fits() {
         .unwrap_err();
     assert_eq!(refused.code, Code::IllegalTopic as i32);
 }
+
+#[tokio::test]
+async fn a_lite_send_wakes_the_waiting_receives() {
+    let subs = LiteSubscriptions::default();
+    let woken = subs.woken();
+    tokio::pin!(woken);
+    woken.as_mut().enable();
+    let early = tokio::time::timeout(std::time::Duration::from_millis(20), woken.as_mut()).await;
+    assert!(early.is_err(), "nothing sent yet");
+    subs.wake();
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(5), woken).await;
+    assert!(waited.is_ok(), "woken by the send");
+}
