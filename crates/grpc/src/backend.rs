@@ -32,6 +32,8 @@ pub struct Backend {
     next: AtomicUsize,
     pub sessions: Sessions,
     pub halves: Halves,
+    /// Lite consumers' subscriptions.
+    pub lite: crate::lite::LiteSubscriptions,
 }
 
 impl Backend {
@@ -76,6 +78,7 @@ impl Backend {
             next: AtomicUsize::new(0),
             sessions: Sessions::default(),
             halves: Halves::default(),
+            lite: Default::default(),
         });
         Ok((backend, received))
     }

@@ -72,6 +72,7 @@ const RESERVED: &[&str] = &[
     prop::TTL,
     prop::ARRIVE_TIME,
     prop::PUSH_REPLY_TIME,
+    prop::LITE_TOPIC,
 ];
 
 /// Whether a property is the broker's (the timer's working properties all
@@ -228,6 +229,11 @@ fn send_properties(
     if let Some(trace) = sys.trace_context.as_deref().filter(|t| !t.is_empty()) {
         properties.insert(prop::TRACE_CONTEXT, trace);
     }
+    if let Some(lite) = sys.lite_topic.as_deref() {
+        ferrocket_protocol::lite::check_lite_topic(lite)
+            .map_err(|why| bad(Code::IllegalLiteTopic, why))?;
+        properties.insert(prop::LITE_TOPIC, lite);
+    }
     // The broker stores it in its priority's queue (or drops it from a
     // message of another type), as Java's broker does.
     if let Some(priority) = sys.priority {
@@ -304,7 +310,10 @@ pub fn record_message(
         .get(prop::PRIORITY)
         .and_then(|p| p.parse::<i32>().ok())
         .filter(|p| *p >= 0);
-    let message_type = if properties.get(prop::SHARDING_KEY).is_some() {
+    let lite_topic = properties.get(prop::LITE_TOPIC).map(str::to_string);
+    let message_type = if lite_topic.is_some() {
+        MessageType::Lite
+    } else if properties.get(prop::SHARDING_KEY).is_some() {
         MessageType::Fifo
     } else if properties.get(prop::TRAN_MSG).is_some() {
         MessageType::Transaction
@@ -342,6 +351,7 @@ pub fn record_message(
         message_group: properties.get(prop::SHARDING_KEY).map(str::to_string),
         trace_context: properties.get(prop::TRACE_CONTEXT).map(str::to_string),
         priority,
+        lite_topic,
         ..Default::default()
     };
     let retry_topic = properties.remove(prop::RETRY_TOPIC);

@@ -56,7 +56,8 @@ pub async fn forward(
     let entry = AckMessageEntry {
         message_id: request.message_id.clone(),
         receipt_handle: request.receipt_handle.clone(),
-        lite_topic: None,
+        // A lite topic's message is acked as its lite group.
+        lite_topic: request.lite_topic.clone(),
     };
     answer(ack_one(backend, group, topic, &entry).await)
 }

@@ -27,6 +27,7 @@ pub mod dead_letter;
 pub mod guard;
 pub mod halves;
 pub mod limits;
+pub mod lite;
 pub mod local;
 pub mod offsets;
 pub mod pull;

@@ -28,6 +28,10 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// A new group's pops start at the queues' ends (`ConsumeInitMode.MAX`),
 /// as the proxy asks; the broker starts at 0 while message 0 is in memory.
 const INIT_MODE_MAX: i32 = 1;
+/// A group's first pop of a lite topic starts at the queues' starts
+/// (`ConsumeInitMode.MIN`): what the lite topic holds is delivered to a
+/// group that subscribes it later.
+const INIT_MODE_MIN: i32 = 0;
 
 /// The answer stream's items.
 pub type Responses = Vec<pb::ReceiveMessageResponse>;
@@ -39,7 +43,7 @@ fn item(content: Content) -> pb::ReceiveMessageResponse {
 }
 
 /// The stream of a receive that ends in `status` with no message.
-fn only(status: Status) -> Responses {
+pub(crate) fn only(status: Status) -> Responses {
     vec![
         item(Content::Status(status)),
         item(Content::DeliveryTimestamp(timestamp(now_ms()))),
@@ -57,6 +61,7 @@ struct Receive {
     exp_type: &'static str,
     exp: String,
     attempt_id: Option<String>,
+    init_mode: i32,
 }
 
 fn check(request: &pb::ReceiveMessageRequest) -> Result<Receive, Status> {
@@ -108,6 +113,7 @@ fn check(request: &pb::ReceiveMessageRequest) -> Result<Receive, Status> {
         exp_type,
         exp,
         attempt_id: request.attempt_id.clone(),
+        init_mode: INIT_MODE_MAX,
     })
 }
 
@@ -141,7 +147,7 @@ fn pop_request(receive: &Receive) -> RemotingCommand {
         invisible_time: receive.invisible_ms,
         poll_time: receive.poll_ms,
         born_time: Some(now_ms()),
-        init_mode: INIT_MODE_MAX,
+        init_mode: receive.init_mode,
         exp_type: Some(receive.exp_type.to_string()),
         exp: Some(receive.exp.clone()),
         order: false,
@@ -154,10 +160,35 @@ fn pop_request(receive: &Receive) -> RemotingCommand {
 
 /// ReceiveMessage: the whole answer stream.
 pub async fn receive_message(backend: &Backend, request: pb::ReceiveMessageRequest) -> Responses {
-    let receive = match check(&request) {
-        Ok(receive) => receive,
-        Err(refused) => return only(refused),
-    };
+    match check(&request) {
+        Ok(receive) => pop(backend, receive).await,
+        Err(refused) => only(refused),
+    }
+}
+
+/// A lite consumer's receive of one lite topic: `request` popped as
+/// `group` with the `LITE` filter, from the queues' starts for a new
+/// group, not waiting for new messages.
+pub(crate) async fn receive_lite(
+    backend: &Backend,
+    request: &pb::ReceiveMessageRequest,
+    group: String,
+    lite_topic: &str,
+) -> Responses {
+    match check(request) {
+        Ok(mut receive) => {
+            receive.group = group;
+            receive.exp_type = ferrocket_protocol::lite::LITE_EXPRESSION_TYPE;
+            receive.exp = lite_topic.to_string();
+            receive.poll_ms = 0;
+            receive.init_mode = INIT_MODE_MIN;
+            pop(backend, receive).await
+        }
+        Err(refused) => only(refused),
+    }
+}
+
+async fn pop(backend: &Backend, receive: Receive) -> Responses {
     let broker = match choose_broker(backend, &receive).await {
         Ok(broker) => broker,
         Err(failed) => return only(failed),
@@ -299,6 +330,7 @@ pub(crate) async fn ack_one(
         Ok(handle) => handle,
         Err(invalid) => return invalid,
     };
+    let group = &crate::lite::entry_group(group, topic, entry.lite_topic.as_deref());
     let header = AckMessageRequestHeader {
         consumer_group: group.to_string(),
         topic: read_topic(group, topic, &handle.info.retry_mark),
@@ -386,7 +418,10 @@ pub async fn change_invisible(
         receipt_handle,
     };
     let (group, topic) = match names(&request.group, &request.topic) {
-        Ok(names) => names,
+        Ok((group, topic)) => (
+            crate::lite::entry_group(&group, &topic, request.lite_topic.as_deref()),
+            topic,
+        ),
         Err(refused) => return answer(refused, String::new()),
     };
     let handle = match parse_handle(&request.receipt_handle) {

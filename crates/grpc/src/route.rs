@@ -43,12 +43,13 @@ pub fn message_queues(
 
 /// Every queue takes every kind (Java's proxy names only the topic's
 /// `message.type`, or the first four for a topic without one).
-const ACCEPTED: [MessageType; 5] = [
+const ACCEPTED: [MessageType; 6] = [
     MessageType::Normal,
     MessageType::Fifo,
     MessageType::Delay,
     MessageType::Transaction,
     MessageType::Priority,
+    MessageType::Lite,
 ];
 
 fn permission(data: &QueueData, id: i32) -> Permission {

@@ -47,10 +47,13 @@ fn pick<'a>(
     queues: &'a [(String, i32)],
     message: &pb::Message,
 ) -> &'a (String, i32) {
-    let group = message
-        .system_properties
-        .as_ref()
+    // A message group, or else a lite topic, keeps to one queue (as a
+    // lite topic is one queue in Java's broker).
+    let sys = message.system_properties.as_ref();
+    let group = sys
         .and_then(|s| s.message_group.as_deref())
+        .filter(|g| !g.is_empty())
+        .or_else(|| sys.and_then(|s| s.lite_topic.as_deref()))
         .filter(|g| !g.is_empty());
     let index = match group {
         Some(group) => java_hash(group).unsigned_abs() as usize,
@@ -92,6 +95,10 @@ async fn send_one(
     };
     if answer.code != response_code::SUCCESS {
         return failed(from_answer(answer.code, answer.remark.as_deref()));
+    }
+    let sys = message.system_properties.as_ref();
+    if sys.is_some_and(|s| s.lite_topic.as_deref().is_some_and(|l| !l.is_empty())) {
+        backend.lite.wake();
     }
     let header = SendMessageResponseHeader::from_ext(&answer.ext_fields).ok();
     // As the Java client names it: the message's unique key.

@@ -19,7 +19,7 @@ use crate::local::LocalBroker;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::pb::{self, Code};
 use crate::renew::Renewals;
-use crate::status::{ok, status};
+use crate::status::ok;
 use crate::{offsets, pull, renew, route, send, telemetry, transaction};
 
 /// Largest header block of a call (SETTINGS_MAX_HEADER_LIST_SIZE,
@@ -385,6 +385,7 @@ impl MessagingService for Proxy {
         let client = client_id(&request)?;
         self.access.authorize(&request)?;
         self.backend.sessions.forget(&client);
+        self.backend.lite.forget_client(&client);
         Ok(Response::new(pb::NotifyClientTerminationResponse {
             status: Some(ok()),
         }))
@@ -418,13 +419,13 @@ impl MessagingService for Proxy {
         &self,
         request: Request<pb::SyncLiteSubscriptionRequest>,
     ) -> Answer<pb::SyncLiteSubscriptionResponse> {
-        client_id(&request)?;
+        let client = client_id(&request)?;
         self.access.authorize(&request)?;
-        Ok(Response::new(pb::SyncLiteSubscriptionResponse {
-            status: Some(status(
-                Code::NotImplemented,
-                "lite topics are not supported",
-            )),
-        }))
+        let request = request.into_inner();
+        Ok(Response::new(crate::lite::calls::sync_lite_subscription(
+            &self.backend,
+            &client,
+            &request,
+        )))
     }
 }

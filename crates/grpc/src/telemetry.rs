@@ -107,15 +107,17 @@ impl Sessions {
         true
     }
 
-    /// Forgets `client_id` only if its session is still this stream's.
-    fn forget_stream(&self, client_id: &str, outbound: &mpsc::Sender<Outbound>) {
+    /// Forgets `client_id` only if its session is still this stream's;
+    /// true when it did.
+    fn forget_stream(&self, client_id: &str, outbound: &mpsc::Sender<Outbound>) -> bool {
         let mut clients = self.lock();
-        if clients
+        let mine = clients
             .get(client_id)
-            .is_some_and(|s| s.outbound.same_channel(outbound))
-        {
+            .is_some_and(|s| s.outbound.same_channel(outbound));
+        if mine {
             clients.remove(client_id);
         }
+        mine
     }
 }
 
@@ -124,6 +126,16 @@ fn publishing(settings: &Settings) -> Option<&pb::Publishing> {
         Some(PubSub::Publishing(publishing)) => Some(publishing),
         _ => None,
     }
+}
+
+/// Whether a client type is a lite consumer's.
+fn is_lite(client_type: Option<i32>) -> bool {
+    matches!(
+        client_type.map(ClientType::try_from),
+        Some(Ok(
+            ClientType::LitePushConsumer | ClientType::LiteSimpleConsumer
+        ))
+    )
 }
 
 /// The settings a client gets back: its own, with the proxy's policy.
@@ -154,6 +166,12 @@ pub fn merge(mut settings: Settings) -> Settings {
                 .long_polling_timeout
                 .get_or_insert_with(|| duration(LONG_POLL_MS_MAX));
             subscription.fifo.get_or_insert(false);
+            if is_lite(settings.client_type) {
+                subscription.lite_subscription_quota =
+                    Some(crate::lite::LITE_SUBSCRIPTION_QUOTA as i32);
+                subscription.max_lite_topic_size =
+                    Some(ferrocket_protocol::lite::LITE_TOPIC_BYTES_MAX as i32);
+            }
             settings.backoff_policy = Some(RetryPolicy {
                 max_attempts: CONSUMER_ATTEMPTS,
                 strategy: Some(Strategy::CustomizedBackoff(CustomizedBackoff {
@@ -183,7 +201,9 @@ pub fn open(
                 break;
             }
         }
-        sessions.sessions.forget_stream(&client_id, &outbound);
+        if sessions.sessions.forget_stream(&client_id, &outbound) {
+            sessions.lite.forget_client(&client_id);
+        }
     });
     receiver
 }
@@ -208,7 +228,10 @@ async fn on_command(
     }
     let known_type = matches!(
         ClientType::try_from(settings.client_type.unwrap_or(0)),
-        Ok(ClientType::Producer | ClientType::SimpleConsumer | ClientType::PushConsumer)
+        Ok(ClientType::Producer
+            | ClientType::SimpleConsumer
+            | ClientType::PushConsumer
+            | ClientType::LitePushConsumer)
     );
     if !known_type {
         tracing::debug!(

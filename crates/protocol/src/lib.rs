@@ -18,6 +18,7 @@ pub mod frame;
 pub mod ha;
 pub mod header;
 pub mod limits;
+pub mod lite;
 pub mod message_id;
 pub mod pop;
 pub mod properties;

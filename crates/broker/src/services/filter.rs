@@ -23,6 +23,9 @@ pub enum TagFilter {
     /// A SQL92 property filter, decided per stored record
     /// ([`TagFilter::matches_record`]); every tag hash passes.
     Sql(crate::services::filter::sql::SqlFilter),
+    /// A lite consumer's pop: the messages of one lite topic
+    /// ([`TagFilter::matches_record`]); every tag hash passes.
+    Lite(crate::services::lite::LiteFilter),
 }
 
 /// Why an expression was refused.
@@ -66,7 +69,7 @@ impl TagFilter {
             TagFilter::All => true,
             // Java compares `tagsCode.intValue()`.
             TagFilter::Codes(codes) => codes.binary_search(&(tags_code as i32)).is_ok(),
-            TagFilter::Sql(_) => true,
+            TagFilter::Sql(_) | TagFilter::Lite(_) => true,
         }
     }
 
@@ -75,6 +78,7 @@ impl TagFilter {
     pub fn matches_record(&self, record: &[u8]) -> bool {
         match self {
             TagFilter::Sql(sql) => sql.matches_record(record),
+            TagFilter::Lite(lite) => lite.matches_record(record),
             _ => true,
         }
     }

@@ -17,6 +17,7 @@ pub(crate) mod filter;
 pub(crate) mod groups;
 pub(crate) mod index;
 pub(crate) mod java_timer;
+pub(crate) mod lite;
 pub(crate) mod locks;
 pub(crate) mod long_poll;
 pub(crate) mod master_epoch;

@@ -25,7 +25,7 @@ fn is_push_consumer(backend: &Backend, client: &str) -> bool {
         .is_some_and(|s| s.client_type == Some(ClientType::PushConsumer as i32))
 }
 
-/// ReceiveMessage: with `auto_renew` from a push consumer, popped with
+/// ReceiveMessage: with `auto_renew` from a (lite) push consumer, popped with
 /// `defaultInvisibleTimeMills` and each message tracked.
 pub async fn receive_message(
     backend: &Arc<Backend>,
@@ -33,9 +33,11 @@ pub async fn receive_message(
     client: &str,
     mut request: pb::ReceiveMessageRequest,
 ) -> Responses {
+    let lite = crate::lite::calls::is_lite_consumer(backend, client);
     let settings = renewals.settings();
-    if !(request.auto_renew && settings.enabled && is_push_consumer(backend, client)) {
-        return receive::receive_message(backend, request).await;
+    let push = lite || is_push_consumer(backend, client);
+    if !(request.auto_renew && settings.enabled && push) {
+        return receive_any(backend, client, lite, request).await;
     }
     request.invisible_duration = Some(duration(settings.default_invisible_ms));
     let group = request
@@ -43,7 +45,7 @@ pub async fn receive_message(
         .as_ref()
         .map_or("", |g| g.name.as_str())
         .to_string();
-    let items = receive::receive_message(backend, request).await;
+    let items = receive_any(backend, client, lite, request).await;
     let mut untracked = 0;
     for item in &items {
         let Some(Content::Message(message)) = &item.content else {
@@ -67,18 +69,29 @@ pub async fn receive_message(
     items
 }
 
-/// What a delivered message is tracked with.
+/// A lite consumer's receive or any other.
+async fn receive_any(
+    backend: &Backend,
+    client: &str,
+    lite: bool,
+    request: pb::ReceiveMessageRequest,
+) -> Responses {
+    match lite {
+        true => crate::lite::calls::receive_message(backend, client, request).await,
+        false => receive::receive_message(backend, request).await,
+    }
+}
+
+/// What a delivered message is tracked with (a lite topic's message as
+/// its lite group).
 fn delivered(group: &str, message: &pb::Message) -> Option<Delivered> {
     let sys = message.system_properties.as_ref()?;
     let handle = sys.receipt_handle.clone()?;
     let info = parse_handle(&handle).ok()?.info;
+    let topic = message.topic.as_ref().map_or("", |t| t.name.as_str());
     Some(Delivered {
-        group: group.to_string(),
-        topic: message
-            .topic
-            .as_ref()
-            .map_or("", |t| t.name.as_str())
-            .to_string(),
+        group: crate::lite::entry_group(group, topic, sys.lite_topic.as_deref()),
+        topic: topic.to_string(),
         message_id: sys.message_id.clone(),
         reconsumed: sys.delivery_attempt.unwrap_or(1).max(1) as u32 - 1,
         visible_at_ms: info.pop_time_ms + info.invisible_time_ms,

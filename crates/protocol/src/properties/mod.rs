@@ -112,6 +112,9 @@ pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
 pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
 /// `PROPERTY_TRACE_CONTEXT`.
 pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+/// The lite topic of a message sent to a lite parent topic (RocketMQ 5.5,
+/// `PROPERTY_LITE_TOPIC`).
+pub const LITE_TOPIC: &str = "__LITE_TOPIC";
 /// Priority of a message (RocketMQ 5.4, `PROPERTY_PRIORITY`): a number >= 0.
 pub const PRIORITY: &str = "_SYS_MSG_PRIORITY_";
 /// Timer message: delay in seconds (`PROPERTY_TIMER_DELAY_SEC`).

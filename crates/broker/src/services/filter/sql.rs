@@ -12,7 +12,9 @@ use ferrocket_protocol::record::decode_record;
 
 use crate::error::Reject;
 use crate::services::filter::{FilterError, TagFilter};
+use crate::services::lite::LiteFilter;
 use crate::sql92::{self, Expression, EXPRESSION_BYTES_MAX, EXPRESSION_TYPE_SQL92};
+use ferrocket_protocol::lite::LITE_EXPRESSION_TYPE;
 
 /// A compiled SQL92 subscription. `Send + Sync`: it travels with a
 /// forwarded pull. Equal when their source texts are.
@@ -56,7 +58,7 @@ impl SqlFilter {
 }
 
 /// The filter of a pull with `expression` of `expression_type` (absent or
-/// empty: TAG). SQL92 needs `enablePropertyFilter`; an empty SQL92
+/// empty: TAG; `LITE`: a lite consumer's pop). SQL92 needs `enablePropertyFilter`; an empty SQL92
 /// expression matches everything.
 pub(crate) fn pull_filter(
     expression: &str,
@@ -64,6 +66,9 @@ pub(crate) fn pull_filter(
     enable_property_filter: bool,
 ) -> Result<TagFilter, Reject> {
     let kind = expression_type.map(str::trim).unwrap_or("");
+    if kind.eq_ignore_ascii_case(LITE_EXPRESSION_TYPE) {
+        return LiteFilter::parse(expression).map(TagFilter::Lite);
+    }
     if kind.eq_ignore_ascii_case(EXPRESSION_TYPE_SQL92) {
         if !enable_property_filter {
             return Err(Reject::system(format!(
