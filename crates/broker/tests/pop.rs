@@ -158,6 +158,31 @@ fn change_invisible_time_keeps_a_slow_message_away() {
     broker.stop();
 }
 
+/// `%RETRY%{group}_{topic}` over 127 bytes could never be written: such a
+/// pop is refused with a remark that says why, and hands nothing out; an
+/// ordered pop (no retry topic) of the same pair is served.
+#[test]
+fn a_pop_whose_retry_topic_would_be_too_long_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(config(dir.path(), 1));
+    let mut conn = broker.client();
+    let topic = format!("LongPopTopic{}", "t".repeat(50));
+    conn.create_topic(&topic, 1);
+    send_all(&mut conn, &topic, 1, 1);
+    let group = format!("LongPopGroup{}", "g".repeat(60));
+    let answer = conn.request(pop::pop_request(&group, &topic, 1, 60_000, 0));
+    assert_eq!(answer.code, response_code::INVALID_PARAMETER, "{answer:?}");
+    let remark = answer.remark.unwrap_or_default();
+    assert!(
+        remark.contains("retry topic %RETRY%LongPopGroup"),
+        "{remark}"
+    );
+    let ordered = pop::pop_request(&group, &topic, 1, 60_000, 0).with_ext("order", "true");
+    let (code, got) = pop::pop_answer(&conn.request(ordered));
+    assert_eq!((code, got.len()), (response_code::SUCCESS, 1));
+    broker.stop();
+}
+
 #[test]
 fn past_retry_max_times_a_message_goes_to_the_dlq() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,6 +18,7 @@ use bytes::BytesMut;
 use ferrocket_protocol::body::perm;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
+use ferrocket_protocol::limits::TOPIC_NAME_BYTES_MAX;
 use ferrocket_protocol::pop::OffsetInfo;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::server::Connection;
@@ -73,6 +74,27 @@ pub(crate) fn readable_queues(shard: &Shard, topic: &str) -> Result<i32, Reject>
     Ok(read)
 }
 
+/// A pop's un-acked messages come back through `%RETRY%{group}_{topic}`,
+/// a topic like any other (at most `TOPIC_NAME_BYTES_MAX` bytes): a group
+/// and topic too long for it are refused before any message is handed out
+/// that could never come back (Java's broker hands them out, and their
+/// revive then fails for ever).
+pub(crate) fn retry_topic_fits(group: &str, topic: &str) -> Result<(), Reject> {
+    let retry = pop_retry_topic(group, topic);
+    if retry.len() <= TOPIC_NAME_BYTES_MAX {
+        return Ok(());
+    }
+    Err(Reject::new(
+        response_code::INVALID_PARAMETER,
+        format!(
+            "the consumer group and topic are too long to pop: un-acked messages come back \
+             through the retry topic {retry}, {} bytes, and a topic name has at most \
+             {TOPIC_NAME_BYTES_MAX}; shorten the group or the topic, or consume with pull",
+            retry.len()
+        ),
+    ))
+}
+
 fn check_pop(shard: &Shard, header: &PopMessageRequestHeader) -> Result<i32, Reject> {
     refuse_on_slave(shard)?;
     let invalid = |remark: String| Err(Reject::new(response_code::INVALID_PARAMETER, remark));
@@ -95,6 +117,10 @@ fn check_pop(shard: &Shard, header: &PopMessageRequestHeader) -> Result<i32, Rej
                 "the pop request arrived too late",
             ));
         }
+    }
+    // Ordered pops never use the retry topic: messages come back in place.
+    if !header.order {
+        retry_topic_fits(&header.consumer_group, &header.topic)?;
     }
     let read = readable_queues(shard, &header.topic)?;
     if header.queue_id >= read {
