@@ -97,7 +97,16 @@ pub struct ReplicationConfig {
     /// `haAuthSecret` (Ferrocket key): a slave must prove it knows this
     /// before the master sends it anything; empty: no check, as in Java.
     pub ha_auth_secret: String,
+    /// `enableSlaveActingMaster`: while the set has no master, the slave
+    /// with the lowest id acts as master (`services::acting_master`).
+    pub enable_slave_acting_master: bool,
+    /// `syncBrokerMemberGroupPeriod`: how often such a slave asks the name
+    /// server for its set's members.
+    pub sync_broker_member_group_period_ms: u64,
 }
+
+/// Default `syncBrokerMemberGroupPeriod`.
+pub const SYNC_BROKER_MEMBER_GROUP_PERIOD_MS_DEFAULT: u64 = 1_000;
 
 impl Default for ReplicationConfig {
     fn default() -> Self {
@@ -118,6 +127,8 @@ impl Default for ReplicationConfig {
             access_message_in_memory_max_ratio: ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO_DEFAULT,
             ha_tls_enable: false,
             ha_auth_secret: String::new(),
+            enable_slave_acting_master: false,
+            sync_broker_member_group_period_ms: SYNC_BROKER_MEMBER_GROUP_PERIOD_MS_DEFAULT,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! and stopped through it, bounded, in one place.
 
 pub(crate) mod acl_reload;
+pub(crate) mod acting_master;
 pub(crate) mod compaction;
 pub(crate) mod control_plane;
 pub(crate) mod ha;
@@ -107,6 +108,10 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
             control_plane::client_expiry_loop(shard.clone()),
         );
         tasks.spawn("ACL reload", acl_reload::reload_loop(shard.clone()));
+        if shard.env.acting.enabled() {
+            let poll = acting_master::member_group_loop(shard.clone());
+            tasks.spawn("broker member group", poll);
+        }
         tasks.spawn(
             "throughput sampling",
             crate::shard::stats::throughput_sample_loop(shard.clone()),

@@ -54,7 +54,7 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
         ha_server_addr: ha_server_addr(shard),
         broker_id: config.broker_id,
         heartbeat_timeout_millis: Some(HEARTBEAT_TIMEOUT_MS),
-        enable_acting_master: false,
+        enable_acting_master: Some(config.replication.enable_slave_acting_master),
         compressed: true,
         body_crc32: Some(body_crc(&body)),
     };
