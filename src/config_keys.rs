@@ -263,6 +263,7 @@ fn broker_replication_keys(
         "haTlsEnable" => ha.ha_tls_enable = parse_bool(key, setting)?,
         "haAuthSecret" => ha.ha_auth_secret = setting.value.trim().to_owned(),
         "enableSlaveActingMaster" => ha.enable_slave_acting_master = parse_bool(key, setting)?,
+        "enableRemoteEscape" => ha.enable_remote_escape = parse_bool(key, setting)?,
         "syncBrokerMemberGroupPeriod" => {
             ha.sync_broker_member_group_period_ms = positive(key, setting)?
         }

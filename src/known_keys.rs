@@ -92,6 +92,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "maxHaTransferByteInSecond",
     "slaveReadEnable",
     "enableSlaveActingMaster",
+    "enableRemoteEscape",
     "syncBrokerMemberGroupPeriod",
     "accessMessageInMemoryMaxRatio",
     "haTlsEnable",

@@ -251,3 +251,59 @@ fn a_slave_acts_while_its_master_is_down_and_hands_back() {
     wait_info(&slave, "minBrokerIdInGroup", "0");
     wait_route(&namesrv, &topic, both, 6);
 }
+
+/// Level 2 comes due 8 s after the send: long enough to kill the master
+/// first, short enough for a test.
+const DELAY_LEVELS: &str = "messageDelayLevel=1s 8s";
+
+#[test]
+fn an_acting_master_sends_due_delay_messages_to_another_set() {
+    let namesrv = Namesrv::start();
+    let (name_a, name_b) = (unique_name("escapeA"), unique_name("escapeB"));
+    let levels = DELAY_LEVELS.to_string();
+    let mut master = broker(&namesrv, &name_a, &[levels.clone()]);
+    let slave = broker(
+        &namesrv,
+        &name_a,
+        &[
+            levels.clone(),
+            "brokerId=1".into(),
+            "brokerRole=SLAVE".into(),
+            "enableRemoteEscape=true".into(),
+        ],
+    );
+    let other = broker(&namesrv, &name_b, &[levels]);
+    let topic = unique_name("EscapeTopic");
+    create_topic(&mut other.connect(), &topic, QUEUES);
+    let mut conn = master.connect();
+    create_topic(&mut conn, &topic, QUEUES);
+    let mut header = send_header("escape-producer", &topic, 1);
+    header.properties = Some("DELAY\u{1}2\u{2}".into());
+    let answer = conn.request(send_request(&header, "delayed-body"));
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    drop(conn);
+    let end = commit_log_end(&master).expect("the master answers");
+    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
+    assert!(
+        caught_up.is_some(),
+        "the slave did not catch up:\n{}",
+        slave.process.output()
+    );
+
+    master.process.kill();
+    wait_info(&slave, "brokerActive", "true");
+    // Due 8 s after the send: the acting slave hands it to set B's master.
+    let mut on_other = other.connect();
+    let delivered = wait_for(WAIT, || {
+        let (bodies, _) = pull_all(&mut on_other, "escape-group", &topic, 1);
+        (!bodies.is_empty()).then_some(bodies)
+    });
+    assert_eq!(
+        delivered.as_deref(),
+        Some(&["delayed-body".to_string()][..]),
+        "the acting master did not deliver the due message; its output:\n{}",
+        slave.process.output()
+    );
+    // Nothing was written into the slave's own CommitLog.
+    assert_eq!(commit_log_end(&slave), Some(end));
+}

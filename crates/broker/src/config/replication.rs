@@ -103,6 +103,9 @@ pub struct ReplicationConfig {
     /// `syncBrokerMemberGroupPeriod`: how often such a slave asks the name
     /// server for its set's members.
     pub sync_broker_member_group_period_ms: u64,
+    /// `enableRemoteEscape`: an acting master sends the messages its
+    /// services deliver to another set's master (else they wait).
+    pub enable_remote_escape: bool,
 }
 
 /// Default `syncBrokerMemberGroupPeriod`.
@@ -129,6 +132,7 @@ impl Default for ReplicationConfig {
             ha_auth_secret: String::new(),
             enable_slave_acting_master: false,
             sync_broker_member_group_period_ms: SYNC_BROKER_MEMBER_GROUP_PERIOD_MS_DEFAULT,
+            enable_remote_escape: false,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! and stopped through it, bounded, in one place.
 
 pub(crate) mod acl_reload;
+pub(crate) mod acting_escape;
 pub(crate) mod acting_master;
 pub(crate) mod compaction;
 pub(crate) mod control_plane;

@@ -33,7 +33,7 @@ async fn pause(shard: &Shard, ms: u64) -> bool {
 }
 
 /// Delivers the due messages of one level; returns how many.
-async fn deliver_level(shard: &Shard, level: i32) -> usize {
+pub(crate) async fn deliver_level(shard: &Shard, level: i32) -> usize {
     let state = &shard.schedule;
     let Some(delay_ms) = state.levels.delay_ms(level) else {
         return 0;
@@ -122,11 +122,16 @@ async fn deliver_entry(
     if due > now {
         return Step::Wait;
     }
-    match shard
-        .deliver_to_real_topic(&record, Parked::DelayLevel)
-        .await
-    {
-        Ok(_) => Step::Delivered,
+    // An acting master's go to another set (`tasks::acting_escape`).
+    let delivered = match shard.env.acting.is_acting() {
+        true => crate::tasks::acting_escape::escape(shard, &record).await,
+        false => (shard
+            .deliver_to_real_topic(&record, Parked::DelayLevel)
+            .await)
+            .map(drop),
+    };
+    match delivered {
+        Ok(()) => Step::Delivered,
         Err(DeliverError::Invalid(reason)) => {
             tracing::error!(level, offset, %reason, "scheduled message dropped");
             Step::Skipped
@@ -228,8 +233,14 @@ pub(crate) fn reload(shard: &Shard) {
 /// Starts the delivery loop (when this shard owns a level) and, on shard
 /// 0, the persistence loop.
 pub(crate) fn spawn(shard: &Rc<Shard>) {
-    // A slave's delayOffset.json is the master's copy (`ha::metadata`).
+    // A slave's delayOffset.json is the master's copy (`ha::metadata`);
+    // it delivers only while it acts as master, and never writes the file.
     if shard.config().replication.broker_role.is_slave() {
+        let escape = shard.config().replication.enable_remote_escape;
+        if escape && shard.env.acting.enabled() && !shard.schedule.progress.borrow().is_empty() {
+            let deliver = crate::tasks::acting_escape::delivery_loop(shard.clone());
+            shard.tasks.spawn("acting-master delay delivery", deliver);
+        }
         return;
     }
     // Both end when a master turns slave in place (`tasks::ha::role`).
