@@ -261,7 +261,7 @@ fn an_acting_master_sends_due_delay_messages_to_another_set() {
     let namesrv = Namesrv::start();
     let (name_a, name_b) = (unique_name("escapeA"), unique_name("escapeB"));
     let levels = DELAY_LEVELS.to_string();
-    let mut master = broker(&namesrv, &name_a, &[levels.clone()]);
+    let mut master = broker(&namesrv, &name_a, std::slice::from_ref(&levels));
     let slave = broker(
         &namesrv,
         &name_a,

@@ -7,7 +7,6 @@
 //! scheduler next.
 
 use std::rc::Rc;
-use std::time::Duration;
 
 use ferrocket_protocol::body::{decode_json, perm, TopicRouteData};
 use ferrocket_protocol::codes::{request_code, response_code};
@@ -20,34 +19,9 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::delivery::{real_topic_copy, DeliverError, Parked};
 use crate::shard::Shard;
-use crate::tasks::schedule;
 
 /// Longest one escaped send may take (Java's `SEND_TIMEOUT`, 3 s).
 const ESCAPE_SEND_TIMEOUT_MS: u64 = 3_000;
-
-/// Delivers this shard's delay levels while the broker acts as master
-/// (`enableRemoteEscape` on an acting slave), until the shard stops.
-pub(crate) async fn delivery_loop(shard: Rc<Shard>) {
-    let levels: Vec<i32> = shard.schedule.progress.borrow().keys().copied().collect();
-    let mut was_acting = false;
-    loop {
-        let pause = Duration::from_millis(schedule::DELIVER_POLL_INTERVAL_MS);
-        if shard.stopping.interrupts_sleep(pause).await {
-            return;
-        }
-        let acting = shard.env.acting.is_acting();
-        if acting && !was_acting {
-            // Start where the master was, as the last metadata sync said.
-            schedule::reload(&shard);
-        }
-        was_acting = acting;
-        if acting {
-            for level in &levels {
-                schedule::deliver_level(&shard, *level).await;
-            }
-        }
-    }
-}
 
 /// Sends a due delay-level message to another set's master.
 pub(crate) async fn escape(shard: &Shard, source: &RecordView<'_>) -> Result<(), DeliverError> {

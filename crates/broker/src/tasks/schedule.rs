@@ -33,7 +33,7 @@ async fn pause(shard: &Shard, ms: u64) -> bool {
 }
 
 /// Delivers the due messages of one level; returns how many.
-pub(crate) async fn deliver_level(shard: &Shard, level: i32) -> usize {
+async fn deliver_level(shard: &Shard, level: i32) -> usize {
     let state = &shard.schedule;
     let Some(delay_ms) = state.levels.delay_ms(level) else {
         return 0;
@@ -157,6 +157,30 @@ async fn deliver_loop(shard: Rc<Shard>) {
     }
 }
 
+/// On a slave with `enableSlaveActingMaster` and `enableRemoteEscape`:
+/// delivers this shard's levels while it acts as master (to another set,
+/// `tasks::acting_escape`), until the shard stops.
+async fn acting_deliver_loop(shard: Rc<Shard>) {
+    let levels: Vec<i32> = shard.schedule.progress.borrow().keys().copied().collect();
+    let mut was_acting = false;
+    loop {
+        if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
+            return;
+        }
+        let acting = shard.env.acting.is_acting();
+        if acting && !was_acting {
+            // Start where the master was, as the last metadata sync said.
+            reload(&shard);
+        }
+        was_acting = acting;
+        if acting {
+            for level in &levels {
+                deliver_level(&shard, *level).await;
+            }
+        }
+    }
+}
+
 /// On shard 0, at shutdown: another shard's final progress.
 struct DelayStopped {
     shard: usize,
@@ -238,7 +262,7 @@ pub(crate) fn spawn(shard: &Rc<Shard>) {
     if shard.config().replication.broker_role.is_slave() {
         let escape = shard.config().replication.enable_remote_escape;
         if escape && shard.env.acting.enabled() && !shard.schedule.progress.borrow().is_empty() {
-            let deliver = crate::tasks::acting_escape::delivery_loop(shard.clone());
+            let deliver = acting_deliver_loop(shard.clone());
             shard.tasks.spawn("acting-master delay delivery", deliver);
         }
         return;
