@@ -264,6 +264,8 @@ fn broker_replication_keys(
         "haAuthSecret" => ha.ha_auth_secret = setting.value.trim().to_owned(),
         "enableSlaveActingMaster" => ha.enable_slave_acting_master = parse_bool(key, setting)?,
         "enableRemoteEscape" => ha.enable_remote_escape = parse_bool(key, setting)?,
+        "brokerNotActiveTimeoutMillis" => ha.broker_not_active_timeout_ms = positive(key, setting)?,
+        "brokerHeartbeatInterval" => ha.broker_heartbeat_interval_ms = positive(key, setting)?,
         "syncBrokerMemberGroupPeriod" => {
             ha.sync_broker_member_group_period_ms = positive(key, setting)?
         }

@@ -93,6 +93,8 @@ pub const BROKER_KEYS: &[&str] = &[
     "slaveReadEnable",
     "enableSlaveActingMaster",
     "enableRemoteEscape",
+    "brokerNotActiveTimeoutMillis",
+    "brokerHeartbeatInterval",
     "syncBrokerMemberGroupPeriod",
     "accessMessageInMemoryMaxRatio",
     "haTlsEnable",

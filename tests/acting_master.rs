@@ -307,3 +307,42 @@ fn an_acting_master_sends_due_delay_messages_to_another_set() {
     // Nothing was written into the slave's own CommitLog.
     assert_eq!(commit_log_end(&slave), Some(end));
 }
+
+/// A master that hangs keeps its connections open: the name server drops it
+/// when its heartbeats stop (`brokerNotActiveTimeoutMillis`), while the
+/// slave's heartbeats keep the slave listed, and the slave acts.
+#[test]
+fn a_hung_master_expires_and_the_heartbeating_slave_acts() {
+    let namesrv = Namesrv::start_with(NamesrvOpts {
+        extra_args: set_args(&["scanNotActiveBrokerInterval=500".into()]),
+        ..NamesrvOpts::default()
+    });
+    let name = unique_name("hung");
+    let expiry = "brokerNotActiveTimeoutMillis=3000".to_string();
+    let mut master = broker(&namesrv, &name, std::slice::from_ref(&expiry));
+    let slave = broker(
+        &namesrv,
+        &name,
+        &[expiry, "brokerId=1".into(), "brokerRole=SLAVE".into()],
+    );
+    // Several expiries pass: heartbeats keep both listed.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(info_field(&slave, "brokerActive").as_deref(), Some("false"));
+
+    master.process.signal(libc::SIGSTOP);
+    wait_info(&slave, "brokerActive", "true");
+    let mut conn = namesrv.connect();
+    let info = conn.request(RemotingCommand::request(
+        request_code::GET_BROKER_CLUSTER_INFO,
+    ));
+    let listed = String::from_utf8_lossy(&info.body).into_owned();
+    master.process.signal(libc::SIGCONT);
+    assert!(
+        !listed.contains(&master.addr()),
+        "the hung master is still listed: {listed}"
+    );
+    assert!(
+        listed.contains(&slave.addr()),
+        "the slave expired too: {listed}"
+    );
+}

@@ -106,6 +106,11 @@ pub struct ReplicationConfig {
     /// `enableRemoteEscape`: an acting master sends the messages its
     /// services deliver to another set's master (else they wait).
     pub enable_remote_escape: bool,
+    /// `brokerNotActiveTimeoutMillis`: with `enableSlaveActingMaster`, the
+    /// expiry announced to name servers (instead of 120 s), kept alive by
+    /// BROKER_HEARTBEAT every `brokerHeartbeatInterval`.
+    pub broker_not_active_timeout_ms: u64,
+    pub broker_heartbeat_interval_ms: u64,
 }
 
 /// Default `syncBrokerMemberGroupPeriod`.
@@ -133,6 +138,8 @@ impl Default for ReplicationConfig {
             enable_slave_acting_master: false,
             sync_broker_member_group_period_ms: SYNC_BROKER_MEMBER_GROUP_PERIOD_MS_DEFAULT,
             enable_remote_escape: false,
+            broker_not_active_timeout_ms: 10_000,
+            broker_heartbeat_interval_ms: 1_000,
         }
     }
 }

@@ -23,6 +23,32 @@ use crate::shard::Shard;
 /// Longest one escaped send may take (Java's `SEND_TIMEOUT`, 3 s).
 const ESCAPE_SEND_TIMEOUT_MS: u64 = 3_000;
 
+/// Longest silence between two WARNs about escapes that fail (each level
+/// tries again every 100 ms while nothing takes its messages).
+const ESCAPE_WARN_INTERVAL_MS: i64 = 10_000;
+
+thread_local! {
+    /// This shard's last WARN about a failed escape, and those not logged
+    /// since.
+    static LAST_WARN: std::cell::Cell<(i64, u64)> = const { std::cell::Cell::new((i64::MIN, 0)) };
+}
+
+/// Logs a failed escape, at most once per [`ESCAPE_WARN_INTERVAL_MS`] per
+/// shard, with how many failed unlogged since.
+pub(crate) fn report_failure(level: i32, offset: i64, reject: &Reject) {
+    let now = now_ms();
+    LAST_WARN.with(|last| {
+        let (at, quiet) = last.get();
+        if now.saturating_sub(at) < ESCAPE_WARN_INTERVAL_MS {
+            last.set((at, quiet.saturating_add(1)));
+            return;
+        }
+        last.set((now, 0));
+        tracing::warn!(level, offset, remark = %reject.remark, more_failures = quiet,
+            "an acting master could not hand a due message to another set; retrying");
+    });
+}
+
 /// Sends a due delay-level message to another set's master.
 pub(crate) async fn escape(shard: &Shard, source: &RecordView<'_>) -> Result<(), DeliverError> {
     let copy = real_topic_copy(source, now_ms(), Parked::DelayLevel)?;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use ferrocket_protocol::body::{decode_json, BrokerMemberGroupBody};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{
-    BrokerMemberGroupRequestHeader, NotifyMinBrokerIdChangeRequestHeader,
+    BrokerIdentityHeader, BrokerMemberGroupRequestHeader, NotifyMinBrokerIdChangeRequestHeader,
 };
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
@@ -37,6 +37,41 @@ pub(crate) async fn member_group_loop(shard: Rc<Shard>) {
         }
         if let Some((min_id, min_addr)) = lowest_member(&shard).await {
             apply(&shard, min_id, Some(min_addr));
+        }
+    }
+}
+
+/// BROKER_HEARTBEAT (904) to every name server each
+/// `brokerHeartbeatInterval` (Java's `sendHeartbeat` with
+/// `enableSlaveActingMaster`): with the 10 s expiry this broker then
+/// announces, a hung master leaves the route in seconds, not minutes.
+pub(crate) async fn heartbeat_loop(shard: Rc<Shard>) {
+    let Some(control) = shard.control.as_ref() else {
+        return;
+    };
+    let config = shard.config();
+    let period = Duration::from_millis(config.replication.broker_heartbeat_interval_ms);
+    let header = BrokerIdentityHeader {
+        broker_name: config.broker_name.clone(),
+        broker_addr: shard.env.broker_addr.clone(),
+        cluster_name: config.broker_cluster_name.clone(),
+        broker_id: Some(config.broker_id),
+    };
+    let mut request = RemotingCommand::request(request_code::BROKER_HEARTBEAT);
+    request.ext_fields = header.to_ext();
+    let timeout_ms = config.register_broker_timeout_ms;
+    loop {
+        if shard.stopping.interrupts_sleep(period).await {
+            return;
+        }
+        for addr in &shard.env.namesrvs {
+            if let Err(err) = control
+                .namesrv
+                .call(*addr, request.clone(), timeout_ms)
+                .await
+            {
+                tracing::debug!(%addr, %err, "BROKER_HEARTBEAT failed");
+            }
         }
     }
 }

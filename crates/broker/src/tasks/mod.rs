@@ -113,6 +113,10 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
             let poll = acting_master::member_group_loop(shard.clone());
             tasks.spawn("broker member group", poll);
         }
+        if shard.config().replication.enable_slave_acting_master {
+            let beat = acting_master::heartbeat_loop(shard.clone());
+            tasks.spawn("name server heartbeat", beat);
+        }
         tasks.spawn(
             "throughput sampling",
             crate::shard::stats::throughput_sample_loop(shard.clone()),

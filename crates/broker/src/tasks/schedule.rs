@@ -136,6 +136,10 @@ async fn deliver_entry(
             tracing::error!(level, offset, %reason, "scheduled message dropped");
             Step::Skipped
         }
+        Err(DeliverError::Store(reject)) if shard.env.acting.is_acting() => {
+            crate::tasks::acting_escape::report_failure(level, offset, &reject);
+            Step::Wait
+        }
         Err(DeliverError::Store(reject)) => {
             tracing::warn!(level, offset, remark = %reject.remark,
                 "delivering a scheduled message failed; retrying later");
