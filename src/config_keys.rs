@@ -40,6 +40,10 @@ pub fn apply_namesrv(
         "deleteTopicWithBrokerRegistration" => {
             config.delete_topic_with_broker_registration = parse_bool(key, setting)?
         }
+        "supportActingMaster" => config.acting.support_acting_master = parse_bool(key, setting)?,
+        "notifyMinBrokerIdChanged" => {
+            config.acting.notify_min_broker_id_changed = parse_bool(key, setting)?
+        }
         // Empty keeps the KV config in memory only.
         "kvConfigPath" => {
             config.kv_config_path = Some(setting.value.as_str())
@@ -258,6 +262,13 @@ fn broker_replication_keys(
         }
         "haTlsEnable" => ha.ha_tls_enable = parse_bool(key, setting)?,
         "haAuthSecret" => ha.ha_auth_secret = setting.value.trim().to_owned(),
+        "enableSlaveActingMaster" => ha.enable_slave_acting_master = parse_bool(key, setting)?,
+        "enableRemoteEscape" => ha.enable_remote_escape = parse_bool(key, setting)?,
+        "brokerNotActiveTimeoutMillis" => ha.broker_not_active_timeout_ms = positive(key, setting)?,
+        "brokerHeartbeatInterval" => ha.broker_heartbeat_interval_ms = positive(key, setting)?,
+        "syncBrokerMemberGroupPeriod" => {
+            ha.sync_broker_member_group_period_ms = positive(key, setting)?
+        }
         _ => return Ok(false),
     }
     Ok(true)

@@ -38,7 +38,7 @@ impl FakeBroker {
             ha_server_addr: Some(String::new()),
             broker_id: self.id,
             heartbeat_timeout_millis: None,
-            enable_acting_master: false,
+            enable_acting_master: Some(false),
             compressed: false,
             body_crc32: Some(0),
         };

@@ -199,6 +199,7 @@ impl Answers {
             cluster: CLUSTER.into(),
             broker_name: BROKER.into(),
             broker_addrs: [(0, addr.to_string())].into(),
+            ..Default::default()
         };
         let route = TopicRouteData {
             queue_datas: vec![QueueData {

@@ -293,6 +293,7 @@ mod tests {
             cluster: "c".into(),
             broker_name: broker_name.into(),
             broker_addrs: BTreeMap::from([(0, master.to_string())]),
+            ..Default::default()
         });
         route
     }

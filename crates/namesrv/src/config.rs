@@ -28,6 +28,9 @@ pub struct NamesrvConfig {
     /// Drop a broker's topics missing from its registration
     /// (`deleteTopicWithBrokerRegistration`, off in RocketMQ too).
     pub delete_topic_with_broker_registration: bool,
+    /// `supportActingMaster` and `notifyMinBrokerIdChanged` (slave acting
+    /// master; both off as in RocketMQ).
+    pub acting: crate::route::ActingSettings,
     pub stop_poll_interval_ms: u64,
     pub limits: ServerLimits,
     /// Where the KV config is persisted (`kvConfigPath`); `None` keeps it
@@ -60,6 +63,7 @@ impl Default for NamesrvConfig {
             scan_interval_ms: SCAN_INTERVAL_MS_DEFAULT,
             unregister_on_disconnect: true,
             delete_topic_with_broker_registration: false,
+            acting: Default::default(),
             stop_poll_interval_ms: STOP_POLL_INTERVAL_MS_DEFAULT,
             limits: ServerLimits::default(),
             kv_config_path: None,

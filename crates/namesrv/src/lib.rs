@@ -13,6 +13,7 @@ mod error;
 pub mod kv;
 pub mod kv_file;
 mod metrics;
+mod notify;
 pub mod processor;
 pub mod route;
 mod server;

@@ -7,13 +7,14 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use ferrocket_protocol::body::{
-    decode_json, encode_json, DataVersion, KvTable, RegisterBrokerBody, TopicRouteData,
+    decode_json, encode_json, BrokerMemberGroupBody, DataVersion, KvTable, RegisterBrokerBody,
+    TopicRouteData,
 };
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{
-    BrokerIdentityHeader, ClusterRequestHeader, KvConfigRequestHeader, KvConfigResponseHeader,
-    QueryDataVersionResponseHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
-    TopicRequestHeader,
+    BrokerIdentityHeader, BrokerMemberGroupRequestHeader, ClusterRequestHeader,
+    KvConfigRequestHeader, KvConfigResponseHeader, QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, TopicRequestHeader,
 };
 use ferrocket_protocol::{ExtFields, ProtocolError, RemotingCommand};
 use ferrocket_runtime::server::{Connection, HandlerFuture, RequestHandler};
@@ -67,10 +68,13 @@ impl NamesrvHandler {
         };
         let kv = kv.with_limits(config.kv_limits);
         Ok(Self {
-            routes: RefCell::new(RouteTable::new(
-                Duration::from_millis(config.broker_expiry_ms),
-                config.delete_topic_with_broker_registration,
-            )),
+            routes: RefCell::new(
+                RouteTable::new(
+                    Duration::from_millis(config.broker_expiry_ms),
+                    config.delete_topic_with_broker_registration,
+                )
+                .with_acting(config.acting),
+            ),
             kv: RefCell::new(kv),
             config: config.clone(),
             live: Cell::new(LiveSettings::of(config)),
@@ -93,7 +97,17 @@ impl NamesrvHandler {
 
     /// Drops brokers silent past their expiry; returns how many.
     pub fn expire_brokers(&self, now: Instant) -> usize {
-        self.routes.borrow_mut().expire(now).len()
+        let expired = self.routes.borrow_mut().expire(now).len();
+        self.send_notices();
+        expired
+    }
+
+    /// Sends the NOTIFY_MIN_BROKER_ID_CHANGE notices the route table queued.
+    fn send_notices(&self) {
+        let notices = self.routes.borrow_mut().take_notices();
+        if !notices.is_empty() {
+            crate::notify::send_all(notices);
+        }
     }
 
     /// Answers one request. `conn_id` is the connection it came over.
@@ -107,6 +121,7 @@ impl NamesrvHandler {
             request_code::REGISTER_BROKER => self.register_broker(conn_id, request),
             request_code::UNREGISTER_BROKER => self.unregister_broker(request),
             request_code::BROKER_HEARTBEAT => self.broker_heartbeat(request),
+            request_code::GET_BROKER_MEMBER_GROUP => self.member_group(request),
             request_code::GET_ROUTEINFO_BY_TOPIC => self.route_by_topic(request),
             request_code::GET_BROKER_CLUSTER_INFO => {
                 Ok(success(request).with_body(encode_json(&self.routes.borrow().cluster_info())))
@@ -127,10 +142,21 @@ impl NamesrvHandler {
             extra_request_code::UPDATE_NAMESRV_CONFIG => Ok(self.update_settings(request)),
             _ => Ok(RemotingCommand::not_supported(request)),
         };
+        self.send_notices();
         outcome.unwrap_or_else(|e| {
             tracing::debug!(code = request.code, "bad request: {e}");
             RemotingCommand::response_to(request, e.response_code(), Some(e.to_string()))
         })
+    }
+
+    /// GET_BROKER_MEMBER_GROUP (901): the set's members by id.
+    fn member_group(&self, request: &RemotingCommand) -> Outcome {
+        let header = BrokerMemberGroupRequestHeader::from_ext(&request.ext_fields)?;
+        let group = (self.routes.borrow()).member_group(&header.cluster_name, &header.broker_name);
+        let body = BrokerMemberGroupBody {
+            broker_member_group: group,
+        };
+        Ok(success(request).with_body(encode_json(&body)))
     }
 
     /// UPDATE_NAMESRV_CONFIG: every line applied, or none.
@@ -242,6 +268,7 @@ impl NamesrvHandler {
             topics: body.topic_config_serialize_wrapper,
             filter_servers: body.filter_server_list,
             conn_id,
+            enable_acting_master: header.enable_acting_master,
         };
         let result = self
             .routes
@@ -396,6 +423,8 @@ impl RequestHandler for NamesrvHandler {
             tracing::info!(cluster = %key.cluster, addr = %key.addr, "broker connection closed; unregistering");
             routes.remove_broker_process(&key);
         }
+        drop(routes);
+        self.send_notices();
     }
 }
 

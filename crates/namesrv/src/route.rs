@@ -45,6 +45,8 @@ pub struct Registration {
     pub topics: TopicConfigSerializeWrapper,
     pub filter_servers: Vec<String>,
     pub conn_id: Option<u64>,
+    /// `enableActingMaster`; `None` from a broker older than 5.0.
+    pub enable_acting_master: Option<bool>,
 }
 
 /// What a registration answers (`RegisterBrokerResult`): for a slave, its
@@ -106,6 +108,10 @@ pub struct RouteTable {
     /// Drop a broker's topics that are missing from its registration
     /// (`deleteTopicWithBrokerRegistration`, off by default as in RocketMQ).
     delete_missing_topics: bool,
+    /// Slave-acting-master settings and the notices waiting to be sent
+    /// (`acting`).
+    acting: acting::ActingSettings,
+    notices: Vec<acting::MinBrokerNotice>,
 }
 
 impl RouteTable {
@@ -115,6 +121,12 @@ impl RouteTable {
             delete_missing_topics,
             ..Self::default()
         }
+    }
+
+    /// `supportActingMaster` and `notifyMinBrokerIdChanged`.
+    pub fn with_acting(mut self, acting: ActingSettings) -> Self {
+        self.acting = acting;
+        self
     }
 
     /// `deleteTopicWithBrokerRegistration` changed while running.
@@ -136,14 +148,19 @@ impl RouteTable {
             .entry(reg.cluster.clone())
             .or_default()
             .insert(reg.broker_name.clone());
+        let prev_min = self.min_broker_id(&reg.broker_name);
         let first = match self.claim_broker_id(&reg, &key)? {
             Claim::Taken { first } => first,
             Claim::Conflict => return Ok(RegisterOutcome::default()),
         };
-        if reg.broker_id == MASTER_ID {
+        let prime_slave = self.mark_acting(&reg);
+        if reg.broker_id == MASTER_ID || prime_slave {
             self.apply_topics(&reg, &key, first);
         }
         self.refresh_live(&reg, key, now);
+        if reg.broker_id < prev_min.unwrap_or(MASTER_ID) {
+            self.notice_lower_id(&reg);
+        }
         Ok(self.slave_outcome(&reg))
     }
 
@@ -163,7 +180,7 @@ impl RouteTable {
                 BrokerData {
                     cluster: reg.cluster.clone(),
                     broker_name: reg.broker_name.clone(),
-                    broker_addrs: BTreeMap::new(),
+                    ..BrokerData::default()
                 }
             });
         // One address holds one id: a slave promoted to master drops its
@@ -268,17 +285,26 @@ impl RouteTable {
                 .get(&config.topic_name)
                 .is_none_or(|queues| !queues.contains_key(&reg.broker_name));
             if first || version_changed || missing {
-                self.put_queue_data(&reg.broker_name, config);
+                self.put_queue_data(&reg.broker_name, config, reg.broker_id != MASTER_ID);
             }
         }
     }
 
-    fn put_queue_data(&mut self, broker_name: &str, config: &TopicConfig) {
+    /// `prime_slave`: registered by the slave with the lowest id of a set
+    /// with no master; an acting-master set routes it read-only.
+    fn put_queue_data(&mut self, broker_name: &str, config: &TopicConfig, prime_slave: bool) {
+        let acting = self
+            .brokers
+            .get(broker_name)
+            .is_some_and(|b| b.enable_acting_master);
         let queue_data = QueueData {
             broker_name: broker_name.to_string(),
             read_queue_nums: config.read_queue_nums,
             write_queue_nums: config.write_queue_nums,
-            perm: config.perm,
+            perm: match prime_slave && acting {
+                true => config.perm & !perm::WRITE,
+                false => config.perm,
+            },
             topic_sys_flag: config.topic_sys_flag,
         };
         self.topic_queues
@@ -325,12 +351,16 @@ impl RouteTable {
         let was_live = self.live.remove(key).is_some();
         self.filter_servers.remove(key);
         let mut name_removed = false;
+        let was_min = self.is_min_broker(broker_name, &key.addr);
         if let Some(broker) = self.brokers.get_mut(broker_name) {
             broker.broker_addrs.retain(|_, addr| *addr != key.addr);
             if broker.broker_addrs.is_empty() {
                 self.brokers.remove(broker_name);
                 name_removed = true;
             }
+        }
+        if !name_removed {
+            self.on_member_gone(broker_name, &key.addr, was_min);
         }
         if name_removed {
             if let Some(names) = self.clusters.get_mut(&key.cluster) {
@@ -419,6 +449,7 @@ impl RouteTable {
         if route.broker_datas.is_empty() {
             return None;
         }
+        self.route_acting_masters(topic, &mut route);
         Some(route)
     }
 
@@ -523,6 +554,10 @@ impl RouteTable {
         count
     }
 }
+
+#[path = "route_acting.rs"]
+mod acting;
+pub use acting::{ActingSettings, MinBrokerNotice};
 
 #[cfg(test)]
 #[path = "route_tests.rs"]

@@ -81,6 +81,14 @@ pub fn show(config: &NamesrvConfig, live: LiveSettings) -> String {
             "deleteTopicWithBrokerRegistration",
             live.delete_topic_with_broker_registration.to_string(),
         ),
+        (
+            "supportActingMaster",
+            config.acting.support_acting_master.to_string(),
+        ),
+        (
+            "notifyMinBrokerIdChanged",
+            config.acting.notify_min_broker_id_changed.to_string(),
+        ),
         ("kvConfigPath", path_text(&config.kv_config_path)),
         (
             "kvConfigEntriesMax",
@@ -159,6 +167,7 @@ mod tests {
         let shown = show(&config, LiveSettings::of(&config));
         assert!(shown.contains("listenPort=9876\n"), "{shown}");
         assert!(shown.contains("deleteTopicWithBrokerRegistration=false\n"));
+        assert!(shown.contains("supportActingMaster=false\nnotifyMinBrokerIdChanged=false\n"));
         assert!(shown.contains("configBlackList=configBlackList;configStorePath;kvConfigPath\n"));
         assert!(shown.lines().all(|l| l.contains('=')));
     }

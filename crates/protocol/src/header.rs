@@ -211,7 +211,9 @@ header! {
         ha_server_addr: Option<String> = "haServerAddr",
         broker_id: i64 = "brokerId",
         heartbeat_timeout_millis: Option<i64> = "heartbeatTimeoutMillis",
-        enable_acting_master: bool = "enableActingMaster",
+        /// Absent from brokers older than 5.0 (RocketMQ's "old version
+        /// broker", never a prime slave).
+        enable_acting_master: Option<bool> = "enableActingMaster",
         compressed: bool = "compressed",
         body_crc32: Option<i32> = "bodyCrc32",
     }
@@ -233,6 +235,26 @@ header! {
         broker_addr: String = "brokerAddr",
         cluster_name: String = "clusterName",
         broker_id: Option<i64> = "brokerId",
+    }
+}
+
+header! {
+    /// GET_BROKER_MEMBER_GROUP request (`GetBrokerMemberGroupRequestHeader`).
+    pub struct BrokerMemberGroupRequestHeader {
+        cluster_name: String = "clusterName",
+        broker_name: String = "brokerName",
+    }
+}
+
+header! {
+    /// NOTIFY_MIN_BROKER_ID_CHANGE, name server to broker, one-way
+    /// (`NotifyMinBrokerIdChangeRequestHeader`; every field nullable).
+    pub struct NotifyMinBrokerIdChangeRequestHeader {
+        min_broker_id: Option<i64> = "minBrokerId",
+        broker_name: Option<String> = "brokerName",
+        min_broker_addr: Option<String> = "minBrokerAddr",
+        offline_broker_addr: Option<String> = "offlineBrokerAddr",
+        ha_broker_addr: Option<String> = "haBrokerAddr",
     }
 }
 

@@ -270,6 +270,7 @@ fn namesrv_reply(
         cluster: CLUSTER_NAME.into(),
         broker_name: BROKER_NAME.into(),
         broker_addrs: BTreeMap::from([(0, broker_addr.to_string())]),
+        ..Default::default()
     };
     match request.code {
         request_code::GET_ROUTEINFO_BY_TOPIC => {

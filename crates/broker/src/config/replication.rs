@@ -97,7 +97,24 @@ pub struct ReplicationConfig {
     /// `haAuthSecret` (Ferrocket key): a slave must prove it knows this
     /// before the master sends it anything; empty: no check, as in Java.
     pub ha_auth_secret: String,
+    /// `enableSlaveActingMaster`: while the set has no master, the slave
+    /// with the lowest id acts as master (`services::acting_master`).
+    pub enable_slave_acting_master: bool,
+    /// `syncBrokerMemberGroupPeriod`: how often such a slave asks the name
+    /// server for its set's members.
+    pub sync_broker_member_group_period_ms: u64,
+    /// `enableRemoteEscape`: an acting master sends the messages its
+    /// services deliver to another set's master (else they wait).
+    pub enable_remote_escape: bool,
+    /// `brokerNotActiveTimeoutMillis`: with `enableSlaveActingMaster`, the
+    /// expiry announced to name servers (instead of 120 s), kept alive by
+    /// BROKER_HEARTBEAT every `brokerHeartbeatInterval`.
+    pub broker_not_active_timeout_ms: u64,
+    pub broker_heartbeat_interval_ms: u64,
 }
+
+/// Default `syncBrokerMemberGroupPeriod`.
+pub const SYNC_BROKER_MEMBER_GROUP_PERIOD_MS_DEFAULT: u64 = 1_000;
 
 impl Default for ReplicationConfig {
     fn default() -> Self {
@@ -118,6 +135,11 @@ impl Default for ReplicationConfig {
             access_message_in_memory_max_ratio: ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO_DEFAULT,
             ha_tls_enable: false,
             ha_auth_secret: String::new(),
+            enable_slave_acting_master: false,
+            sync_broker_member_group_period_ms: SYNC_BROKER_MEMBER_GROUP_PERIOD_MS_DEFAULT,
+            enable_remote_escape: false,
+            broker_not_active_timeout_ms: 10_000,
+            broker_heartbeat_interval_ms: 1_000,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Remoting front end, background tasks and later front ends share it.
 
 pub(crate) mod acl;
+pub(crate) mod acting_master;
 pub(crate) mod append;
 pub(crate) mod assignment;
 pub(crate) mod auth;

@@ -90,6 +90,8 @@ pub(crate) struct BrokerEnv {
     pub tls: Option<Arc<ferrocket_tls::ServerTls>>,
     /// TLS towards the name servers (`useTLS`); `None`: plaintext.
     pub namesrv_tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
+    /// Slave acting master: the set's lowest id and whether this acts.
+    pub acting: crate::services::acting_master::ActingMaster,
 }
 
 pub(crate) type ShardMesh = CallMesh<Shard>;

@@ -3,6 +3,8 @@
 //! and stopped through it, bounded, in one place.
 
 pub(crate) mod acl_reload;
+pub(crate) mod acting_escape;
+pub(crate) mod acting_master;
 pub(crate) mod compaction;
 pub(crate) mod control_plane;
 pub(crate) mod ha;
@@ -107,6 +109,14 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
             control_plane::client_expiry_loop(shard.clone()),
         );
         tasks.spawn("ACL reload", acl_reload::reload_loop(shard.clone()));
+        if shard.env.acting.enabled() {
+            let poll = acting_master::member_group_loop(shard.clone());
+            tasks.spawn("broker member group", poll);
+        }
+        if shard.config().replication.enable_slave_acting_master {
+            let beat = acting_master::heartbeat_loop(shard.clone());
+            tasks.spawn("name server heartbeat", beat);
+        }
         tasks.spawn(
             "throughput sampling",
             crate::shard::stats::throughput_sample_loop(shard.clone()),

@@ -53,14 +53,23 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
         cluster_name: config.broker_cluster_name.clone(),
         ha_server_addr: ha_server_addr(shard),
         broker_id: config.broker_id,
-        heartbeat_timeout_millis: Some(HEARTBEAT_TIMEOUT_MS),
-        enable_acting_master: false,
+        heartbeat_timeout_millis: Some(heartbeat_timeout_ms(&config.replication)),
+        enable_acting_master: Some(config.replication.enable_slave_acting_master),
         compressed: true,
         body_crc32: Some(body_crc(&body)),
     };
     let mut request = RemotingCommand::request(request_code::REGISTER_BROKER).with_body(body);
     request.ext_fields = header.to_ext();
     Some(request)
+}
+
+/// The expiry announced: Java's 10 s `brokerNotActiveTimeoutMillis` with
+/// `enableSlaveActingMaster` (heartbeats keep it alive), else 120 s.
+fn heartbeat_timeout_ms(replication: &crate::config::ReplicationConfig) -> i64 {
+    match replication.enable_slave_acting_master {
+        true => i64::try_from(replication.broker_not_active_timeout_ms).unwrap_or(i64::MAX),
+        false => HEARTBEAT_TIMEOUT_MS,
+    }
 }
 
 /// `brokerIP2:haListenPort`, where slaves connect.

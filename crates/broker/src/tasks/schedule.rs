@@ -122,14 +122,23 @@ async fn deliver_entry(
     if due > now {
         return Step::Wait;
     }
-    match shard
-        .deliver_to_real_topic(&record, Parked::DelayLevel)
-        .await
-    {
-        Ok(_) => Step::Delivered,
+    // An acting master's go to another set (`tasks::acting_escape`).
+    let delivered = match shard.env.acting.is_acting() {
+        true => crate::tasks::acting_escape::escape(shard, &record).await,
+        false => (shard
+            .deliver_to_real_topic(&record, Parked::DelayLevel)
+            .await)
+            .map(drop),
+    };
+    match delivered {
+        Ok(()) => Step::Delivered,
         Err(DeliverError::Invalid(reason)) => {
             tracing::error!(level, offset, %reason, "scheduled message dropped");
             Step::Skipped
+        }
+        Err(DeliverError::Store(reject)) if shard.env.acting.is_acting() => {
+            crate::tasks::acting_escape::report_failure(level, offset, &reject);
+            Step::Wait
         }
         Err(DeliverError::Store(reject)) => {
             tracing::warn!(level, offset, remark = %reject.remark,
@@ -148,6 +157,30 @@ async fn deliver_loop(shard: Rc<Shard>) {
         }
         for level in &levels {
             deliver_level(&shard, *level).await;
+        }
+    }
+}
+
+/// On a slave with `enableSlaveActingMaster` and `enableRemoteEscape`:
+/// delivers this shard's levels while it acts as master (to another set,
+/// `tasks::acting_escape`), until the shard stops.
+async fn acting_deliver_loop(shard: Rc<Shard>) {
+    let levels: Vec<i32> = shard.schedule.progress.borrow().keys().copied().collect();
+    let mut was_acting = false;
+    loop {
+        if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
+            return;
+        }
+        let acting = shard.env.acting.is_acting();
+        if acting && !was_acting {
+            // Start where the master was, as the last metadata sync said.
+            reload(&shard);
+        }
+        was_acting = acting;
+        if acting {
+            for level in &levels {
+                deliver_level(&shard, *level).await;
+            }
         }
     }
 }
@@ -228,8 +261,14 @@ pub(crate) fn reload(shard: &Shard) {
 /// Starts the delivery loop (when this shard owns a level) and, on shard
 /// 0, the persistence loop.
 pub(crate) fn spawn(shard: &Rc<Shard>) {
-    // A slave's delayOffset.json is the master's copy (`ha::metadata`).
+    // A slave's delayOffset.json is the master's copy (`ha::metadata`);
+    // it delivers only while it acts as master, and never writes the file.
     if shard.config().replication.broker_role.is_slave() {
+        let escape = shard.config().replication.enable_remote_escape;
+        if escape && shard.env.acting.enabled() && !shard.schedule.progress.borrow().is_empty() {
+            let deliver = acting_deliver_loop(shard.clone());
+            shard.tasks.spawn("acting-master delay delivery", deliver);
+        }
         return;
     }
     // Both end when a master turns slave in place (`tasks::ha::role`).

@@ -200,6 +200,15 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
         reader.durable_offset().to_string(),
     );
     put("shardCount", shard.count.to_string());
+    // Java's key: whether the master's special services run here (a
+    // master's always; a slave's while it acts as master).
+    let acting = &env.acting;
+    let active = !shard.config().replication.broker_role.is_slave() || acting.is_acting();
+    put("brokerActive", active.to_string());
+    // Ferrocket's own keys: the set's lowest id as this broker last learnt
+    // it, and the NOTIFY_MIN_BROKER_ID_CHANGE requests it took.
+    put("minBrokerIdInGroup", acting.min_broker().0.to_string());
+    put("minBrokerIdNotices", acting.notices_received().to_string());
     put("brokerName", env.config.broker_name.clone());
     put("brokerAddr", env.broker_addr.clone());
     // Ferrocket's own key: where slaves connect, so that a controller-mode

@@ -29,7 +29,7 @@ pub use properties_text::{
     UPDATE_LINES_MAX,
 };
 pub use register_compressed::{decode_compressed, encode_compressed, CompressedBodyError};
-pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
+pub use route::{BrokerData, BrokerMemberGroupBody, ClusterInfo, QueueData, TopicRouteData};
 pub use topic::{
     perm, ConsumerIdList, DataVersion, KvTable, RegisterBrokerBody, TopicConfig,
     TopicConfigSerializeWrapper, TopicList,

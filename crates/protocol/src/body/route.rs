@@ -32,6 +32,9 @@ pub struct BrokerData {
     #[serde(deserialize_with = "de_string")]
     pub broker_name: String,
     pub broker_addrs: BTreeMap<i64, String>,
+    /// The set's brokers run with `enableSlaveActingMaster` (as the last
+    /// registration said).
+    pub enable_acting_master: bool,
 }
 
 /// Written as Java writes it, `enableActingMaster` included: strict
@@ -43,7 +46,7 @@ impl Serialize for BrokerData {
         out.serialize_field("cluster", &self.cluster)?;
         out.serialize_field("brokerName", &self.broker_name)?;
         out.serialize_field("brokerAddrs", &self.broker_addrs)?;
-        out.serialize_field("enableActingMaster", &false)?;
+        out.serialize_field("enableActingMaster", &self.enable_acting_master)?;
         out.end()
     }
 }
@@ -53,6 +56,13 @@ impl BrokerData {
     pub fn master_addr(&self) -> Option<&str> {
         self.broker_addrs.get(&0).map(String::as_str)
     }
+}
+
+/// GET_BROKER_MEMBER_GROUP body (`GetBrokerMemberGroupResponseBody`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BrokerMemberGroupBody {
+    pub broker_member_group: super::BrokerMemberGroup,
 }
 
 /// GET_ROUTEINFO_BY_TOPIC body (`TopicRouteData`).
@@ -95,6 +105,7 @@ mod tests {
                 cluster: "c".into(),
                 broker_name: "b".into(),
                 broker_addrs: addrs,
+                enable_acting_master: false,
             }],
             filter_server_table: BTreeMap::new(),
         };

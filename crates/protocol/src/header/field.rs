@@ -136,6 +136,22 @@ impl<'a> HeaderField<'a> for bool {
     }
 }
 
+/// A flag that may be absent (an older sender): `None` then, as Java's
+/// `Boolean` reads it; present, `true` only when it says so.
+impl<'a> HeaderField<'a> for Option<bool> {
+    fn from_found(
+        found: Option<(&'static str, &'a str)>,
+        _key: &'static str,
+    ) -> Result<Self, ProtocolError> {
+        Ok(found.map(|(_, v)| v.trim().eq_ignore_ascii_case("true")))
+    }
+    fn write(&self, key: &'static str, out: &mut ExtFields) {
+        if let Some(flag) = self {
+            out.insert(key, if *flag { "true" } else { "false" });
+        }
+    }
+}
+
 impl<'a> HeaderField<'a> for &'a str {
     fn from_found(
         found: Option<(&'static str, &'a str)>,

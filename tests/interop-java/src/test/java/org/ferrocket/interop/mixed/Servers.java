@@ -143,11 +143,20 @@ public final class Servers {
 
     /** Ferrocket's name server (`ferrocket namesrv`). */
     public static Proc ferrocketNamesrv(String name) throws Exception {
+        return ferrocketNamesrv(name, List.of());
+    }
+
+    /** Ferrocket's name server with `key=value` settings. */
+    public static Proc ferrocketNamesrv(String name, List<String> settings) throws Exception {
         int port = freePort(0, 0);
         Path work = workDir(name);
-        List<String> command = List.of(Ferrocket.binary().toString(), "namesrv",
+        List<String> command = new ArrayList<>(List.of(Ferrocket.binary().toString(), "namesrv",
             "--listen-addr", "127.0.0.1", "--listen-port", Integer.toString(port),
-            "--set", "kvConfigPath=" + work.resolve("kvConfig.json"));
+            "--set", "kvConfigPath=" + work.resolve("kvConfig.json")));
+        for (String setting : settings) {
+            command.add("--set");
+            command.add(setting);
+        }
         return Proc.launch(name, command, work, null, port, Map.of("RUST_LOG", rustLog()),
             FERROCKET_STOP_GRACE);
     }

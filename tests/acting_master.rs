@@ -1,0 +1,360 @@
+//! Slave acting master (`enableSlaveActingMaster`) with real processes on
+//! 127.0.0.1: a name server with `supportActingMaster` and
+//! `notifyMinBrokerIdChanged`, a master and its slave. Killing the master
+//! makes the slave act (the name server tells it, the route lists it as
+//! id 0, read-only), consumers keep reading and committing offsets there,
+//! and the master's return hands the set back.
+
+mod harness;
+
+use std::time::Duration;
+
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::record::records;
+use ferrocket_protocol::RemotingCommand;
+use harness::process::free_port;
+use harness::requests::{create_topic, pull_request, send_header, send_request};
+use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, NamesrvOpts, RemotingConn};
+
+const QUEUES: i32 = 2;
+const MESSAGES: usize = 20;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn set_args(settings: &[String]) -> Vec<String> {
+    settings
+        .iter()
+        .flat_map(|s| ["--set".to_string(), s.clone()])
+        .collect()
+}
+
+fn broker(namesrv: &Namesrv, name: &str, extra: &[String]) -> Broker {
+    let mut settings = vec![
+        "enableSlaveActingMaster=true".to_string(),
+        format!("haListenPort={}", free_port()),
+    ];
+    settings.extend_from_slice(extra);
+    let opts = BrokerOpts {
+        broker_name: Some(name.to_string()),
+        extra_args: set_args(&settings),
+        ..BrokerOpts::default()
+    };
+    Broker::start(&namesrv.addr(), opts)
+}
+
+/// GET_BROKER_RUNTIME_INFO's table.
+fn runtime_info(broker: &Broker) -> Option<serde_json::Value> {
+    let mut conn = RemotingConn::connect(broker.addr()).ok()?;
+    let answer = conn.request(RemotingCommand::request(
+        request_code::GET_BROKER_RUNTIME_INFO,
+    ));
+    let value: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
+    Some(value["table"].clone())
+}
+
+fn info_field(broker: &Broker, key: &str) -> Option<String> {
+    Some(runtime_info(broker)?[key].as_str()?.to_string())
+}
+
+/// Waits until the broker's runtime info says `key=value`.
+fn wait_info(broker: &Broker, key: &str, value: &str) {
+    let seen = wait_for(WAIT, || info_field(broker, key).filter(|v| v == value));
+    assert!(
+        seen.is_some(),
+        "{key} never became {value} (last {:?}); broker output:\n{}",
+        info_field(broker, key),
+        broker.process.output()
+    );
+}
+
+/// The topic's route: (broker addresses by id, enableActingMaster, perm).
+fn route(namesrv: &Namesrv, topic: &str) -> Option<(serde_json::Value, bool, i64)> {
+    let mut conn = namesrv.connect();
+    let answer = conn.request(
+        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic),
+    );
+    let value: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
+    let broker = &value["brokerDatas"][0];
+    let perm = value["queueDatas"][0]["perm"].as_i64()?;
+    Some((
+        broker["brokerAddrs"].clone(),
+        broker["enableActingMaster"].as_bool()?,
+        perm,
+    ))
+}
+
+fn wait_route(namesrv: &Namesrv, topic: &str, addrs: serde_json::Value, perm: i64) {
+    let seen = wait_for(WAIT, || {
+        route(namesrv, topic).filter(|(a, acting, p)| *a == addrs && *acting && *p == perm)
+    });
+    assert!(
+        seen.is_some(),
+        "the route never became {addrs} perm {perm}: {:?}",
+        route(namesrv, topic)
+    );
+}
+
+/// Every message body of a queue from `offset` on, and the next offset.
+fn pull_all(
+    conn: &mut RemotingConn,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+) -> (Vec<String>, i64) {
+    let (mut out, mut offset) = (Vec::new(), 0);
+    loop {
+        let answer = conn.request(pull_request(group, topic, queue_id, offset, 32, 0));
+        let next = |a: &RemotingCommand| {
+            a.ext_fields
+                .get("nextBeginOffset")
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        match answer.code {
+            response_code::SUCCESS => {
+                for record in records(&answer.body, true) {
+                    out.push(String::from_utf8_lossy(record.unwrap().body).into_owned());
+                }
+                offset = next(&answer);
+            }
+            response_code::PULL_NOT_FOUND => return (out, offset),
+            response_code::PULL_OFFSET_MOVED | response_code::PULL_RETRY_IMMEDIATELY => {
+                offset = next(&answer)
+            }
+            other => panic!("pull answered {other}: {answer:?}"),
+        }
+    }
+}
+
+fn commit_offset(
+    conn: &mut RemotingConn,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+) -> i32 {
+    let commit = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET)
+        .with_ext("consumerGroup", group)
+        .with_ext("topic", topic)
+        .with_ext("queueId", queue_id)
+        .with_ext("commitOffset", offset);
+    conn.request(commit).code
+}
+
+fn query_offset(conn: &mut RemotingConn, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+    let query = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET)
+        .with_ext("consumerGroup", group)
+        .with_ext("topic", topic)
+        .with_ext("queueId", queue_id);
+    let answer = conn.request(query);
+    (answer.code == response_code::SUCCESS)
+        .then(|| answer.ext_fields.get("offset")?.parse().ok())
+        .flatten()
+}
+
+fn commit_log_end(broker: &Broker) -> Option<String> {
+    info_field(broker, "commitLogMaxOffset")
+}
+
+#[test]
+fn a_slave_acts_while_its_master_is_down_and_hands_back() {
+    let namesrv = Namesrv::start_with(NamesrvOpts {
+        extra_args: set_args(&[
+            "supportActingMaster=true".into(),
+            "notifyMinBrokerIdChanged=true".into(),
+        ]),
+        ..NamesrvOpts::default()
+    });
+    let name = unique_name("acting");
+    let mut master = broker(&namesrv, &name, &["brokerRole=ASYNC_MASTER".into()]);
+    let slave = broker(
+        &namesrv,
+        &name,
+        &[
+            "brokerId=1".into(),
+            "brokerRole=SLAVE".into(),
+            "slaveReadEnable=true".into(),
+        ],
+    );
+    let topic = unique_name("ActingTopic");
+    let mut conn = master.connect();
+    create_topic(&mut conn, &topic, QUEUES);
+    for n in 0..MESSAGES {
+        let queue_id = (n % QUEUES as usize) as i32;
+        let header = send_header("acting-producer", &topic, queue_id);
+        let answer = conn.request(send_request(&header, format!("m-{n}")));
+        assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    }
+    drop(conn);
+    let end = commit_log_end(&master).expect("the master answers");
+    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
+    assert!(
+        caught_up.is_some(),
+        "the slave did not catch up:\n{}",
+        slave.process.output()
+    );
+    // The slave copies topics from its master every few seconds.
+    let knows_topic = wait_for(WAIT, || {
+        let mut conn = slave.connect();
+        let answer = conn.request(pull_request("probe", &topic, 0, 0, 1, 0));
+        (answer.code != response_code::TOPIC_NOT_EXIST).then_some(())
+    });
+    assert!(knows_topic.is_some(), "the slave never synced the topic");
+    let both = serde_json::json!({"0": master.addr(), "1": slave.addr()});
+    wait_route(&namesrv, &topic, both.clone(), 6);
+    assert_eq!(info_field(&slave, "brokerActive").as_deref(), Some("false"));
+    assert_eq!(info_field(&master, "brokerActive").as_deref(), Some("true"));
+
+    // The master dies: the name server drops it, tells the slave, and
+    // routes the slave as the set's id 0, read-only.
+    master.process.kill();
+    wait_info(&slave, "brokerActive", "true");
+    wait_info(&slave, "minBrokerIdInGroup", "1");
+    let notices = info_field(&slave, "minBrokerIdNotices").unwrap();
+    assert!(
+        notices.parse::<u64>().unwrap() >= 1,
+        "the name server did not notify the slave"
+    );
+    wait_route(&namesrv, &topic, serde_json::json!({"0": slave.addr()}), 4);
+
+    // Consumers read and commit on the acting master; it takes no sends.
+    let group = unique_name("ActingGroup");
+    let mut on_slave = slave.connect();
+    let mut bodies = Vec::new();
+    for queue_id in 0..QUEUES {
+        let (got, next) = pull_all(&mut on_slave, &group, &topic, queue_id);
+        bodies.extend(got);
+        assert_eq!(
+            commit_offset(&mut on_slave, &group, &topic, queue_id, next),
+            response_code::SUCCESS
+        );
+        assert_eq!(
+            query_offset(&mut on_slave, &group, &topic, queue_id),
+            Some(next)
+        );
+    }
+    bodies.sort();
+    let mut sent: Vec<String> = (0..MESSAGES).map(|n| format!("m-{n}")).collect();
+    sent.sort();
+    assert_eq!(bodies, sent);
+    let header = send_header("acting-producer", &topic, 0);
+    let refused = on_slave.request(send_request(&header, "to-a-slave"));
+    assert_ne!(
+        refused.code,
+        response_code::SUCCESS,
+        "an acting master took a send"
+    );
+    // A consumer's send-back is refused too (Java: "no master available");
+    // Java's client then sends the retry through another set.
+    let back = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK)
+        .with_ext("offset", 0)
+        .with_ext("group", &group)
+        .with_ext("delayLevel", 0);
+    let back = on_slave.request(back);
+    assert_ne!(
+        back.code,
+        response_code::SUCCESS,
+        "an acting master stored a retry: {back:?}"
+    );
+
+    // The master returns: the slave hands back, the route is whole again.
+    master.start_again();
+    wait_info(&slave, "brokerActive", "false");
+    wait_info(&slave, "minBrokerIdInGroup", "0");
+    wait_route(&namesrv, &topic, both, 6);
+}
+
+/// Level 2 comes due 8 s after the send: long enough to kill the master
+/// first, short enough for a test.
+const DELAY_LEVELS: &str = "messageDelayLevel=1s 8s";
+
+#[test]
+fn an_acting_master_sends_due_delay_messages_to_another_set() {
+    let namesrv = Namesrv::start();
+    let (name_a, name_b) = (unique_name("escapeA"), unique_name("escapeB"));
+    let levels = DELAY_LEVELS.to_string();
+    let mut master = broker(&namesrv, &name_a, std::slice::from_ref(&levels));
+    let slave = broker(
+        &namesrv,
+        &name_a,
+        &[
+            levels.clone(),
+            "brokerId=1".into(),
+            "brokerRole=SLAVE".into(),
+            "enableRemoteEscape=true".into(),
+        ],
+    );
+    let other = broker(&namesrv, &name_b, &[levels]);
+    let topic = unique_name("EscapeTopic");
+    create_topic(&mut other.connect(), &topic, QUEUES);
+    let mut conn = master.connect();
+    create_topic(&mut conn, &topic, QUEUES);
+    let mut header = send_header("escape-producer", &topic, 1);
+    header.properties = Some("DELAY\u{1}2\u{2}".into());
+    let answer = conn.request(send_request(&header, "delayed-body"));
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    drop(conn);
+    let end = commit_log_end(&master).expect("the master answers");
+    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
+    assert!(
+        caught_up.is_some(),
+        "the slave did not catch up:\n{}",
+        slave.process.output()
+    );
+
+    master.process.kill();
+    wait_info(&slave, "brokerActive", "true");
+    // Due 8 s after the send: the acting slave hands it to set B's master.
+    let mut on_other = other.connect();
+    let delivered = wait_for(WAIT, || {
+        let (bodies, _) = pull_all(&mut on_other, "escape-group", &topic, 1);
+        (!bodies.is_empty()).then_some(bodies)
+    });
+    assert_eq!(
+        delivered.as_deref(),
+        Some(&["delayed-body".to_string()][..]),
+        "the acting master did not deliver the due message; its output:\n{}",
+        slave.process.output()
+    );
+    // Nothing was written into the slave's own CommitLog.
+    assert_eq!(commit_log_end(&slave), Some(end));
+}
+
+/// A master that hangs keeps its connections open: the name server drops it
+/// when its heartbeats stop (`brokerNotActiveTimeoutMillis`), while the
+/// slave's heartbeats keep the slave listed, and the slave acts.
+#[test]
+fn a_hung_master_expires_and_the_heartbeating_slave_acts() {
+    let namesrv = Namesrv::start_with(NamesrvOpts {
+        extra_args: set_args(&["scanNotActiveBrokerInterval=500".into()]),
+        ..NamesrvOpts::default()
+    });
+    let name = unique_name("hung");
+    let expiry = "brokerNotActiveTimeoutMillis=3000".to_string();
+    let mut master = broker(&namesrv, &name, std::slice::from_ref(&expiry));
+    let slave = broker(
+        &namesrv,
+        &name,
+        &[expiry, "brokerId=1".into(), "brokerRole=SLAVE".into()],
+    );
+    // Several expiries pass: heartbeats keep both listed.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(info_field(&slave, "brokerActive").as_deref(), Some("false"));
+
+    master.process.signal(libc::SIGSTOP);
+    wait_info(&slave, "brokerActive", "true");
+    let mut conn = namesrv.connect();
+    let info = conn.request(RemotingCommand::request(
+        request_code::GET_BROKER_CLUSTER_INFO,
+    ));
+    let listed = String::from_utf8_lossy(&info.body).into_owned();
+    master.process.signal(libc::SIGCONT);
+    assert!(
+        !listed.contains(&master.addr()),
+        "the hung master is still listed: {listed}"
+    );
+    assert!(
+        listed.contains(&slave.addr()),
+        "the slave expired too: {listed}"
+    );
+}
