@@ -97,6 +97,9 @@ pub(crate) struct CommitLogShared {
     /// Whether this CommitLog is a slave's copy (takes only the master's
     /// bytes); a role change in place flips it.
     pub(crate) replica: std::sync::atomic::AtomicBool,
+    /// Tiered storage, when on: segments below the local start may still
+    /// be readable from object storage.
+    pub(crate) tier: std::sync::OnceLock<Arc<crate::tier::TierShared>>,
 }
 
 impl CommitLogShared {
@@ -123,6 +126,7 @@ impl CommitLogShared {
             }),
             disk: crate::disk::DiskState::default(),
             replica: std::sync::atomic::AtomicBool::new(false),
+            tier: std::sync::OnceLock::new(),
         }
     }
 
@@ -219,6 +223,27 @@ impl CommitLogShared {
             .unwrap_or(0)
     }
 
+    /// The lowest offset still held anywhere: the local start, or below it
+    /// the start of the offloaded segments that reach up to it. What
+    /// ConsumeQueue retention and readers treat as the CommitLog's start.
+    pub(crate) fn logical_min(&self) -> i64 {
+        let local = self.min_offset();
+        self.tier
+            .get()
+            .and_then(|tier| tier.offloaded.remote_floor(local))
+            .map_or(local, |floor| floor.min(local))
+    }
+
+    /// Bytes of an offloaded segment below the local start, from the
+    /// read-through cache (`None`: not offloaded, or not cached yet).
+    pub(crate) fn read_offloaded(&self, offset: i64, size: usize) -> Option<Bytes> {
+        let tier = self.tier.get()?;
+        if offset >= self.min_offset() || offset < self.logical_min() {
+            return None;
+        }
+        tier.read_cached(offset, size).ok()
+    }
+
     /// Keeps a copy of a just-written batch readable from memory (Direct mode).
     pub(crate) fn push_hot(&self, start: i64, bytes: Bytes) {
         let Some(hot) = &self.hot else { return };
@@ -312,7 +337,9 @@ impl CommitLogReader {
     /// points into the segment map or the hot tail.
     pub fn read(&self, physical_offset: i64, size: usize) -> Option<Bytes> {
         let segments = self.shared.segment_list();
-        self.shared.read_in(&segments, physical_offset, size)
+        self.shared
+            .read_in(&segments, physical_offset, size)
+            .or_else(|| self.shared.read_offloaded(physical_offset, size))
     }
 
     /// End of the readable CommitLog (`getMaxOffset`).
@@ -325,9 +352,36 @@ impl CommitLogReader {
         self.shared.durable()
     }
 
-    /// Start of the first segment (`getMinOffset`).
+    /// Start of the first local segment (`getMinOffset`).
     pub fn min_offset(&self) -> i64 {
         self.shared.min_offset()
+    }
+
+    /// Start of the CommitLog counting offloaded segments (tiered
+    /// storage); the local start without it.
+    pub fn logical_min_offset(&self) -> i64 {
+        self.shared.logical_min()
+    }
+
+    /// Whether `offset` lies in a segment that only object storage holds.
+    pub fn is_offloaded(&self, offset: i64) -> bool {
+        offset < self.shared.min_offset() && offset >= self.shared.logical_min()
+    }
+
+    /// Tiered storage's shared state, when on.
+    pub fn tier(&self) -> Option<Arc<crate::tier::TierShared>> {
+        self.shared.tier.get().cloned()
+    }
+
+    /// Start offset and file of every sealed (not the active, last)
+    /// local segment, oldest first. Sealed segments never change.
+    pub fn sealed_segments(&self) -> Vec<(i64, std::path::PathBuf)> {
+        let list = self.shared.segment_list();
+        let sealed = list.len().saturating_sub(1);
+        list[..sealed]
+            .iter()
+            .map(|segment| (segment.start, segment.path.clone()))
+            .collect()
     }
 
     /// Segment size in bytes.
@@ -393,7 +447,7 @@ impl LocalReader {
             let segments = Arc::clone(&self.segments.borrow());
             return self.shared.read_in(&segments, offset, size);
         }
-        found
+        found.or_else(|| self.shared.read_offloaded(offset, size))
     }
 
     /// Reloads the segment list if it changed; true when it did (also

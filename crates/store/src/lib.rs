@@ -104,6 +104,7 @@ mod ring;
 mod shard;
 mod stop;
 mod store;
+pub mod tier;
 pub mod timer;
 mod truncate;
 mod types;

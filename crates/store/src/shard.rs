@@ -400,6 +400,19 @@ impl ShardStore {
         self.inner.reader.read(physical_offset, size)
     }
 
+    /// Brings the offloaded bytes at `physical_offset` into the
+    /// read-through cache (tiered storage); the fetch runs off this executor.
+    pub async fn fetch_offloaded(
+        &self,
+        physical_offset: i64,
+        size: usize,
+    ) -> Result<(), StoreError> {
+        match self.inner.ctx.shared.tier.get() {
+            Some(tier) => tier.fetch(physical_offset, size).await,
+            None => Err(StoreError::Unavailable("tiered storage is off".into())),
+        }
+    }
+
     /// Every CommitLog record below this position is in this shard's
     /// ConsumeQueues (what the metrics call dispatched).
     pub fn dispatched_offset(&self) -> i64 {
@@ -491,7 +504,7 @@ impl ShardInner {
             self.ctx.config.cq_entries_per_file,
         )?);
         // Entries below the CommitLog's start are gone (retention).
-        queue.correct_min(self.ctx.shared.min_offset());
+        queue.correct_min(self.ctx.shared.logical_min());
         self.queues
             .borrow_mut()
             .entry(Arc::from(topic))

@@ -67,10 +67,16 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
         );
     }
     let count = retention.segments_to_delete(&mtimes, SystemTime::now(), reason);
+    let count = tier_gate(common, &segments, &mtimes, count);
     if count == 0 {
         return 0;
     }
     let removed = common.shared.remove_front(count);
+    if let Some(tier) = common.shared.tier.get() {
+        tier.status
+            .dropped_segments
+            .fetch_add(removed.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
     let paths: Vec<PathBuf> = removed
         .iter()
         .map(|segment| dir.join(offset_file_name(segment.start)))
@@ -95,6 +101,37 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
             count
         }
     }
+}
+
+/// With tiered storage on: how many of the oldest segments go, given that
+/// retention chose `count`. The local budget (size, age) adds offloaded
+/// segments; every segment that goes must have a verified remote copy
+/// ([`crate::tier::Offloaded::may_drop_locally`]), so the run stops at
+/// the first without one. Off: `count` as it is.
+fn tier_gate(
+    common: &Common,
+    segments: &crate::commitlog::SegmentList,
+    mtimes: &[SystemTime],
+    count: usize,
+) -> usize {
+    let Some(tier) = common.shared.tier.get() else {
+        return count;
+    };
+    let seg = common.shared.segment_bytes;
+    let sealed: Vec<(u64, SystemTime)> = mtimes[..mtimes.len().saturating_sub(1)]
+        .iter()
+        .map(|mtime| (seg, *mtime))
+        .collect();
+    let total = seg * segments.len() as u64;
+    let want = count
+        .max(tier.config.over_budget(&sealed, total, SystemTime::now()))
+        .min(crate::retention::DELETE_SEGMENTS_PER_PASS_MAX)
+        .min(sealed.len());
+    segments
+        .iter()
+        .take(want)
+        .take_while(|segment| tier.offloaded.may_drop_locally(segment.start))
+        .count()
 }
 
 /// Re-reads the store disk's space every second: stops writes at
