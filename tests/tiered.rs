@@ -284,5 +284,18 @@ fn s3_offload_survives_kill9_and_a_store_that_is_down() {
     pull_all(&mut conn, &topic, 700);
     drop(conn);
     drop(broker);
+
+    // Wrong credentials: the broker serves, and says what is wrong.
+    let mut wrong = backend.clone();
+    wrong.push("objectStoreSecretKey=not-the-secret".to_string());
+    let broker = start_broker(&namesrv, &wrong);
+    let mut conn = broker.connect();
+    let status = wait_for(Duration::from_secs(30), || {
+        let status = runtime_info(&mut conn)["tieredStoreStatus"]
+            .as_str()?
+            .to_string();
+        status.contains("refused the credentials").then_some(status)
+    });
+    assert!(status.is_some(), "{}", runtime_info(&mut conn));
     s3.stop();
 }

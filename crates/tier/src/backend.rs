@@ -100,7 +100,7 @@ pub fn explain(error: &object_store::Error) -> String {
             format!("the object store refused the credentials: {error}")
         }
         _ => {
-            let text = error.to_string();
+            let text = with_causes(error);
             let lower = text.to_ascii_lowercase();
             if lower.contains("connect") || lower.contains("timed out") || lower.contains("dns") {
                 format!("the object store is unreachable: {text}")
@@ -116,6 +116,22 @@ pub fn explain(error: &object_store::Error) -> String {
     }
 }
 
+/// An error and its causes on one line (the HTTP client's own error
+/// says only "error sending request"; its cause says why).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let more = inner.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = inner.source();
+    }
+    text
+}
+
 /// One look at the store at start: logs clearly whether it answers.
 pub async fn probe(backend: &Backend, tier: &TierHandle) {
     let key = backend.segment_key(0);
@@ -129,5 +145,53 @@ pub async fn probe(backend: &Backend, tier: &TierHandle) {
                 "tiered storage: the object store cannot be used now; segments stay local until it can");
             tier.status.set_error(Some(why));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_store_is_named_so() {
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let backend = open_backend(&TierBackend::S3(S3Settings {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            bucket: "b".into(),
+            region: "us-east-1".into(),
+            access_key: "k".into(),
+            secret_key: "s".into(),
+            prefix: String::new(),
+        }))
+        .unwrap();
+        let error = backend
+            .store
+            .head(&backend.segment_key(0))
+            .await
+            .unwrap_err();
+        let why = explain(&error);
+        assert!(why.contains("unreachable"), "{why}");
+        assert_eq!(
+            backend.segment_key(65536).to_string(),
+            "commitlog/00000000000000065536"
+        );
+    }
+
+    #[test]
+    fn s3_needs_a_bucket() {
+        let settings = S3Settings {
+            endpoint: String::new(),
+            bucket: String::new(),
+            region: "us-east-1".into(),
+            access_key: String::new(),
+            secret_key: String::new(),
+            prefix: "p".into(),
+        };
+        assert!(open_backend(&TierBackend::S3(settings)).is_err());
     }
 }
