@@ -373,13 +373,18 @@ impl CommitLogReader {
         self.shared.tier.get().cloned()
     }
 
-    /// Start offset and file of every sealed (not the active, last)
-    /// local segment, oldest first. Sealed segments never change.
+    /// Start offset and file of every sealed local segment, oldest first:
+    /// never the active (last) one, and only those wholly flushed (the
+    /// durable position is past their end, so their BLANK filler and every
+    /// record in them are on disk). Sealed segments never change.
     pub fn sealed_segments(&self) -> Vec<(i64, std::path::PathBuf)> {
         let list = self.shared.segment_list();
+        let durable = self.shared.durable();
+        let seg = self.shared.segment_bytes as i64;
         let sealed = list.len().saturating_sub(1);
         list[..sealed]
             .iter()
+            .filter(|segment| segment.start + seg <= durable)
             .map(|segment| (segment.start, segment.path.clone()))
             .collect()
     }
