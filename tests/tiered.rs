@@ -299,3 +299,109 @@ fn s3_offload_survives_kill9_and_a_store_that_is_down() {
     assert!(status.is_some(), "{}", runtime_info(&mut conn));
     s3.stop();
 }
+
+/// A TCP proxy to `target` that closes every other connection it accepts
+/// at once, and cuts the others after 150 ms, whatever is in flight (a
+/// store failing about half its requests: the client's pooled connections
+/// keep dying). Stops when dropped.
+struct FlakyProxy {
+    port: u16,
+    refused: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl FlakyProxy {
+    fn start(target: u16) -> Self {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = std::sync::Arc::clone(&stop);
+        let refused = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let refusing = std::sync::Arc::clone(&refused);
+        let thread = std::thread::spawn(move || {
+            let mut accepted = 0u64;
+            while !stopping.load(Ordering::Acquire) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                accepted += 1;
+                if accepted % 2 == 1 {
+                    refusing.fetch_add(1, Ordering::Relaxed);
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                client.set_nonblocking(false).unwrap();
+                let pipe = |mut from: std::net::TcpStream, mut to: std::net::TcpStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                };
+                let cut = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(150));
+                    let _ = cut.0.shutdown(std::net::Shutdown::Both);
+                    let _ = cut.1.shutdown(std::net::Shutdown::Both);
+                });
+                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                pipe(server, client);
+            }
+            accepted
+        });
+        Self {
+            port,
+            refused,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for FlakyProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn s3_that_refuses_half_the_connections_loses_nothing() {
+    let Some(binary) = s3s_fs_binary() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("flaky")).unwrap();
+    let port = free_port();
+    let mut s3 = start_s3(&binary, root.path(), port);
+    let proxy = FlakyProxy::start(port);
+    let namesrv = Namesrv::start();
+    let backend = vec![
+        "tieredBackendServiceProvider=s3".to_string(),
+        format!("objectStoreEndpoint=http://127.0.0.1:{}", proxy.port),
+        "objectStoreBucket=flaky".to_string(),
+        "objectStoreAccessKey=tierak".to_string(),
+        "objectStoreSecretKey=tiersk".to_string(),
+    ];
+    let broker = start_broker(&namesrv, &backend);
+    let mut conn = broker.connect();
+    let topic = unique_name("TieredFlaky");
+    harness::requests::create_topic(&mut conn, &topic, 2);
+    send_range(&mut conn, &topic, 0, 400);
+    wait_offloaded_and_dropped(&mut conn, &broker);
+    pull_all(&mut conn, &topic, 400);
+    let refused = proxy.refused.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(refused >= 3, "the proxy refused only {refused} connections");
+    drop(conn);
+    drop(broker);
+    drop(proxy);
+    s3.stop();
+}
