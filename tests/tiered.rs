@@ -167,11 +167,39 @@ fn offloads_to_a_directory_drops_locally_and_reads_through() {
     // The ConsumeQueue still starts at 0: a new group reads everything.
     pull_all(&mut conn, &topic, 400);
     assert!(info_number(&mut conn, "tieredRemoteReads") >= 1);
-    // After a restart the manifest still names what is remote.
+    // After a restart the manifest still names what is remote; the cache
+    // is empty: a pop consumer of a new group reads it back too.
     drop(conn);
     broker.restart();
     let mut conn = broker.connect();
+    pop_all(&mut conn, &topic, 400);
     pull_all(&mut conn, &topic, 400);
+}
+
+/// A pop consumer of a new group (initMode MIN) gets queue 0's messages
+/// from offset 0 to `count`, each with its body.
+fn pop_all(conn: &mut RemotingConn, topic: &str, count: i64) {
+    let group = unique_name("tier_pop");
+    let mut seen = std::collections::BTreeSet::new();
+    let popped = wait_for(Duration::from_secs(60), || {
+        let (_, got) = ferrocket_testkit::pop::pop(conn, &group, topic, 32, 60_000, 0);
+        for message in got {
+            assert_eq!(
+                message.body.as_bytes(),
+                body(message.offset),
+                "{}",
+                message.offset
+            );
+            seen.insert(message.offset);
+        }
+        (seen.len() as i64 >= count).then_some(())
+    });
+    assert!(
+        popped.is_some(),
+        "a pop consumer got {} of {count} messages",
+        seen.len()
+    );
+    assert_eq!(seen.first(), Some(&0));
 }
 
 /// The `s3s-fs` binary: `FERROCKET_S3S_FS`, else where scripts/test-all.sh
