@@ -183,7 +183,9 @@ fn read(store: &ShardStore, query: &PullQuery) -> (PullAnswer, Option<(i64, usiz
     assert!(found.records.len() <= query.max_messages.max(1));
     if found.records.is_empty() {
         if found.remote.is_some() {
-            return (status(response_code::PULL_NOT_FOUND, offset), found.remote);
+            // Not yet fetched (or evicted again): never held as "nothing new".
+            let code = response_code::PULL_RETRY_IMMEDIATELY;
+            return (status(code, offset), found.remote);
         }
         let code = if found.next > offset {
             response_code::PULL_RETRY_IMMEDIATELY
