@@ -286,6 +286,13 @@ fn s3_offload_survives_kill9_and_a_store_that_is_down() {
     // The store goes down: sends keep working, segments stay local, the
     // broker says why; back up, the uploads resume.
     s3.kill();
+    // An offloaded message (not cached) cannot be read now: the pull is
+    // answered with why, and the consumer keeps its offset.
+    let group = unique_name("tier_down");
+    let answer = conn.request(pull_request(&group, &topic, 0, 0, 32, 0));
+    assert_eq!(answer.code, response_code::SYSTEM_ERROR, "{answer:?}");
+    let remark = answer.remark.clone().unwrap_or_default();
+    assert!(remark.contains("object storage"), "{remark}");
     let local_before = local_segments(&broker).len();
     send_range(&mut conn, &topic, 300, 700);
     let told = wait_for(Duration::from_secs(60), || {
