@@ -2,7 +2,9 @@
 # The project's test command (README: ./scripts/test-all.sh).
 #
 #  1. builds every crate and test target,
-#  2. runs the Rust tests (unit, integration: real `ferrocket` processes),
+#  2. runs the Rust tests (unit, integration: real `ferrocket` processes;
+#     tests/tiered.rs also runs s3s-fs, an S3-compatible server installed
+#     from crates.io into target/s3s),
 #  3. creates or reuses a Python venv in target/interop-venv with the pinned
 #     Apache RocketMQ C++ client (PyPI rocketmq==0.4.4) and runs the interop
 #     suite in tests/interop against target/debug/ferrocket,
@@ -47,8 +49,29 @@ PREFETCH_PID=$!
 trap 'kill -- -"$PREFETCH_PID" 2>/dev/null || true' EXIT
 step "fetching the Java and Go clients in the background (pid $PREFETCH_PID, log $PREFETCH_LOG)"
 
+# tests/tiered.rs runs a real S3-compatible server as its own process: the
+# crate s3s-fs (pinned), installed once into target/s3s while the workspace
+# builds (cargo install skips it when that version is there).
+S3S_FS_VERSION=0.14.1
+S3S_LOG="$TARGET_DIR/s3s-install.log"
+mkdir -p "$TARGET_DIR/s3s"
+cargo install s3s-fs --version "$S3S_FS_VERSION" --features binary --locked \
+    --root "$TARGET_DIR/s3s" --target-dir "$TARGET_DIR/s3s/build" >"$S3S_LOG" 2>&1 &
+S3S_PID=$!
+trap 'kill -- -"$PREFETCH_PID" 2>/dev/null || true; kill "$S3S_PID" 2>/dev/null || true' EXIT
+step "installing s3s-fs $S3S_FS_VERSION in the background (pid $S3S_PID, log $S3S_LOG)"
+
 step "cargo build --workspace --all-targets"
 cargo build --workspace --all-targets
+
+step "waiting for s3s-fs (tests/tiered.rs)"
+if ! wait "$S3S_PID"; then
+    cat "$S3S_LOG" >&2
+    echo "error: installing s3s-fs failed (see above)" >&2
+    exit 1
+fi
+rm -rf "$TARGET_DIR/s3s/build"
+export FERROCKET_S3S_FS="$TARGET_DIR/s3s/bin/s3s-fs" FERROCKET_TEST_ALL=1
 
 step "cargo test --workspace"
 cargo test --workspace

@@ -244,6 +244,10 @@ fn broker_replication_keys(
             .controller_mode
             .apply(key, &setting.value)
             .map_err(|e| format!("{}: {e}", setting.origin))? => {}
+        key if config
+            .tier
+            .apply(key, &setting.value)
+            .map_err(|e| format!("{}: {e}", setting.origin))? => {}
         "haMasterAddress" => ha.ha_master_address = setting.value.trim().to_owned(),
         "brokerIP2" => ha.broker_ip2 = setting.value.trim().to_owned(),
         "haSendHeartbeatInterval" => ha.ha_heartbeat_interval_ms = positive(key, setting)?,

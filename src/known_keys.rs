@@ -149,6 +149,7 @@ pub fn broker_keys() -> Vec<&'static str> {
         .chain(&ferrocket_tls::KEYS)
         .chain(&["useTLS"])
         .chain(ferrocket_broker::ControllerModeConfig::KEYS)
+        .chain(ferrocket_broker::TierKeys::KEYS)
         .chain(ferrocket_grpc::GrpcLimits::KEYS)
         .chain(crate::compaction_keys::KEYS)
         .copied()

@@ -148,7 +148,7 @@ impl ServerProcess {
         args: &[String],
         home: &Path,
     ) -> Result<Self, String> {
-        let mut command = match netns {
+        let command = match netns {
             Some(ns) => {
                 let mut ip = Command::new("ip");
                 ip.args(["netns", "exec", ns, ferrocket_bin()]);
@@ -156,6 +156,23 @@ impl ServerProcess {
             }
             None => Command::new(ferrocket_bin()),
         };
+        Self::launch(role, command, args, home)
+    }
+
+    /// Runs another server program (a test's S3 server, say) with `HOME=home`.
+    pub fn spawn_program(program: &Path, args: &[String], home: &Path) -> Result<Self, String> {
+        let role = program
+            .file_name()
+            .map_or("program".into(), |n| n.to_string_lossy().into_owned());
+        Self::launch(&role, Command::new(program), args, home)
+    }
+
+    fn launch(
+        role: &str,
+        mut command: Command,
+        args: &[String],
+        home: &Path,
+    ) -> Result<Self, String> {
         command
             .args(args)
             .env("HOME", home)
@@ -168,7 +185,7 @@ impl ServerProcess {
         }
         let mut child = command
             .spawn()
-            .map_err(|e| format!("cannot run {} {args:?}: {e}", ferrocket_bin()))?;
+            .map_err(|e| format!("cannot run {role} {args:?}: {e}"))?;
         let pid = i32::try_from(child.id()).map_err(|e| e.to_string())?;
         let log = OutputLog::default();
         let (sender, lines) = mpsc::channel();

@@ -38,6 +38,7 @@ mod start;
 mod tasks;
 mod wire;
 
+pub use config::tier::TierKeys;
 pub use config::{
     AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, ControllerModeConfig,
     FlushDiskType, MasterLease, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig,

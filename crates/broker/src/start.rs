@@ -144,6 +144,9 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let (store, parts) = MessageStore::open(config.store_config())?;
     crate::services::master_epoch::record(&config, store.written_offset())?;
     let files = ConfigFiles::load(&store, &config)?;
+    // Uploads and remote reads run on a thread of their own.
+    let tier = ferrocket_tier::TierService::start(&store)
+        .map_err(|e| BrokerError::Config(e.to_string()))?;
     let (appender, ports) = start_appender(&config, parts, count)?;
     let env = Arc::new(files.into_env(config, store, listen)?);
     // Ends by itself within one interval of the stop flag.
@@ -194,6 +197,9 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
         }
     }
     let stored = appender.join();
+    if let Some(tier) = tier {
+        tier.stop();
+    }
     if let Some(error) = failure {
         return Err(error);
     }

@@ -99,6 +99,9 @@ pub(crate) struct CommitLogShared {
     pub(crate) replica: std::sync::atomic::AtomicBool,
     /// What topics with a longer retention than the broker's keep.
     pub(crate) topic_keep: crate::topic_retention::KeepFloors,
+    /// Tiered storage, when on: segments below the local start may still
+    /// be readable from object storage.
+    pub(crate) tier: std::sync::OnceLock<Arc<crate::tier::TierShared>>,
 }
 
 impl CommitLogShared {
@@ -126,6 +129,7 @@ impl CommitLogShared {
             disk: crate::disk::DiskState::default(),
             replica: std::sync::atomic::AtomicBool::new(false),
             topic_keep: Default::default(),
+            tier: std::sync::OnceLock::new(),
         }
     }
 
@@ -222,6 +226,27 @@ impl CommitLogShared {
             .unwrap_or(0)
     }
 
+    /// The lowest offset still held anywhere: the local start, or below it
+    /// the start of the offloaded segments that reach up to it. What
+    /// ConsumeQueue retention and readers treat as the CommitLog's start.
+    pub(crate) fn logical_min(&self) -> i64 {
+        let local = self.min_offset();
+        self.tier
+            .get()
+            .and_then(|tier| tier.offloaded.remote_floor(local))
+            .map_or(local, |floor| floor.min(local))
+    }
+
+    /// Bytes of an offloaded segment below the local start, from the
+    /// read-through cache (`None`: not offloaded, or not cached yet).
+    pub(crate) fn read_offloaded(&self, offset: i64, size: usize) -> Option<Bytes> {
+        let tier = self.tier.get()?;
+        if offset >= self.min_offset() || offset < self.logical_min() {
+            return None;
+        }
+        tier.read_cached(offset, size).ok()
+    }
+
     /// Keeps a copy of a just-written batch readable from memory (Direct mode).
     pub(crate) fn push_hot(&self, start: i64, bytes: Bytes) {
         let Some(hot) = &self.hot else { return };
@@ -315,7 +340,9 @@ impl CommitLogReader {
     /// points into the segment map or the hot tail.
     pub fn read(&self, physical_offset: i64, size: usize) -> Option<Bytes> {
         let segments = self.shared.segment_list();
-        self.shared.read_in(&segments, physical_offset, size)
+        self.shared
+            .read_in(&segments, physical_offset, size)
+            .or_else(|| self.shared.read_offloaded(physical_offset, size))
     }
 
     /// End of the readable CommitLog (`getMaxOffset`).
@@ -328,9 +355,41 @@ impl CommitLogReader {
         self.shared.durable()
     }
 
-    /// Start of the first segment (`getMinOffset`).
+    /// Start of the first local segment (`getMinOffset`).
     pub fn min_offset(&self) -> i64 {
         self.shared.min_offset()
+    }
+
+    /// Start of the CommitLog counting offloaded segments (tiered
+    /// storage); the local start without it.
+    pub fn logical_min_offset(&self) -> i64 {
+        self.shared.logical_min()
+    }
+
+    /// Whether `offset` lies in a segment that only object storage holds.
+    pub fn is_offloaded(&self, offset: i64) -> bool {
+        offset < self.shared.min_offset() && offset >= self.shared.logical_min()
+    }
+
+    /// Tiered storage's shared state, when on.
+    pub fn tier(&self) -> Option<Arc<crate::tier::TierShared>> {
+        self.shared.tier.get().cloned()
+    }
+
+    /// Start offset and file of every sealed local segment, oldest first:
+    /// never the active (last) one, and only those wholly flushed (the
+    /// durable position is past their end, so their BLANK filler and every
+    /// record in them are on disk). Sealed segments never change.
+    pub fn sealed_segments(&self) -> Vec<(i64, std::path::PathBuf)> {
+        let list = self.shared.segment_list();
+        let durable = self.shared.durable();
+        let seg = self.shared.segment_bytes as i64;
+        let sealed = list.len().saturating_sub(1);
+        list[..sealed]
+            .iter()
+            .filter(|segment| segment.start + seg <= durable)
+            .map(|segment| (segment.start, segment.path.clone()))
+            .collect()
     }
 
     /// Segment size in bytes.
@@ -396,7 +455,7 @@ impl LocalReader {
             let segments = Arc::clone(&self.segments.borrow());
             return self.shared.read_in(&segments, offset, size);
         }
-        found
+        found.or_else(|| self.shared.read_offloaded(offset, size))
     }
 
     /// Reloads the segment list if it changed; true when it did (also

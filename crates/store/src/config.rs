@@ -97,6 +97,8 @@ pub struct StoreConfig {
     /// recovery gives that topic's entries their deliver time as tag code,
     /// as Java does (`messageDelayLevel`; empty: the TAGS hash).
     pub schedule_delays_ms: Vec<i64>,
+    /// Tiered storage to object storage; `None`: off.
+    pub tier: Option<crate::tier::TierConfig>,
 }
 
 impl StoreConfig {
@@ -120,6 +122,7 @@ impl StoreConfig {
             notify_written_shard: None,
             dispatch_gated: false,
             schedule_delays_ms: Vec::new(),
+            tier: None,
         }
     }
 

@@ -104,6 +104,7 @@ mod ring;
 mod shard;
 mod stop;
 mod store;
+pub mod tier;
 pub mod timer;
 pub mod topic_retention;
 mod truncate;

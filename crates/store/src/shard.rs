@@ -403,6 +403,19 @@ impl ShardStore {
         self.inner.reader.read(physical_offset, size)
     }
 
+    /// Brings the offloaded bytes at `physical_offset` into the
+    /// read-through cache (tiered storage); the fetch runs off this executor.
+    pub async fn fetch_offloaded(
+        &self,
+        physical_offset: i64,
+        size: usize,
+    ) -> Result<(), StoreError> {
+        match self.inner.ctx.shared.tier.get() {
+            Some(tier) => tier.fetch(physical_offset, size).await,
+            None => Err(StoreError::Unavailable("tiered storage is off".into())),
+        }
+    }
+
     /// Every CommitLog record below this position is in this shard's
     /// ConsumeQueues (what the metrics call dispatched).
     pub fn dispatched_offset(&self) -> i64 {
@@ -493,9 +506,10 @@ impl ShardInner {
             dir,
             self.ctx.config.cq_entries_per_file,
         )?);
-        // Entries below the CommitLog's start are gone (retention), and
-        // those below the topic's retention floor.
-        queue.correct_min(self.ctx.shared.min_offset());
+        // Entries below the CommitLog's start (local or, with tiered
+        // storage, remote) are gone (retention), and those below the
+        // topic's retention floor.
+        queue.correct_min(self.ctx.shared.logical_min());
         queue.load_floor()?;
         self.queues
             .borrow_mut()

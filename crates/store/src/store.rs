@@ -48,6 +48,14 @@ impl MessageStore {
         shared
             .replica
             .store(config.replica, std::sync::atomic::Ordering::Release);
+        if let Some(tier) = &config.tier {
+            let tier = crate::tier::TierShared::open(
+                tier.clone(),
+                &config.root_dir,
+                config.segment_bytes,
+            )?;
+            let _ = shared.tier.set(Arc::new(tier));
+        }
         let config = Arc::new(config);
         Ok((
             StoreHandle {
@@ -96,6 +104,11 @@ impl StoreHandle {
     /// End of the flushed CommitLog.
     pub fn durable_offset(&self) -> i64 {
         self.shared.durable()
+    }
+
+    /// Tiered storage's shared state, when on.
+    pub fn tier(&self) -> Option<crate::tier::TierHandle> {
+        self.shared.tier.get().cloned()
     }
 
     /// Whether the CommitLog takes only a master's bytes (a slave's copy).

@@ -174,6 +174,10 @@ pub(crate) struct Needs {
     /// No queue reads below here (every queue's first readable message, and
     /// what is not dispatched yet): segments wholly below may go.
     pub(crate) needed: i64,
+    /// Pinned queues (a compaction topic's part not compacted yet) read
+    /// the CommitLog itself from here on: segments from here stay local,
+    /// however old, tiered storage or not.
+    pub(crate) pinned: i64,
 }
 
 /// Per shard, what its queues need of the CommitLog.
@@ -199,10 +203,12 @@ impl KeepFloors {
         let mut all = Needs {
             keep: i64::MAX,
             needed: i64::MAX,
+            pinned: i64::MAX,
         };
         for needs in shards.values() {
             all.keep = all.keep.min(needs.keep);
             all.needed = all.needed.min(needs.needed);
+            all.pinned = all.pinned.min(needs.pinned);
         }
         Some(all)
     }

@@ -18,6 +18,7 @@ mod online;
 mod replication;
 mod role_switch;
 mod store_paths;
+pub mod tier;
 
 pub use auth::{AuthConfig, Whitelist};
 pub use controller_mode::*;
@@ -232,6 +233,8 @@ pub struct BrokerConfig {
     pub replication: ReplicationConfig,
     /// `enableControllerMode` and its keys: role and id from a controller.
     pub controller_mode: ControllerModeConfig,
+    /// Tiered storage to object storage (`tieredStorageLevel` and its keys).
+    pub tier: tier::TierKeys,
     /// The Prometheus endpoint (`metricsExporterType=PROM` and its keys).
     pub metrics: MetricsConfig,
     /// `brokerPermission`: 6 reads and writes; without the write bit (2)
@@ -329,6 +332,7 @@ impl Default for BrokerConfig {
             server_limits: ServerLimits::default(),
             replication: ReplicationConfig::default(),
             controller_mode: ControllerModeConfig::default(),
+            tier: tier::TierKeys::default(),
             metrics: MetricsConfig::default(),
             broker_permission: ferrocket_protocol::body::perm::READ_WRITE,
             online_keys: None,
@@ -412,6 +416,7 @@ impl BrokerConfig {
             .validate()
             .map_err(BrokerError::Config)?;
         store_paths::check(self).map_err(BrokerError::Config)?;
+        self.tier.store_config().map_err(BrokerError::Config)?;
         self.metrics.validate().map_err(BrokerError::Config)?;
         if self.broker_name.trim().is_empty() {
             return bad("brokerName is empty".into());
@@ -516,6 +521,12 @@ impl BrokerConfig {
         // A master's HA links run on shard 0 and push every written batch.
         store.notify_written_shard = (!store.replica).then_some(0);
         store.dispatch_gated = self.dispatch_gated();
+        // A slave's copy is the master's to offload (`validate` reports a
+        // bad combination).
+        store.tier = match store.replica {
+            true => None,
+            false => self.tier.store_config().ok().flatten(),
+        };
         store
     }
 

@@ -87,11 +87,7 @@ pub(crate) async fn execute(
             .borrow_mut()
             .commit(&query.group, &query.topic, query.queue_id, offset);
     }
-    let read = |query: &PullQuery| match compacted() {
-        Some(file) => compaction::read::pull(store, query, &file, |q| read(store, q)),
-        None => read(store, query),
-    };
-    let first = read(&query);
+    let first = read_through(store, &query, &compacted).await;
     if first.code != response_code::PULL_NOT_FOUND || query.suspend_ms == 0 {
         return first;
     }
@@ -124,41 +120,110 @@ pub(crate) async fn execute(
         // Nobody to answer: skip the read.
         return first;
     }
-    read(&query)
+    read_through(store, &query, &compacted).await
 }
 
-/// One look at the queue (`getMessage`), never waiting.
-fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
+/// Most object-storage fetches one pull waits for.
+const REMOTE_FETCHES_MAX: usize = 2;
+
+/// [`read`], first bringing offloaded bytes back from object storage when
+/// the pull starts in a segment only the tier holds (tiered storage). The
+/// fetch runs on the tier's thread; this shard serves others meanwhile.
+async fn read_through(
+    store: &ShardStore,
+    query: &PullQuery,
+    compacted: &impl Fn() -> Option<SharedFile>,
+) -> PullAnswer {
+    for _ in 0..REMOTE_FETCHES_MAX {
+        let (answer, remote) = read_queue(store, query, compacted);
+        let Some((physical_offset, size)) = remote else {
+            return answer;
+        };
+        if let Err(err) = store.fetch_offloaded(physical_offset, size).await {
+            let (min, max) = (answer.min_offset, answer.max_offset);
+            let mut failed =
+                PullAnswer::status(response_code::SYSTEM_ERROR, query.queue_offset, min, max);
+            failed.remark = Some(err.to_string());
+            return failed;
+        }
+    }
+    read_queue(store, query, compacted).0
+}
+
+/// [`read`], through the queue's compacted file for a compaction topic
+/// (below its compacted end the file answers; past it, the queue).
+fn read_queue(
+    store: &ShardStore,
+    query: &PullQuery,
+    compacted: &impl Fn() -> Option<SharedFile>,
+) -> (PullAnswer, Option<(i64, usize)>) {
+    let Some(file) = compacted() else {
+        return read(store, query);
+    };
+    let remote = std::cell::Cell::new(None);
+    let answer = compaction::read::pull(store, query, &file, |q| {
+        let (answer, fetch) = read(store, q);
+        remote.set(fetch);
+        answer
+    });
+    (answer, remote.get())
+}
+
+/// Tiered storage: when the records from queue `offset` on start in an
+/// offloaded segment that is not cached, fetches them (a failure is
+/// logged; the read that follows then finds nothing there).
+pub(crate) async fn warm_offloaded(store: &ShardStore, queue: &ConsumeQueue, offset: i64) {
+    for _ in 0..REMOTE_FETCHES_MAX {
+        let found = gather_from(store, queue, offset, (1, usize::MAX), &TagFilter::All);
+        let Some((physical_offset, size)) = found.remote else {
+            return;
+        };
+        if let Err(err) = store.fetch_offloaded(physical_offset, size).await {
+            tracing::warn!(offset, error = %err, "tiered storage: a pop could not read offloaded messages");
+            return;
+        }
+    }
+}
+
+/// One look at the queue (`getMessage`), never waiting; with the CommitLog
+/// offset to fetch from object storage when nothing could be read before
+/// offloaded bytes that are not cached.
+fn read(store: &ShardStore, query: &PullQuery) -> (PullAnswer, Option<(i64, usize)>) {
     let queue = match store.consume_queue(&query.topic, query.queue_id) {
         Ok(queue) => queue,
         Err(err) => {
             let mut answer =
                 PullAnswer::status(response_code::SYSTEM_ERROR, query.queue_offset, 0, 0);
             answer.remark = Some(err.to_string());
-            return answer;
+            return (answer, None);
         }
     };
     let (min, max) = (queue.min_offset(), queue.max_offset());
     let offset = query.queue_offset;
     let status = |code, next| PullAnswer::status(code, next, min, max);
     if let Some((code, next)) = outside(offset, min, max) {
-        return status(code, next);
+        return (status(code, next), None);
     }
     let found = gather(store, query, &queue);
     assert!(found.next >= offset, "a pull never moves the consumer back");
     assert!(found.records.len() <= query.max_messages.max(1));
     if found.records.is_empty() {
+        if found.remote.is_some() {
+            // Not yet fetched (or evicted again): never held as "nothing new".
+            let code = response_code::PULL_RETRY_IMMEDIATELY;
+            return (status(code, offset), found.remote);
+        }
         let code = if found.next > offset {
             response_code::PULL_RETRY_IMMEDIATELY
         } else {
             response_code::PULL_NOT_FOUND
         };
-        return status(code, found.next);
+        return (status(code, found.next), None);
     }
     let behind_bytes = queue
         .entry(offset)
         .map_or(0, |e| store.reader().written_offset() - e.physical_offset);
-    PullAnswer {
+    let answer = PullAnswer {
         code: response_code::SUCCESS,
         remark: None,
         next_begin_offset: found.next,
@@ -167,7 +232,8 @@ fn read(store: &ShardStore, query: &PullQuery) -> PullAnswer {
         message_count: found.records.len() as u32,
         body: found.into_body(),
         behind_bytes,
-    }
+    };
+    (answer, None)
 }
 
 /// The answer when `offset` is not inside the queue's `min..max`: its code
@@ -199,6 +265,9 @@ pub(crate) struct Gathered {
     pub records: Vec<Bytes>,
     pub bytes: usize,
     pub next: i64,
+    /// Where reading stopped at offloaded bytes not cached yet (tiered
+    /// storage): fetch them, then read again.
+    pub remote: Option<(i64, usize)>,
 }
 
 impl Gathered {
@@ -236,6 +305,7 @@ pub(crate) fn gather_from(
         records: Vec::new(),
         bytes: 0,
         next: offset,
+        remote: None,
     };
     for (index, entry) in entries.iter().enumerate() {
         let size = usize::try_from(entry.size).unwrap_or(0);
@@ -260,7 +330,11 @@ pub(crate) fn gather_from(
             // Its segment was just deleted by retention and the queue's min
             // offset is not moved yet (Java's MESSAGE_WAS_REMOVING): skip
             // it, so the answer is PULL_RETRY_IMMEDIATELY past it.
-            None if entry.physical_offset < store.reader().min_offset() => {}
+            None if store.reader().is_offloaded(entry.physical_offset) => {
+                found.remote = Some((entry.physical_offset, size));
+                break;
+            }
+            None if entry.physical_offset < store.reader().logical_min_offset() => {}
             None => {
                 tracing::error!(
                     queue_offset,

@@ -35,6 +35,25 @@ pub(crate) fn read_record(store: &ShardStore, physical_offset: i64) -> Option<By
     }
 }
 
+/// [`read_record`], first bringing an offloaded record back from object
+/// storage (tiered storage; the fetch runs off this shard's executor).
+pub(crate) async fn read_record_through(store: &ShardStore, physical_offset: i64) -> Option<Bytes> {
+    if physical_offset >= 0 && store.reader().is_offloaded(physical_offset) {
+        store
+            .fetch_offloaded(physical_offset, RECORD_HEAD_BYTES)
+            .await
+            .ok()?;
+        let head = store.read_records(physical_offset, RECORD_HEAD_BYTES)?;
+        if let Ok(RecordPeek::Message { total_size, .. }) = peek_record(&head) {
+            store
+                .fetch_offloaded(physical_offset, total_size)
+                .await
+                .ok()?;
+        }
+    }
+    read_record(store, physical_offset)
+}
+
 /// Decodes a record read by [`read_record`] (without the CRC check: the
 /// store checked it on recovery, and the body is passed on as it is).
 pub(crate) fn view(bytes: &Bytes) -> Result<RecordView<'_>, Reject> {

@@ -95,7 +95,7 @@ async fn dispatch_other(
         GET_BROKER_CONFIG => Ok(broker_config::get_broker_config(shard, request)),
         UPDATE_BROKER_CONFIG => broker_config::update_broker_config(shard, request).await,
         QUERY_MESSAGE => query::query_message(shard, conn, request).await,
-        VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, conn, request),
+        VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, conn, request).await,
         SEARCH_OFFSET_BY_TIMESTAMP => query::queue_time_request(shard, request, true).await,
         GET_EARLIEST_MSG_STORETIME => query::queue_time_request(shard, request, false).await,
         END_TRANSACTION => transaction::end_transaction(shard, conn, request).await,

@@ -208,13 +208,14 @@ pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<Qu
 
 /// VIEW_MESSAGE_BY_ID: the record at the CommitLog offset `offset` (the
 /// offset message id's last 8 bytes, decoded by the client).
-pub(crate) fn view_message_by_id(
+pub(crate) async fn view_message_by_id(
     shard: &Shard,
     conn: &Connection,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let offset = request.ext_fields.required_i64("offset")?;
-    let record = read_record(&shard.store, offset)
+    let record = crate::services::records::read_record_through(&shard.store, offset)
+        .await
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
     let view = crate::services::records::view(&record)?;
     super::acl::check_stored(shard, conn, request, view.topic)?;

@@ -145,6 +145,36 @@ impl ShardCall<Shard> for ForgetTopic {
     }
 }
 
+/// Tiered storage's state (Ferrocket's own keys), when it is on.
+fn tier_info(reader: &ferrocket_store::CommitLogReader, put: &mut impl FnMut(&str, String)) {
+    let Some(tier) = reader.tier() else {
+        return;
+    };
+    use ferrocket_store::tier::TierStatus;
+    let status = &tier.status;
+    put("tieredStorageLevel", "NOT_IN_DISK".to_string());
+    put("tieredMinOffset", reader.logical_min_offset().to_string());
+    put("tieredOffloadedSegments", tier.offloaded.len().to_string());
+    let counters = [
+        ("tieredPendingSegments", &status.pending_segments),
+        ("tieredUploadFailures", &status.upload_failures),
+        ("tieredDroppedSegments", &status.dropped_segments),
+        ("tieredRemoteReads", &status.remote_reads),
+        ("tieredRemoteReadFailures", &status.remote_read_failures),
+    ];
+    for (key, counter) in counters {
+        put(key, TierStatus::get(counter).to_string());
+    }
+    let error = status.last_error();
+    put(
+        "tieredStoreStatus",
+        match error.is_empty() {
+            true => "ok".to_string(),
+            false => format!("segments stay local: {error}"),
+        },
+    );
+}
+
 /// GET_BROKER_RUNTIME_INFO: a few counters summed over the shards.
 pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -> RemotingCommand {
     let total = stats::broker_totals(shard).await;
@@ -190,6 +220,7 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
     );
     put("commitLogMinOffset", reader.min_offset().to_string());
     put("commitLogMaxOffset", reader.written_offset().to_string());
+    tier_info(&reader, &mut put);
     // Ferrocket's own key: `cluster list` shows each broker's role.
     put(
         "brokerRole",

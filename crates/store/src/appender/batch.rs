@@ -295,7 +295,7 @@ impl Appender {
             }
         }
         if reset {
-            let commitlog_min = self.common.shared.min_offset();
+            let commitlog_min = self.common.shared.logical_min();
             topic_reset::persist(&mut self.floors, commitlog_min, &self.config.config_dir());
         }
         (appends, replicas)

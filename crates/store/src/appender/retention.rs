@@ -72,10 +72,20 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
     let needs = common.shared.topic_keep.lowest(common.senders.len());
     let forced = reason.disk_forced && retention.clean_forcibly;
     let count = allowed_by_queues(&starts, count, needs, reason, forced);
+    let pinned = match forced {
+        true => i64::MAX,
+        false => needs.map_or(i64::MIN, |needs| needs.pinned),
+    };
+    let count = tier_gate(common, &segments, &mtimes, count).min(below(&starts, pinned));
     if count == 0 {
         return 0;
     }
     let removed = common.shared.remove_front(count);
+    if let Some(tier) = common.shared.tier.get() {
+        tier.status
+            .dropped_segments
+            .fetch_add(removed.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
     let paths: Vec<PathBuf> = removed
         .iter()
         .map(|segment| dir.join(offset_file_name(segment.start)))
@@ -105,7 +115,8 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
 /// How many segments (of those starting at `starts`) go, given that
 /// `count` expired by age and what the shards' queues need (`None`: not
 /// known yet, so only a forced clean deletes): topics whose retention.ms
-/// outlives `fileReservedTime` keep segments from `keep` on; segments wholly
+/// outlives `fileReservedTime` keep segments from `keep` on, pinned queues
+/// (compaction topics) from `pinned` on; segments wholly
 /// below `needed` (no queue reads them any more: their topics' own rules
 /// expired them) go at a deletion hour or on a full disk, however young. A
 /// forced clean (the disk over `diskSpaceCleanForciblyRatio`) wins over all.
@@ -120,9 +131,8 @@ fn allowed_by_queues(
         return count;
     }
     let Some(needs) = needs else { return 0 };
-    // Segment i ends where segment i + 1 starts.
-    let below = |position: i64| starts.windows(2).take_while(|p| p[1] <= position).count();
-    let by_age = count.min(below(needs.keep));
+    let below = |position: i64| below(starts, position);
+    let by_age = count.min(below(needs.keep.min(needs.pinned)));
     if by_age < count {
         tracing::debug!(
             keep = needs.keep,
@@ -135,6 +145,43 @@ fn allowed_by_queues(
         false => 0,
     };
     by_age.max(unread).min(DELETE_SEGMENTS_PER_PASS_MAX)
+}
+
+/// How many of the segments starting at `starts` lie wholly below
+/// `position` (segment i ends where segment i + 1 starts).
+fn below(starts: &[i64], position: i64) -> usize {
+    starts.windows(2).take_while(|p| p[1] <= position).count()
+}
+
+/// With tiered storage on: how many of the oldest segments go, given that
+/// retention chose `count`. The local budget (size, age) adds offloaded
+/// segments; every segment that goes must have a verified remote copy
+/// ([`crate::tier::Offloaded::may_drop_locally`]), so the run stops at
+/// the first without one. Off: `count` as it is.
+fn tier_gate(
+    common: &Common,
+    segments: &crate::commitlog::SegmentList,
+    mtimes: &[SystemTime],
+    count: usize,
+) -> usize {
+    let Some(tier) = common.shared.tier.get() else {
+        return count;
+    };
+    let seg = common.shared.segment_bytes;
+    let sealed: Vec<(u64, SystemTime)> = mtimes[..mtimes.len().saturating_sub(1)]
+        .iter()
+        .map(|mtime| (seg, *mtime))
+        .collect();
+    let total = seg * segments.len() as u64;
+    let want = count
+        .max(tier.config.over_budget(&sealed, total, SystemTime::now()))
+        .min(crate::retention::DELETE_SEGMENTS_PER_PASS_MAX)
+        .min(sealed.len());
+    segments
+        .iter()
+        .take(want)
+        .take_while(|segment| tier.offloaded.may_drop_locally(segment.start))
+        .count()
 }
 
 /// Re-reads the store disk's space every second: stops writes at
@@ -170,7 +217,13 @@ mod tests {
     #[test]
     fn queues_keep_segments_unless_forced() {
         let starts = [0, 100, 200, 300];
-        let needs = |keep, needed| Some(Needs { keep, needed });
+        let needs = |keep, needed| {
+            Some(Needs {
+                keep,
+                needed,
+                pinned: i64::MAX,
+            })
+        };
         let time = PassReason {
             time_to_delete: true,
             disk_full: false,

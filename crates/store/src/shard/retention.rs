@@ -68,7 +68,7 @@ impl ShardInner {
     pub(super) fn retention_pass(&self) -> Result<usize, StoreError> {
         self.reader.refresh();
         self.forget_finished_resets();
-        let commitlog_min = self.ctx.shared.min_offset();
+        let commitlog_min = self.ctx.shared.logical_min();
         if commitlog_min <= self.retention.cleaned_min.get() {
             return Ok(0);
         }

@@ -72,11 +72,11 @@ impl ShardInner {
             Some(source) => source(),
             None => Vec::new(),
         };
-        let (raised, mut keep, mut result) = self.apply_rules(&rules, now_ms);
-        keep = keep.min(self.pinned_position().unwrap_or_else(|e| {
+        let (raised, keep, mut result) = self.apply_rules(&rules, now_ms);
+        let pinned = self.pinned_position().unwrap_or_else(|e| {
             result = Err(e);
             i64::MIN
-        }));
+        });
         // Without rules only the broker-wide one frees segments (and the
         // scan of every queue is skipped); unknown: nothing goes early.
         let needed = match rules.is_empty() {
@@ -86,7 +86,11 @@ impl ShardInner {
                 i64::MIN
             }),
         };
-        let needs = Needs { keep, needed };
+        let needs = Needs {
+            keep,
+            needed,
+            pinned,
+        };
         self.ctx.shared.topic_keep.publish(self.shard_id, needs);
         self.topic_retention
             .tallies

@@ -103,7 +103,11 @@ fn lowest_kept_takes_the_stricter_rule() {
 
 #[test]
 fn keep_floors_wait_for_every_shard() {
-    let needs = |keep, needed| Needs { keep, needed };
+    let needs = |keep, needed| Needs {
+        keep,
+        needed,
+        pinned: i64::MAX,
+    };
     let floors = KeepFloors::default();
     assert_eq!(floors.lowest(2), None);
     floors.publish(0, needs(i64::MAX, 9000));

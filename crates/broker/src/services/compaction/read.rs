@@ -48,10 +48,12 @@ pub(crate) fn gather(
     if first >= slots.len() || offset >= tail {
         return None;
     }
+    // The compacted file is local: nothing to fetch from object storage.
     let mut found = Gathered {
         records: Vec::new(),
         bytes: 0,
         next: offset,
+        remote: None,
     };
     let mut index = first;
     while let Some(slot) = slots.get(index) {

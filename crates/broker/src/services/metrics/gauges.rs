@@ -70,6 +70,10 @@ pub(crate) struct BrokerGauges {
     pub flushed_offset: i64,
     /// Age of the oldest stored message.
     pub reserve_time_ms: Option<i64>,
+    /// Tiered storage (when on): sealed segments waiting for their upload,
+    /// and failed upload tries so far.
+    pub tier_pending_segments: Option<i64>,
+    pub tier_upload_failures: Option<i64>,
 }
 
 /// Everything one scrape shows.

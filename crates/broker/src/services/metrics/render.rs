@@ -311,6 +311,7 @@ fn storage(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
         None,
         vec![(labels(), scrape.dispatch_behind_bytes())],
     )?;
+    tiered(w, b)?;
     let reserve: Vec<_> = b
         .reserve_time_ms
         .map(|v| (labels(), v))
@@ -321,6 +322,25 @@ fn storage(w: &mut Writer<'_, '_>, scrape: &Scrape) -> fmt::Result {
         "Broker message reserve time",
         milliseconds(),
         reserve,
+    )
+}
+
+/// Tiered storage's backlog: what the object store has not taken yet.
+fn tiered(w: &mut Writer<'_, '_>, b: &super::gauges::BrokerGauges) -> fmt::Result {
+    let series = |value: Option<i64>| -> Vec<(Labels, i64)> {
+        value.map(|v| (Vec::new(), v)).into_iter().collect()
+    };
+    w.gauge(
+        "ferrocket_tiered_pending_segments",
+        "Sealed CommitLog segments not yet offloaded to object storage",
+        None,
+        series(b.tier_pending_segments),
+    )?;
+    w.gauge(
+        "ferrocket_tiered_upload_failures",
+        "Failed uploads to object storage since the broker started",
+        None,
+        series(b.tier_upload_failures),
     )
 }
 

@@ -143,6 +143,7 @@ impl ShardCall<Shard> for PopQueue {
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         shard.assert_owns(&self.topic, self.queue_id);
+        shard.warm_offloaded(&self).await;
         shard.pop_queue(&self)
     }
 }
@@ -173,6 +174,19 @@ impl Shard {
         } else {
             (max - 1).max(min)
         }
+    }
+
+    /// Tiered storage: brings the offloaded bytes where this pop starts
+    /// into the read-through cache first (the shard serves others meanwhile).
+    async fn warm_offloaded(&self, pop: &PopQueue) {
+        let Ok(queue) = self.store.consume_queue(&pop.topic, pop.queue_id) else {
+            return;
+        };
+        let min = queue.min_offset();
+        let start = self
+            .popped_up_to(&pop.group, &pop.topic, pop.queue_id)
+            .map_or(min, |offset| offset.max(min));
+        crate::services::pull::warm_offloaded(&self.store, &queue, start).await;
     }
 
     fn pop_queue(&self, pop: &PopQueue) -> Result<Popped, Reject> {

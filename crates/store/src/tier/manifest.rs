@@ -1,0 +1,156 @@
+//! The durable record of offloaded segments (`tier/manifest.json` under the
+//! store root): a segment is listed only after its remote copy was read
+//! back and matched size and CRC32. Only listed segments may leave the
+//! local disk ([`Offloaded::may_drop_locally`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{IoContext, StoreError};
+
+/// File name of the manifest in the store's `tier/` directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// One verified remote copy of a sealed CommitLog segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OffloadEntry {
+    /// The segment's start offset (its file name).
+    pub start: i64,
+    pub size: u64,
+    pub crc32: u32,
+    /// The object's key in the remote store.
+    pub key: String,
+    pub uploaded_ms: u64,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct ManifestFile {
+    segments: Vec<OffloadEntry>,
+}
+
+/// The manifest in memory, shared by the uploader, the appender (which
+/// drops segments) and readers. `Send + Sync`.
+pub struct Offloaded {
+    path: PathBuf,
+    segment_bytes: u64,
+    entries: RwLock<BTreeMap<i64, OffloadEntry>>,
+}
+
+impl Offloaded {
+    /// Loads `dir/manifest.json` (missing: nothing offloaded yet).
+    pub fn load(dir: &Path, segment_bytes: u64) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).io_context("create dir", dir)?;
+        let path = dir.join(MANIFEST_FILE);
+        let file: ManifestFile = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                StoreError::Corrupt(format!("tier manifest {}: {e}", path.display()))
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ManifestFile::default(),
+            Err(e) => return Err(crate::error::IoFailure::new("read", &path, e).into()),
+        };
+        let entries = file.segments.into_iter().map(|e| (e.start, e)).collect();
+        Ok(Self {
+            path,
+            segment_bytes,
+            entries: RwLock::new(entries),
+        })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<i64, OffloadEntry>> {
+        self.entries.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records a verified copy: written durably before it counts.
+    pub fn record(&self, entry: OffloadEntry) -> Result<(), StoreError> {
+        assert_eq!(
+            entry.size, self.segment_bytes,
+            "a whole segment is offloaded"
+        );
+        let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = entries.clone();
+        next.insert(entry.start, entry);
+        let file = ManifestFile {
+            segments: next.values().cloned().collect(),
+        };
+        let bytes = serde_json::to_vec_pretty(&file)
+            .map_err(|e| StoreError::Corrupt(format!("tier manifest encode: {e}")))?;
+        crate::json_file::write_atomic(&self.path, &bytes, false)?;
+        *entries = next;
+        Ok(())
+    }
+
+    /// The verified copy of the segment starting at `start`.
+    pub fn get(&self, start: i64) -> Option<OffloadEntry> {
+        self.read().get(&start).cloned()
+    }
+
+    /// Whether the segment at `start` may be dropped locally: only when its
+    /// remote copy is verified and recorded. The one decision every local
+    /// deletion of a CommitLog segment asks while tiering is on.
+    pub fn may_drop_locally(&self, start: i64) -> bool {
+        self.read().contains_key(&start)
+    }
+
+    /// The lowest CommitLog offset still readable remotely below
+    /// `local_min`: the start of the run of offloaded segments that ends
+    /// where local data begins. `None` when there is none.
+    pub fn remote_floor(&self, local_min: i64) -> Option<i64> {
+        let entries = self.read();
+        let seg = self.segment_bytes as i64;
+        let mut floor = local_min;
+        while entries.contains_key(&(floor - seg)) {
+            floor -= seg;
+        }
+        (floor < local_min).then_some(floor)
+    }
+
+    /// How many segments are recorded.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Segment size the entries were made with.
+    pub fn segment_bytes(&self) -> u64 {
+        self.segment_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(start: i64) -> OffloadEntry {
+        OffloadEntry {
+            start,
+            size: 100,
+            crc32: 7,
+            key: format!("k/{start}"),
+            uploaded_ms: 1,
+        }
+    }
+
+    #[test]
+    fn records_survive_reload_and_floor_is_contiguous() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Offloaded::load(dir.path(), 100).unwrap();
+        assert!(!m.may_drop_locally(0));
+        assert_eq!(m.remote_floor(300), None);
+        m.record(entry(100)).unwrap();
+        m.record(entry(200)).unwrap();
+        let m = Offloaded::load(dir.path(), 100).unwrap();
+        assert!(m.may_drop_locally(100) && m.may_drop_locally(200) && !m.may_drop_locally(0));
+        assert_eq!(m.remote_floor(300), Some(100));
+        // A hole stops the run.
+        m.record(entry(400)).unwrap();
+        assert_eq!(m.remote_floor(500), Some(400));
+        assert_eq!(m.get(400).unwrap().crc32, 7);
+    }
+}

@@ -1,0 +1,179 @@
+//! Tiered storage, the store's side: the settings, the manifest of
+//! offloaded segments, the read-through cache, the uploader's status, and
+//! the door to the fetcher (`ferrocket-tier` uploads and fetches on its own
+//! thread; see that crate). Sealed segments leave the disk only through
+//! [`Offloaded::may_drop_locally`] (appender, `appender::retention`).
+
+mod cache;
+mod config;
+mod manifest;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use futures_channel::{mpsc, oneshot};
+
+pub use config::*;
+pub use manifest::{OffloadEntry, Offloaded, MANIFEST_FILE};
+
+/// Directory of the tier's files under the store root.
+pub const TIER_DIR: &str = "tier";
+
+/// A shard asks the fetcher for one chunk of an offloaded segment.
+pub struct FetchRequest {
+    /// Start of the chunk (CommitLog offset).
+    pub chunk_start: i64,
+    pub chunk_len: usize,
+    /// The segment's verified remote copy.
+    pub entry: OffloadEntry,
+    /// `Ok` once the chunk is in the cache.
+    pub reply: oneshot::Sender<Result<(), String>>,
+}
+
+/// What the uploader tells the broker (runtime info, metrics, logs).
+#[derive(Default)]
+pub struct TierStatus {
+    pub uploaded_segments: AtomicU64,
+    pub uploaded_bytes: AtomicU64,
+    pub upload_failures: AtomicU64,
+    /// Sealed segments waiting for their upload at the last pass.
+    pub pending_segments: AtomicU64,
+    pub dropped_segments: AtomicU64,
+    pub remote_reads: AtomicU64,
+    pub remote_read_bytes: AtomicU64,
+    pub remote_read_failures: AtomicU64,
+    /// The last error talking to the store, empty when the last try worked.
+    pub last_error: Mutex<String>,
+}
+
+impl TierStatus {
+    pub fn set_error(&self, error: Option<String>) {
+        let mut last = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
+        *last = error.unwrap_or_default();
+    }
+
+    pub fn last_error(&self) -> String {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// Everything of the tier the store and the broker share. `Send + Sync`.
+pub struct TierShared {
+    pub config: TierConfig,
+    pub offloaded: Offloaded,
+    pub status: TierStatus,
+    cache: Mutex<cache::ChunkCache>,
+    fetcher: OnceLock<mpsc::UnboundedSender<FetchRequest>>,
+}
+
+impl TierShared {
+    pub(crate) fn open(
+        config: TierConfig,
+        root: &std::path::Path,
+        segment_bytes: u64,
+    ) -> Result<Self, crate::StoreError> {
+        let offloaded = Offloaded::load(&root.join(TIER_DIR), segment_bytes)?;
+        Ok(Self {
+            cache: Mutex::new(cache::ChunkCache::new(config.read_cache_bytes)),
+            config,
+            offloaded,
+            status: TierStatus::default(),
+            fetcher: OnceLock::new(),
+        })
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, cache::ChunkCache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Connects the fetcher (once, at start).
+    pub fn set_fetcher(&self, sender: mpsc::UnboundedSender<FetchRequest>) {
+        let _ = self.fetcher.set(sender);
+    }
+
+    /// Keeps a fetched chunk.
+    pub fn insert_chunk(&self, start: i64, bytes: Bytes) {
+        self.cache().insert(start, bytes);
+    }
+
+    pub fn has_chunk(&self, start: i64) -> bool {
+        self.cache().contains(start)
+    }
+
+    /// Bytes of an offloaded segment from the cache, or the start of the
+    /// chunk to fetch first.
+    pub(crate) fn read_cached(&self, offset: i64, size: usize) -> Result<Bytes, i64> {
+        let segment = self.offloaded.segment_bytes();
+        self.cache()
+            .read(offset, size, self.config.read_ahead_bytes, segment)
+    }
+
+    /// The chunk (start, length) holding `offset`.
+    pub fn chunk_at(&self, offset: i64) -> (i64, usize) {
+        let segment = self.offloaded.segment_bytes();
+        cache::chunks_of(offset, 1, self.config.read_ahead_bytes, segment)[0]
+    }
+
+    /// Brings `[offset, offset + size)` of an offloaded segment into the
+    /// cache: asks the fetcher for each missing chunk and waits for it.
+    pub async fn fetch(&self, offset: i64, size: usize) -> Result<(), crate::StoreError> {
+        let segment = self.offloaded.segment_bytes();
+        let chunks = cache::chunks_of(offset, size, self.config.read_ahead_bytes, segment).len();
+        for _ in 0..chunks {
+            match self.read_cached(offset, size) {
+                Ok(_) => return Ok(()),
+                Err(missing) => self.fetch_chunk(missing).await?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks the fetcher for the chunk starting at `chunk_start`.
+    async fn fetch_chunk(&self, chunk_start: i64) -> Result<(), crate::StoreError> {
+        let unavailable = |why: String| crate::StoreError::Unavailable(why);
+        let segment = self.offloaded.segment_bytes() as i64;
+        let seg_start = chunk_start - chunk_start.rem_euclid(segment);
+        let Some(entry) = self.offloaded.get(seg_start) else {
+            return Err(unavailable(format!(
+                "CommitLog offset {chunk_start} is neither local nor offloaded"
+            )));
+        };
+        let Some(sender) = self.fetcher.get() else {
+            return Err(unavailable("the tier fetcher is not running".into()));
+        };
+        let (chunk_start, chunk_len) = self.chunk_at(chunk_start);
+        let (reply, answer) = oneshot::channel();
+        let request = FetchRequest {
+            chunk_start,
+            chunk_len,
+            entry,
+            reply,
+        };
+        sender
+            .unbounded_send(request)
+            .map_err(|_| unavailable("the tier fetcher stopped".into()))?;
+        match answer.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(unavailable(format!(
+                "reading offloaded CommitLog offset {chunk_start} from object storage failed: {why}"
+            ))),
+            Err(_) => Err(unavailable("the tier fetcher stopped".into())),
+        }
+    }
+
+    /// Bytes in the read-through cache.
+    pub fn cached_bytes(&self) -> usize {
+        self.cache().bytes()
+    }
+}
+
+/// The handle the broker keeps: cheap to clone.
+pub type TierHandle = Arc<TierShared>;

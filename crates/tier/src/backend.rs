@@ -1,0 +1,197 @@
+//! The object store behind the tier: a local directory or an S3 bucket,
+//! and how its errors read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{ClientOptions, ObjectStore, RetryConfig};
+
+use ferrocket_store::tier::{S3Settings, TierBackend, TierHandle};
+
+use crate::TierError;
+
+/// The store and the key prefix segments go under.
+#[derive(Clone)]
+pub struct Backend {
+    pub store: Arc<dyn ObjectStore>,
+    pub prefix: String,
+    /// What to name in logs: `s3://bucket/prefix` or the directory.
+    pub describe: String,
+}
+
+impl Backend {
+    /// The object key of the CommitLog segment starting at `start`.
+    pub fn segment_key(&self, start: i64) -> ObjectPath {
+        let name = ferrocket_store::offset_file_name(start);
+        match self.prefix.is_empty() {
+            true => ObjectPath::from(format!("commitlog/{name}")),
+            false => ObjectPath::from(format!("{}/commitlog/{name}", self.prefix)),
+        }
+    }
+}
+
+/// Opens the configured store (no network yet).
+pub fn open_backend(backend: &TierBackend) -> Result<Backend, TierError> {
+    match backend {
+        TierBackend::Posix { path } => {
+            std::fs::create_dir_all(path).map_err(|e| {
+                TierError::Config(format!("tieredStoreFilePath {}: {e}", path.display()))
+            })?;
+            let store = LocalFileSystem::new_with_prefix(path).map_err(|e| {
+                TierError::Config(format!("tieredStoreFilePath {}: {e}", path.display()))
+            })?;
+            Ok(Backend {
+                store: Arc::new(store),
+                prefix: String::new(),
+                describe: path.display().to_string(),
+            })
+        }
+        TierBackend::S3(s3) => open_s3(s3),
+    }
+}
+
+fn open_s3(s3: &S3Settings) -> Result<Backend, TierError> {
+    if s3.bucket.is_empty() {
+        return Err(TierError::Config(
+            "objectStoreBucket is required with the S3 provider".into(),
+        ));
+    }
+    // Bounded waits: a store that does not answer fails a try in seconds
+    // (the segment stays local and the next pass tries again).
+    let options = ClientOptions::new()
+        .with_allow_http(true)
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_timeout(Duration::from_secs(60));
+    let retry = RetryConfig {
+        max_retries: 2,
+        retry_timeout: Duration::from_secs(15),
+        ..RetryConfig::default()
+    };
+    let mut builder = AmazonS3Builder::new()
+        .with_bucket_name(&s3.bucket)
+        .with_region(&s3.region)
+        .with_access_key_id(&s3.access_key)
+        .with_secret_access_key(&s3.secret_key)
+        .with_client_options(options)
+        .with_retry(retry);
+    if !s3.endpoint.is_empty() {
+        builder = builder
+            .with_endpoint(&s3.endpoint)
+            .with_virtual_hosted_style_request(false);
+    }
+    let store = builder
+        .build()
+        .map_err(|e| TierError::Config(format!("S3 store: {e}")))?;
+    Ok(Backend {
+        store: Arc::new(store),
+        prefix: s3.prefix.trim_matches('/').to_string(),
+        describe: format!("s3://{}/{}", s3.bucket, s3.prefix.trim_matches('/')),
+    })
+}
+
+/// A store error in words an operator can act on.
+pub fn explain(error: &object_store::Error) -> String {
+    match error {
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => {
+            format!("the object store refused the credentials: {error}")
+        }
+        _ => {
+            let text = with_causes(error);
+            let lower = text.to_ascii_lowercase();
+            if lower.contains("connect") || lower.contains("timed out") || lower.contains("dns") {
+                format!("the object store is unreachable: {text}")
+            } else if lower.contains("403")
+                || lower.contains("signature")
+                || lower.contains("access denied")
+            {
+                format!("the object store refused the credentials: {text}")
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// An error and its causes on one line (the HTTP client's own error
+/// says only "error sending request"; its cause says why).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let more = inner.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = inner.source();
+    }
+    text
+}
+
+/// One look at the store at start: logs clearly whether it answers.
+pub async fn probe(backend: &Backend, tier: &TierHandle) {
+    let key = backend.segment_key(0);
+    match backend.store.head(&key).await {
+        Ok(_) | Err(object_store::Error::NotFound { .. }) => {
+            tracing::info!(store = %backend.describe, "tiered storage: the object store answers");
+        }
+        Err(e) => {
+            let why = explain(&e);
+            tracing::error!(store = %backend.describe, error = %why,
+                "tiered storage: the object store cannot be used now; segments stay local until it can");
+            tier.status.set_error(Some(why));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_store_is_named_so() {
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let backend = open_backend(&TierBackend::S3(S3Settings {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            bucket: "b".into(),
+            region: "us-east-1".into(),
+            access_key: "k".into(),
+            secret_key: "s".into(),
+            prefix: String::new(),
+        }))
+        .unwrap();
+        let error = backend
+            .store
+            .head(&backend.segment_key(0))
+            .await
+            .unwrap_err();
+        let why = explain(&error);
+        assert!(why.contains("unreachable"), "{why}");
+        assert_eq!(
+            backend.segment_key(65536).to_string(),
+            "commitlog/00000000000000065536"
+        );
+    }
+
+    #[test]
+    fn s3_needs_a_bucket() {
+        let settings = S3Settings {
+            endpoint: String::new(),
+            bucket: String::new(),
+            region: "us-east-1".into(),
+            access_key: String::new(),
+            secret_key: String::new(),
+            prefix: "p".into(),
+        };
+        assert!(open_backend(&TierBackend::S3(settings)).is_err());
+    }
+}

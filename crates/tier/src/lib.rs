@@ -1,0 +1,114 @@
+//! Tiered storage: sealed CommitLog segments go to object storage in the
+//! background, and reads of segments no longer on the local disk come back
+//! from it.
+//!
+//! Everything here runs on one thread of its own (`ferrocket-tier`, a tokio
+//! runtime): shards never wait on it. Sealed segments are immutable, so the
+//! uploader reads their files directly; a segment is recorded in the
+//! store's manifest only after its remote copy was read back and matched
+//! size and CRC32, and only recorded segments may leave the local disk
+//! (the appender drops them under the local budget). A shard that needs an
+//! offloaded range sends a [`ferrocket_store::tier::FetchRequest`] over a
+//! channel and awaits the answer (the same bridge the gRPC endpoint uses
+//! between tokio and glommio); the fetcher puts the chunk, and reads the
+//! next one ahead, into the store's bounded cache.
+
+mod backend;
+mod fetch;
+mod upload;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrocket_store::tier::TierHandle;
+use ferrocket_store::StoreHandle;
+
+pub use backend::{open_backend, Backend};
+
+/// Name of the tier's thread.
+pub const TIER_THREAD_NAME: &str = "ferrocket-tier";
+
+/// Why tiered storage could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TierError {
+    #[error("tiered storage configuration: {0}")]
+    Config(String),
+    #[error("tiered storage: {0}")]
+    Start(String),
+}
+
+/// The running uploader and fetcher.
+pub struct TierService {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TierService {
+    /// Starts the tier's thread when the store has tiering on (`None` when off).
+    pub fn start(store: &StoreHandle) -> Result<Option<Self>, TierError> {
+        let Some(tier) = store.tier() else {
+            return Ok(None);
+        };
+        let backend = open_backend(&tier.config.backend)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(TIER_THREAD_NAME)
+            .enable_all()
+            .build()
+            .map_err(|e| TierError::Start(format!("cannot start its runtime: {e}")))?;
+        let (sender, requests) = futures_channel::mpsc::unbounded();
+        tier.set_fetcher(sender);
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = store.reader();
+        let thread_stop = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name(TIER_THREAD_NAME.into())
+            .spawn(move || {
+                runtime.block_on(run(tier, backend, reader, requests, thread_stop));
+            })
+            .map_err(|e| TierError::Start(format!("cannot start its thread: {e}")))?;
+        Ok(Some(Self {
+            stop,
+            thread: Some(thread),
+        }))
+    }
+
+    /// Stops uploading (an upload in flight is abandoned: its segment
+    /// stays local and is uploaded again after the next start).
+    pub fn stop(mut self) {
+        tracing::info!("tiered storage stopping");
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for TierService {
+    fn drop(&mut self) {
+        // A broker that failed to start: the thread ends within its next step.
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+async fn run(
+    tier: TierHandle,
+    backend: Backend,
+    reader: ferrocket_store::CommitLogReader,
+    requests: futures_channel::mpsc::UnboundedReceiver<ferrocket_store::tier::FetchRequest>,
+    stop: Arc<AtomicBool>,
+) {
+    tokio::spawn(fetch::serve(Arc::clone(&tier), backend.clone(), requests));
+    backend::probe(&backend, &tier).await;
+    let interval = Duration::from_millis(tier.config.upload_interval_ms.max(10));
+    while !stop.load(Ordering::Acquire) {
+        upload::pass(&tier, &backend, &reader, &stop).await;
+        let mut waited = Duration::ZERO;
+        while waited < interval && !stop.load(Ordering::Acquire) {
+            let step = Duration::from_millis(50).min(interval - waited);
+            tokio::time::sleep(step).await;
+            waited += step;
+        }
+    }
+}

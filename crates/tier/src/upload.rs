@@ -1,0 +1,192 @@
+//! The upload pass: every sealed local segment without a verified remote
+//! copy is uploaded, read back, checked (size and CRC32) and only then
+//! recorded in the manifest.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_lite::StreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{PutPayload, WriteMultipart};
+
+use ferrocket_store::tier::{OffloadEntry, TierHandle};
+use ferrocket_store::CommitLogReader;
+
+use crate::backend::{explain, Backend};
+
+/// Bytes read from a segment file and sent at a time.
+const PART_BYTES: usize = 8 << 20;
+
+/// Why one segment's upload failed.
+enum UploadError {
+    /// Retention removed the file meanwhile: nothing to do.
+    Gone,
+    Failed(String),
+}
+
+/// Uploads what is pending, oldest first; stops at the first failure
+/// (the store is likely down: the next pass tries again).
+pub(crate) async fn pass(
+    tier: &TierHandle,
+    backend: &Backend,
+    reader: &CommitLogReader,
+    stop: &AtomicBool,
+) {
+    let pending: Vec<(i64, PathBuf)> = reader
+        .sealed_segments()
+        .into_iter()
+        .filter(|(start, _)| !tier.offloaded.may_drop_locally(*start))
+        .collect();
+    tier.status
+        .pending_segments
+        .store(pending.len() as u64, Ordering::Relaxed);
+    for (index, (start, path)) in pending.iter().enumerate() {
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        match upload_segment(backend, *start, path, tier.offloaded.segment_bytes()).await {
+            Ok(entry) => {
+                if let Err(e) = tier.offloaded.record(entry) {
+                    tracing::error!(start, error = %e, "tiered storage: cannot record an uploaded segment");
+                    tier.status.set_error(Some(e.to_string()));
+                    return;
+                }
+                let left = (pending.len() - index - 1) as u64;
+                tier.status.pending_segments.store(left, Ordering::Relaxed);
+                tier.status
+                    .uploaded_segments
+                    .fetch_add(1, Ordering::Relaxed);
+                tier.status
+                    .uploaded_bytes
+                    .fetch_add(tier.offloaded.segment_bytes(), Ordering::Relaxed);
+                tier.status.set_error(None);
+                tracing::info!(start, store = %backend.describe, "tiered storage: segment offloaded and verified");
+            }
+            Err(UploadError::Gone) => {}
+            Err(UploadError::Failed(why)) => {
+                tier.status.upload_failures.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(start, store = %backend.describe, error = %why, pending = pending.len() - index,
+                    "tiered storage: upload failed; segments stay local until the object store takes them");
+                tier.status.set_error(Some(why));
+                return;
+            }
+        }
+    }
+}
+
+/// Uploads one segment file and verifies the remote copy.
+async fn upload_segment(
+    backend: &Backend,
+    start: i64,
+    path: &Path,
+    size: u64,
+) -> Result<OffloadEntry, UploadError> {
+    let key = backend.segment_key(start);
+    let crc32 = send_file(backend, &key, path, size).await?;
+    verify(backend, &key, size, crc32).await?;
+    let uploaded_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    Ok(OffloadEntry {
+        start,
+        size,
+        crc32,
+        key: key.to_string(),
+        uploaded_ms,
+    })
+}
+
+/// Reads `[at, at + len)` of a file off the runtime's workers.
+async fn read_part(path: &Path, at: u64, len: usize) -> Result<Bytes, UploadError> {
+    let path = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(&path)?;
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(&mut buf, at)?;
+        Ok::<_, std::io::Error>(Bytes::from(buf))
+    })
+    .await
+    .map_err(|e| UploadError::Failed(format!("segment read task: {e}")))?;
+    read.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => UploadError::Gone,
+        _ => UploadError::Failed(format!("reading the segment: {e}")),
+    })
+}
+
+/// Sends the file (one PUT, or a multipart upload when larger than a
+/// part) and returns the CRC32 of what was sent.
+async fn send_file(
+    backend: &Backend,
+    key: &ObjectPath,
+    path: &Path,
+    size: u64,
+) -> Result<u32, UploadError> {
+    let failed = |e: object_store::Error| UploadError::Failed(explain(&e));
+    let mut crc = crc32fast::Hasher::new();
+    if size <= PART_BYTES as u64 {
+        let bytes = read_part(path, 0, size as usize).await?;
+        crc.update(&bytes);
+        backend
+            .store
+            .put(key, PutPayload::from(bytes))
+            .await
+            .map_err(failed)?;
+        return Ok(crc.finalize());
+    }
+    let upload = backend.store.put_multipart(key).await.map_err(failed)?;
+    let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+    let mut at = 0u64;
+    while at < size {
+        let len = PART_BYTES.min((size - at) as usize);
+        let part = match read_part(path, at, len).await {
+            Ok(part) => part,
+            Err(e) => {
+                let _ = writer.abort().await;
+                return Err(e);
+            }
+        };
+        crc.update(&part);
+        if let Err(e) = writer.wait_for_capacity(4).await {
+            return Err(failed(e));
+        }
+        writer.put(part);
+        at += len as u64;
+    }
+    writer.finish().await.map_err(failed)?;
+    Ok(crc.finalize())
+}
+
+/// Reads the remote copy back: its size and CRC32 must match.
+async fn verify(
+    backend: &Backend,
+    key: &ObjectPath,
+    size: u64,
+    crc32: u32,
+) -> Result<(), UploadError> {
+    let failed = |e: object_store::Error| UploadError::Failed(explain(&e));
+    let meta = backend.store.head(key).await.map_err(failed)?;
+    if meta.size != size {
+        return Err(UploadError::Failed(format!(
+            "remote copy of {key} has {} bytes, expected {size}",
+            meta.size
+        )));
+    }
+    let mut stream = backend.store.get(key).await.map_err(failed)?.into_stream();
+    let mut crc = crc32fast::Hasher::new();
+    let mut read = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(failed)?;
+        read += chunk.len() as u64;
+        crc.update(&chunk);
+    }
+    let got = crc.finalize();
+    if read != size || got != crc32 {
+        return Err(UploadError::Failed(format!(
+            "remote copy of {key} does not match: {read} bytes, CRC32 {got:08x}, expected {size} bytes, {crc32:08x}"
+        )));
+    }
+    Ok(())
+}
