@@ -434,20 +434,6 @@ impl ShardStore {
         }
     }
 
-    /// DELETE_TOPIC_IN_BROKER: deletes the ConsumeQueues of `topic` that
-    /// this shard owns (their files and directories) and restarts their
-    /// offsets at 0, so a topic re-created with the name starts empty.
-    /// Call it on every shard. The CommitLog records age out by retention.
-    pub fn delete_topic_queues(&self, topic: &str) -> Result<usize, StoreError> {
-        self.inner.delete_topic(topic)
-    }
-
-    /// Runs this shard's ConsumeQueue retention pass now (it also runs every
-    /// `cleanResourceInterval`); returns the files deleted.
-    pub fn run_queue_retention(&self) -> Result<usize, StoreError> {
-        self.inner.retention_pass()
-    }
-
     /// Stops this shard's appends, waits until the appender has answered
     /// everything and closed (which happens once every shard has called
     /// `shutdown`), then flushes this shard's ConsumeQueues. Call it on

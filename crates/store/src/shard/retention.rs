@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::ShardInner;
+use super::{ShardInner, ShardStore};
 use crate::error::{IoContext, IoFailure, StoreError};
 use crate::messages::{DispatchEntry, Envelope, ResetDone};
 
@@ -215,5 +215,21 @@ impl ShardInner {
             .deleted
             .borrow_mut()
             .retain(|_, marker| !marker.from.is_some_and(|from| applied >= from));
+    }
+}
+
+impl ShardStore {
+    /// DELETE_TOPIC_IN_BROKER: deletes the ConsumeQueues of `topic` that
+    /// this shard owns (their files and directories) and restarts their
+    /// offsets at 0, so a topic re-created with the name starts empty.
+    /// Call it on every shard. The CommitLog records age out by retention.
+    pub fn delete_topic_queues(&self, topic: &str) -> Result<usize, StoreError> {
+        self.inner.delete_topic(topic)
+    }
+
+    /// Runs this shard's ConsumeQueue retention pass now (it also runs every
+    /// `cleanResourceInterval`); returns the files deleted.
+    pub fn run_queue_retention(&self) -> Result<usize, StoreError> {
+        self.inner.retention_pass()
     }
 }
