@@ -10,15 +10,13 @@ mod harness;
 use std::time::Duration;
 
 use ferrocket_grpc::convert::duration;
-use ferrocket_grpc::pb::{self, messaging_service_client::MessagingServiceClient, Code};
-use harness::process::{free_port, ServerProcess};
+use ferrocket_grpc::pb::{self, Code};
+use harness::grpc::{connect, request, resource, start_proxy, Client};
+use harness::process::ServerProcess;
 use harness::requests::create_topic;
 use harness::{unique_name, Broker, BrokerOpts, Namesrv};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::Channel;
-
-type Client = MessagingServiceClient<Channel>;
 
 /// The proxy's auto-renew settings: 10 s invisible, looked at every second.
 const RENEW_SETTINGS: [&str; 3] = [
@@ -47,17 +45,8 @@ fn start(extra: &[&str]) -> Cluster {
     let topic = unique_name("RenewTopic");
     create_topic(&mut broker.connect(), &topic, 1);
     let home = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut args: Vec<String> = ["proxy", "--namesrv-addr", &namesrv.addr()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(["--listen-port".into(), port.to_string()]);
-    for setting in RENEW_SETTINGS.iter().chain(extra) {
-        args.extend(["--set".to_string(), setting.to_string()]);
-    }
-    let proxy =
-        ServerProcess::start("proxy", &args, home.path(), port).unwrap_or_else(|e| panic!("{e}"));
+    let settings: Vec<&str> = RENEW_SETTINGS.iter().chain(extra).copied().collect();
+    let proxy = start_proxy(&namesrv.addr(), home.path(), &settings);
     Cluster {
         _namesrv: namesrv,
         _broker: broker,
@@ -65,30 +54,6 @@ fn start(extra: &[&str]) -> Cluster {
         topic,
         _home: home,
     }
-}
-
-fn request<T>(client_id: &str, message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("x-mq-client-id", client_id.parse().unwrap());
-    request
-}
-
-fn resource(name: &str) -> Option<pb::Resource> {
-    Some(pb::Resource {
-        name: name.to_string(),
-        ..Default::default()
-    })
-}
-
-async fn connect(cluster: &Cluster) -> Client {
-    let channel = Channel::from_shared(format!("http://{}", cluster.proxy.addr()))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    MessagingServiceClient::new(channel)
 }
 
 /// Opens `client_id`'s Telemetry stream as a push consumer of `group`;
@@ -237,7 +202,7 @@ fn held_messages_are_renewed_until_acked_and_released_when_the_client_goes() {
     let cluster = start(&[]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let mut client = connect(&cluster).await;
+        let mut client = connect(cluster.proxy.addr()).await;
         let (topic, group) = (cluster.topic.clone(), unique_name("RenewGroup"));
         let session = push_consumer_session(&mut client, "push-a", &group).await;
         send(&mut client, &topic, "one").await;
@@ -285,7 +250,7 @@ fn renewal_stops_after_the_max_renew_time() {
     let cluster = start(&["renewMaxTimeMillis=2000", "renewAheadTimeMillis=5000"]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let mut client = connect(&cluster).await;
+        let mut client = connect(cluster.proxy.addr()).await;
         let (topic, group) = (cluster.topic.clone(), unique_name("RenewMaxGroup"));
         let _session = push_consumer_session(&mut client, "push-a", &group).await;
         send(&mut client, &topic, "held").await;

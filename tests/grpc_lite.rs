@@ -10,17 +10,15 @@ mod harness;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ferrocket_grpc::convert::duration;
-use ferrocket_grpc::pb::{self, messaging_service_client::MessagingServiceClient, Code};
+use ferrocket_grpc::pb::{self, Code};
 use ferrocket_grpc::pb::{LiteSubscriptionAction as Action, MessageType};
 use ferrocket_protocol::codes::response_code;
-use harness::process::{free_port, ServerProcess};
+use harness::grpc::{connect, request, resource, start_proxy, Client};
+use harness::process::ServerProcess;
 use harness::requests::create_topic_request;
 use harness::{unique_name, Broker, BrokerOpts, Namesrv};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::Channel;
-
-type Client = MessagingServiceClient<Channel>;
 
 const CONSUMER: &str = "lite-consumer";
 const OK: i32 = Code::Ok as i32;
@@ -47,19 +45,7 @@ fn start(topic_prefix: &str) -> Cluster {
     let created = broker.connect().request(create);
     assert_eq!(created.code, response_code::SUCCESS, "{created:?}");
     let home = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let args: Vec<String> = [
-        "proxy",
-        "--namesrv-addr",
-        &namesrv.addr(),
-        "--listen-port",
-        &port.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let proxy =
-        ServerProcess::start("proxy", &args, home.path(), port).unwrap_or_else(|e| panic!("{e}"));
+    let proxy = start_proxy(&namesrv.addr(), home.path(), &[]);
     Cluster {
         _namesrv: namesrv,
         _broker: broker,
@@ -67,30 +53,6 @@ fn start(topic_prefix: &str) -> Cluster {
         topic,
         _home: home,
     }
-}
-
-fn request<T>(client_id: &str, message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("x-mq-client-id", client_id.parse().unwrap());
-    request
-}
-
-fn resource(name: &str) -> Option<pb::Resource> {
-    Some(pb::Resource {
-        name: name.to_string(),
-        ..Default::default()
-    })
-}
-
-async fn connect(cluster: &Cluster) -> Client {
-    let channel = Channel::from_shared(format!("http://{}", cluster.proxy.addr()))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    MessagingServiceClient::new(channel)
 }
 
 /// Opens the consumer's Telemetry stream as a lite push consumer; answers
@@ -253,7 +215,7 @@ fn a_lite_consumer_gets_only_its_lite_topics() {
     let cluster = start("LiteParent");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let mut client = connect(&cluster).await;
+        let mut client = connect(cluster.proxy.addr()).await;
         let (topic, group) = (cluster.topic.clone(), unique_name("LiteGroup"));
         let (settings, _session) = lite_session(&mut client, &group).await;
         assert_eq!(settings.lite_subscription_quota, Some(2000));
@@ -302,7 +264,7 @@ fn lite_limits_answer_javas_codes() {
     let cluster = start("LiteParent");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let mut client = connect(&cluster).await;
+        let mut client = connect(cluster.proxy.addr()).await;
         let (topic, group) = (cluster.topic.clone(), unique_name("LiteLimits"));
         let (_, _session) = lite_session(&mut client, &group).await;
         let names: Vec<String> = (0..2001).map(|i| format!("l{i}")).collect();
@@ -350,7 +312,7 @@ fn a_nacked_lite_message_comes_back_under_long_names() {
     let cluster = start(&"LiteParentLong".repeat(3));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let mut client = connect(&cluster).await;
+        let mut client = connect(cluster.proxy.addr()).await;
         let topic = cluster.topic.clone();
         let group = unique_name(&"LiteGroupWithALongName".repeat(4));
         let lite = "s".repeat(64);

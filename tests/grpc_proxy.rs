@@ -5,48 +5,19 @@
 
 mod harness;
 
-use ferrocket_grpc::pb::{self, messaging_service_client::MessagingServiceClient, Code};
+use ferrocket_grpc::pb::{self, Code};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::RemotingCommand;
-use harness::process::{free_port, ServerProcess};
+use harness::grpc::{connect, request, resource, start_proxy, Client};
+use harness::process::free_port;
 use harness::remoting::{route_request, FakeBroker};
 use harness::requests::create_topic;
 use harness::{unique_name, Broker, BrokerOpts, Namesrv};
-use tonic::transport::Channel;
-
-type Client = MessagingServiceClient<Channel>;
 
 const QUEUES: i32 = 2;
 
-fn start_proxy(namesrv: &Namesrv, home: &std::path::Path) -> ServerProcess {
-    let port = free_port();
-    let args: Vec<String> = [
-        "proxy",
-        "--namesrv-addr",
-        &namesrv.addr(),
-        "--listen-port",
-        &port.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    ServerProcess::start("proxy", &args, home, port).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn request<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("x-mq-client-id", "grpc-proxy-test".parse().unwrap());
-    request
-}
-
-fn resource(name: &str) -> Option<pb::Resource> {
-    Some(pb::Resource {
-        name: name.to_string(),
-        ..Default::default()
-    })
-}
+/// Every call here comes from one client.
+const CLIENT_ID: &str = "grpc-proxy-test";
 
 fn code(status: &Option<pb::Status>) -> i32 {
     status.as_ref().map_or(-1, |s| s.code)
@@ -66,9 +37,12 @@ fn message(topic: &str, id: &str, body: Vec<u8>) -> pb::Message {
 }
 
 async fn send(client: &mut Client, message: pb::Message) -> pb::SendMessageResponse {
-    let request = request(pb::SendMessageRequest {
-        messages: vec![message],
-    });
+    let request = request(
+        CLIENT_ID,
+        pb::SendMessageRequest {
+            messages: vec![message],
+        },
+    );
     client.send_message(request).await.unwrap().into_inner()
 }
 
@@ -78,18 +52,21 @@ async fn receive(
     topic: &str,
     invisible_ms: i64,
 ) -> Vec<pb::ReceiveMessageResponse> {
-    let request = request(pb::ReceiveMessageRequest {
-        group: resource(group),
-        message_queue: Some(pb::MessageQueue {
-            topic: resource(topic),
-            id: -1,
+    let request = request(
+        CLIENT_ID,
+        pb::ReceiveMessageRequest {
+            group: resource(group),
+            message_queue: Some(pb::MessageQueue {
+                topic: resource(topic),
+                id: -1,
+                ..Default::default()
+            }),
+            batch_size: 32,
+            invisible_duration: Some(ferrocket_grpc::convert::duration(invisible_ms)),
+            long_polling_timeout: Some(ferrocket_grpc::convert::duration(5_000)),
             ..Default::default()
-        }),
-        batch_size: 32,
-        invisible_duration: Some(ferrocket_grpc::convert::duration(invisible_ms)),
-        long_polling_timeout: Some(ferrocket_grpc::convert::duration(5_000)),
-        ..Default::default()
-    });
+        },
+    );
     let mut stream = client.receive_message(request).await.unwrap().into_inner();
     let mut items = Vec::new();
     while let Some(item) = stream.message().await.unwrap() {
@@ -151,7 +128,7 @@ fn proxy_limits_offsets_and_dead_letters() {
         },
     );
     let home = tempfile::tempdir().unwrap();
-    let proxy = start_proxy(&namesrv, home.path());
+    let proxy = start_proxy(&namesrv.addr(), home.path(), &[]);
     let topic = unique_name("GrpcTopic");
     create_topic(&mut broker.connect(), &topic, QUEUES);
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -159,13 +136,7 @@ fn proxy_limits_offsets_and_dead_letters() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let endpoint = format!("http://{}", proxy.addr());
-        let channel = Channel::from_shared(endpoint)
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut client = MessagingServiceClient::new(channel);
+        let mut client = connect(proxy.addr()).await;
 
         // No client id: refused before anything is done.
         let bare = tonic::Request::new(pb::HeartbeatRequest::default());
@@ -173,10 +144,13 @@ fn proxy_limits_offsets_and_dead_letters() {
         assert_eq!(refused.code(), tonic::Code::InvalidArgument);
 
         // Routes: unknown topics, and every queue addressed to the proxy.
-        let unknown = request(pb::QueryRouteRequest {
-            topic: resource("NoSuchTopicAnywhere"),
-            endpoints: None,
-        });
+        let unknown = request(
+            CLIENT_ID,
+            pb::QueryRouteRequest {
+                topic: resource("NoSuchTopicAnywhere"),
+                endpoints: None,
+            },
+        );
         let unknown = client.query_route(unknown).await.unwrap().into_inner();
         assert_eq!(code(&unknown.status), Code::TopicNotFound as i32);
         // The proxy says so in its log, where a user looks.
@@ -185,10 +159,13 @@ fn proxy_limits_offsets_and_dead_letters() {
             proxy.output().contains(said).then_some(())
         });
         assert!(logged.is_some(), "not logged:\n{}", proxy.output());
-        let route = request(pb::QueryRouteRequest {
-            topic: resource(&topic),
-            endpoints: None,
-        });
+        let route = request(
+            CLIENT_ID,
+            pb::QueryRouteRequest {
+                topic: resource(&topic),
+                endpoints: None,
+            },
+        );
         let route = client.query_route(route).await.unwrap().into_inner();
         assert_eq!(code(&route.status), Code::Ok as i32);
         assert_eq!(route.message_queues.len(), QUEUES as usize);
@@ -220,15 +197,18 @@ fn proxy_limits_offsets_and_dead_letters() {
         let group = unique_name("GrpcGroup");
         let short = receive(&mut client, &group, &topic, 1_000).await;
         assert_eq!(first_status(&short), Code::IllegalInvisibleTime as i32);
-        let ack = request(pb::AckMessageRequest {
-            group: resource(&group),
-            topic: resource(&topic),
-            entries: vec![pb::AckMessageEntry {
-                message_id: "x".into(),
-                receipt_handle: "not a handle".into(),
-                lite_topic: None,
-            }],
-        });
+        let ack = request(
+            CLIENT_ID,
+            pb::AckMessageRequest {
+                group: resource(&group),
+                topic: resource(&topic),
+                entries: vec![pb::AckMessageEntry {
+                    message_id: "x".into(),
+                    receipt_handle: "not a handle".into(),
+                    lite_topic: None,
+                }],
+            },
+        );
         let ack = client.ack_message(ack).await.unwrap().into_inner();
         assert_eq!(code(&ack.status), Code::InvalidReceiptHandle as i32);
 
@@ -241,43 +221,58 @@ fn proxy_limits_offsets_and_dead_letters() {
             .await;
             assert_eq!(code(&sent.status), Code::Ok as i32, "{sent:?}");
         }
-        let end = request(pb::QueryOffsetRequest {
-            message_queue: queue(&topic, &broker_name, 0),
-            query_offset_policy: pb::QueryOffsetPolicy::End as i32,
-            timestamp: None,
-        });
+        let end = request(
+            CLIENT_ID,
+            pb::QueryOffsetRequest {
+                message_queue: queue(&topic, &broker_name, 0),
+                query_offset_policy: pb::QueryOffsetPolicy::End as i32,
+                timestamp: None,
+            },
+        );
         let end = client.query_offset(end).await.unwrap().into_inner();
         assert_eq!(code(&end.status), Code::Ok as i32);
         assert_eq!(end.offset, 3, "six messages round-robin over two queues");
-        let missing = request(pb::GetOffsetRequest {
-            group: resource(&group),
-            message_queue: queue(&topic, &broker_name, 0),
-        });
+        let missing = request(
+            CLIENT_ID,
+            pb::GetOffsetRequest {
+                group: resource(&group),
+                message_queue: queue(&topic, &broker_name, 0),
+            },
+        );
         let missing = client.get_offset(missing).await.unwrap().into_inner();
         assert_eq!(code(&missing.status), Code::OffsetNotFound as i32);
-        let update = request(pb::UpdateOffsetRequest {
-            group: resource(&group),
-            message_queue: queue(&topic, &broker_name, 0),
-            offset: 2,
-        });
+        let update = request(
+            CLIENT_ID,
+            pb::UpdateOffsetRequest {
+                group: resource(&group),
+                message_queue: queue(&topic, &broker_name, 0),
+                offset: 2,
+            },
+        );
         let update = client.update_offset(update).await.unwrap().into_inner();
         assert_eq!(code(&update.status), Code::Ok as i32);
-        let stored = request(pb::GetOffsetRequest {
-            group: resource(&group),
-            message_queue: queue(&topic, &broker_name, 0),
-        });
+        let stored = request(
+            CLIENT_ID,
+            pb::GetOffsetRequest {
+                group: resource(&group),
+                message_queue: queue(&topic, &broker_name, 0),
+            },
+        );
         let stored = client.get_offset(stored).await.unwrap().into_inner();
         assert_eq!((code(&stored.status), stored.offset), (Code::Ok as i32, 2));
 
         // PullMessage: the three messages of queue 0, then where to go on.
-        let pull = request(pb::PullMessageRequest {
-            group: resource(&group),
-            message_queue: queue(&topic, &broker_name, 0),
-            offset: 0,
-            batch_size: 32,
-            filter_expression: None,
-            long_polling_timeout: None,
-        });
+        let pull = request(
+            CLIENT_ID,
+            pb::PullMessageRequest {
+                group: resource(&group),
+                message_queue: queue(&topic, &broker_name, 0),
+                offset: 0,
+                batch_size: 32,
+                filter_expression: None,
+                long_polling_timeout: None,
+            },
+        );
         let mut stream = client.pull_message(pull).await.unwrap().into_inner();
         let (mut pulled, mut next) = (0, None);
         while let Some(item) = stream.message().await.unwrap() {
@@ -304,15 +299,18 @@ fn proxy_limits_offsets_and_dead_letters() {
         assert_eq!(got.len(), 6, "every message received once");
         let victim = &got[0];
         let sys = victim.system_properties.as_ref().unwrap();
-        let forward = request(pb::ForwardMessageToDeadLetterQueueRequest {
-            group: resource(&dlq_group),
-            topic: resource(&topic),
-            receipt_handle: sys.receipt_handle.clone().unwrap(),
-            message_id: sys.message_id.clone(),
-            delivery_attempt: 1,
-            max_delivery_attempts: 16,
-            lite_topic: None,
-        });
+        let forward = request(
+            CLIENT_ID,
+            pb::ForwardMessageToDeadLetterQueueRequest {
+                group: resource(&dlq_group),
+                topic: resource(&topic),
+                receipt_handle: sys.receipt_handle.clone().unwrap(),
+                message_id: sys.message_id.clone(),
+                delivery_attempt: 1,
+                max_delivery_attempts: 16,
+                lite_topic: None,
+            },
+        );
         let forward = client
             .forward_message_to_dead_letter_queue(forward)
             .await
@@ -358,19 +356,13 @@ fn proxy_rereads_a_route_that_had_no_master() {
         assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
     }
     let home = tempfile::tempdir().unwrap();
-    let proxy = start_proxy(&namesrv, home.path());
+    let proxy = start_proxy(&namesrv.addr(), home.path(), &[]);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let endpoint = format!("http://{}", proxy.addr());
-        let channel = Channel::from_shared(endpoint)
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut client = MessagingServiceClient::new(channel);
+        let mut client = connect(proxy.addr()).await;
         let refused = send(&mut client, message(&topic, "id-no-master", b"x".to_vec())).await;
         assert_eq!(code(&refused.status), Code::Forbidden as i32, "{refused:?}");
 

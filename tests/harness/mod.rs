@@ -10,6 +10,7 @@
 
 pub mod bad_input;
 pub mod failover;
+pub mod grpc;
 pub mod namesrv_restart;
 pub mod netns;
 pub mod process;
