@@ -184,9 +184,21 @@ pub(crate) struct Needs {
 #[derive(Debug, Default)]
 pub(crate) struct KeepFloors {
     shards: Mutex<HashMap<usize, Needs>>,
+    /// How many shards publish (set when the appender starts).
+    shard_count: std::sync::OnceLock<usize>,
 }
 
 impl KeepFloors {
+    pub(crate) fn set_shard_count(&self, count: usize) {
+        let _ = self.shard_count.set(count);
+    }
+
+    /// What every shard needs together; `None` before the appender started
+    /// or before every shard published.
+    pub(crate) fn lowest_all(&self) -> Option<Needs> {
+        self.lowest(*self.shard_count.get()?)
+    }
+
     pub(crate) fn publish(&self, shard: usize, needs: Needs) {
         if let Ok(mut shards) = self.shards.lock() {
             shards.insert(shard, needs);

@@ -14,6 +14,7 @@
 //! next one ahead, into the store's bounded cache.
 
 mod backend;
+mod expire;
 mod fetch;
 mod upload;
 
@@ -102,8 +103,14 @@ async fn run(
     tokio::spawn(fetch::serve(Arc::clone(&tier), backend.clone(), requests));
     backend::probe(&backend, &tier).await;
     let interval = Duration::from_millis(tier.config.upload_interval_ms.max(10));
+    // Leftovers of a crash between forgetting and deleting go first.
+    let mut swept = false;
     while !stop.load(Ordering::Acquire) {
         upload::pass(&tier, &backend, &reader, &stop).await;
+        if !swept {
+            swept = expire::sweep(&tier, &backend, &reader).await;
+        }
+        swept &= expire::pass(&tier, &backend, &reader).await;
         let mut waited = Duration::ZERO;
         while waited < interval && !stop.load(Ordering::Acquire) {
             let step = Duration::from_millis(50).min(interval - waited);

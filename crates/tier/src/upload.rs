@@ -84,6 +84,15 @@ async fn upload_segment(
     size: u64,
 ) -> Result<OffloadEntry, UploadError> {
     let key = backend.segment_key(start);
+    let written_ms = tokio::fs::metadata(path)
+        .await
+        .and_then(|meta| meta.modified())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => UploadError::Gone,
+            _ => UploadError::Failed(format!("reading the segment's mtime: {e}")),
+        })?
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let crc32 = send_file(backend, &key, path, size).await?;
     verify(backend, &key, size, crc32).await?;
     let uploaded_ms = SystemTime::now()
@@ -95,6 +104,7 @@ async fn upload_segment(
         crc32,
         key: key.to_string(),
         uploaded_ms,
+        written_ms,
     })
 }
 

@@ -24,6 +24,8 @@ pub struct TierKeys {
     pub secret_key: String,
     pub local_max_bytes: Option<u64>,
     pub local_reserved_ms: Option<u64>,
+    /// `tieredStoreFileReservedTime` (hours) or `tieredStoreFileReservedTimeMs`.
+    pub remote_reserved_ms: Option<u64>,
     pub upload_interval_ms: Option<u64>,
     pub read_ahead_bytes: Option<usize>,
     pub read_cache_bytes: Option<usize>,
@@ -49,6 +51,8 @@ impl TierKeys {
         "objectStoreSecretKey",
         "tieredStoreLocalMaxBytes",
         "tieredStoreLocalReservedTimeMs",
+        "tieredStoreFileReservedTime",
+        "tieredStoreFileReservedTimeMs",
         "tieredStoreUploadIntervalMs",
         "tieredStoreReadAheadBytes",
         "tieredStoreReadCacheBytes",
@@ -76,6 +80,13 @@ impl TierKeys {
             "objectStoreSecretKey" => self.secret_key = text,
             "tieredStoreLocalMaxBytes" => self.local_max_bytes = Some(number(key, &text)?),
             "tieredStoreLocalReservedTimeMs" => self.local_reserved_ms = Some(number(key, &text)?),
+            "tieredStoreFileReservedTime" => {
+                let hours: u64 = number(key, &text)?;
+                self.remote_reserved_ms = Some(hours.saturating_mul(3_600_000));
+            }
+            "tieredStoreFileReservedTimeMs" => {
+                self.remote_reserved_ms = Some(number(key, &text)?)
+            }
             "tieredStoreUploadIntervalMs" => self.upload_interval_ms = Some(number(key, &text)?),
             "tieredStoreReadAheadBytes" => self.read_ahead_bytes = Some(number(key, &text)?),
             "tieredStoreReadCacheBytes" => self.read_cache_bytes = Some(number(key, &text)?),
@@ -124,6 +135,7 @@ impl TierKeys {
         let mut config = TierConfig::new(backend);
         config.local_max_bytes = self.local_max_bytes.unwrap_or(config.local_max_bytes);
         config.local_reserved_ms = self.local_reserved_ms.unwrap_or(config.local_reserved_ms);
+        config.remote_reserved_ms = self.remote_reserved_ms.unwrap_or(config.remote_reserved_ms);
         config.upload_interval_ms = self
             .upload_interval_ms
             .unwrap_or(config.upload_interval_ms)
@@ -171,6 +183,17 @@ mod tests {
         keys.apply("tieredStoreLocalMaxBytes", "1000").unwrap();
         let config = keys.store_config().unwrap().unwrap();
         assert_eq!(config.local_max_bytes, 1000);
+        assert_eq!(config.remote_reserved_ms, 72 * 3_600_000);
+        keys.apply("tieredStoreFileReservedTime", "2").unwrap();
+        assert_eq!(
+            keys.store_config().unwrap().unwrap().remote_reserved_ms,
+            7_200_000
+        );
+        keys.apply("tieredStoreFileReservedTimeMs", "1500").unwrap();
+        assert_eq!(
+            keys.store_config().unwrap().unwrap().remote_reserved_ms,
+            1500
+        );
         assert!(matches!(config.backend, TierBackend::S3(ref s3) if s3.region == "us-east-1"));
         assert!(keys.apply("tieredStoreReadAheadBytes", "x").is_err());
         assert!(!keys.apply("other", "1").unwrap());

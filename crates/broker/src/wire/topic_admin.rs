@@ -159,6 +159,10 @@ fn tier_info(reader: &ferrocket_store::CommitLogReader, put: &mut impl FnMut(&st
         ("tieredPendingSegments", &status.pending_segments),
         ("tieredUploadFailures", &status.upload_failures),
         ("tieredDroppedSegments", &status.dropped_segments),
+        (
+            "tieredRemoteDeletedSegments",
+            &status.remote_deleted_segments,
+        ),
         ("tieredRemoteReads", &status.remote_reads),
         ("tieredRemoteReadFailures", &status.remote_read_failures),
     ];

@@ -49,6 +49,7 @@ impl Common {
         end: i64,
         senders: Vec<RingTx<ShardBatch>>,
     ) -> Rc<Self> {
+        shared.topic_keep.set_shard_count(senders.len());
         Rc::new(Common {
             shared,
             current: RefCell::new(Rc::new(current)),

@@ -12,6 +12,9 @@ pub const UPLOAD_INTERVAL_MS_DEFAULT: u64 = 10_000;
 /// Default local budget: 0 keeps every segment until retention (offload
 /// only copies).
 pub const LOCAL_MAX_BYTES_DEFAULT: u64 = 0;
+/// Default age after which offloaded segments leave object storage
+/// (RocketMQ's `tieredStoreFileReservedTime`, 72 hours).
+pub const REMOTE_RESERVED_MS_DEFAULT: u64 = 72 * 3_600_000;
 
 /// Where segments go (`tieredBackendServiceProvider`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +59,9 @@ pub struct TierConfig {
     /// Offloaded segments older than this (since last modification) are
     /// dropped locally; 0: no time budget.
     pub local_reserved_ms: u64,
+    /// Offloaded segments older than this (since their last write) are
+    /// deleted from object storage, oldest first; 0: kept forever.
+    pub remote_reserved_ms: u64,
     pub upload_interval_ms: u64,
     pub read_ahead_bytes: usize,
     pub read_cache_bytes: usize,
@@ -67,6 +73,7 @@ impl TierConfig {
             backend,
             local_max_bytes: LOCAL_MAX_BYTES_DEFAULT,
             local_reserved_ms: 0,
+            remote_reserved_ms: REMOTE_RESERVED_MS_DEFAULT,
             upload_interval_ms: UPLOAD_INTERVAL_MS_DEFAULT,
             read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
             read_cache_bytes: READ_CACHE_BYTES_DEFAULT,

@@ -25,6 +25,20 @@ pub struct OffloadEntry {
     /// The object's key in the remote store.
     pub key: String,
     pub uploaded_ms: u64,
+    /// The segment's last write (file mtime) when it was uploaded; 0 in
+    /// manifests written before it was recorded (the upload time stands in).
+    #[serde(default)]
+    pub written_ms: u64,
+}
+
+impl OffloadEntry {
+    /// When the segment was last written, as well as known.
+    pub fn age_from_ms(&self) -> u64 {
+        match self.written_ms {
+            0 => self.uploaded_ms,
+            written => written,
+        }
+    }
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -70,9 +84,30 @@ impl Offloaded {
             entry.size, self.segment_bytes,
             "a whole segment is offloaded"
         );
+        self.change(|entries| {
+            entries.insert(entry.start, entry);
+        })
+    }
+
+    /// Forgets the remote copies of the segments at `starts` (before their
+    /// objects are deleted): durably written before readers stop seeing
+    /// them, so no reader trusts an entry whose object is gone for good.
+    pub fn forget(&self, starts: &[i64]) -> Result<(), StoreError> {
+        self.change(|entries| {
+            for start in starts {
+                entries.remove(start);
+            }
+        })
+    }
+
+    /// Applies `edit` to a copy, writes it durably, then publishes it.
+    fn change(
+        &self,
+        edit: impl FnOnce(&mut BTreeMap<i64, OffloadEntry>),
+    ) -> Result<(), StoreError> {
         let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
         let mut next = entries.clone();
-        next.insert(entry.start, entry);
+        edit(&mut next);
         let file = ManifestFile {
             segments: next.values().cloned().collect(),
         };
@@ -81,6 +116,11 @@ impl Offloaded {
         crate::json_file::write_atomic(&self.path, &bytes, false)?;
         *entries = next;
         Ok(())
+    }
+
+    /// Every recorded copy, oldest first.
+    pub fn entries(&self) -> Vec<OffloadEntry> {
+        self.read().values().cloned().collect()
     }
 
     /// The verified copy of the segment starting at `start`.
@@ -134,6 +174,7 @@ mod tests {
             crc32: 7,
             key: format!("k/{start}"),
             uploaded_ms: 1,
+            written_ms: 0,
         }
     }
 
@@ -152,5 +193,9 @@ mod tests {
         m.record(entry(400)).unwrap();
         assert_eq!(m.remote_floor(500), Some(400));
         assert_eq!(m.get(400).unwrap().crc32, 7);
+        m.forget(&[100, 200]).unwrap();
+        let m = Offloaded::load(dir.path(), 100).unwrap();
+        assert_eq!(m.entries().len(), 1);
+        assert_eq!(m.remote_floor(300), None);
     }
 }

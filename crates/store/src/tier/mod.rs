@@ -6,6 +6,7 @@
 
 mod cache;
 mod config;
+mod expiry;
 mod manifest;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +16,7 @@ use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
 
 pub use config::*;
+pub use expiry::REMOTE_DELETE_PER_PASS_MAX;
 pub use manifest::{OffloadEntry, Offloaded, MANIFEST_FILE};
 
 /// Directory of the tier's files under the store root.
@@ -40,6 +42,8 @@ pub struct TierStatus {
     /// Sealed segments waiting for their upload at the last pass.
     pub pending_segments: AtomicU64,
     pub dropped_segments: AtomicU64,
+    /// Segments deleted from object storage by remote retention.
+    pub remote_deleted_segments: AtomicU64,
     pub remote_reads: AtomicU64,
     pub remote_read_bytes: AtomicU64,
     pub remote_read_failures: AtomicU64,

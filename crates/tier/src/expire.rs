@@ -1,0 +1,112 @@
+//! Remote retention's pass: the segments the store says have expired
+//! ([`ferrocket_store::CommitLogReader::remote_expired`]) are first
+//! forgotten in the manifest (durably), then deleted from object storage.
+//! A crash or a failed delete between the two leaves an object no entry
+//! names: [`sweep`] deletes such leftovers below the local start (at start,
+//! and after a failed delete).
+
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures_lite::StreamExt;
+use object_store::path::Path as ObjectPath;
+
+use ferrocket_store::tier::TierHandle;
+use ferrocket_store::CommitLogReader;
+
+use crate::backend::{explain, Backend};
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One pass; answers whether every delete went through (else a sweep
+/// should follow).
+pub(crate) async fn pass(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
+    let expired = reader.remote_expired(now_ms());
+    if expired.is_empty() {
+        return true;
+    }
+    let starts: Vec<i64> = expired.iter().map(|entry| entry.start).collect();
+    if let Err(e) = tier.offloaded.forget(&starts) {
+        tracing::error!(error = %e, "tiered storage: cannot update the manifest; remote segments stay");
+        tier.status.set_error(Some(e.to_string()));
+        return true;
+    }
+    let mut all = true;
+    for entry in &expired {
+        all &= delete(tier, backend, &ObjectPath::from(entry.key.as_str())).await;
+    }
+    tracing::info!(
+        deleted = expired.len(),
+        logical_min = reader.logical_min_offset(),
+        store = %backend.describe,
+        "tiered storage: remote retention deleted offloaded segments"
+    );
+    all
+}
+
+/// Deletes one object no manifest entry names any more.
+async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool {
+    match backend.store.delete(key).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => {
+            tier.status
+                .remote_deleted_segments
+                .fetch_add(1, Ordering::Relaxed);
+            true
+        }
+        Err(e) => {
+            let why = explain(&e);
+            tracing::warn!(key = %key, error = %why,
+                "tiered storage: cannot delete an expired object; it is deleted later");
+            tier.status.set_error(Some(why));
+            false
+        }
+    }
+}
+
+/// Deletes the segment objects below the local start that the manifest
+/// does not name (left by a crash or a failed delete). Objects at or above
+/// the local start may be uploads in flight: never touched. Answers
+/// whether it completed.
+pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
+    let local_min = reader.min_offset();
+    let prefix = backend.segment_key(0);
+    let Some(dir) = prefix.parts().count().checked_sub(1) else {
+        return true;
+    };
+    let dir = ObjectPath::from_iter(prefix.parts().take(dir));
+    let mut listing = backend.store.list(Some(&dir));
+    let mut leftovers = Vec::new();
+    while let Some(item) = listing.next().await {
+        let meta = match item {
+            Ok(meta) => meta,
+            // Nothing uploaded yet (a directory not made yet).
+            Err(object_store::Error::NotFound { .. }) => return true,
+            Err(e) => {
+                tracing::warn!(error = %explain(&e), "tiered storage: cannot list the object store");
+                return false;
+            }
+        };
+        let start = meta.location.filename().and_then(|n| n.parse::<i64>().ok());
+        if let Some(start) = start {
+            let end = start + tier.offloaded.segment_bytes() as i64;
+            if end <= local_min && tier.offloaded.get(start).is_none() {
+                leftovers.push(meta.location);
+            }
+        }
+    }
+    let mut all = true;
+    for key in &leftovers {
+        all &= delete(tier, backend, key).await;
+    }
+    if !leftovers.is_empty() {
+        tracing::info!(
+            deleted = leftovers.len(),
+            "tiered storage: deleted objects the manifest no longer names"
+        );
+    }
+    all
+}

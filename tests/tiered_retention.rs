@@ -1,0 +1,205 @@
+//! Remote retention of tiered storage against a real broker (a directory
+//! as the object store): offloaded segments older than
+//! `tieredStoreFileReservedTime` leave object storage, the queues' min
+//! offsets move past them and a new group reads from the new min; a
+//! topic's own `retention.ms` frees remote segments as well.
+
+mod harness;
+
+use std::path::Path;
+use std::time::Duration;
+
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::header::CreateTopicRequestHeader;
+use ferrocket_protocol::record::records;
+use ferrocket_protocol::RemotingCommand;
+use harness::requests::{pull_request, send_header, send_request};
+use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
+
+const SEGMENT_BYTES: u64 = 64 * 1024;
+const BODY_BYTES: usize = 1000;
+const MESSAGES: i64 = 400;
+const FIRST_OBJECT: &str = "commitlog/00000000000000000000";
+
+fn start_broker(namesrv: &Namesrv, remote: &Path, extra: &[&str]) -> Broker {
+    let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
+    let mut keys = vec![
+        "tieredStorageLevel=NOT_IN_DISK".to_string(),
+        "tieredBackendServiceProvider=posix".to_string(),
+        format!("tieredStoreFilePath={}", remote.display()),
+        "tieredStoreUploadIntervalMs=100".to_string(),
+        format!("tieredStoreLocalMaxBytes={}", 3 * SEGMENT_BYTES),
+        "cleanResourceInterval=200".to_string(),
+        format!("deleteWhen={}", every_hour.join(";")),
+        "diskMaxUsedSpaceRatio=100".to_string(),
+        "diskSpaceCleanForciblyRatio=100".to_string(),
+    ];
+    keys.extend(extra.iter().map(|s| s.to_string()));
+    Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            shards: Some(2),
+            commit_log_segment_bytes: Some(SEGMENT_BYTES),
+            extra_args: keys
+                .into_iter()
+                .flat_map(|kv| ["--set".to_string(), kv])
+                .collect(),
+            ..BrokerOpts::default()
+        },
+    )
+}
+
+fn create_topic(conn: &mut RemotingConn, topic: &str, attributes: Option<&str>) {
+    let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
+    request.ext_fields = CreateTopicRequestHeader {
+        topic: topic.to_string(),
+        default_topic: Some("TBW102".into()),
+        read_queue_nums: 2,
+        write_queue_nums: 2,
+        perm: 6,
+        topic_filter_type: Some("SINGLE_TAG".into()),
+        topic_sys_flag: Some(0),
+        order: false,
+        attributes: attributes.map(str::to_string),
+    }
+    .to_ext();
+    let response = conn.request(request);
+    assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+}
+
+fn body(n: i64) -> Vec<u8> {
+    let mut body = format!("m{n}-").into_bytes();
+    body.resize(BODY_BYTES, b't');
+    body
+}
+
+fn send_range(conn: &mut RemotingConn, topic: &str, from: i64, to: i64) {
+    for n in from..to {
+        let header = send_header("tier_pg", topic, 0);
+        let response = conn.request(send_request(&header, body(n)));
+        assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+    }
+}
+
+fn field(response: &RemotingCommand, name: &str) -> i64 {
+    response
+        .ext_fields
+        .get(name)
+        .unwrap_or_else(|| panic!("no {name} in {response:?}"))
+        .parse()
+        .unwrap()
+}
+
+fn min_offset(conn: &mut RemotingConn, topic: &str) -> i64 {
+    let response = conn.request(
+        RemotingCommand::request(request_code::GET_MIN_OFFSET)
+            .with_ext("topic", topic)
+            .with_ext("queueId", 0),
+    );
+    assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+    field(&response, "offset")
+}
+
+fn runtime_number(conn: &mut RemotingConn, key: &str) -> u64 {
+    let answer = conn.request(RemotingCommand::request(
+        request_code::GET_BROKER_RUNTIME_INFO,
+    ));
+    let info: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    info["table"][key]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {info}"))
+}
+
+/// Waits until the first segment's object is gone and the queue's min
+/// moved up; answers the min.
+fn wait_remote_deleted(conn: &mut RemotingConn, remote: &Path, topic: &str) -> i64 {
+    let first = remote.join(FIRST_OBJECT);
+    let min = wait_for(Duration::from_secs(60), || {
+        let min = min_offset(conn, topic);
+        (!first.exists() && min > 0).then_some(min)
+    });
+    min.unwrap_or_else(|| {
+        panic!(
+            "remote retention did not delete {} (min offset {})",
+            first.display(),
+            min_offset(conn, topic)
+        )
+    })
+}
+
+/// A new group pulls queue 0 from 0: sent to the new min, then reads every
+/// message from there to the end, with its body.
+fn new_group_reads_from(conn: &mut RemotingConn, topic: &str, min: i64, count: i64) {
+    let group = unique_name("tier_ret_cg");
+    if min > 0 {
+        let moved = conn.request(pull_request(&group, topic, 0, 0, 32, 0));
+        assert_eq!(moved.code, response_code::PULL_OFFSET_MOVED, "{moved:?}");
+        assert_eq!(field(&moved, "nextBeginOffset"), min);
+    }
+    let mut offset = min;
+    let read = wait_for(Duration::from_secs(60), || {
+        let answer = conn.request(pull_request(&group, topic, 0, offset, 32, 0));
+        if answer.code == response_code::SUCCESS {
+            for record in records(&answer.body, true) {
+                let record = record.unwrap();
+                assert_eq!(record.queue_offset, offset);
+                assert_eq!(record.body, body(offset), "message {offset}");
+                offset += 1;
+            }
+        }
+        (offset >= count).then_some(())
+    });
+    assert!(read.is_some(), "read only up to {offset} of {count}");
+}
+
+#[test]
+fn offloaded_segments_leave_object_storage_after_the_reserved_time() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let mut broker = start_broker(
+        &namesrv,
+        remote.path(),
+        &["tieredStoreFileReservedTimeMs=3000"],
+    );
+    let mut conn = broker.connect();
+    let topic = unique_name("TierRet");
+    create_topic(&mut conn, &topic, None);
+    send_range(&mut conn, &topic, 0, MESSAGES);
+    let min = wait_remote_deleted(&mut conn, remote.path(), &topic);
+    assert!(runtime_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
+    assert!(runtime_number(&mut conn, "tieredMinOffset") >= SEGMENT_BYTES);
+    new_group_reads_from(&mut conn, &topic, min, MESSAGES);
+    // The manifest no longer names what is gone: after a restart the min
+    // stays where it was and the remaining messages read as before.
+    drop(conn);
+    broker.restart();
+    let mut conn = broker.connect();
+    let after = wait_for(Duration::from_secs(30), || {
+        let now = min_offset(&mut conn, &topic);
+        (now >= min).then_some(now)
+    })
+    .expect("the min offset went back after a restart");
+    new_group_reads_from(&mut conn, &topic, after, MESSAGES);
+}
+
+#[test]
+fn retention_per_topic_frees_remote_segments() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let broker = start_broker(&namesrv, remote.path(), &[]);
+    let mut conn = broker.connect();
+    let short = unique_name("TierShort");
+    create_topic(&mut conn, &short, Some("+retention.ms=1000"));
+    send_range(&mut conn, &short, 0, MESSAGES);
+    let plain = unique_name("TierPlain");
+    create_topic(&mut conn, &plain, None);
+    send_range(&mut conn, &plain, 0, 10);
+    // The short topic's messages expire after 1 s (the remote reserved
+    // time is the default 72 hours): no queue reads their segments any
+    // more, so their objects go.
+    let min = wait_remote_deleted(&mut conn, remote.path(), &short);
+    assert!(min > 0);
+    assert!(runtime_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
+    new_group_reads_from(&mut conn, &plain, 0, 10);
+}
