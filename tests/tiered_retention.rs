@@ -2,7 +2,8 @@
 //! as the object store): offloaded segments older than
 //! `tieredStoreFileReservedTime` leave object storage, the queues' min
 //! offsets move past them and a new group reads from the new min; a
-//! topic's own `retention.ms` frees remote segments as well.
+//! topic's own `retention.ms` frees remote segments as well. Queries by
+//! key and searches by time reach offloaded segments through the tier.
 
 mod harness;
 
@@ -10,7 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code, response_code};
-use ferrocket_protocol::header::CreateTopicRequestHeader;
+use ferrocket_protocol::header::{CreateTopicRequestHeader, SendMessageRequestHeader};
+use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::requests::{pull_request, send_header, send_request};
@@ -166,9 +168,26 @@ fn offloaded_segments_leave_object_storage_after_the_reserved_time() {
     let topic = unique_name("TierRet");
     create_topic(&mut conn, &topic, None);
     send_range(&mut conn, &topic, 0, MESSAGES);
-    let min = wait_remote_deleted(&mut conn, remote.path(), &topic);
+    wait_remote_deleted(&mut conn, remote.path(), &topic);
     assert!(runtime_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
-    assert!(runtime_number(&mut conn, "tieredMinOffset") >= SEGMENT_BYTES);
+    // Every segment only the object store held goes: the CommitLog's start
+    // is the local one, and the queue's min settles above it.
+    let local_start = |broker: &Broker| -> u64 {
+        let names = std::fs::read_dir(broker.store_dir().join("commitlog")).unwrap();
+        let starts = names.filter_map(|e| e.unwrap().file_name().to_str()?.parse().ok());
+        starts.min().unwrap()
+    };
+    let settled = wait_for(Duration::from_secs(60), || {
+        (runtime_number(&mut conn, "tieredMinOffset") == local_start(&broker)).then_some(())
+    });
+    assert!(settled.is_some(), "remote-only segments stayed");
+    assert!(local_start(&broker) >= SEGMENT_BYTES);
+    let min = wait_for(Duration::from_secs(30), || {
+        let before = min_offset(&mut conn, &topic);
+        std::thread::sleep(Duration::from_millis(500));
+        (min_offset(&mut conn, &topic) == before).then_some(before)
+    })
+    .unwrap();
     new_group_reads_from(&mut conn, &topic, min, MESSAGES);
     // The manifest no longer names what is gone: after a restart the min
     // stays where it was and the remaining messages read as before.
@@ -202,4 +221,73 @@ fn retention_per_topic_frees_remote_segments() {
     assert!(min > 0);
     assert!(runtime_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
     new_group_reads_from(&mut conn, &plain, 0, 10);
+}
+
+fn send_with_keys(conn: &mut RemotingConn, topic: &str, count: i64) {
+    for n in 0..count {
+        let mut keys = Properties::new();
+        keys.insert(properties::KEYS, format!("key{n}"));
+        let header = SendMessageRequestHeader {
+            properties: Some(keys.to_encoded_string()),
+            ..send_header("tier_pg", topic, 0)
+        };
+        let response = conn.request(send_request(&header, body(n)));
+        assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+    }
+}
+
+/// QUERY_MESSAGE by key: `(queue offset, store time)` of each record.
+fn query_key(conn: &mut RemotingConn, topic: &str, key: &str) -> Vec<(i64, i64)> {
+    let request = RemotingCommand::request(request_code::QUERY_MESSAGE)
+        .with_ext("topic", topic)
+        .with_ext("key", key)
+        .with_ext("maxNum", 32)
+        .with_ext("beginTimestamp", 0)
+        .with_ext("endTimestamp", i64::MAX);
+    let response = conn.request(request);
+    assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+    records(&response.body, true)
+        .map(|record| {
+            let record = record.unwrap();
+            assert_eq!(record.body, body(record.queue_offset));
+            (record.queue_offset, record.store_timestamp_ms)
+        })
+        .collect()
+}
+
+#[test]
+fn key_queries_and_time_searches_read_offloaded_segments() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let broker = start_broker(&namesrv, remote.path(), &[]);
+    let mut conn = broker.connect();
+    let topic = unique_name("TierQuery");
+    create_topic(&mut conn, &topic, None);
+    send_with_keys(&mut conn, &topic, MESSAGES);
+    // The first segment leaves the local disk (its object stays).
+    let first_local = broker.store_dir().join(FIRST_OBJECT);
+    let dropped = wait_for(Duration::from_secs(60), || {
+        (!first_local.exists() && remote.path().join(FIRST_OBJECT).exists()).then_some(())
+    });
+    assert!(
+        dropped.is_some(),
+        "the first segment was not offloaded and dropped"
+    );
+    let reads = runtime_number(&mut conn, "tieredRemoteReads");
+    let found = query_key(&mut conn, &topic, "key10");
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (offset, stored_ms) = found[0];
+    assert_eq!(offset, 10);
+    assert!(runtime_number(&mut conn, "tieredRemoteReads") > reads);
+    // The first message stored at or after message 10's time is at most 10
+    // (messages stored in the same millisecond come first).
+    let search = conn.request(
+        RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP)
+            .with_ext("topic", topic.as_str())
+            .with_ext("queueId", 0)
+            .with_ext("timestamp", stored_ms),
+    );
+    assert_eq!(search.code, response_code::SUCCESS, "{search:?}");
+    let at = field(&search, "offset");
+    assert!(at <= 10 && at >= 0, "search by time answered {at}");
 }

@@ -38,20 +38,35 @@ pub(crate) fn read_record(store: &ShardStore, physical_offset: i64) -> Option<By
 /// [`read_record`], first bringing an offloaded record back from object
 /// storage (tiered storage; the fetch runs off this shard's executor).
 pub(crate) async fn read_record_through(store: &ShardStore, physical_offset: i64) -> Option<Bytes> {
+    try_read_record_through(store, physical_offset)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// [`read_record_through`], telling an object store that failed (an
+/// error saying why) from no record there (`None`).
+pub(crate) async fn try_read_record_through(
+    store: &ShardStore,
+    physical_offset: i64,
+) -> Result<Option<Bytes>, Reject> {
     if physical_offset >= 0 && store.reader().is_offloaded(physical_offset) {
+        let failed = |e: ferrocket_store::StoreError| Reject::system(e.to_string());
         store
             .fetch_offloaded(physical_offset, RECORD_HEAD_BYTES)
             .await
-            .ok()?;
-        let head = store.read_records(physical_offset, RECORD_HEAD_BYTES)?;
+            .map_err(failed)?;
+        let Some(head) = store.read_records(physical_offset, RECORD_HEAD_BYTES) else {
+            return Ok(None);
+        };
         if let Ok(RecordPeek::Message { total_size, .. }) = peek_record(&head) {
             store
                 .fetch_offloaded(physical_offset, total_size)
                 .await
-                .ok()?;
+                .map_err(failed)?;
         }
     }
-    read_record(store, physical_offset)
+    Ok(read_record(store, physical_offset))
 }
 
 /// Decodes a record read by [`read_record`] (without the CRC check: the

@@ -23,7 +23,7 @@ use crate::services::index::QUERY_COUNT_DEFAULT;
 use crate::services::search::{earliest_time_owned, search_offset_owned};
 
 use crate::error::Reject;
-use crate::services::records::read_record;
+use crate::services::records::read_record_through;
 use crate::services::topics::timer_shard;
 use crate::shard::Shard;
 
@@ -142,7 +142,7 @@ impl ShardCall<Shard> for SearchOffset {
     type Reply = Result<i64, Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        search_offset_owned(&shard.store, &self.topic, self.queue_id, self.timestamp_ms)
+        search_offset_owned(&shard.store, &self.topic, self.queue_id, self.timestamp_ms).await
     }
 }
 
@@ -156,7 +156,7 @@ impl ShardCall<Shard> for EarliestTime {
     type Reply = Result<i64, Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        earliest_time_owned(&shard.store, &self.topic, self.queue_id)
+        earliest_time_owned(&shard.store, &self.topic, self.queue_id).await
     }
 }
 
@@ -178,7 +178,9 @@ pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<Qu
     let mut body = BytesMut::new();
     let mut count = 0;
     for offset in offsets {
-        let Some(record) = read_record(&shard.store, offset) else {
+        // Offloaded records come back through the tier (fetched off this
+        // shard's executor, which serves others meanwhile).
+        let Some(record) = read_record_through(&shard.store, offset).await else {
             continue;
         };
         if body.len() + record.len() > QUERY_BYTES_MAX && count > 0 {

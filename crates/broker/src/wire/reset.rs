@@ -55,7 +55,7 @@ pub(crate) fn reset_to(committed: Option<i64>, target: i64, force: bool) -> i64 
 
 /// On the owner shard: computes and commits the reset offsets of `queues`
 /// (all owned here); answers `(queue id, new offset)` per queue.
-fn reset_owned(
+async fn reset_owned(
     shard: &Shard,
     group: &str,
     topic: &str,
@@ -73,7 +73,8 @@ fn reset_owned(
                 topic,
                 queue_id,
                 timestamp_ms,
-            )?
+            )
+            .await?
         }
         .max(0);
         let committed = shard.offsets.borrow().query(group, topic, queue_id);
@@ -162,7 +163,7 @@ impl ShardCall<Shard> for ResetOffsets {
         for &queue_id in &queues {
             shard.assert_owns(&topic, queue_id);
         }
-        reset_owned(&shard, &group, &topic, &queues, timestamp_ms, force)
+        reset_owned(&shard, &group, &topic, &queues, timestamp_ms, force).await
     }
 }
 
