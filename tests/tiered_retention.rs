@@ -240,6 +240,36 @@ fn deletes_after_the_reserved_time(backend: &[String], objects: &Path) {
 }
 
 #[test]
+fn a_longer_retention_ms_keeps_remote_segments() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let broker = start_broker(
+        &namesrv,
+        &posix(remote.path()),
+        &["tieredStoreFileReservedTimeMs=2000"],
+    );
+    let mut conn = broker.connect();
+    // One hour: longer than the remote reserved time (not than the
+    // broker's fileReservedTime, 72 hours).
+    let long = unique_name("TierLong");
+    create_topic(&mut conn, &long, Some("+retention.ms=3600000"));
+    send_range(&mut conn, &long, 0, MESSAGES);
+    let first_local = broker.store_dir().join(FIRST_OBJECT);
+    let dropped = wait_for(Duration::from_secs(60), || {
+        (!first_local.exists()).then_some(())
+    });
+    assert!(
+        dropped.is_some(),
+        "the first segment was not offloaded and dropped"
+    );
+    // Well past the remote reserved time, the objects stay.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(remote.path().join(FIRST_OBJECT).exists());
+    assert_eq!(runtime_number(&mut conn, "tieredRemoteDeletedSegments"), 0);
+    new_group_reads_from(&mut conn, &long, 0, MESSAGES);
+}
+
+#[test]
 fn retention_per_topic_frees_remote_segments() {
     let remote = tempfile::tempdir().unwrap();
     let namesrv = Namesrv::start();

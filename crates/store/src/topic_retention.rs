@@ -171,6 +171,9 @@ pub(crate) struct Needs {
     /// Topics whose time rule outlives `fileReservedTime` need every
     /// segment from here on, however old.
     pub(crate) keep: i64,
+    /// The same for object storage: topics whose time rule outlives
+    /// `tieredStoreFileReservedTime` keep remote segments from here on.
+    pub(crate) keep_remote: i64,
     /// No queue reads below here (every queue's first readable message, and
     /// what is not dispatched yet): segments wholly below may go.
     pub(crate) needed: i64,
@@ -214,11 +217,13 @@ impl KeepFloors {
         }
         let mut all = Needs {
             keep: i64::MAX,
+            keep_remote: i64::MAX,
             needed: i64::MAX,
             pinned: i64::MAX,
         };
         for needs in shards.values() {
             all.keep = all.keep.min(needs.keep);
+            all.keep_remote = all.keep_remote.min(needs.keep_remote);
             all.needed = all.needed.min(needs.needed);
             all.pinned = all.pinned.min(needs.pinned);
         }

@@ -220,6 +220,7 @@ mod tests {
         let needs = |keep, needed| {
             Some(Needs {
                 keep,
+                keep_remote: keep,
                 needed,
                 pinned: i64::MAX,
             })

@@ -37,6 +37,25 @@ pub(super) struct TopicRetentionState {
 struct LocalQueue<'a> {
     queue: &'a ConsumeQueue,
     reader: &'a LocalReader,
+    shared: &'a Arc<crate::commitlog::CommitLogShared>,
+}
+
+impl LocalQueue<'_> {
+    /// A message in an offloaded segment not in the read-through cache:
+    /// its time is unknown now, so it counts as young (nothing goes on a
+    /// guess) while the tier fetches it for a later pass, off this shard.
+    fn offloaded_time(&self, physical_offset: i64, size: usize) -> Option<i64> {
+        let shared = self.shared;
+        if physical_offset >= shared.min_offset() || physical_offset < shared.logical_min() {
+            return None;
+        }
+        let tier = Arc::clone(shared.tier.get()?);
+        glommio::spawn_local(async move {
+            let _ = tier.fetch(physical_offset, size).await;
+        })
+        .detach();
+        Some(i64::MAX)
+    }
 }
 
 impl RetainedQueue for LocalQueue<'_> {
@@ -50,9 +69,10 @@ impl RetainedQueue for LocalQueue<'_> {
 
     fn store_time_ms(&self, offset: i64) -> Option<i64> {
         let entry = self.queue.entry(offset).filter(|e| !e.is_lost())?;
-        let bytes = self
-            .reader
-            .read(entry.physical_offset, usize::try_from(entry.size).ok()?)?;
+        let size = usize::try_from(entry.size).ok()?;
+        let Some(bytes) = self.reader.read(entry.physical_offset, size) else {
+            return self.offloaded_time(entry.physical_offset, size);
+        };
         // STORETIMESTAMP follows a born host of at most 20 bytes.
         let needed = ferrocket_protocol::record::BORN_HOST_POS + 28;
         (bytes.len() >= needed).then(|| crate::messages::store_timestamp_of(&bytes))
@@ -64,6 +84,12 @@ impl RetainedQueue for LocalQueue<'_> {
     }
 }
 
+/// The lowest positions topics with long time rules keep.
+struct Keeps {
+    local: i64,
+    remote: i64,
+}
+
 impl ShardInner {
     /// One pass at `now_ms`: raises floors and publishes what this shard's
     /// queues need of the CommitLog. Returns how many queues' floors moved.
@@ -72,7 +98,7 @@ impl ShardInner {
             Some(source) => source(),
             None => Vec::new(),
         };
-        let (raised, keep, mut result) = self.apply_rules(&rules, now_ms);
+        let (raised, keeps, mut result) = self.apply_rules(&rules, now_ms);
         let pinned = self.pinned_position().unwrap_or_else(|e| {
             result = Err(e);
             i64::MIN
@@ -87,7 +113,8 @@ impl ShardInner {
             }),
         };
         let needs = Needs {
-            keep,
+            keep: keeps.local,
+            keep_remote: keeps.remote,
             needed,
             pinned,
         };
@@ -100,35 +127,47 @@ impl ShardInner {
     }
 
     /// Applies every rule; answers how many floors moved, the lowest
-    /// position the rules outliving `fileReservedTime` keep, and the first
-    /// error.
+    /// positions the rules outliving `fileReservedTime` (local) and
+    /// `tieredStoreFileReservedTime` (remote) keep, and the first error.
     fn apply_rules(
         &self,
         rules: &[(Arc<str>, TopicRetention)],
         now_ms: i64,
-    ) -> (usize, i64, Result<(), StoreError>) {
-        let reserved_ms = self.ctx.config.retention.file_reserved_ms;
-        let (mut raised, mut keep, mut result) = (0, i64::MAX, Ok(()));
+    ) -> (usize, Keeps, Result<(), StoreError>) {
+        let local_ms = self.ctx.config.retention.file_reserved_ms;
+        let remote_ms = self
+            .ctx
+            .shared
+            .tier
+            .get()
+            .map(|t| t.config.remote_reserved_ms);
+        let mut keeps = Keeps {
+            local: i64::MAX,
+            remote: i64::MAX,
+        };
+        let (mut raised, mut result) = (0, Ok(()));
         for (topic, rule) in rules {
             if self.retention.deleted.borrow().contains_key(&**topic) {
                 continue;
             }
-            match self.apply_rule(topic, rule, now_ms) {
+            let lowest = match self.apply_rule(topic, rule, now_ms) {
                 Ok((moved, lowest)) => {
                     raised += moved;
-                    if rule.outlives(reserved_ms) {
-                        keep = keep.min(lowest);
-                    }
+                    lowest
                 }
                 Err(e) => {
-                    if rule.outlives(reserved_ms) {
-                        keep = i64::MIN;
-                    }
                     result = Err(e);
+                    i64::MIN
                 }
+            };
+            if rule.outlives(local_ms) {
+                keeps.local = keeps.local.min(lowest);
+            }
+            if remote_ms.is_some_and(|ms| rule.outlives(ms)) {
+                keeps.remote = keeps.remote.min(lowest);
             }
         }
-        (raised, keep, result)
+        (raised, keeps, result)
     }
 
     /// The lowest CommitLog position the pinned queues of this shard keep
@@ -197,6 +236,7 @@ impl ShardInner {
             let view = LocalQueue {
                 queue: &queue,
                 reader: &self.reader,
+                shared: &self.ctx.shared,
             };
             let floor = {
                 let mut tallies = self.topic_retention.tallies.borrow_mut();

@@ -1,7 +1,7 @@
 //! Remote retention: which offloaded segments leave object storage.
 //! A segment goes, oldest first, when it is no longer local and either
 //! older than `tieredStoreFileReservedTime` (unless a topic whose
-//! `retention.ms` outlives it still keeps it: [`Needs::keep`]) or wholly
+//! `retention.ms` outlives it still keeps it: [`Needs::keep_remote`]) or wholly
 //! below what every queue still reads ([`Needs::needed`], retention per
 //! topic). The tier thread forgets them in the manifest first
 //! ([`super::Offloaded::forget`]), then deletes the objects; the CommitLog's
@@ -39,7 +39,7 @@ pub(crate) fn expired(view: &RemoteView<'_>, needs: Option<Needs>) -> Vec<Offloa
             return false;
         }
         let age = view.now_ms.saturating_sub(entry.age_from_ms());
-        let too_old = view.reserved_ms > 0 && age >= view.reserved_ms && end <= needs.keep;
+        let too_old = view.reserved_ms > 0 && age >= view.reserved_ms && end <= needs.keep_remote;
         too_old || end <= needs.needed
     };
     view.entries
@@ -86,7 +86,8 @@ mod tests {
 
     fn needs(keep: i64, needed: i64) -> Option<Needs> {
         Some(Needs {
-            keep,
+            keep: i64::MIN,
+            keep_remote: keep,
             needed,
             pinned: i64::MAX,
         })

@@ -105,6 +105,7 @@ fn lowest_kept_takes_the_stricter_rule() {
 fn keep_floors_wait_for_every_shard() {
     let needs = |keep, needed| Needs {
         keep,
+        keep_remote: keep,
         needed,
         pinned: i64::MAX,
     };
