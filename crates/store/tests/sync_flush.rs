@@ -108,7 +108,9 @@ fn failed_fdatasync_is_an_error_not_success() {
 #[test]
 fn slow_fdatasync_answers_flush_disk_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let config = sync_config(dir.path(), WriteMode::Buffered, 20);
+    // The slow fdatasync takes 4x the timeout; the fast one has the whole
+    // timeout, wide enough for a loaded CI machine (20 ms was not).
+    let config = sync_config(dir.path(), WriteMode::Buffered, 500);
     let (io, plan) = FaultyIo::new();
     let outcomes: Outcomes = Arc::default();
     let seen = Arc::clone(&outcomes);
@@ -116,7 +118,7 @@ fn slow_fdatasync_answers_flush_disk_timeout() {
         let plan = plan.clone();
         let seen = Arc::clone(&seen);
         async move {
-            plan.delay_syncs_ms(300);
+            plan.delay_syncs_ms(2_000);
             let slow = shard.append(request(TOPIC, 0, b"slow", "a")).await;
             plan.delay_syncs_ms(0);
             let fast = shard.append(request(TOPIC, 0, b"fast", "a")).await;
