@@ -334,7 +334,9 @@ fn start_with_port_retries(
         match ServerProcess::start(role, &args, &home, port) {
             Ok(process) => return process,
             Err(error)
-                if error.contains("Address already in use") || error.contains("os error 98") =>
+                if error.contains("Address already in use")
+                    || error.contains("os error 98")
+                    || error.contains("is in use by pid") =>
             {
                 last_error = error;
             }

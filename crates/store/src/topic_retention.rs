@@ -77,7 +77,9 @@ pub trait RetainedQueue {
 
 /// The first offset whose message was stored at or after `now_ms -
 /// retention_ms` (store times taken as non-decreasing along the queue;
-/// unreadable messages count as old). Gallops from min, so a pass reads
+/// a message whose time cannot be read, such as an entry recovery marked
+/// lost, counts as young: the search must never step past a young message
+/// on a guess, so the floor waits there instead). Gallops from min, so a pass reads
 /// about log2 of what expired since the last one (old records are cold:
 /// each read may go to disk).
 pub fn time_floor(queue: &impl RetainedQueue, retention_ms: u64, now_ms: i64) -> i64 {
@@ -85,7 +87,7 @@ pub fn time_floor(queue: &impl RetainedQueue, retention_ms: u64, now_ms: i64) ->
     let young = |offset: i64| {
         queue
             .store_time_ms(offset)
-            .is_some_and(|t| t >= oldest_kept)
+            .map_or(true, |t| t >= oldest_kept)
     };
     let (min, max) = (queue.min_offset(), queue.max_offset());
     // Invariant: offsets below `low` are old; from `high` on, young.

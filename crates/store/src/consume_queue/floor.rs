@@ -40,8 +40,32 @@ fn write(dir: &Path, floor: i64) -> Result<(), StoreError> {
 impl ConsumeQueue {
     /// Applies the floor stored in the queue's directory (the owner shard
     /// opening the queue; recovery works on the entries below it too).
+    /// A floor file that does not parse (a power loss between its write
+    /// and rename may leave one empty) counts as no floor: the owner's next
+    /// retention pass raises it again, and nothing is hidden meanwhile.
     pub(crate) fn load_floor(&self) -> Result<(), StoreError> {
-        self.floor.set(read(&self.dir)?);
+        let stored = match read(&self.dir) {
+            Ok(floor) => floor,
+            Err(StoreError::Corrupt(why)) => {
+                tracing::warn!(%why, "retention floor unreadable; the next retention pass sets it again");
+                0
+            }
+            Err(e) => return Err(e),
+        };
+        self.floor.set(stored);
+        self.lower_floor_to_end()
+    }
+
+    /// A floor above the queue's end (its log was cut back below it:
+    /// recovery after a power loss, a controller-mode fork) comes down to
+    /// the end, stored first: the messages written from there on are new,
+    /// and a floor left above them would hide them.
+    pub(crate) fn lower_floor_to_end(&self) -> Result<(), StoreError> {
+        let end = self.max_offset();
+        if self.floor.get() > end {
+            write(&self.dir, end)?;
+            self.floor.set(end);
+        }
         Ok(())
     }
 

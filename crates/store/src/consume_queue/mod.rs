@@ -431,7 +431,7 @@ impl ConsumeQueue {
         advise_tail(&files);
         drop(files);
         self.max_offset.set(queue_offset.max(self.min_offset.get()));
-        Ok(())
+        self.lower_floor_to_end()
     }
 
     /// Drops every entry whose record ends past `commitlog_end` (recovery).

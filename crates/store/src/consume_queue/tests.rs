@@ -92,14 +92,45 @@ fn retention_floor_hides_deletes_and_survives_reopen() {
     assert_eq!(cq.min_offset(), 4);
     cq.load_floor().unwrap();
     assert_eq!(cq.min_offset(), 6);
-    // Recovery cutting below the floor: the queue reads empty, appends go on.
+    // Recovery cutting below the floor: the queue reads empty, and the
+    // floor comes down to the cut, so the messages written after it (new
+    // ones, from offset 5) are all readable, across a reopen too.
     cq.truncate_beyond(5 * 100 + 50).unwrap();
     assert_eq!((cq.min_offset(), cq.max_offset()), (5, 5));
     (5..8).for_each(|n| cq.append(n, entry(n)).unwrap());
-    assert_eq!((cq.min_offset(), cq.max_offset()), (6, 8));
+    assert_eq!((cq.min_offset(), cq.max_offset()), (5, 8));
+    cq.flush_blocking().unwrap();
+    drop(cq);
+    let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
+    cq.load_floor().unwrap();
+    assert_eq!((cq.min_offset(), cq.max_offset()), (5, 8));
     // Everything expired: min = max, the last file stays.
     assert_eq!(cq.raise_floor(100).unwrap(), 0);
     assert_eq!((cq.min_offset(), cq.max_offset()), (8, 8));
     assert!(qdir.join(floor::FLOOR_FILE).exists());
     assert_eq!(list_offset_files(&qdir).unwrap().len(), 1);
+}
+
+/// A floor stored above the queue's end (another instance cut the queue,
+/// as recovery does before the owner opens it) comes down at load; an
+/// unreadable floor file counts as none.
+#[test]
+fn a_stale_or_unreadable_floor_never_hides_new_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let qdir = crate::names::queue_dir(dir.path(), "T", 0).unwrap();
+    let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
+    (0..3).for_each(|n| cq.append(n, entry(n)).unwrap());
+    cq.flush_blocking().unwrap();
+    drop(cq);
+    std::fs::write(qdir.join(floor::FLOOR_FILE), "9").unwrap();
+    let cq = ConsumeQueue::open(qdir.clone(), 4).unwrap();
+    cq.load_floor().unwrap();
+    assert_eq!((cq.min_offset(), cq.max_offset()), (3, 3));
+    cq.append(3, entry(3)).unwrap();
+    assert_eq!(cq.entry(cq.min_offset()), Some(entry(3)));
+    let stored = std::fs::read_to_string(qdir.join(floor::FLOOR_FILE)).unwrap();
+    assert_eq!(stored.trim(), "3");
+    std::fs::write(qdir.join(floor::FLOOR_FILE), "").unwrap();
+    cq.load_floor().unwrap();
+    assert_eq!(cq.min_offset(), 0);
 }

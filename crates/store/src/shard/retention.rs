@@ -133,6 +133,7 @@ impl ShardInner {
             .filter(|(name, _)| name == topic)
             .map(|(_, id)| id)
             .collect();
+        self.topic_retention.forget_topic(topic);
         let opened = self.queues.borrow_mut().remove(topic);
         if let Some(opened) = &opened {
             ids.extend(opened.keys().copied());

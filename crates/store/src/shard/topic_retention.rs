@@ -33,6 +33,16 @@ pub(super) struct TopicRetentionState {
     opened_all: std::cell::Cell<bool>,
 }
 
+impl TopicRetentionState {
+    /// A deleted topic's size tallies go: a topic re-created with the name
+    /// counts its bytes afresh (an old tally would expire its new messages).
+    pub(super) fn forget_topic(&self, topic: &str) {
+        self.tallies
+            .borrow_mut()
+            .retain(|(name, _), _| &**name != topic);
+    }
+}
+
 /// A local queue as the rule reads it.
 struct LocalQueue<'a> {
     queue: &'a ConsumeQueue,

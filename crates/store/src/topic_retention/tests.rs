@@ -15,8 +15,10 @@ impl RetainedQueue for Fake {
     fn max_offset(&self) -> i64 {
         self.times.len() as i64
     }
+    /// A negative time: the message cannot be read (a lost entry).
     fn store_time_ms(&self, offset: i64) -> Option<i64> {
-        (offset >= self.min).then(|| self.times[offset as usize])
+        let time = (offset >= self.min).then(|| self.times[offset as usize])?;
+        (time >= 0).then_some(time)
     }
     fn entry_bytes(&self, offset: i64) -> Option<u64> {
         (offset >= self.min).then(|| self.sizes[offset as usize])
@@ -40,6 +42,18 @@ fn reads_attributes() {
     for bad in ["0", "-2", "x", "1.5", ""] {
         assert!(parse_value(bad).is_err(), "{bad}");
     }
+}
+
+/// An unreadable message among young ones (the gallop probes offset 3)
+/// must not move the floor past the young messages before it.
+#[test]
+fn an_unreadable_message_counts_as_young() {
+    let queue = Fake {
+        min: 0,
+        times: vec![10, 20, 60, -1, 70, 80, 90, 100],
+        sizes: vec![1; 8],
+    };
+    assert_eq!(time_floor(&queue, 30, 80), 2);
 }
 
 #[test]
