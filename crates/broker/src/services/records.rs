@@ -45,28 +45,52 @@ pub(crate) async fn read_record_through(store: &ShardStore, physical_offset: i64
 }
 
 /// [`read_record_through`], telling an object store that failed (an
-/// error saying why) from no record there (`None`).
+/// error saying why: the caller retries later, the record is still there)
+/// from no record there (`None`). A record on the local disk is read as by
+/// [`read_record`], with no more work.
 pub(crate) async fn try_read_record_through(
     store: &ShardStore,
     physical_offset: i64,
 ) -> Result<Option<Bytes>, Reject> {
-    if physical_offset >= 0 && store.reader().is_offloaded(physical_offset) {
-        let failed = |e: ferrocket_store::StoreError| Reject::system(e.to_string());
-        store
-            .fetch_offloaded(physical_offset, RECORD_HEAD_BYTES)
-            .await
-            .map_err(failed)?;
-        let Some(head) = store.read_records(physical_offset, RECORD_HEAD_BYTES) else {
-            return Ok(None);
-        };
-        if let Ok(RecordPeek::Message { total_size, .. }) = peek_record(&head) {
-            store
-                .fetch_offloaded(physical_offset, total_size)
-                .await
-                .map_err(failed)?;
-        }
+    if let Some(record) = read_record(store, physical_offset) {
+        return Ok(Some(record));
+    }
+    if physical_offset < 0 || !store.reader().is_offloaded(physical_offset) {
+        return Ok(None);
+    }
+    fetch(store, physical_offset, RECORD_HEAD_BYTES).await?;
+    let Some(head) = store.read_records(physical_offset, RECORD_HEAD_BYTES) else {
+        return Ok(None);
+    };
+    if let Ok(RecordPeek::Message { total_size, .. }) = peek_record(&head) {
+        fetch(store, physical_offset, total_size).await?;
     }
     Ok(read_record(store, physical_offset))
+}
+
+/// `size` CommitLog bytes at `physical_offset` (a ConsumeQueue entry's
+/// record), brought back from object storage when offloaded; an error when
+/// the store failed (retry later), `None` when nothing is there.
+pub(crate) async fn try_read_bytes_through(
+    store: &ShardStore,
+    physical_offset: i64,
+    size: usize,
+) -> Result<Option<Bytes>, Reject> {
+    if let Some(bytes) = store.read_records(physical_offset, size) {
+        return Ok(Some(bytes));
+    }
+    if physical_offset < 0 || !store.reader().is_offloaded(physical_offset) {
+        return Ok(None);
+    }
+    fetch(store, physical_offset, size).await?;
+    Ok(store.read_records(physical_offset, size))
+}
+
+async fn fetch(store: &ShardStore, physical_offset: i64, size: usize) -> Result<(), Reject> {
+    store
+        .fetch_offloaded(physical_offset, size)
+        .await
+        .map_err(|e| Reject::system(format!("reading from object storage failed: {e}")))
 }
 
 /// Decodes a record read by [`read_record`] (without the CRC check: the

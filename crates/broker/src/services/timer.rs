@@ -152,8 +152,10 @@ impl TimerService {
             .await
     }
 
-    /// Reads new timer-queue entries (their due times from TIMER_OUT_MS).
-    fn collect(&self, store: &ShardStore) -> Vec<Incoming> {
+    /// Reads new timer-queue entries (their due times from TIMER_OUT_MS),
+    /// through tiered storage; stops before an entry whose record the
+    /// object store failed to give (the next pass starts there).
+    async fn collect(&self, store: &ShardStore) -> Vec<Incoming> {
         let Ok(queue) = store.consume_queue(TIMER_TOPIC, 0) else {
             return Vec::new();
         };
@@ -163,7 +165,14 @@ impl TimerService {
         // A lost entry (recovery: damaged CommitLog range) has size 0: the
         // timer store refuses it and `add_all` skips it.
         for (queue_offset, entry) in (start..).zip(queue.get(start, INGEST_BATCH_MAX)) {
-            let deliver_at_ms = crate::services::records::read_record(store, entry.physical_offset)
+            let read =
+                crate::services::records::try_read_record_through(store, entry.physical_offset)
+                    .await;
+            let Ok(record) = read else {
+                tracing::warn!(queue_offset, "timer message not readable yet; retrying");
+                break;
+            };
+            let deliver_at_ms = record
                 .and_then(|record| {
                     let view = crate::services::records::view(&record).ok()?;
                     let props = view.properties();
@@ -193,7 +202,7 @@ impl TimerService {
     /// Adds new timer-queue entries to the timer store; answers how many
     /// it took and how many of those it skipped for an invalid timer.
     pub async fn ingest(&self, store: &ShardStore, config: &BrokerConfig) -> (usize, usize) {
-        let incoming = self.collect(store);
+        let incoming = self.collect(store).await;
         if incoming.is_empty() {
             return (0, 0);
         }

@@ -11,7 +11,8 @@ use ferrocket_runtime::sync::Notify;
 use ferrocket_store::{ConfigDir, FailureLevel, RepeatedFailure, ShardStore};
 use serde::{Deserialize, Serialize};
 
-use crate::services::records::{read_record, view};
+use crate::error::Reject;
+use crate::services::records::{read_record, try_read_record_through, view};
 use crate::services::topics::HALF_TOPIC;
 
 /// Half-queue entries ingested per step.
@@ -194,16 +195,69 @@ impl TxnService {
     }
 }
 
-/// Takes every new half-queue entry into the pending set.
-pub(crate) fn ingest_all(txn: &TxnService, store: &ShardStore, timeout_ms: u64) {
-    while ingest(txn, store, timeout_ms) >= INGEST_BATCH_MAX {}
+/// Takes every new half-queue entry into the pending set (up to one whose
+/// half message object storage failed to give: logged, taken next time).
+pub(crate) async fn ingest_all(txn: &TxnService, store: &ShardStore, timeout_ms: u64) {
+    loop {
+        match ingest(txn, store, timeout_ms).await {
+            Ok(looked) if looked >= INGEST_BATCH_MAX => {}
+            Ok(_) => return,
+            Err(reject) => {
+                tracing::warn!(remark = %reject.remark, "half message not readable yet; retrying");
+                return;
+            }
+        }
+    }
 }
 
+/// Times a batch stopped at an offloaded half message is fetched again
+/// before the store's error is answered (the read-through cache may let
+/// it go between the fetch and the batch).
+const OFFLOADED_FETCH_TRIES: usize = 3;
+
 /// Takes up to [`INGEST_BATCH_MAX`] new half-queue entries into the
-/// pending set; returns how many it looked at.
-pub(crate) fn ingest(txn: &TxnService, store: &ShardStore, timeout_ms: u64) -> usize {
+/// pending set; returns how many it looked at. A half message offloaded
+/// to object storage is brought back first (off this executor; the batch
+/// stops before it and starts again): an error when the store failed.
+pub(crate) async fn ingest(
+    txn: &TxnService,
+    store: &ShardStore,
+    timeout_ms: u64,
+) -> Result<usize, Reject> {
+    let mut last = (-1, 0);
+    loop {
+        match ingest_local(txn, store, timeout_ms) {
+            Ingested::Looked(looked) => return Ok(looked),
+            Ingested::Offloaded(physical_offset) => {
+                let tries = if last.0 == physical_offset {
+                    last.1 + 1
+                } else {
+                    1
+                };
+                if tries > OFFLOADED_FETCH_TRIES {
+                    return Err(Reject::system(
+                        "half message from object storage not kept in the read cache",
+                    ));
+                }
+                last = (physical_offset, tries);
+                try_read_record_through(store, physical_offset).await?;
+            }
+        }
+    }
+}
+
+/// What one pass over the half queue did.
+enum Ingested {
+    /// It looked at this many entries.
+    Looked(usize),
+    /// It stopped before the half message at this CommitLog offset, which
+    /// only object storage holds.
+    Offloaded(i64),
+}
+
+fn ingest_local(txn: &TxnService, store: &ShardStore, timeout_ms: u64) -> Ingested {
     let Ok(queue) = store.consume_queue(HALF_TOPIC, 0) else {
-        return 0;
+        return Ingested::Looked(0);
     };
     let timeout_ms = i64::try_from(timeout_ms).unwrap_or(i64::MAX);
     let mut state = txn.state.borrow_mut();
@@ -225,6 +279,10 @@ pub(crate) fn ingest(txn: &TxnService, store: &ShardStore, timeout_ms: u64) -> u
             continue;
         }
         let Some(record) = read_record(store, entry.physical_offset) else {
+            if store.reader().is_offloaded(entry.physical_offset) {
+                state.next_half = offset;
+                return Ingested::Offloaded(entry.physical_offset);
+            }
             tracing::error!(offset, "half message unreadable; treating it as ended");
             state.ended.insert(offset);
             continue;
@@ -251,7 +309,7 @@ pub(crate) fn ingest(txn: &TxnService, store: &ShardStore, timeout_ms: u64) -> u
         );
     }
     state.next_half = next;
-    entries.len()
+    Ingested::Looked(entries.len())
 }
 
 #[cfg(test)]

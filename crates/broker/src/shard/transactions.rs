@@ -13,7 +13,7 @@ use ferrocket_runtime::shard::ShardCall;
 use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::append::tag_hash;
-use crate::services::records::{read_record, view, Target};
+use crate::services::records::{read_record_through, try_read_record_through, view, Target};
 use crate::services::topics::OP_TOPIC;
 use crate::services::transaction::{ingest, Half};
 use crate::services::transaction::{TxnService, HALF_ARRIVAL_WAIT_MS, OP_TAG};
@@ -69,7 +69,7 @@ pub(crate) async fn end_owned(shard: &Rc<Shard>, end: EndTxnRequest) -> Result<(
         return Err(Reject::system("The producer group wrong"));
     }
     let commit = end.commit_or_rollback == sys_flag::TRANSACTION_COMMIT;
-    let topic = real_topic(shard, half.physical_offset);
+    let topic = real_topic(shard, half.physical_offset).await;
     match settle(shard, &txn, offset, &half, commit).await {
         Ok(()) => {
             let age_s = (now_ms() - half.store_ms).max(0) as f64 / 1_000.0;
@@ -93,7 +93,7 @@ async fn take_pending(
 ) -> Result<Option<Half>, Reject> {
     let deadline = Instant::now() + Duration::from_millis(HALF_ARRIVAL_WAIT_MS);
     loop {
-        ingest(txn, &shard.store, shard.config().transaction_timeout_ms);
+        ingest(txn, &shard.store, shard.config().transaction_timeout_ms).await?;
         {
             let mut state = txn.state.borrow_mut();
             if let Some(half) = state.pending.remove(&offset) {
@@ -144,7 +144,10 @@ pub(crate) async fn settle(
     commit: bool,
 ) -> Result<(), Reject> {
     if commit {
-        let record = read_record(&shard.store, half.physical_offset)
+        // Read through tiered storage: a store error is answered (the
+        // half message stays pending; a check-back settles it later).
+        let record = try_read_record_through(&shard.store, half.physical_offset)
+            .await?
             .ok_or_else(|| Reject::system("Find prepared transaction message failed"))?;
         let held = view(&record)?;
         let mut props = held.properties();
@@ -212,8 +215,8 @@ pub(crate) async fn settle(
 }
 
 /// The topic a half message was sent to (its REAL_TOPIC), for metrics.
-fn real_topic(shard: &Shard, physical_offset: i64) -> Option<String> {
-    let record = read_record(&shard.store, physical_offset)?;
+async fn real_topic(shard: &Shard, physical_offset: i64) -> Option<String> {
+    let record = read_record_through(&shard.store, physical_offset).await?;
     let held = view(&record).ok()?;
     held.properties().remove(properties::REAL_TOPIC)
 }

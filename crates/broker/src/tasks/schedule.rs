@@ -14,6 +14,7 @@ use futures_lite::future;
 use crate::clock::now_ms;
 use crate::services::delay_levels::{DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
 use crate::services::delivery::{DeliverError, Parked};
+use crate::services::records::try_read_bytes_through;
 use crate::services::topics::SCHEDULE_TOPIC;
 use crate::shard::Shard;
 
@@ -97,10 +98,15 @@ async fn deliver_entry(
         return Step::Skipped;
     }
     let size = usize::try_from(entry.size).unwrap_or(0);
-    let Some(bytes) = shard.store.read_records(entry.physical_offset, size) else {
+    // Read through tiered storage: the message's segment may have left
+    // the local disk before it came due. A store error leaves it due.
+    let read = try_read_bytes_through(&shard.store, entry.physical_offset, size).await;
+    let Ok(Some(bytes)) = read else {
+        let remark = read.err().map(|reject| reject.remark);
         tracing::error!(
             level,
             offset,
+            ?remark,
             "scheduled message unreadable; retrying later"
         );
         return Step::Wait;

@@ -15,7 +15,7 @@ use ferrocket_runtime::server::{shard_of_conn_id, Connection, ConnectionError};
 use ferrocket_runtime::shard::ShardCall;
 
 use crate::error::Reject;
-use crate::services::records::{read_record, view};
+use crate::services::records::{try_read_record_through, view};
 use crate::shard::clients::conn_infos;
 use crate::shard::Shard;
 
@@ -51,7 +51,8 @@ pub(crate) async fn consume_message_directly(
         )
     })?;
     let offset = id.commit_log_offset;
-    let record = read_record(&shard.store, offset)
+    let record = try_read_record_through(&shard.store, offset)
+        .await?
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
     super::acl::check_stored(shard, conn, request, view(&record)?.topic)?;
     let mut forwarded = RemotingCommand::request(request_code::CONSUME_MESSAGE_DIRECTLY);

@@ -25,7 +25,7 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::append::{copy_of, tag_hash};
 use crate::services::delivery::{redirect_delayed, schedule_tags_code};
-use crate::services::records::read_record;
+use crate::services::records::try_read_record_through;
 use crate::services::topics::{dlq_topic, retry_topic, TopicChange, DLQ_QUEUE_NUMS};
 use crate::shard::Shard;
 
@@ -81,9 +81,12 @@ pub(crate) async fn send_msg_back(
         return Ok(success);
     }
     let retry_config = writable_retry_topic(shard, &header.group).await?;
-    let bytes = read_record(&shard.store, header.offset).ok_or_else(|| {
-        Reject::system(format!("look message by offset failed, {}", header.offset))
-    })?;
+    // A consumer may send back a message it read from object storage.
+    let bytes = try_read_record_through(&shard.store, header.offset)
+        .await?
+        .ok_or_else(|| {
+            Reject::system(format!("look message by offset failed, {}", header.offset))
+        })?;
     let source = decode_record(&bytes, false).map_err(|err| {
         Reject::system(format!(
             "look message by offset failed, {}: {err}",

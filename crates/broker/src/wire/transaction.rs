@@ -3,7 +3,7 @@
 //! message once (`shard::transactions`).
 
 use crate::error::Reject;
-use crate::services::records::{read_record, view};
+use crate::services::records::{try_read_record_through, view};
 use crate::services::topics::txn_shard;
 use crate::shard::transactions::EndTxnRequest;
 use crate::shard::Shard;
@@ -44,7 +44,7 @@ pub(crate) async fn end_transaction(
             None,
         ));
     }
-    check_half_topic(shard, conn, request, end.commit_log_offset)?;
+    check_half_topic(shard, conn, request, end.commit_log_offset).await?;
     let target = txn_shard(shard.count);
     shard.call(target, end).await??;
     Ok(RemotingCommand::response_to(
@@ -58,7 +58,7 @@ pub(crate) async fn end_transaction(
 /// at `offset` would be committed to (`ferrocket_acl::stored`): the
 /// request names only an offset. A missing record is the transaction
 /// shard's answer to give.
-fn check_half_topic(
+async fn check_half_topic(
     shard: &Shard,
     conn: &Connection,
     request: &RemotingCommand,
@@ -67,7 +67,9 @@ fn check_half_topic(
     if !super::acl::stored_checks_on(shard) {
         return Ok(());
     }
-    let Some(record) = read_record(&shard.store, offset) else {
+    // Read through tiered storage: an offloaded half message is checked
+    // too (a store error is answered; the producer's check-back retries).
+    let Some(record) = try_read_record_through(&shard.store, offset).await? else {
         return Ok(());
     };
     let view = view(&record)?;

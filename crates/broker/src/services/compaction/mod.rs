@@ -38,6 +38,9 @@ pub const KEY_MAP_BYTES_MIN: usize = 1 << 20;
 pub const PASS_ENTRIES_MAX: usize = 100_000;
 /// Most passes over one queue in one round.
 pub const PASSES_PER_ROUND_MAX: usize = 10;
+/// Most offloaded bytes (tiered storage) one pass brings back into the
+/// read-through cache before it runs; its range ends after them.
+pub const PASS_FETCH_BYTES_MAX: usize = 8 << 20;
 
 /// The compaction settings (Java's `MessageStoreConfig` keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +150,8 @@ pub(crate) async fn compact_queue(
         .consume_queue(topic, queue_id)
         .map_err(|e| e.to_string())?;
     let start = old.upto().max(queue.min_offset());
-    let entries = queue.get(start, PASS_ENTRIES_MAX);
+    let mut entries = queue.get(start, PASS_ENTRIES_MAX);
+    fetch_offloaded(store, &mut entries).await;
     if entries.is_empty() {
         return Ok(false);
     }
@@ -176,6 +180,39 @@ pub(crate) async fn compact_queue(
     let more = outcome.file.upto() < queue.max_offset();
     compactions.replace(topic, queue_id, outcome.file);
     Ok(more)
+}
+
+/// Brings the range's records that only object storage holds into the
+/// read-through cache (off this executor), at most
+/// [`PASS_FETCH_BYTES_MAX`]: the range is cut after them. A store error
+/// stops the fetching; the pass's range then ends before what it could not
+/// read (`pass`), and a later pass tries again.
+async fn fetch_offloaded(store: &ShardStore, entries: &mut Vec<ferrocket_store::CqEntry>) {
+    let local_min = store.reader().min_offset();
+    let mut fetched = 0usize;
+    for (index, entry) in entries.iter().enumerate() {
+        // Offloaded segments are the CommitLog's oldest: past the local
+        // start every record is on the local disk.
+        if entry.physical_offset >= local_min {
+            return;
+        }
+        let size = usize::try_from(entry.size).unwrap_or(0);
+        if entry.is_lost() || size == 0 {
+            continue;
+        }
+        if fetched >= PASS_FETCH_BYTES_MAX {
+            entries.truncate(index);
+            return;
+        }
+        let read =
+            crate::services::records::try_read_bytes_through(store, entry.physical_offset, size)
+                .await;
+        if let Err(reject) = read {
+            tracing::warn!(remark = %reject.remark, "compaction: offloaded record not fetched; compacted later");
+            return;
+        }
+        fetched += size;
+    }
 }
 
 #[cfg(test)]

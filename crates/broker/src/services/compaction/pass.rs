@@ -5,7 +5,9 @@
 //! old file's records whose key the range does not supersede, followed by
 //! the range's newest record per key. Records without keys, and a key
 //! whose newest record has an empty body (a tombstone), are dropped, as
-//! Java drops them.
+//! Java drops them. A record only object storage holds (tiered storage)
+//! that is not in the read-through cache ends the range before it: the
+//! next pass goes on from there once it is fetched, never dropping it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -94,7 +96,10 @@ pub fn run(input: PassInput) -> Result<Option<PassOutcome>, String> {
         if offset >= end {
             break;
         }
-        match read(&input.reader, entry).map(|r| (key_of(&r), r)) {
+        let read = read(&input.reader, entry).map_err(|at| {
+            format!("record at {at} left the local disk during the pass; compacted later")
+        })?;
+        match read.map(|r| (key_of(&r), r)) {
             Some((Some((key, false)), record)) if keys.newest.get(&key) == Some(&offset) => {
                 writer.push(&record)?;
                 kept += 1;
@@ -121,7 +126,10 @@ fn map_keys(input: &PassInput) -> (KeyMap, i64) {
     };
     for (index, entry) in input.entries.iter().enumerate() {
         let offset = input.start + index as i64;
-        let Some(record) = read(&input.reader, entry) else {
+        let Ok(record) = read(&input.reader, entry) else {
+            return (keys, offset);
+        };
+        let Some(record) = record else {
             continue;
         };
         if let Some((key, _)) = key_of(&record) {
@@ -133,12 +141,21 @@ fn map_keys(input: &PassInput) -> (KeyMap, i64) {
     (keys, input.start + input.entries.len() as i64)
 }
 
-/// The record an entry points at; `None` when lost or deleted by retention.
-fn read(reader: &CommitLogReader, entry: &CqEntry) -> Option<bytes::Bytes> {
+/// The record an entry points at; `None` when lost or deleted by retention,
+/// its offset as the error when only object storage holds it (and the
+/// read-through cache does not).
+fn read(reader: &CommitLogReader, entry: &CqEntry) -> Result<Option<bytes::Bytes>, i64> {
+    let Ok(size) = usize::try_from(entry.size) else {
+        return Ok(None);
+    };
     if entry.is_lost() {
-        return None;
+        return Ok(None);
     }
-    reader.read(entry.physical_offset, usize::try_from(entry.size).ok()?)
+    match reader.read(entry.physical_offset, size) {
+        Some(record) => Ok(Some(record)),
+        None if reader.is_offloaded(entry.physical_offset) => Err(entry.physical_offset),
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use crate::services::offsets::first_message_in_memory;
 use crate::services::pop::log::{PopLog, LOG_COMPACT_BYTES};
 use crate::services::pop::order::OrderPop;
 use crate::services::pop::{AckOutcome, Checkpoint, CkKey, PopQueueKey, PopState, CHECKPOINTS_MAX};
-use crate::services::records::read_record;
+use crate::services::records::try_read_record_through;
 use crate::services::topics::{TopicChange, RETRY_TOPIC_PREFIX};
 pub(crate) use calls::{AckPop, ChangeInvisible, HoldQueues, PeekQueue};
 
@@ -426,14 +426,21 @@ impl Shard {
     async fn revive(&self, key: &CkKey, offsets: &[i64]) -> Result<(), Reject> {
         let group = self.find_or_create_group(&key.group).await?;
         let queue = self.store.consume_queue(&key.topic, key.queue_id)?;
+        // Every message read first, through tiered storage (its segment
+        // may have left the local disk while it was invisible): a store
+        // error fails the revive before anything is copied, to retry.
+        let mut held = Vec::with_capacity(offsets.len());
         for offset in offsets {
             // Gone by retention: nothing to give back.
             let Some(entry) = queue.entry(*offset).filter(|e| !e.is_lost()) else {
                 continue;
             };
-            let Some(bytes) = read_record(&self.store, entry.physical_offset) else {
-                continue;
-            };
+            if let Some(bytes) = try_read_record_through(&self.store, entry.physical_offset).await?
+            {
+                held.push(bytes);
+            }
+        }
+        for bytes in held {
             let source = decode_record(&bytes, false).map_err(|e| Reject::system(e.to_string()))?;
             let mut props = source.properties();
             let original = props

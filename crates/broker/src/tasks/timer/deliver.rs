@@ -14,7 +14,7 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::delivery::{DeliverError, Parked};
 use crate::services::recall::marker_key;
-use crate::services::records::{read_record, view};
+use crate::services::records::{try_read_record_through, view};
 use crate::services::timer::{TimerService, DELIVER_BATCH_MAX};
 use crate::services::topics::TIMER_TOPIC;
 use crate::shard::Shard;
@@ -104,7 +104,9 @@ async fn deliver_one(
     entry: &TimerEntry,
     recalls: &mut Recalls,
 ) -> Result<Outcome, Reject> {
-    let Some(record) = read_record(&shard.store, entry.physical_offset) else {
+    // Read through tiered storage (the segment may have left the local
+    // disk before the timer came due); a store error is retried.
+    let Some(record) = try_read_record_through(&shard.store, entry.physical_offset).await? else {
         tracing::error!(
             physical_offset = entry.physical_offset,
             "timer points at no stored message; dropping it"
@@ -125,7 +127,7 @@ async fn deliver_one(
         return Ok(outcome);
     }
     if let Some(real_topic) = props.get(properties::REAL_TOPIC) {
-        if entry.maybe_delivered && already_delivered(shard, &held, real_topic).await {
+        if entry.maybe_delivered && already_delivered(shard, &held, real_topic).await? {
             tracing::info!(
                 physical_offset = entry.physical_offset,
                 "timer message was delivered before the restart"
@@ -185,19 +187,20 @@ fn recall_outcome(
 }
 
 /// Whether the index holds a copy of `held` in `real_topic`: same UNIQ_KEY
-/// and TIMER_OUT_MS, stored after it.
+/// and TIMER_OUT_MS, stored after it (copies read through tiered storage;
+/// a store error is answered, to retry rather than deliver twice).
 async fn already_delivered(
     shard: &Rc<Shard>,
     held: &ferrocket_protocol::record::RecordView<'_>,
     real_topic: &str,
-) -> bool {
+) -> Result<bool, Reject> {
     let Some(feed) = shard.services.index.get().cloned() else {
-        return false;
+        return Ok(false);
     };
     let props = held.properties();
     let (Some(uniq), Some(out_ms)) = (props.unique_key(), props.get(properties::TIMER_OUT_MS))
     else {
-        return false;
+        return Ok(false);
     };
     feed.catch_up(&shard.store).await;
     let (offsets, _) = feed.query(
@@ -207,16 +210,19 @@ async fn already_delivered(
         held.store_timestamp_ms,
         i64::MAX,
     );
-    offsets
-        .into_iter()
-        .filter(|offset| *offset > held.physical_offset)
-        .filter_map(|offset| read_record(&shard.store, offset))
-        .any(|record| {
-            view(&record).is_ok_and(|copy| {
-                let copy_props = copy.properties();
-                copy.topic == real_topic
-                    && copy_props.unique_key() == Some(uniq)
-                    && copy_props.get(properties::TIMER_OUT_MS) == Some(out_ms)
-            })
-        })
+    for offset in offsets.into_iter().filter(|o| *o > held.physical_offset) {
+        let Some(record) = try_read_record_through(&shard.store, offset).await? else {
+            continue;
+        };
+        let same = view(&record).is_ok_and(|copy| {
+            let copy_props = copy.properties();
+            copy.topic == real_topic
+                && copy_props.unique_key() == Some(uniq)
+                && copy_props.get(properties::TIMER_OUT_MS) == Some(out_ms)
+        });
+        if same {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

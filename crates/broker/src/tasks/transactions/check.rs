@@ -14,7 +14,7 @@ use ferrocket_protocol::RemotingCommand;
 
 use crate::clock::now_ms;
 use crate::error::Reject;
-use crate::services::records::{encode_copy, read_record, view, Target};
+use crate::services::records::{encode_copy, try_read_record_through, view, Target};
 use crate::services::topics::HALF_TOPIC;
 use crate::services::transaction::Half;
 use crate::services::transaction::TxnService;
@@ -35,6 +35,13 @@ pub(super) async fn check_round(shard: &Shard, txn: &TxnService) {
         .map(|(offset, half)| (*offset, half.clone()))
         .collect();
     for (offset, half) in due {
+        // The half message read through tiered storage first: while the
+        // object store fails, the check waits (neither counted nor rolled
+        // back); read, it stays in the read cache for what follows.
+        if let Err(reject) = try_read_record_through(&shard.store, half.physical_offset).await {
+            tracing::warn!(offset, remark = %reject.remark, "half message not readable yet; checked later");
+            continue;
+        }
         if half.check_times >= check_max {
             roll_back_unanswered(shard, txn, offset, &half).await;
             continue;
@@ -107,15 +114,16 @@ async fn send_check(shard: &Shard, offset: i64, half: &Half) -> Result<(), Rejec
         )));
     }
     let conn_id = conns[half.check_times as usize % conns.len()];
-    let command = check_command(shard, offset, half)?;
+    let command = check_command(shard, offset, half).await?;
     send_oneway(shard, conn_id, command).await
 }
 
 /// The check request: header `CheckTransactionStateRequestHeader`, body the
 /// half message as the producer sent it (real topic and queue, the half
 /// message's offsets).
-fn check_command(shard: &Shard, offset: i64, half: &Half) -> Result<RemotingCommand, Reject> {
-    let record = read_record(&shard.store, half.physical_offset)
+async fn check_command(shard: &Shard, offset: i64, half: &Half) -> Result<RemotingCommand, Reject> {
+    let record = try_read_record_through(&shard.store, half.physical_offset)
+        .await?
         .ok_or_else(|| Reject::system("half message unreadable"))?;
     let held = view(&record)?;
     let props = held.properties();

@@ -14,7 +14,7 @@
 use ferrocket_protocol::body::{perm, TopicConfig};
 
 use crate::error::Reject;
-use crate::services::records::{read_record, view, Target};
+use crate::services::records::{try_read_record_through, view, Target};
 use crate::services::topics::TopicChange;
 use crate::services::transaction::Half;
 use crate::shard::Shard;
@@ -43,7 +43,8 @@ async fn ensure_topic(shard: &Shard) -> Result<TopicConfig, Reject> {
 /// in `TRANS_CHECK_MAX_TIME_TOPIC`.
 pub(super) async fn keep_discarded(shard: &Shard, half: &Half) -> Result<i64, Reject> {
     ensure_topic(shard).await?;
-    let record = read_record(&shard.store, half.physical_offset)
+    let record = try_read_record_through(&shard.store, half.physical_offset)
+        .await?
         .ok_or_else(|| Reject::system("half message unreadable"))?;
     let held = view(&record)?;
     let props = held.properties();

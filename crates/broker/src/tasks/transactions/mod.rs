@@ -56,7 +56,8 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
             &txn,
             &shard.store,
             shard.config().transaction_timeout_ms,
-        );
+        )
+        .await;
         if std::time::Instant::now() >= next_check {
             check::check_round(&shard, &txn).await;
             txn.persist(&shard.env.config_dir).await;

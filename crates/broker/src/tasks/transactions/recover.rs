@@ -66,7 +66,8 @@ pub(crate) async fn recover(shard: &Shard, txn: &TxnService) -> Result<(), Rejec
         txn,
         &shard.store,
         shard.config().transaction_timeout_ms,
-    );
+    )
+    .await;
     tracing::info!(
         op_records = read,
         pending = txn.pending_count(),
