@@ -7,69 +7,26 @@
 
 mod harness;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::record::records;
-use ferrocket_protocol::RemotingCommand;
-use harness::process::{free_port, ServerProcess};
-use harness::requests::{pull_request, send_header, send_request};
-use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
+use harness::process::free_port;
+use harness::requests::pull_request;
+use harness::tier::{
+    self, body, info_number, local_segments, runtime_info, s3s_fs_binary, send_range, start_s3,
+    wait_offloaded_and_dropped, SEGMENT_BYTES,
+};
+use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn};
 
-const SEGMENT_BYTES: u64 = 64 * 1024;
-const BODY_BYTES: usize = 1000;
-
-fn tier_args(backend: &[String]) -> Vec<String> {
-    let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
-    let mut keys = vec![
-        "tieredStorageLevel=NOT_IN_DISK".to_string(),
-        "tieredStoreUploadIntervalMs=100".to_string(),
-        // Two sealed segments stay local; older offloaded ones go.
-        format!("tieredStoreLocalMaxBytes={}", 3 * SEGMENT_BYTES),
-        "tieredStoreReadAheadBytes=16384".to_string(),
-        "tieredStoreReadCacheBytes=65536".to_string(),
-        "cleanResourceInterval=200".to_string(),
-        // Broker-wide retention never deletes anything here.
-        format!("deleteWhen={}", every_hour.join(";")),
-        "diskMaxUsedSpaceRatio=100".to_string(),
-        "diskSpaceCleanForciblyRatio=100".to_string(),
-    ];
-    keys.extend(backend.iter().cloned());
-    keys.into_iter()
-        .flat_map(|kv| ["--set".to_string(), kv])
-        .collect()
-}
+/// Read-ahead and cache small enough that the reads go remote again.
+const READ_KEYS: [&str; 2] = [
+    "tieredStoreReadAheadBytes=16384",
+    "tieredStoreReadCacheBytes=65536",
+];
 
 fn start_broker(namesrv: &Namesrv, backend: &[String]) -> Broker {
-    Broker::start(
-        &namesrv.addr(),
-        BrokerOpts {
-            shards: Some(2),
-            commit_log_segment_bytes: Some(SEGMENT_BYTES),
-            extra_args: tier_args(backend),
-            ..BrokerOpts::default()
-        },
-    )
-}
-
-fn body(n: i64) -> Vec<u8> {
-    let mut body = format!("m{n}-").into_bytes();
-    body.resize(BODY_BYTES, b't');
-    body
-}
-
-/// Sends messages `from..to` to queue 0; every one must be stored.
-fn send_range(conn: &mut RemotingConn, topic: &str, from: i64, to: i64) {
-    for n in from..to {
-        let header = send_header("tier_pg", topic, 0);
-        let response = conn.request(send_request(&header, body(n)));
-        assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
-        assert_eq!(
-            response.ext_fields.get("queueOffset").unwrap(),
-            &n.to_string()
-        );
-    }
+    tier::start_broker(namesrv, backend, &READ_KEYS)
 }
 
 /// A consumer of a new group pulls queue 0 from offset 0 to `count`: every
@@ -99,48 +56,6 @@ fn pull_all(conn: &mut RemotingConn, topic: &str, count: i64) {
     assert!(
         pulled.is_some(),
         "a new consumer read only {offset} of {count} messages"
-    );
-}
-
-fn runtime_info(conn: &mut RemotingConn) -> serde_json::Value {
-    let answer = conn.request(RemotingCommand::request(
-        request_code::GET_BROKER_RUNTIME_INFO,
-    ));
-    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
-    let info: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
-    info["table"].clone()
-}
-
-fn info_number(conn: &mut RemotingConn, key: &str) -> u64 {
-    runtime_info(conn)[key]
-        .as_str()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in the runtime info"))
-}
-
-fn local_segments(broker: &Broker) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(broker.store_dir().join("commitlog"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.len() == 20)
-        .collect();
-    names.sort();
-    names
-}
-
-/// Waits until every sealed segment is offloaded and the oldest are gone
-/// from the local disk.
-fn wait_offloaded_and_dropped(conn: &mut RemotingConn, broker: &Broker) {
-    let settled = wait_for(Duration::from_secs(60), || {
-        let pending = info_number(conn, "tieredPendingSegments");
-        let first_local = local_segments(broker).first().cloned()?;
-        (pending == 0 && first_local != "00000000000000000000").then_some(())
-    });
-    assert!(
-        settled.is_some(),
-        "segments were not offloaded and dropped: local {:?}, info {}",
-        local_segments(broker),
-        runtime_info(conn)
     );
 }
 
@@ -202,52 +117,6 @@ fn pop_all(conn: &mut RemotingConn, topic: &str, count: i64) {
     assert_eq!(seen.first(), Some(&0));
 }
 
-/// The `s3s-fs` binary: `FERROCKET_S3S_FS`, else where scripts/test-all.sh
-/// installs it. `None` (skip) only outside that script.
-fn s3s_fs_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("FERROCKET_S3S_FS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/s3s/bin/s3s-fs"));
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("FERROCKET_TEST_ALL").is_none(),
-        "scripts/test-all.sh should have installed s3s-fs at {}",
-        path.display()
-    );
-    eprintln!(
-        "SKIPPED: no s3s-fs at {} (scripts/test-all.sh installs it; or set FERROCKET_S3S_FS)",
-        path.display()
-    );
-    None
-}
-
-/// An S3-compatible server on 127.0.0.1 serving `root` (bucket = a directory).
-fn start_s3(binary: &Path, root: &Path, port: u16) -> ServerProcess {
-    let args: Vec<String> = [
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--access-key",
-        "tierak",
-        "--secret-key",
-        "tiersk",
-        &root.display().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut server = ServerProcess::spawn_program(binary, &args, root).unwrap();
-    let up = wait_for(Duration::from_secs(20), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-    });
-    assert!(up.is_some(), "s3s-fs did not listen: {}", server.output());
-    let _ = server.is_running();
-    server
-}
-
 #[test]
 fn s3_offload_survives_kill9_and_a_store_that_is_down() {
     let Some(binary) = s3s_fs_binary() else {
@@ -258,14 +127,8 @@ fn s3_offload_survives_kill9_and_a_store_that_is_down() {
     let port = free_port();
     let mut s3 = start_s3(&binary, root.path(), port);
     let namesrv = Namesrv::start();
-    let backend = vec![
-        "tieredBackendServiceProvider=s3".to_string(),
-        format!("objectStoreEndpoint=http://127.0.0.1:{port}"),
-        "objectStoreBucket=tier-bucket".to_string(),
-        "objectStoreAccessKey=tierak".to_string(),
-        "objectStoreSecretKey=tiersk".to_string(),
-        "tieredStoreFilePath=broker-a".to_string(),
-    ];
+    let mut backend = tier::s3(port, "tier-bucket");
+    backend.push("tieredStoreFilePath=broker-a".to_string());
     let mut broker = start_broker(&namesrv, &backend);
     let mut conn = broker.connect();
     let topic = unique_name("TieredS3");
@@ -419,13 +282,7 @@ fn s3_that_refuses_half_the_connections_loses_nothing() {
     let mut s3 = start_s3(&binary, root.path(), port);
     let proxy = FlakyProxy::start(port);
     let namesrv = Namesrv::start();
-    let backend = vec![
-        "tieredBackendServiceProvider=s3".to_string(),
-        format!("objectStoreEndpoint=http://127.0.0.1:{}", proxy.port),
-        "objectStoreBucket=flaky".to_string(),
-        "objectStoreAccessKey=tierak".to_string(),
-        "objectStoreSecretKey=tiersk".to_string(),
-    ];
+    let backend = tier::s3(proxy.port, "flaky");
     let broker = start_broker(&namesrv, &backend);
     let mut conn = broker.connect();
     let topic = unique_name("TieredFlaky");

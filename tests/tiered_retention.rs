@@ -7,7 +7,7 @@
 
 mod harness;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code, response_code};
@@ -15,48 +15,15 @@ use ferrocket_protocol::header::{CreateTopicRequestHeader, SendMessageRequestHea
 use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
-use harness::process::{free_port, ServerProcess};
+use harness::process::free_port;
 use harness::requests::{pull_request, send_header, send_request};
-use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
+use harness::tier::{
+    self, body, info_number, posix, s3s_fs_binary, send_range, start_broker, start_s3,
+    FIRST_OBJECT, SEGMENT_BYTES,
+};
+use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn};
 
-const SEGMENT_BYTES: u64 = 64 * 1024;
-const BODY_BYTES: usize = 1000;
 const MESSAGES: i64 = 400;
-const FIRST_OBJECT: &str = "commitlog/00000000000000000000";
-
-fn posix(remote: &Path) -> Vec<String> {
-    vec![
-        "tieredBackendServiceProvider=posix".to_string(),
-        format!("tieredStoreFilePath={}", remote.display()),
-    ]
-}
-
-fn start_broker(namesrv: &Namesrv, backend: &[String], extra: &[&str]) -> Broker {
-    let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
-    let mut keys = vec![
-        "tieredStorageLevel=NOT_IN_DISK".to_string(),
-        "tieredStoreUploadIntervalMs=100".to_string(),
-        format!("tieredStoreLocalMaxBytes={}", 3 * SEGMENT_BYTES),
-        "cleanResourceInterval=200".to_string(),
-        format!("deleteWhen={}", every_hour.join(";")),
-        "diskMaxUsedSpaceRatio=100".to_string(),
-        "diskSpaceCleanForciblyRatio=100".to_string(),
-    ];
-    keys.extend(backend.iter().cloned());
-    keys.extend(extra.iter().map(|s| s.to_string()));
-    Broker::start(
-        &namesrv.addr(),
-        BrokerOpts {
-            shards: Some(2),
-            commit_log_segment_bytes: Some(SEGMENT_BYTES),
-            extra_args: keys
-                .into_iter()
-                .flat_map(|kv| ["--set".to_string(), kv])
-                .collect(),
-            ..BrokerOpts::default()
-        },
-    )
-}
 
 fn create_topic(conn: &mut RemotingConn, topic: &str, attributes: Option<&str>) {
     let mut request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
@@ -76,20 +43,6 @@ fn create_topic(conn: &mut RemotingConn, topic: &str, attributes: Option<&str>) 
     assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
 }
 
-fn body(n: i64) -> Vec<u8> {
-    let mut body = format!("m{n}-").into_bytes();
-    body.resize(BODY_BYTES, b't');
-    body
-}
-
-fn send_range(conn: &mut RemotingConn, topic: &str, from: i64, to: i64) {
-    for n in from..to {
-        let header = send_header("tier_pg", topic, 0);
-        let response = conn.request(send_request(&header, body(n)));
-        assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
-    }
-}
-
 fn field(response: &RemotingCommand, name: &str) -> i64 {
     response
         .ext_fields
@@ -107,17 +60,6 @@ fn min_offset(conn: &mut RemotingConn, topic: &str) -> i64 {
     );
     assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
     field(&response, "offset")
-}
-
-fn runtime_number(conn: &mut RemotingConn, key: &str) -> u64 {
-    let answer = conn.request(RemotingCommand::request(
-        request_code::GET_BROKER_RUNTIME_INFO,
-    ));
-    let info: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
-    info["table"][key]
-        .as_str()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in {info}"))
 }
 
 /// Waits until the first segment's object is gone and the queue's min
@@ -177,14 +119,8 @@ fn offloaded_segments_leave_an_s3_bucket_after_the_reserved_time() {
     std::fs::create_dir_all(root.path().join("ret-bucket")).unwrap();
     let port = free_port();
     let mut s3 = start_s3(&binary, root.path(), port);
-    let backend = vec![
-        "tieredBackendServiceProvider=s3".to_string(),
-        format!("objectStoreEndpoint=http://127.0.0.1:{port}"),
-        "objectStoreBucket=ret-bucket".to_string(),
-        "objectStoreAccessKey=tierak".to_string(),
-        "objectStoreSecretKey=tiersk".to_string(),
-        "tieredStoreFilePath=broker-r".to_string(),
-    ];
+    let mut backend = tier::s3(port, "ret-bucket");
+    backend.push("tieredStoreFilePath=broker-r".to_string());
     deletes_after_the_reserved_time(&backend, &root.path().join("ret-bucket/broker-r"));
     s3.kill();
 }
@@ -198,7 +134,7 @@ fn deletes_after_the_reserved_time(backend: &[String], objects: &Path) {
     create_topic(&mut conn, &topic, None);
     send_range(&mut conn, &topic, 0, MESSAGES);
     wait_remote_deleted(&mut conn, objects, &topic);
-    assert!(runtime_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
+    assert!(info_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
     // Every segment only the object store held goes: the CommitLog's start
     // is the local one, and the queue's min settles above it.
     let local_start = |broker: &Broker| -> u64 {
@@ -207,7 +143,7 @@ fn deletes_after_the_reserved_time(backend: &[String], objects: &Path) {
         starts.min().unwrap()
     };
     let settled = wait_for(Duration::from_secs(60), || {
-        (runtime_number(&mut conn, "tieredMinOffset") == local_start(&broker)).then_some(())
+        (info_number(&mut conn, "tieredMinOffset") == local_start(&broker)).then_some(())
     });
     assert!(settled.is_some(), "remote-only segments stayed");
     assert!(local_start(&broker) >= SEGMENT_BYTES);
@@ -265,7 +201,7 @@ fn a_longer_retention_ms_keeps_remote_segments() {
     // Well past the remote reserved time, the objects stay.
     std::thread::sleep(Duration::from_secs(5));
     assert!(remote.path().join(FIRST_OBJECT).exists());
-    assert_eq!(runtime_number(&mut conn, "tieredRemoteDeletedSegments"), 0);
+    assert_eq!(info_number(&mut conn, "tieredRemoteDeletedSegments"), 0);
     new_group_reads_from(&mut conn, &long, 0, MESSAGES);
 }
 
@@ -286,7 +222,7 @@ fn retention_per_topic_frees_remote_segments() {
     // more, so their objects go.
     let min = wait_remote_deleted(&mut conn, remote.path(), &short);
     assert!(min > 0);
-    assert!(runtime_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
+    assert!(info_number(&mut conn, "tieredRemoteDeletedSegments") >= 1);
     new_group_reads_from(&mut conn, &plain, 0, 10);
 }
 
@@ -340,12 +276,12 @@ fn key_queries_and_time_searches_read_offloaded_segments() {
         dropped.is_some(),
         "the first segment was not offloaded and dropped"
     );
-    let reads = runtime_number(&mut conn, "tieredRemoteReads");
+    let reads = info_number(&mut conn, "tieredRemoteReads");
     let found = query_key(&mut conn, &topic, "key10");
     assert_eq!(found.len(), 1, "{found:?}");
     let (offset, stored_ms) = found[0];
     assert_eq!(offset, 10);
-    assert!(runtime_number(&mut conn, "tieredRemoteReads") > reads);
+    assert!(info_number(&mut conn, "tieredRemoteReads") > reads);
     // The first message stored at or after message 10's time is at most 10
     // (messages stored in the same millisecond come first).
     let search = conn.request(
@@ -357,47 +293,4 @@ fn key_queries_and_time_searches_read_offloaded_segments() {
     assert_eq!(search.code, response_code::SUCCESS, "{search:?}");
     let at = field(&search, "offset");
     assert!((0..=10).contains(&at), "search by time answered {at}");
-}
-
-/// The `s3s-fs` binary (as tests/tiered.rs finds it); `None`: skip.
-fn s3s_fs_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("FERROCKET_S3S_FS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/s3s/bin/s3s-fs"));
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("FERROCKET_TEST_ALL").is_none(),
-        "scripts/test-all.sh should have installed s3s-fs at {}",
-        path.display()
-    );
-    eprintln!("SKIPPED: no s3s-fs at {}", path.display());
-    None
-}
-
-/// An S3-compatible server on 127.0.0.1 serving `root`.
-fn start_s3(binary: &Path, root: &Path, port: u16) -> ServerProcess {
-    let port_text = port.to_string();
-    let root_text = root.display().to_string();
-    let args: Vec<String> = [
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &port_text,
-        "--access-key",
-        "tierak",
-        "--secret-key",
-        "tiersk",
-        &root_text,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let server = ServerProcess::spawn_program(binary, &args, root).unwrap();
-    let up = wait_for(Duration::from_secs(20), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-    });
-    assert!(up.is_some(), "s3s-fs did not listen");
-    server
 }

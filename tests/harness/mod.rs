@@ -16,6 +16,7 @@ pub mod netns;
 pub mod process;
 pub mod remoting;
 pub mod requests;
+pub mod tier;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -246,6 +247,15 @@ impl Broker {
     pub fn crash_and_restart(&mut self) {
         self.process.kill();
         self.start_again();
+    }
+
+    /// Adds `key=value` settings for the next start (a key set twice takes
+    /// the later value), as `restart` then gives them.
+    pub fn set_on_restart(&mut self, settings: &[&str]) {
+        for kv in settings {
+            self.opts.extra_args.push("--set".to_string());
+            self.opts.extra_args.push(kv.to_string());
+        }
     }
 
     /// Starts the broker again after it was stopped or killed (for example
