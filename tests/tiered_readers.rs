@@ -319,10 +319,16 @@ fn a_compaction_topic_keeps_offloaded_newest_values() {
     let remote = tempfile::tempdir().unwrap();
     let namesrv = Namesrv::start();
     // Compaction off at first: nothing holds the topic's segments locally.
+    // A read cache of four chunks: a pass fetches little at a time.
     let mut broker = start_broker(
         &namesrv,
         remote.path(),
-        &["enableCompaction=false", "compactionScheduleInternal=300"],
+        &[
+            "enableCompaction=false",
+            "compactionScheduleInternal=300",
+            "tieredStoreReadAheadBytes=16384",
+            "tieredStoreReadCacheBytes=65536",
+        ],
     );
     let mut conn = broker.connect();
     let topic = unique_name("TierCompact");
@@ -344,6 +350,9 @@ fn a_compaction_topic_keeps_offloaded_newest_values() {
     broker.set_on_restart(&["enableCompaction=true"]);
     broker.restart();
     let mut conn = broker.connect();
+    // The passes run first (every 300 ms), before any read of this test
+    // brings the offloaded records into the read cache.
+    std::thread::sleep(Duration::from_secs(3));
     let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for key in 0..OLD_KEYS {
         expected.insert(format!("k{key}"), vec!["v0".to_string()]);

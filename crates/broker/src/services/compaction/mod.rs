@@ -39,7 +39,8 @@ pub const PASS_ENTRIES_MAX: usize = 100_000;
 /// Most passes over one queue in one round.
 pub const PASSES_PER_ROUND_MAX: usize = 10;
 /// Most offloaded bytes (tiered storage) one pass brings back into the
-/// read-through cache before it runs; its range ends after them.
+/// read-through cache before it runs (less with a smaller cache, so what
+/// it fetched is still there when it reads); its range ends after them.
 pub const PASS_FETCH_BYTES_MAX: usize = 8 << 20;
 
 /// The compaction settings (Java's `MessageStoreConfig` keys).
@@ -184,11 +185,16 @@ pub(crate) async fn compact_queue(
 
 /// Brings the range's records that only object storage holds into the
 /// read-through cache (off this executor), at most
-/// [`PASS_FETCH_BYTES_MAX`]: the range is cut after them. A store error
+/// [`fetch_budget`] bytes: the range is cut after them. A store error
 /// stops the fetching; the pass's range then ends before what it could not
 /// read (`pass`), and a later pass tries again.
 async fn fetch_offloaded(store: &ShardStore, entries: &mut Vec<ferrocket_store::CqEntry>) {
-    let local_min = store.reader().min_offset();
+    let reader = store.reader();
+    let Some(tier) = reader.tier() else {
+        return;
+    };
+    let budget = fetch_budget(tier.config.read_cache_bytes, tier.config.read_ahead_bytes);
+    let local_min = reader.min_offset();
     let mut fetched = 0usize;
     for (index, entry) in entries.iter().enumerate() {
         // Offloaded segments are the CommitLog's oldest: past the local
@@ -200,7 +206,7 @@ async fn fetch_offloaded(store: &ShardStore, entries: &mut Vec<ferrocket_store::
         if entry.is_lost() || size == 0 {
             continue;
         }
-        if fetched >= PASS_FETCH_BYTES_MAX {
+        if fetched >= budget {
             entries.truncate(index);
             return;
         }
@@ -213,6 +219,15 @@ async fn fetch_offloaded(store: &ShardStore, entries: &mut Vec<ferrocket_store::
         }
         fetched += size;
     }
+}
+
+/// Record bytes a pass fetches: half the read-through cache less the chunk
+/// read ahead past them, at most [`PASS_FETCH_BYTES_MAX`] (the first
+/// record is fetched whatever this says, so every pass moves on).
+fn fetch_budget(cache_bytes: usize, read_ahead_bytes: usize) -> usize {
+    (cache_bytes / 2)
+        .saturating_sub(read_ahead_bytes)
+        .min(PASS_FETCH_BYTES_MAX)
 }
 
 #[cfg(test)]
