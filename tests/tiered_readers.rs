@@ -203,10 +203,27 @@ fn send_half(conn: &mut RemotingConn, topic: &str, body: &str) -> RemotingComman
 #[test]
 fn half_messages_whose_segment_left_are_committed_and_checked_back() {
     let remote = tempfile::tempdir().unwrap();
+    commits_and_checks_back(&posix(remote.path()));
+}
+
+#[test]
+fn half_messages_whose_segment_left_an_s3_bucket_are_committed_and_checked_back() {
+    let Some(binary) = tier::s3s_fs_binary() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("txn-bucket")).unwrap();
+    let port = harness::free_port();
+    let mut s3 = tier::start_s3(&binary, root.path(), port);
+    commits_and_checks_back(&tier::s3(port, "txn-bucket"));
+    s3.stop();
+}
+
+fn commits_and_checks_back(backend: &[String]) {
     let namesrv = Namesrv::start();
-    let broker = start_broker(
+    let broker = tier::start_broker(
         &namesrv,
-        remote.path(),
+        backend,
         &[
             "transactionCheckInterval=300",
             "transactionTimeOut=300",

@@ -90,3 +90,13 @@ fn reads_skip_compacted_offsets_and_end_at_upto() {
         "retention moved the queue past upto"
     );
 }
+
+#[test]
+fn a_pass_fetches_what_the_read_cache_keeps() {
+    use super::{fetch_budget, PASS_FETCH_BYTES_MAX};
+    // Half the cache less the chunk read ahead past what was fetched.
+    assert_eq!(fetch_budget(64 << 10, 16 << 10), 16 << 10);
+    assert_eq!(fetch_budget(256 << 20, 4 << 20), PASS_FETCH_BYTES_MAX);
+    // A cache of two chunks: only the first record (always fetched).
+    assert_eq!(fetch_budget(32 << 10, 16 << 10), 0);
+}
