@@ -5,7 +5,8 @@
 //! transaction half message committed by END_TRANSACTION and by a
 //! check-back, a popped message never acked (revived), and a compaction
 //! topic's records (every key's newest value is kept). A directory is the
-//! object store; segments are 64 KiB and two sealed ones stay local.
+//! object store; segments are 64 KiB and two sealed ones stay local. While
+//! the store fails to give a segment, the messages in it wait.
 
 mod harness;
 
@@ -119,14 +120,12 @@ fn start_broker(namesrv: &Namesrv, remote: &std::path::Path, extra: &[&str]) -> 
 }
 
 #[test]
-fn timer_and_delay_level_messages_due_after_their_segment_left_are_delivered() {
+fn a_timer_message_due_after_its_segment_left_is_delivered() {
     let remote = tempfile::tempdir().unwrap();
     let namesrv = Namesrv::start();
-    // Level 3 waits as long as the timer.
-    let levels = format!("messageDelayLevel=1s 5s {}s 30s", DUE_IN_MS / 1000);
-    let broker = start_broker(&namesrv, remote.path(), &[&levels]);
+    let broker = start_broker(&namesrv, remote.path(), &[]);
     let mut conn = broker.connect();
-    let topic = unique_name("TierDue");
+    let topic = unique_name("TierTimer");
     create_topic(&mut conn, &topic, 1);
     let due_at = now_ms() + DUE_IN_MS;
     let timer = send_with(
@@ -136,25 +135,50 @@ fn timer_and_delay_level_messages_due_after_their_segment_left_are_delivered() {
         0,
         &[(properties::TIMER_DELIVER_MS, due_at.to_string())],
     );
-    send_with(
+    let offset = commit_log_offset(&timer);
+    drop_segment_of(&mut conn, &broker, offset);
+    assert!(now_ms() < due_at, "the segment left only after it was due");
+    assert!(visible(&mut conn, &topic).is_empty(), "delivered early");
+    // The object store fails to give the segment when it comes due (nothing
+    // read it since it left the local disk): it waits, and is delivered once
+    // the store answers again.
+    let segment = offset - offset % tier::SEGMENT_BYTES as i64;
+    let object = remote.path().join(format!("commitlog/{segment:020}"));
+    let away = remote.path().join("away");
+    std::fs::rename(&object, &away).unwrap();
+    while now_ms() < due_at + 3_000 {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        visible(&mut conn, &topic).is_empty(),
+        "delivered without the store"
+    );
+    std::fs::rename(&away, &object).unwrap();
+    delivered_once(&mut conn, &topic, &["timer"], Duration::from_secs(60));
+}
+
+#[test]
+fn a_delay_level_message_due_after_its_segment_left_is_delivered() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    // Level 3 waits DUE_IN_MS.
+    let levels = format!("messageDelayLevel=1s 5s {}s 30s", DUE_IN_MS / 1000);
+    let broker = start_broker(&namesrv, remote.path(), &[&levels]);
+    let mut conn = broker.connect();
+    let topic = unique_name("TierDelay");
+    create_topic(&mut conn, &topic, 1);
+    let due_at = now_ms() + DUE_IN_MS;
+    let delayed = send_with(
         &mut conn,
         &topic,
         "delay",
         0,
         &[(properties::DELAY, "3".to_string())],
     );
-    drop_segment_of(&mut conn, &broker, commit_log_offset(&timer));
-    assert!(
-        now_ms() < due_at,
-        "the segment left only after the messages were due"
-    );
+    drop_segment_of(&mut conn, &broker, commit_log_offset(&delayed));
+    assert!(now_ms() < due_at, "the segment left only after it was due");
     assert!(visible(&mut conn, &topic).is_empty(), "delivered early");
-    delivered_once(
-        &mut conn,
-        &topic,
-        &["timer", "delay"],
-        Duration::from_secs(60),
-    );
+    delivered_once(&mut conn, &topic, &["delay"], Duration::from_secs(60));
 }
 
 /// The broker's next CHECK_TRANSACTION_STATE on `conn`.
