@@ -244,17 +244,20 @@ fn a_slave_acts_while_its_master_is_down_and_hands_back() {
         response_code::SUCCESS,
         "an acting master took a send"
     );
-    // A consumer's send-back is refused too (Java: "no master available");
-    // Java's client then sends the retry through another set.
+    // A consumer's send-back is refused as Java refuses it (SYSTEM_ERROR,
+    // "no master available"); Java's client then sends the retry through
+    // another set.
     let back = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK)
         .with_ext("offset", 0)
         .with_ext("group", &group)
         .with_ext("delayLevel", 0);
     let back = on_slave.request(back);
-    assert_ne!(
-        back.code,
-        response_code::SUCCESS,
-        "an acting master stored a retry: {back:?}"
+    assert_eq!(back.code, response_code::SYSTEM_ERROR, "{back:?}");
+    assert!(
+        back.remark
+            .as_deref()
+            .is_some_and(|r| r.starts_with("no master available along with")),
+        "{back:?}"
     );
 
     // The master returns: the slave hands back, the route is whole again.

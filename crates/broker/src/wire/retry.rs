@@ -75,6 +75,7 @@ pub(crate) async fn send_msg_back(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = SendBackHeader::parse(request)?;
+    refuse_on_slave(shard)?;
     let group = shard.find_or_create_group(&header.group).await?;
     let success = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     if group.retry_queue_nums <= 0 {
@@ -126,6 +127,21 @@ pub(crate) async fn send_msg_back(
         shard.metrics.count_dlq(&header.group, &original);
     }
     Ok(success)
+}
+
+/// A slave, acting master or not, stores no retry copy: Java's
+/// `consumerSendMsgBack` finds no master beside it (`peekMasterBroker`) and
+/// answers SYSTEM_ERROR, and the client then sends the retry message
+/// through its own producer to a writable set.
+fn refuse_on_slave(shard: &Shard) -> Result<(), Reject> {
+    let config = shard.config();
+    if !config.replication.broker_role.is_slave() {
+        return Ok(());
+    }
+    let ip = config
+        .advertised_ip()
+        .map_or_else(|_| config.broker_ip1.clone(), |ip| ip.to_string());
+    Err(Reject::system(format!("no master available along with {ip}")))
 }
 
 /// The group's retry topic (made by shard 0 when missing), if writable.
