@@ -13,6 +13,7 @@ use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::process::free_port;
+use harness::remoting::Outcome;
 use harness::requests::{create_topic, pull_request, send_header, send_request};
 use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, NamesrvOpts, RemotingConn};
 
@@ -360,4 +361,205 @@ fn a_hung_master_expires_and_the_heartbeating_slave_acts() {
         listed.contains(&slave.addr()),
         "the slave expired too: {listed}"
     );
+}
+
+/// A timer message that comes due while its set's master is down is sent
+/// to another set's master by the acting slave, once: the returning master
+/// asks the slave what it delivered before its own timers run, and does
+/// not deliver it again.
+#[test]
+fn a_timer_message_due_while_the_master_is_down_is_delivered_once() {
+    let namesrv = Namesrv::start();
+    let (name_a, name_b) = (unique_name("timerA"), unique_name("timerB"));
+    let mut master = broker(&namesrv, &name_a, &[]);
+    let slave = broker(
+        &namesrv,
+        &name_a,
+        &[
+            "brokerId=1".into(),
+            "brokerRole=SLAVE".into(),
+            "enableRemoteEscape=true".into(),
+        ],
+    );
+    let other = broker(&namesrv, &name_b, &[]);
+    let topic = unique_name("TimerEscape");
+    create_topic(&mut other.connect(), &topic, QUEUES);
+    let mut conn = master.connect();
+    create_topic(&mut conn, &topic, QUEUES);
+    let answer = conn.request(timer_send(&topic, "due-while-down", 8_000));
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    drop(conn);
+    let end = commit_log_end(&master).expect("the master answers");
+    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
+    assert!(caught_up.is_some(), "the slave did not catch up");
+
+    master.process.kill();
+    wait_info(&slave, "brokerActive", "true");
+    let mut on_other = other.connect();
+    let delivered = wait_for(WAIT, || {
+        let (bodies, _) = pull_all(&mut on_other, "timer-group", &topic, 1);
+        (!bodies.is_empty()).then_some(bodies)
+    });
+    assert_eq!(
+        delivered.as_deref(),
+        Some(&["due-while-down".to_string()][..]),
+        "the acting master did not deliver the due timer message; its output:\n{}",
+        slave.process.output()
+    );
+    assert_eq!(commit_log_end(&slave), Some(end));
+
+    // The master returns; a later timer message shows its timers ran past
+    // the first one's due time.
+    master.start_again();
+    wait_info(&slave, "brokerActive", "false");
+    let mut conn = master.connect();
+    let answer = conn.request(timer_send(&topic, "after-return", 2_000));
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    let on_master = wait_for(WAIT, || {
+        let (bodies, _) = pull_all(&mut conn, "timer-group", &topic, 1);
+        (!bodies.is_empty()).then_some(bodies)
+    });
+    assert_eq!(
+        on_master.as_deref(),
+        Some(&["after-return".to_string()][..]),
+        "the returning master delivered the slave's timer message again (or not its own); its output:\n{}",
+        master.process.output()
+    );
+    let (again, _) = pull_all(&mut on_other, "timer-group", &topic, 1);
+    assert_eq!(again, vec!["due-while-down".to_string()]);
+}
+
+/// A send of a timer message for queue 1 of `topic`, due `delay_ms` from now.
+fn timer_send(topic: &str, body: &str, delay_ms: i64) -> RemotingCommand {
+    let due = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + delay_ms;
+    let mut header = send_header("timer-producer", topic, 1);
+    header.properties = Some(format!(
+        "TIMER_DELIVER_MS\u{1}{due}\u{2}UNIQ_KEY\u{1}{}\u{2}",
+        unique_name("AC1F")
+    ));
+    send_request(&header, body.to_string())
+}
+
+const TXN_GROUP: &str = "acting_txn_group";
+const FAST_CHECKS: [&str; 2] = ["transactionCheckInterval=300", "transactionTimeOut=300"];
+
+/// An open half message while its set's master is down: the acting slave
+/// refuses the producer's commit (SLAVE_NOT_AVAILABLE, as Java) and sends
+/// the half message to another set, whose check-back the producer answers
+/// with a commit there. The returning master ends it as rolled back and
+/// never checks it back again.
+#[test]
+fn an_open_transaction_is_committed_through_another_set_while_the_master_is_down() {
+    let namesrv = Namesrv::start();
+    let (name_a, name_b) = (unique_name("txnA"), unique_name("txnB"));
+    let fast: Vec<String> = FAST_CHECKS.iter().map(|s| s.to_string()).collect();
+    let mut master = broker(&namesrv, &name_a, &fast);
+    let mut slave_args = fast.clone();
+    slave_args
+        .extend(["brokerId=1", "brokerRole=SLAVE", "enableRemoteEscape=true"].map(String::from));
+    let slave = broker(&namesrv, &name_a, &slave_args);
+    let other = broker(&namesrv, &name_b, &fast);
+    let topic = unique_name("TxnEscape");
+    let mut on_other = other.connect();
+    create_topic(&mut on_other, &topic, QUEUES);
+    producer_heartbeat(&mut on_other);
+    let mut conn = master.connect();
+    create_topic(&mut conn, &topic, QUEUES);
+    let answer = conn.request(half_send(&topic, "committed-elsewhere"));
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    let half_offset: i64 = answer.ext_fields.get_i64("queueOffset").unwrap().unwrap();
+    drop(conn);
+    let end = commit_log_end(&master).expect("the master answers");
+    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
+    assert!(caught_up.is_some(), "the slave did not catch up");
+
+    master.process.kill();
+    wait_info(&slave, "brokerActive", "true");
+    let commit = RemotingCommand::request(request_code::END_TRANSACTION)
+        .with_ext("producerGroup", TXN_GROUP)
+        .with_ext("tranStateTableOffset", half_offset)
+        .with_ext("commitLogOffset", 0)
+        .with_ext("commitOrRollback", 8);
+    let refused = slave.connect().request(commit);
+    assert_eq!(
+        refused.code,
+        response_code::SLAVE_NOT_AVAILABLE,
+        "{refused:?}"
+    );
+    // Set B checks the escaped half message back; the producer commits.
+    let check = next_check(&mut on_other, WAIT).unwrap_or_else(|| {
+        panic!(
+            "set B never checked back; slave output:\n{}",
+            slave.process.output()
+        )
+    });
+    let field = |name: &str| check.ext_fields.get(name).unwrap_or("").to_string();
+    let commit = RemotingCommand::request(request_code::END_TRANSACTION)
+        .with_ext("producerGroup", TXN_GROUP)
+        .with_ext("tranStateTableOffset", field("tranStateTableOffset"))
+        .with_ext("commitLogOffset", field("commitLogOffset"))
+        .with_ext("commitOrRollback", 8)
+        .with_ext("fromTransactionCheck", true)
+        .with_ext("msgId", field("msgId"))
+        .with_ext("transactionId", field("transactionId"));
+    let answer = on_other.request(commit);
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    let delivered = wait_for(WAIT, || {
+        let bodies: Vec<String> = (0..QUEUES)
+            .flat_map(|q| pull_all(&mut on_other, "txn-reader", &topic, q).0)
+            .collect();
+        (!bodies.is_empty()).then_some(bodies)
+    });
+    assert_eq!(delivered, Some(vec!["committed-elsewhere".to_string()]));
+
+    // The returning master does not ask the producer about it again.
+    master.start_again();
+    wait_info(&slave, "brokerActive", "false");
+    let mut on_master = master.connect();
+    producer_heartbeat(&mut on_master);
+    let again = next_check(&mut on_master, Duration::from_secs(5));
+    assert!(
+        again.is_none(),
+        "the returning master checked the escaped half message back: {again:?}"
+    );
+}
+
+fn producer_heartbeat(conn: &mut RemotingConn) {
+    let body = format!(
+        r#"{{"clientID":"{}","producerDataSet":[{{"groupName":"{TXN_GROUP}"}}],"consumerDataSet":[]}}"#,
+        unique_name("txn-client")
+    );
+    let answer = conn.request(RemotingCommand::request(request_code::HEART_BEAT).with_body(body));
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+}
+
+/// A half message for queue 1 of `topic`.
+fn half_send(topic: &str, body: &str) -> RemotingCommand {
+    let mut header = send_header(TXN_GROUP, topic, 1);
+    header.sys_flag = Some(4);
+    header.properties = Some(format!(
+        "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}{TXN_GROUP}\u{2}UNIQ_KEY\u{1}{}\u{2}",
+        unique_name("AC1E")
+    ));
+    send_request(&header, body.to_string())
+}
+
+/// The broker's next CHECK_TRANSACTION_STATE on `conn` within `timeout`.
+fn next_check(conn: &mut RemotingConn, timeout: Duration) -> Option<RemotingCommand> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match conn.read_outcome(left) {
+            Outcome::Response(c) if c.code == request_code::CHECK_TRANSACTION_STATE => {
+                return Some(c)
+            }
+            Outcome::Response(_) => continue,
+            Outcome::TimedOut => return None,
+            other => panic!("waiting for a check: {other:?}"),
+        }
+    }
 }

@@ -326,8 +326,8 @@ impl ConfigFiles {
                 .map_err(|e| BrokerError::Config(format!("TLS: {e}")))?,
             namesrv_tls: outbound_tls(&config)?,
             acting: crate::services::acting_master::ActingMaster::new(
-                config.replication.enable_slave_acting_master
-                    && config.replication.broker_role.is_slave(),
+                config.replication.enable_slave_acting_master,
+                config.replication.broker_role.is_slave(),
                 config.broker_id,
             ),
             config,

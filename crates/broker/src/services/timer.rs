@@ -25,7 +25,8 @@
 //! they run on the blocking pool; the store sits behind a mutex only this
 //! service's single task takes, one call at a time.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -35,6 +36,7 @@ use ferrocket_store::{ConsumeQueue, FailureLevel, RepeatedFailure, ShardStore};
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
+use crate::services::acting_master::TIMER_LEDGER_MAX;
 use crate::services::java_timer::JavaTimerCheck;
 use crate::services::topics::TIMER_TOPIC;
 use ferrocket_runtime::sync::Notify;
@@ -67,6 +69,11 @@ pub(crate) struct TimerService {
     java_delivered: Option<JavaTimerCheck>,
     /// Java's timer checkpoint as last written for a Java broker.
     java_written: Cell<Option<JavaTimerCheck>>,
+    /// An acting slave: the held messages it sent to another set, for its
+    /// returning master (`tasks::acting_hand_back`).
+    acting_ledger: RefCell<VecDeque<i64>>,
+    /// A returning master: held messages its acting slave delivered.
+    handed: RefCell<HashSet<i64>>,
 }
 
 /// One timer-topic entry ready to add.
@@ -124,7 +131,36 @@ impl TimerService {
             config_dir,
             java_delivered,
             java_written: Cell::new(None),
+            acting_ledger: RefCell::new(VecDeque::new()),
+            handed: RefCell::new(HashSet::new()),
         })
+    }
+
+    /// An acting slave sent the held message at `physical_offset` to
+    /// another set.
+    pub fn note_acting_delivery(&self, physical_offset: i64) {
+        let mut ledger = self.acting_ledger.borrow_mut();
+        if ledger.len() >= TIMER_LEDGER_MAX {
+            ledger.pop_front();
+        }
+        ledger.push_back(physical_offset);
+    }
+
+    /// What this slave delivered while acting, taken for the master.
+    pub fn take_acting_ledger(&self) -> Vec<i64> {
+        self.acting_ledger.borrow_mut().drain(..).collect()
+    }
+
+    /// A returning master: what its slaves delivered while it was gone.
+    pub fn note_handed(&self, offsets: Vec<i64>) {
+        self.handed.borrow_mut().extend(offsets);
+    }
+
+    /// Whether an acting slave delivered the held message at
+    /// `physical_offset` (forgotten once asked).
+    pub fn take_handed(&self, physical_offset: i64) -> bool {
+        let mut handed = self.handed.borrow_mut();
+        !handed.is_empty() && handed.remove(&physical_offset)
     }
 
     pub fn wake(&self) {

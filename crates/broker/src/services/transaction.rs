@@ -145,6 +145,9 @@ pub(crate) struct TxnService {
     /// Set once recovery has rebuilt the pending set.
     pub ready: Cell<bool>,
     persist_failures: RepeatedFailure,
+    /// An acting slave: half queue offsets sent to another set, for the
+    /// returning master (`tasks::acting_hand_back`).
+    escaped: RefCell<Vec<i64>>,
 }
 
 impl TxnService {
@@ -162,11 +165,22 @@ impl TxnService {
                 "persisting transaction state",
                 FailureLevel::Error,
             ),
+            escaped: RefCell::new(Vec::new()),
         })
     }
 
     pub fn wake(&self) {
         self.wake.notify();
+    }
+
+    /// An acting slave sent the half message at `offset` to another set.
+    pub fn note_escaped(&self, offset: i64) {
+        self.escaped.borrow_mut().push(offset);
+    }
+
+    /// What this slave sent elsewhere while acting, taken for the master.
+    pub fn take_escaped(&self) -> Vec<i64> {
+        std::mem::take(&mut *self.escaped.borrow_mut())
     }
 
     /// Waits until recovery is done.

@@ -1,8 +1,9 @@
 //! What an acting master delivers, and where (Java's `EscapeBridge` with
 //! `enableRemoteEscape=true`): a slave never writes its own CommitLog (it
-//! must stay a byte copy of its master's), so the delay-level messages that
-//! come due while it acts are sent to the master of another broker set
-//! that serves their topic. Without `enableRemoteEscape`, or with no such
+//! must stay a byte copy of its master's), so the delay-level and timer
+//! messages that come due while it acts are sent to the master of another
+//! broker set that serves their topic, and so are its open half messages
+//! (that set then checks them back with their producers). Without `enableRemoteEscape`, or with no such
 //! set, they wait, as Java's do, and are delivered by whoever runs the
 //! scheduler next.
 
@@ -11,7 +12,8 @@ use std::rc::Rc;
 use ferrocket_protocol::body::{decode_json, perm, TopicRouteData};
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::{SendMessageRequestHeader, TopicRequestHeader};
-use ferrocket_protocol::record::{decode_record, RecordView};
+use ferrocket_protocol::properties;
+use ferrocket_protocol::record::{decode_record, sys_flag, RecordView};
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 
@@ -49,18 +51,17 @@ pub(crate) fn report_failure(level: i32, offset: i64, reject: &Reject) {
     });
 }
 
-/// Sends a due delay-level message to another set's master.
-pub(crate) async fn escape(shard: &Shard, source: &RecordView<'_>) -> Result<(), DeliverError> {
-    let copy = real_topic_copy(source, now_ms(), Parked::DelayLevel)?;
+/// Sends a due delay-level or timer message to another set's master.
+pub(crate) async fn escape(
+    shard: &Shard,
+    source: &RecordView<'_>,
+    parked: Parked,
+) -> Result<(), DeliverError> {
+    let copy = real_topic_copy(source, now_ms(), parked)?;
     let record = decode_record(&copy.record, false)
         .map_err(|e| DeliverError::Invalid(format!("re-encoded message undecodable: {e}")))?;
-    let config = shard.config();
     let header = SendMessageRequestHeader {
-        // Java's inner producer group, `InnerProducerGroup_<name>_<id>`.
-        producer_group: format!(
-            "InnerProducerGroup_{}_{}",
-            config.broker_name, config.broker_id
-        ),
+        producer_group: inner_producer_group(shard),
         topic: copy.topic.clone(),
         queue_id: Some(copy.queue_id),
         sys_flag: Some(record.sys_flag),
@@ -78,6 +79,55 @@ pub(crate) async fn escape(shard: &Shard, source: &RecordView<'_>) -> Result<(),
         Ok(result) => result.map_err(DeliverError::Store),
         Err(reject) => Err(DeliverError::Store(reject)),
     }
+}
+
+/// Sends an open half message to another set's master as a half message
+/// of its real topic (Java's `buildTransactionalMessageFromHalfMessage`
+/// and `putMessageToRemoteBroker`): that set checks it back with the
+/// producer group and takes the producer's END_TRANSACTION.
+pub(crate) async fn escape_half(shard: &Shard, held: &RecordView<'_>) -> Result<(), Reject> {
+    let mut props = held.properties();
+    let topic = props
+        .get(properties::REAL_TOPIC)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| Reject::system("half message without REAL_TOPIC"))?
+        .to_string();
+    let queue_id = props
+        .get(properties::REAL_QID)
+        .and_then(|q| q.trim().parse::<i32>().ok())
+        .unwrap_or(0);
+    props.insert(properties::TRAN_MSG, "true");
+    props.remove(properties::TRAN_PREPARED_QUEUE_OFFSET);
+    props.remove(properties::REAL_QID);
+    let producer_group = match props.get(properties::PGROUP) {
+        Some(group) if !group.is_empty() => group.to_string(),
+        _ => inner_producer_group(shard),
+    };
+    let header = SendMessageRequestHeader {
+        producer_group,
+        topic,
+        queue_id: Some(queue_id),
+        sys_flag: Some(held.sys_flag | sys_flag::TRANSACTION_PREPARED),
+        born_timestamp: Some(held.born_timestamp_ms),
+        flag: Some(held.flag),
+        properties: Some(props.to_encoded_string()),
+        reconsume_times: Some(held.reconsume_times),
+        ..SendMessageRequestHeader::default()
+    };
+    let send = EscapeSend {
+        header,
+        body: bytes::Bytes::copy_from_slice(held.body),
+    };
+    shard.call(0, send).await?
+}
+
+/// Java's inner producer group, `InnerProducerGroup_<name>_<id>`.
+fn inner_producer_group(shard: &Shard) -> String {
+    let config = shard.config();
+    format!(
+        "InnerProducerGroup_{}_{}",
+        config.broker_name, config.broker_id
+    )
 }
 
 /// To shard 0 (the one with outbound connections): find a writable queue

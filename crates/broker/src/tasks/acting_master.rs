@@ -5,6 +5,7 @@
 //! servers that send it; either way the lowest id decides whether this
 //! slave acts (`services::acting_master`).
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -79,6 +80,12 @@ pub(crate) async fn heartbeat_loop(shard: Rc<Shard>) {
 /// The set's lowest id and address from the first name server that
 /// answers with a non-empty group.
 async fn lowest_member(shard: &Shard) -> Option<(i64, String)> {
+    member_group(shard).await?.into_iter().next()
+}
+
+/// The set's members (id -> address) from the first name server that
+/// answers with a non-empty group (GET_BROKER_MEMBER_GROUP).
+pub(crate) async fn member_group(shard: &Shard) -> Option<BTreeMap<i64, String>> {
     let control = shard.control.as_ref()?;
     let config = shard.config();
     let header = BrokerMemberGroupRequestHeader {
@@ -108,9 +115,9 @@ async fn lowest_member(shard: &Shard) -> Option<(i64, String)> {
             tracing::warn!(%addr, "undecodable GET_BROKER_MEMBER_GROUP answer");
             continue;
         };
-        let group = body.broker_member_group;
-        if let Some((id, addr)) = group.broker_addrs.into_iter().next() {
-            return Some((id, addr));
+        let group = body.broker_member_group.broker_addrs;
+        if !group.is_empty() {
+            return Some(group);
         }
     }
     None

@@ -4,6 +4,7 @@
 
 pub(crate) mod acl_reload;
 pub(crate) mod acting_escape;
+pub(crate) mod acting_hand_back;
 pub(crate) mod acting_master;
 pub(crate) mod compaction;
 pub(crate) mod control_plane;
@@ -116,6 +117,10 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
         if shard.config().replication.enable_slave_acting_master {
             let beat = acting_master::heartbeat_loop(shard.clone());
             tasks.spawn("name server heartbeat", beat);
+        }
+        if shard.env.acting.awaiting_hand_back() {
+            let reclaim = acting_hand_back::reclaim(shard.clone());
+            tasks.spawn("hand-back from acting slaves", reclaim);
         }
         tasks.spawn(
             "throughput sampling",

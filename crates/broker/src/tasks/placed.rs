@@ -39,8 +39,9 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         let _ = services.timer.set(Rc::clone(&timer));
         let feed = crate::tasks::index_feed::feed_loop(shard.clone(), index);
         shard.tasks.spawn("message index", feed);
-        // A slave stores nothing of its own: its master delivers timers.
-        if !is_slave(shard) {
+        // A slave stores nothing of its own: its master delivers timers,
+        // or, while it acts as master, another set takes them.
+        if !is_slave(shard) || escapes(shard) {
             let run = crate::tasks::timer::run(shard.clone(), timer);
             shard.tasks.spawn("timer", shard.role.scoped(run));
         }
@@ -52,6 +53,10 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         if !is_slave(shard) {
             let check = crate::tasks::transactions::run(shard.clone(), txn);
             shard.tasks.spawn("transactions", shard.role.scoped(check));
+        } else if escapes(shard) {
+            let escape = crate::tasks::transactions::acting::run(shard.clone(), txn);
+            let scoped = shard.role.scoped(escape);
+            shard.tasks.spawn("acting-master transactions", scoped);
         }
     }
     Ok(())
@@ -68,6 +73,12 @@ pub(crate) fn start_master_loops(shard: &Rc<Shard>) {
         let check = crate::tasks::transactions::run(shard.clone(), Rc::clone(txn));
         shard.tasks.spawn("transactions", shard.role.scoped(check));
     }
+}
+
+/// A slave with `enableSlaveActingMaster` and `enableRemoteEscape`: while
+/// it acts, its timers and open transactions go to another set.
+fn escapes(shard: &Shard) -> bool {
+    shard.env.acting.enabled() && shard.config().replication.enable_remote_escape
 }
 
 fn is_slave(shard: &Shard) -> bool {

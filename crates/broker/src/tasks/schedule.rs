@@ -51,8 +51,15 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
     // at the end, as Java's `correctDelayOffset` does.
     let mut offset = stored.min(queue.max_offset()).max(queue.min_offset());
     let mut delivered = 0;
+    let slave = shard.config().replication.broker_role.is_slave();
     while offset < queue.max_offset() && delivered < DELIVER_BATCH_MAX {
         if shard.stopping.is_triggered() {
+            break;
+        }
+        // An acting slave's delivery and its progress are one step that a
+        // hand-back to the returning master waits for.
+        let flight = shard.env.acting.flight();
+        if slave && flight.is_none() {
             break;
         }
         let Some(entry) = queue.entry(offset) else {
@@ -65,6 +72,7 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
         }
         offset += 1;
         state.advance(level, offset);
+        drop(flight);
     }
     if offset != stored {
         state.advance(level, offset);
@@ -130,7 +138,7 @@ async fn deliver_entry(
     }
     // An acting master's go to another set (`tasks::acting_escape`).
     let delivered = match shard.env.acting.is_acting() {
-        true => crate::tasks::acting_escape::escape(shard, &record).await,
+        true => crate::tasks::acting_escape::escape(shard, &record, Parked::DelayLevel).await,
         false => (shard
             .deliver_to_real_topic(&record, Parked::DelayLevel)
             .await)
@@ -157,6 +165,27 @@ async fn deliver_entry(
 /// Delivers this shard's levels until the shard stops.
 async fn deliver_loop(shard: Rc<Shard>) {
     let levels: Vec<i32> = shard.schedule.progress.borrow().keys().copied().collect();
+    // A master whose slaves may have acted: first what they delivered.
+    while shard.env.acting.awaiting_hand_back() {
+        if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
+            return;
+        }
+    }
+    let handed = shard.env.acting.handed_delay_offsets();
+    for level in &levels {
+        let own = shard.schedule.progress.borrow().get(level).copied();
+        if let (Some(own), Some(theirs)) = (own, handed.get(level)) {
+            if *theirs > own {
+                tracing::info!(
+                    level,
+                    own,
+                    theirs,
+                    "an acting slave delivered this level further"
+                );
+                shard.schedule.advance(*level, *theirs);
+            }
+        }
+    }
     loop {
         if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
             return;

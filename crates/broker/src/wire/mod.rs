@@ -133,6 +133,9 @@ async fn dispatch_other(
         GET_BROKER_CONSUME_STATS => broker_stats::broker_consume_stats(shard, request).await,
         NOTIFY_BROKER_ROLE_CHANGED => Ok(replication::role_changed(shard, request)),
         NOTIFY_MIN_BROKER_ID_CHANGE => crate::tasks::acting_master::notified(shard, request).await,
+        crate::tasks::acting_hand_back::HAND_BACK => {
+            crate::tasks::acting_hand_back::answer(shard, request).await
+        }
         GET_BROKER_EPOCH_CACHE => replication::epoch_cache(shard, request),
         store_views::GET_TIMER_CHECK_POINT => store_views::timer_check_point(shard, request).await,
         store_views::QUERY_CONSUME_QUEUE => store_views::query_consume_queue(shard, request).await,

@@ -141,7 +141,9 @@ fn refuse_on_slave(shard: &Shard) -> Result<(), Reject> {
     let ip = config
         .advertised_ip()
         .map_or_else(|_| config.broker_ip1.clone(), |ip| ip.to_string());
-    Err(Reject::system(format!("no master available along with {ip}")))
+    Err(Reject::system(format!(
+        "no master available along with {ip}"
+    )))
 }
 
 /// The group's retry topic (made by shard 0 when missing), if writable.

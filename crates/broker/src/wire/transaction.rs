@@ -29,6 +29,15 @@ pub(crate) async fn end_transaction(
         from_transaction_check: fields.get_bool("fromTransactionCheck").unwrap_or(false),
         msg_id: fields.get("msgId").unwrap_or("").to_string(),
     };
+    // Java's `EndTransactionProcessor`: a slave, acting master or not,
+    // ends nothing (an acting slave sends open half messages to another
+    // set, which checks them back).
+    if shard.config().replication.broker_role.is_slave() {
+        return Err(Reject::new(
+            response_code::SLAVE_NOT_AVAILABLE,
+            "Message store is slave mode, so end transaction is forbidden.",
+        ));
+    }
     let kind = end.commit_or_rollback;
     if kind != sys_flag::TRANSACTION_COMMIT && kind != sys_flag::TRANSACTION_ROLLBACK {
         // Unknown (or anything else): the half message stays for check-back.

@@ -55,11 +55,19 @@ pub(super) async fn deliver_due(
     }
     let mut settled: Vec<TimerEntry> = Vec::with_capacity(due.len());
     let mut complete = true;
+    let slave = shard.config().replication.broker_role.is_slave();
     for entry in &due {
         if recalls.is_held(entry.physical_offset) {
             continue;
         }
-        match deliver_one(shard, entry, recalls).await {
+        // An acting slave's delivery and its ledger entry are one step that
+        // a hand-back to the returning master waits for.
+        let flight = shard.env.acting.flight();
+        if slave && flight.is_none() {
+            complete = false;
+            break;
+        }
+        match deliver_one(shard, timer, entry, recalls).await {
             Ok(Outcome::Delivered | Outcome::Dropped) => settled.push(*entry),
             Ok(Outcome::Held) => {}
             Ok(Outcome::Recalled(marker)) => {
@@ -101,9 +109,17 @@ pub(super) async fn deliver_due(
 
 async fn deliver_one(
     shard: &Rc<Shard>,
+    timer: &TimerService,
     entry: &TimerEntry,
     recalls: &mut Recalls,
 ) -> Result<Outcome, Reject> {
+    if timer.take_handed(entry.physical_offset) {
+        tracing::debug!(
+            physical_offset = entry.physical_offset,
+            "timer message delivered by the acting slave"
+        );
+        return Ok(Outcome::Delivered);
+    }
     // Read through tiered storage (the segment may have left the local
     // disk before the timer came due); a store error is retried.
     let Some(record) = try_read_record_through(&shard.store, entry.physical_offset).await? else {
@@ -126,17 +142,28 @@ async fn deliver_one(
     if let Some(outcome) = recall_outcome(entry, &props, recalls) {
         return Ok(outcome);
     }
+    // A slave's timer store takes every timer message, also those its
+    // master delivered: their copies are in the index.
+    let acting = shard.config().replication.broker_role.is_slave();
     if let Some(real_topic) = props.get(properties::REAL_TOPIC) {
-        if entry.maybe_delivered && already_delivered(shard, &held, real_topic).await? {
-            tracing::info!(
+        let unsure = entry.maybe_delivered || acting;
+        if unsure && already_delivered(shard, &held, real_topic).await? {
+            tracing::debug!(
                 physical_offset = entry.physical_offset,
-                "timer message was delivered before the restart"
+                "timer message was delivered already (by the master, or before a restart)"
             );
             return Ok(Outcome::Delivered);
         }
     }
-    match shard.deliver_to_real_topic(&held, Parked::Timer).await {
-        Ok(_) => Ok(Outcome::Delivered),
+    let delivered = match acting {
+        true => crate::tasks::acting_escape::escape(shard, &held, Parked::Timer).await,
+        false => (shard.deliver_to_real_topic(&held, Parked::Timer).await).map(drop),
+    };
+    if acting && delivered.is_ok() {
+        timer.note_acting_delivery(entry.physical_offset);
+    }
+    match delivered {
+        Ok(()) => Ok(Outcome::Delivered),
         Err(DeliverError::Store(reject)) => Err(reject),
         Err(DeliverError::Invalid(reason)) => {
             tracing::error!(

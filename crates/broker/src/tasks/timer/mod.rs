@@ -16,16 +16,27 @@ use crate::services::timer::{
 };
 use crate::shard::Shard;
 
-/// The timer loop: ingest, deliver, flush; ends when the shard stops.
+/// The timer loop: ingest, deliver, flush; ends when the shard stops. On
+/// a slave with `enableSlaveActingMaster` and `enableRemoteEscape` it
+/// ingests always (as Java's slave timer enqueues) and delivers only while
+/// the slave acts as master (to another set, `tasks::acting_escape`).
 pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
     let mut last_flush = Instant::now();
     let mut recalls = recall::Recalls::default();
+    let slave = shard.config().replication.broker_role.is_slave();
+    if !slave && !await_hand_back(&shard, &timer).await {
+        return;
+    }
     loop {
         let (ingested, skipped) = timer.ingest(&shard.store, &shard.config()).await;
         for _ in 0..skipped {
             shard.count_skipped_redelivery();
         }
-        let delivered = deliver::deliver_due(&shard, &timer, &mut recalls).await;
+        let delivering = !slave || shard.env.acting.is_acting();
+        let delivered = match delivering {
+            true => deliver::deliver_due(&shard, &timer, &mut recalls).await,
+            false => 0,
+        };
         if last_flush.elapsed() >= Duration::from_millis(FLUSH_INTERVAL_MS) {
             timer.flush().await;
             last_flush = Instant::now();
@@ -41,7 +52,7 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
             .with_store(|store| Ok(store.next_due_ms()))
             .await
             .unwrap_or(None);
-        let idle_ms = next_due.map_or(IDLE_MAX_MS, |at| {
+        let idle_ms = next_due.filter(|_| delivering).map_or(IDLE_MAX_MS, |at| {
             at.saturating_sub(now_ms()).clamp(IDLE_MIN_MS, IDLE_MAX_MS)
         });
         let idle = glommio::timer::sleep(Duration::from_millis(idle_ms as u64));
@@ -54,3 +65,20 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
         }
     }
 }
+
+/// A master whose slaves may have acted: waits until it asked them what
+/// they delivered (`tasks::acting_hand_back`) and takes their timers;
+/// false when the shard stopped first.
+async fn await_hand_back(shard: &Shard, timer: &TimerService) -> bool {
+    while shard.env.acting.awaiting_hand_back() {
+        let pause = Duration::from_millis(HAND_BACK_POLL_MS);
+        if shard.stopping.interrupts_sleep(pause).await {
+            return false;
+        }
+    }
+    timer.note_handed(shard.env.acting.take_handed_timers());
+    true
+}
+
+/// How often a starting master looks whether its hand-back is done.
+const HAND_BACK_POLL_MS: u64 = 50;

@@ -28,6 +28,7 @@
 //! before its op record is leaves the half message open; a later check can
 //! then commit it a second time.
 
+pub(crate) mod acting;
 mod check;
 mod discard;
 
@@ -48,6 +49,17 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
     if let Err(reject) = recover::recover(&shard, &txn).await {
         tracing::error!(remark = %reject.remark, "transaction recovery failed; starting from the half queue only");
     }
+    // A master whose slaves may have acted: end what they sent elsewhere.
+    while shard.env.acting.awaiting_hand_back() {
+        if shard
+            .stopping
+            .interrupts_sleep(Duration::from_millis(50))
+            .await
+        {
+            return;
+        }
+    }
+    acting::end_escaped(&shard, &txn, shard.env.acting.take_handed_txns()).await;
     txn.ready.set(true);
     let interval = Duration::from_millis(shard.config().transaction_check_interval_ms);
     let mut next_check = std::time::Instant::now() + interval;
