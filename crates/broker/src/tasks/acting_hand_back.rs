@@ -48,6 +48,7 @@ pub(crate) async fn answer(
     if acting.hand_back(master.as_deref(), now_ms(), HAND_BACK_HOLD_MS) {
         tracing::warn!(master = ?master, "the returning master takes the master's services back");
     }
+    crate::tasks::acting_master::register_soon(shard).await;
     let mut waited = 0;
     while acting.in_flight() > 0 && waited < IN_FLIGHT_WAIT_MS {
         glommio::timer::sleep(Duration::from_millis(5)).await;

@@ -188,3 +188,23 @@ impl ShardCall<Shard> for MinBrokerChanged {
         apply(&shard, self.min_id, self.min_addr);
     }
 }
+
+/// A registration soon (shard 0's loop): after a hand-back, so the slave
+/// learns the returning master's HA address without waiting a period.
+pub(crate) async fn register_soon(shard: &Shard) {
+    if let Err(reject) = shard.call(0, RegisterNow).await {
+        tracing::debug!(remark = %reject.remark, "could not ask shard 0 to register");
+    }
+}
+
+struct RegisterNow;
+
+impl ShardCall<Shard> for RegisterNow {
+    type Reply = ();
+
+    async fn run(self, shard: Rc<Shard>) {
+        if let Some(control) = shard.control.as_ref() {
+            control.register_now.notify();
+        }
+    }
+}

@@ -1,6 +1,7 @@
 package org.ferrocket.interop.mixed;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -9,6 +10,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.exception.MQBrokerException;
@@ -35,7 +37,8 @@ import org.junit.jupiter.api.Test;
  * `supportActingMaster` and `notifyMinBrokerIdChanged`. Once the master is
  * killed the route lists the slave as the set's master, read-only, and a
  * push consumer started then reads every acknowledged message from it and
- * commits its offsets there.
+ * commits its offsets there; a send-back to it is refused with Java's
+ * SYSTEM_ERROR (1).
  */
 class ActingMasterTest {
     static final int MESSAGES = 30;
@@ -106,12 +109,14 @@ class ActingMasterTest {
             });
 
             Set<String> received = ConcurrentHashMap.newKeySet();
+            AtomicReference<MessageExt> one = new AtomicReference<>();
             String group = Names.unique("ActingCG");
             DefaultMQPushConsumer consumer = clients.pushConsumer(group);
             consumer.subscribe(topic, "*");
             consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
                 for (MessageExt message : messages) {
                     received.add(Clients.body(message));
+                    one.compareAndSet(null, message);
                 }
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
@@ -119,8 +124,13 @@ class ActingMasterTest {
             Servers.waitFor(WAIT, "the push consumer read every message from the slave",
                 () -> received.size() >= MESSAGES);
             assertEquals(sent, new TreeSet<>(received));
-            // The consumer commits its offsets on the acting slave.
             MQClientAPIImpl api = producer.getDefaultMQProducerImpl().getMqClientFactory().getMQClientAPIImpl();
+            // A send-back to a slave: Java's "no master available" (the
+            // client then sends the retry through its own producer).
+            MQBrokerException refused = assertThrows(MQBrokerException.class, () -> api.consumerSendMessageBack(
+                slave.addr(), brokerName, one.get(), group, 0, 3000, 16));
+            assertEquals(1, refused.getResponseCode(), refused.toString());
+            // The consumer commits its offsets on the acting slave.
             Servers.waitFor(WAIT, "the slave holds the group's committed offsets", () -> {
                 long committed = 0;
                 for (int queue = 0; queue < QUEUES; queue++) {
