@@ -322,6 +322,23 @@ fn an_acting_master_sends_due_delay_messages_to_another_set() {
     );
     // Nothing was written into the slave's own CommitLog.
     assert_eq!(commit_log_end(&slave), Some(end));
+
+    // The master returns and takes the level's progress from the slave: a
+    // later message of the same level comes out, the first not again.
+    master.start_again();
+    wait_info(&slave, "brokerActive", "false");
+    let mut conn = master.connect();
+    let answer = conn.request(send_request(&header, "after-return"));
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    let on_master = wait_for(WAIT, || {
+        let (bodies, _) = pull_all(&mut conn, "escape-group", &topic, 1);
+        (!bodies.is_empty()).then_some(bodies)
+    });
+    assert_eq!(
+        on_master.as_deref(),
+        Some(&["after-return".to_string()][..]),
+        "the returning master delivered the slave's message again (or not its own)"
+    );
 }
 
 /// A master that hangs keeps its connections open: the name server drops it

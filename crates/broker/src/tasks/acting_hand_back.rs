@@ -40,9 +40,12 @@ pub(crate) async fn answer(
 ) -> Result<RemotingCommand, Reject> {
     let acting = &shard.env.acting;
     if !acting.enabled() {
-        return Err(Reject::system(
-            "not a slave with enableSlaveActingMaster: nothing to hand back",
-        ));
+        // Never acted (a master, or a slave without the flag).
+        let body =
+            serde_json::to_vec(&HandBack::default()).map_err(|e| Reject::system(e.to_string()))?;
+        return Ok(
+            RemotingCommand::response_to(request, response_code::SUCCESS, None).with_body(body),
+        );
     }
     let master = request.ext_fields.get("brokerAddr").map(str::to_owned);
     if acting.hand_back(master.as_deref(), now_ms(), HAND_BACK_HOLD_MS) {
