@@ -244,11 +244,12 @@ fn lite_subscriptions_pops_acks_and_admin_over_remoting() {
         "{lite}"
     );
 
-    // GET_LITE_GROUP_INFO reads the group's liteBindTopic, as Java's broker.
+    // GET_LITE_GROUP_INFO reads the group's lite.bind.topic, as Java's broker.
     let mut bind = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP);
-    bind.body = serde_json::to_vec(&json!({"groupName": group, "liteBindTopic": topic}))
-        .unwrap()
-        .into();
+    bind.body =
+        serde_json::to_vec(&json!({"groupName": group, "attributes": {"lite.bind.topic": topic}}))
+            .unwrap()
+            .into();
     assert_eq!(conn.request(bind).code, response_code::SUCCESS);
     let info = admin(
         &mut conn,

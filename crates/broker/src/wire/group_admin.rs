@@ -93,7 +93,7 @@ pub(crate) fn all_configs(shard: &Shard, request: &RemotingCommand) -> RemotingC
 
 /// GET_SUBSCRIPTIONGROUP_CONFIG (352, header `group`): one group's
 /// settings, as Apache RocketMQ's proxy in cluster mode reads them for each
-/// consumer (a lite group's `liteBindTopic`, an ordered group's
+/// consumer (a lite group's attribute `lite.bind.topic`, an ordered group's
 /// `consumeMessageOrderly`). As Java's broker, a group not there is created
 /// when `autoCreateSubscriptionGroup` is on.
 pub(crate) async fn one_config(

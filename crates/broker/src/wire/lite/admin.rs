@@ -20,8 +20,9 @@ use crate::error::Reject;
 use crate::services::priority::MESSAGE_TYPE_ATTRIBUTE;
 use crate::shard::Shard;
 
-/// A lite group's parent topic in its `SubscriptionGroupConfig`.
-const LITE_BIND_TOPIC: &str = "liteBindTopic";
+/// The group attribute naming a lite group's parent topic (Java's
+/// `SubscriptionGroupConfig.getLiteBindTopic` reads it).
+const LITE_BIND_TOPIC: &str = "lite.bind.topic";
 /// Most lite topics one GET_LITE_CLIENT_INFO lists (Java's `MAX_RETURN_COUNT`).
 const LIST_MAX: usize = 10_000;
 
@@ -248,7 +249,7 @@ struct LiteGroupInfo {
 }
 
 /// GET_LITE_GROUP_INFO: the parent topic a lite group binds (its
-/// `liteBindTopic`, as Java reads it); lag is not kept per lite topic:
+/// attribute `lite.bind.topic`, as Java reads it); lag is not kept per lite topic:
 /// -1 and empty lists.
 pub(crate) fn lite_group_info(
     shard: &Shard,
@@ -257,12 +258,8 @@ pub(crate) fn lite_group_info(
     let header = GetLiteGroupInfoRequestHeader::from_ext(&request.ext_fields)?;
     let group = &header.group;
     let bound = shard.groups.with(|t| {
-        t.get(group).map(|c| {
-            c.other
-                .get(LITE_BIND_TOPIC)
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        })
+        t.get(group)
+            .map(|c| c.attributes.get(LITE_BIND_TOPIC).cloned())
     });
     let parent = match bound {
         None => {
