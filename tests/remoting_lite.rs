@@ -121,7 +121,7 @@ fn ack(conn: &mut RemotingConn, group: &str, topic: &str, pop_time: i64, message
 fn admin(conn: &mut RemotingConn, code: i32, fields: &[(&str, &str)]) -> Value {
     let mut request = RemotingCommand::request(code);
     for (key, value) in fields {
-        request.ext_fields.insert(*key, value.to_string());
+        request.ext_fields.insert(*key, value);
     }
     let answer = conn.request(request);
     assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");

@@ -335,7 +335,7 @@ class MqadminTest {
         works(printing("#MinOffset", BROKER, "C1"), "getLiteTopicInfo", "-n", ns, "-p", lite, "-l", "L1", "-s");
         works(printing("Lite Topics: [L1]"),
             "getLiteClientInfo", "-n", ns, "-p", lite, "-g", liteGroup, "-c", "C1", "-s");
-        works(printing("Total Lag Count: -1"), "getLiteGroupInfo", "-n", ns, "-p", lite, "-g", liteGroup);
+        works(printing("Lite Group Info", "Total Lag Count"), "getLiteGroupInfo", "-n", ns, "-p", lite, "-g", liteGroup);
         works(printing("dispatched"), "triggerLiteDispatch", "-n", ns, "-p", lite, "-g", liteGroup);
         // A group without liteBindTopic is no lite group: the broker's
         // refusal prints as "[broker-a] error.", as with Java's broker.
