@@ -330,6 +330,7 @@ impl ConfigFiles {
                 config.replication.broker_role.is_slave(),
                 config.broker_id,
             ),
+            lite: Default::default(),
             config,
         })
     }

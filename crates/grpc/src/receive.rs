@@ -337,6 +337,7 @@ pub(crate) async fn ack_one(
         queue_id: handle.info.queue_id,
         extra_info: handle.extra_info.clone(),
         offset: handle.queue_offset,
+        lite_topic: None,
     };
     let mut request = RemotingCommand::request(request_code::ACK_MESSAGE);
     request.ext_fields = header.to_ext();
@@ -440,6 +441,7 @@ pub async fn change_invisible(
         extra_info: handle.extra_info.clone(),
         offset: handle.queue_offset,
         invisible_time: invisible_ms,
+        lite_topic: None,
     };
     let mut remoting = RemotingCommand::request(request_code::CHANGE_MESSAGE_INVISIBLETIME);
     remoting.ext_fields = header.to_ext();

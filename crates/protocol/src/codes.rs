@@ -69,6 +69,7 @@ pub mod request_code {
     pub const PUSH_REPLY_MESSAGE_TO_CLIENT: i32 = 326;
     pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
     pub const GET_TOPIC_CONFIG: i32 = 351;
+    pub const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
     pub const LITE_PULL_MESSAGE: i32 = 361;
     pub const RECALL_MESSAGE: i32 = 370;
     pub const QUERY_ASSIGNMENT: i32 = 400;
@@ -101,6 +102,16 @@ pub mod request_code {
     pub const CHANGE_MESSAGE_INVISIBLETIME: i32 = 200053;
     pub const NOTIFICATION: i32 = 200054;
     pub const POLLING_INFO: i32 = 200055;
+    pub const POP_LITE_MESSAGE: i32 = 200070;
+    pub const LITE_SUBSCRIPTION_CTL: i32 = 200071;
+    pub const ACK_LITE_MESSAGE: i32 = 200072;
+    pub const NOTIFY_UNSUBSCRIBE_LITE: i32 = 200073;
+    pub const GET_BROKER_LITE_INFO: i32 = 200074;
+    pub const GET_PARENT_TOPIC_INFO: i32 = 200075;
+    pub const GET_LITE_TOPIC_INFO: i32 = 200076;
+    pub const GET_LITE_CLIENT_INFO: i32 = 200077;
+    pub const GET_LITE_GROUP_INFO: i32 = 200078;
+    pub const TRIGGER_LITE_DISPATCH: i32 = 200079;
     pub const BATCH_ACK_MESSAGE: i32 = 200151;
 }
 
@@ -161,6 +172,8 @@ pub mod response_code {
     pub const CONTROLLER_BROKER_ID_INVALID: i32 = 2014;
     pub const CONTROLLER_JRAFT_INTERNAL_ERROR: i32 = 2015;
     pub const CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS: i32 = 2016;
+    pub const LMQ_QUOTA_EXCEEDED: i32 = 2017;
+    pub const LITE_SUBSCRIPTION_QUOTA_EXCEEDED: i32 = 2018;
 }
 
 /// Request codes and their RocketMQ names, in the order they are looked up.
@@ -235,6 +248,7 @@ const REQUEST_CODE_NAMES: &[(i32, &str)] = named_request_codes![
     PUSH_REPLY_MESSAGE_TO_CLIENT,
     ADD_WRITE_PERM_OF_BROKER,
     GET_TOPIC_CONFIG,
+    GET_SUBSCRIPTIONGROUP_CONFIG,
     LITE_PULL_MESSAGE,
     RECALL_MESSAGE,
     QUERY_ASSIGNMENT,
@@ -265,6 +279,16 @@ const REQUEST_CODE_NAMES: &[(i32, &str)] = named_request_codes![
     CHANGE_MESSAGE_INVISIBLETIME,
     NOTIFICATION,
     POLLING_INFO,
+    POP_LITE_MESSAGE,
+    LITE_SUBSCRIPTION_CTL,
+    ACK_LITE_MESSAGE,
+    NOTIFY_UNSUBSCRIBE_LITE,
+    GET_BROKER_LITE_INFO,
+    GET_PARENT_TOPIC_INFO,
+    GET_LITE_TOPIC_INFO,
+    GET_LITE_CLIENT_INFO,
+    GET_LITE_GROUP_INFO,
+    TRIGGER_LITE_DISPATCH,
     BATCH_ACK_MESSAGE,
 ];
 
@@ -339,6 +363,8 @@ const RESPONSE_CODE_NAMES: &[(i32, &str)] = named_response_codes![
     CONTROLLER_BROKER_ID_INVALID,
     CONTROLLER_JRAFT_INTERNAL_ERROR,
     CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS,
+    LMQ_QUOTA_EXCEEDED,
+    LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
 ];
 
 /// The RocketMQ name of a response code, for logs and error messages.

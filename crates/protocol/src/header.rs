@@ -61,6 +61,8 @@ macro_rules! header {
 }
 
 pub mod controller;
+mod lite;
+pub use lite::*;
 mod pop;
 pub use pop::*;
 mod send;

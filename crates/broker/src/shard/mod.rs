@@ -92,6 +92,8 @@ pub(crate) struct BrokerEnv {
     pub namesrv_tls: Option<Arc<ferrocket_tls::rustls::ClientConfig>>,
     /// Slave acting master: the set's lowest id and whether this acts.
     pub acting: crate::services::acting_master::ActingMaster,
+    /// Lite subscriptions a proxy keeps here (LITE_SUBSCRIPTION_CTL).
+    pub lite: crate::services::lite::registry::LiteRegistry,
 }
 
 pub(crate) type ShardMesh = CallMesh<Shard>;

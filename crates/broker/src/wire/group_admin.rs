@@ -91,6 +91,25 @@ pub(crate) fn all_configs(shard: &Shard, request: &RemotingCommand) -> RemotingC
     ok(request).with_body(body)
 }
 
+/// GET_SUBSCRIPTIONGROUP_CONFIG (352, header `group`): one group's
+/// settings, as Apache RocketMQ's proxy in cluster mode reads them for each
+/// consumer (a lite group's attribute `lite.bind.topic`, an ordered group's
+/// `consumeMessageOrderly`). As Java's broker, a group not there is created
+/// when `autoCreateSubscriptionGroup` is on.
+pub(crate) async fn one_config(
+    shard: &Rc<Shard>,
+    request: &RemotingCommand,
+) -> Result<RemotingCommand, Reject> {
+    let group = request.ext_fields.required("group")?;
+    let config = shard.find_or_create_group(group).await.map_err(|_| {
+        Reject::new(
+            response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+            "No group in this broker",
+        )
+    })?;
+    Ok(ok(request).with_body(encode_json(&config)))
+}
+
 /// DELETE_SUBSCRIPTIONGROUP (header groupName, cleanOffset): removes the
 /// group's settings and, with cleanOffset, its committed offsets.
 pub(crate) async fn delete(

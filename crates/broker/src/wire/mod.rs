@@ -13,6 +13,7 @@ pub(crate) mod client;
 pub(crate) mod consumer_admin;
 mod consumer_calls;
 pub(crate) mod group_admin;
+mod lite;
 pub(crate) mod local;
 pub(crate) mod locks;
 pub(crate) mod offsets;
@@ -116,6 +117,7 @@ async fn dispatch_other(
         QUERY_TOPICS_BY_CONSUMER => topic_stats::topics_consumed(shard, request).await,
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => group_admin::update_and_create(shard, request).await,
         GET_ALL_SUBSCRIPTIONGROUP_CONFIG => Ok(group_admin::all_configs(shard, request)),
+        GET_SUBSCRIPTIONGROUP_CONFIG => group_admin::one_config(shard, request).await,
         DELETE_SUBSCRIPTIONGROUP => group_admin::delete(shard, request).await,
         INVOKE_BROKER_TO_RESET_OFFSET => reset::reset_offset(shard, request).await,
         GET_ALL_DELAY_OFFSET => topic_admin::all_delay_offsets(shard, request).await,
@@ -128,6 +130,14 @@ async fn dispatch_other(
         PEEK_MESSAGE => pop::peek::peek_message(shard, request).await,
         NOTIFICATION => pop::peek::notification(shard, request).await,
         POLLING_INFO => pop::peek::polling_info(shard, request).await,
+        POP_LITE_MESSAGE => lite::pop_lite_message(shard, conn, request).await,
+        LITE_SUBSCRIPTION_CTL => lite::subscription_ctl(shard, request),
+        GET_BROKER_LITE_INFO => Ok(lite::admin::broker_lite_info(shard, request)),
+        GET_PARENT_TOPIC_INFO => lite::admin::parent_topic_info(shard, request),
+        GET_LITE_TOPIC_INFO => lite::admin::lite_topic_info(shard, request),
+        GET_LITE_CLIENT_INFO => lite::admin::lite_client_info(shard, request),
+        GET_LITE_GROUP_INFO => lite::admin::lite_group_info(shard, request),
+        TRIGGER_LITE_DISPATCH => lite::admin::trigger_lite_dispatch(request),
         3001..=3010 => auth_admin::handle(shard, request).await,
         VIEW_BROKER_STATS_DATA => broker_stats::view_broker_stats_data(shard, request).await,
         GET_BROKER_CONSUME_STATS => broker_stats::broker_consume_stats(shard, request).await,

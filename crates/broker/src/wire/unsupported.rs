@@ -100,36 +100,6 @@ const REFUSED: &[(i32, &str, &str)] = &[
         "exporting or rolling back pop records is not supported (pop checkpoints are \
          Ferrocket's own files)",
     ),
-    (
-        200074,
-        "GET_BROKER_LITE_INFO",
-        "lite topics (RocketMQ 5.5) are not supported",
-    ),
-    (
-        200075,
-        "GET_PARENT_TOPIC_INFO",
-        "lite topics (RocketMQ 5.5) are not supported",
-    ),
-    (
-        200076,
-        "GET_LITE_TOPIC_INFO",
-        "lite topics (RocketMQ 5.5) are not supported",
-    ),
-    (
-        200077,
-        "GET_LITE_CLIENT_INFO",
-        "lite topics (RocketMQ 5.5) are not supported",
-    ),
-    (
-        200078,
-        "GET_LITE_GROUP_INFO",
-        "lite topics (RocketMQ 5.5) are not supported",
-    ),
-    (
-        200079,
-        "TRIGGER_LITE_DISPATCH",
-        "lite topics (RocketMQ 5.5) are not supported",
-    ),
 ];
 
 /// The remark for an unserved request code: its name when known, and the
@@ -163,7 +133,6 @@ mod tests {
         let clean = remark(306);
         assert!(clean.starts_with(" request type 306 (CLEAN_EXPIRED_CONSUMEQUEUE) not supported"));
         assert!(clean.contains("itself"), "{clean}");
-        assert!(remark(200076).contains("lite topics"));
         assert!(remark(61).contains("(GET_TIMER_METRICS) not supported by Ferrocket"));
         assert_eq!(remark(987_654), " request type 987654 not supported");
         let request = RemotingCommand::request(5001);

@@ -31,30 +31,10 @@ pub const LITE_SUBSCRIPTION_QUOTA: usize = 2000;
 /// Lite subscriptions the endpoint holds in all (the broker's
 /// `maxLiteSubscriptionCount`).
 pub const LITE_SUBSCRIPTIONS_MAX: usize = 100_000;
-/// What separates a group from its lite topic in the group popped as.
-const SEPARATOR: &str = "%LITE%";
-/// Hex digits of a hashed lite group's name (128 bits of SHA-1).
-const HASH_HEX: usize = 32;
-/// The pop retry topic `%RETRY%{group}_{topic}` around a group's name.
-const RETRY_WRAPPING: usize = "%RETRY%".len() + 1;
-
-/// The consumer group a lite topic of `group` (bound to `topic`) is
-/// popped and acked as: readable while the group's pop retry topic fits a
-/// topic name (127 bytes), otherwise named by a hash of both names.
-pub fn lite_group(group: &str, topic: &str, lite_topic: &str) -> String {
-    let readable = format!("{group}{SEPARATOR}{lite_topic}");
-    if RETRY_WRAPPING + readable.len() + topic.len() <= TOPIC_NAME_BYTES_MAX {
-        return readable;
-    }
-    use sha1::Digest;
-    let digest = sha1::Sha1::new()
-        .chain_update(group.as_bytes())
-        .chain_update([0u8])
-        .chain_update(lite_topic.as_bytes())
-        .finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{SEPARATOR}{}", &hex[..HASH_HEX])
-}
+pub use ferrocket_protocol::lite::lite_group;
+use ferrocket_protocol::lite::{
+    LITE_GROUP_HASH_HEX as HASH_HEX, LITE_GROUP_SEPARATOR as SEPARATOR, RETRY_WRAPPING,
+};
 
 /// The group an ack, change or dead-lettering of a message of `topic`
 /// goes to: the lite group when the message came from a lite topic.

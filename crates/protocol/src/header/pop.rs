@@ -46,6 +46,8 @@ header! {
         queue_id: i32 = "queueId",
         extra_info: String = "extraInfo",
         offset: i64 = "offset",
+        /// The lite topic of a lite message (RocketMQ 5.5).
+        lite_topic: Option<String> = "liteTopic",
     }
 }
 
@@ -58,6 +60,8 @@ header! {
         extra_info: String = "extraInfo",
         offset: i64 = "offset",
         invisible_time: i64 = "invisibleTime",
+        /// The lite topic of a lite message (RocketMQ 5.5).
+        lite_topic: Option<String> = "liteTopic",
     }
 }
 

@@ -6,6 +6,7 @@ use ferrocket_protocol::record::NewRecord;
 use super::*;
 use crate::services::filter::sql::pull_filter;
 use crate::services::filter::TagFilter;
+use ferrocket_protocol::properties::{INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET};
 
 fn record(pairs: &[(&str, &str)]) -> BytesMut {
     let props: Properties = pairs
@@ -55,6 +56,143 @@ fn illegal_lite_topics_are_refused() {
             refused.code,
             response_code::SUBSCRIPTION_PARSE_FAILED,
             "{bad}"
+        );
+    }
+}
+
+#[test]
+fn a_position_carries_queue_and_offset() {
+    let packed = pack_position(3, 1_234_567).unwrap();
+    assert_eq!(unpack_position(packed), Some((3, 1_234_567)));
+    assert_eq!(unpack_position(pack_position(0, 0).unwrap()), Some((0, 0)));
+    let top = pack_position(POSITION_QUEUES_MAX - 1, (1 << 47) - 1).unwrap();
+    assert!(top > 0, "always a positive long");
+    assert_eq!(
+        unpack_position(top),
+        Some((POSITION_QUEUES_MAX - 1, (1 << 47) - 1))
+    );
+    assert_eq!(pack_position(POSITION_QUEUES_MAX, 0), None);
+    assert_eq!(pack_position(0, 1 << 47), None);
+    assert_eq!(pack_position(-1, 0), None);
+    assert_eq!(unpack_position(-5), None);
+}
+
+#[test]
+fn a_popped_lite_message_names_its_light_queue_and_position() {
+    let stored = record(&[(LITE_TOPIC, "chat-1"), ("TAGS", "x")]);
+    let mut out = BytesMut::new();
+    assert!(append_with_position(
+        &stored,
+        "%LMQ%$P$chat-1",
+        42,
+        &mut out
+    ));
+    let view = decode_record(&out, true).unwrap();
+    let props = view.properties();
+    assert_eq!(props.get(INNER_MULTI_DISPATCH), Some("%LMQ%$P$chat-1"));
+    assert_eq!(props.get(INNER_MULTI_QUEUE_OFFSET), Some("42"));
+    assert_eq!(
+        props.get(LITE_TOPIC),
+        Some("chat-1"),
+        "the stored properties stay"
+    );
+    assert_eq!(props.get("TAGS"), Some("x"));
+    assert_eq!(view.body, b"b");
+    assert!(!append_with_position(b"garbage", "x", 1, &mut out));
+    assert_eq!(lmq_name("P", "chat-1"), "%LMQ%$P$chat-1");
+}
+
+mod registry {
+    use super::super::registry::*;
+
+    fn change<'a>(action: Action, client: &'a str, lites: &'a [String]) -> Change<'a> {
+        Change {
+            action,
+            client,
+            group: "G",
+            topic: "P",
+            lite_topics: lites,
+            now_ms: 7,
+        }
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn changes_add_remove_and_replace_a_clients_set() {
+        let registry = LiteRegistry::default();
+        registry
+            .apply(&change(Action::PartialAdd, "c1", &names(&["a", "b"])))
+            .unwrap();
+        registry
+            .apply(&change(Action::PartialAdd, "c2", &names(&["b"])))
+            .unwrap();
+        registry
+            .apply(&change(Action::PartialRemove, "c1", &names(&["a"])))
+            .unwrap();
+        assert_eq!(
+            registry.subscribers("P", "b"),
+            [("G".into(), "c1".into()), ("G".into(), "c2".into())]
+        );
+        assert!(registry.subscribers("P", "a").is_empty());
+        registry
+            .apply(&change(Action::CompleteAdd, "c1", &names(&["x", "y", "z"])))
+            .unwrap();
+        assert_eq!(registry.summary().subscriptions, 4);
+        assert_eq!(registry.summary().topics["P"], 4);
+        registry.remove_client("c1");
+        assert_eq!(registry.summary().subscriptions, 1);
+        assert!(registry.client(None, "c1").is_none());
+        assert_eq!(
+            registry.client(Some("G"), "c2").unwrap().1.last_access_ms,
+            7
+        );
+        let bad = registry.apply(&change(Action::PartialAdd, "c2", &names(&["a b"])));
+        assert!(matches!(bad, Err(Refused::Illegal(_))), "{bad:?}");
+    }
+
+    #[test]
+    fn rounds_take_turns_over_a_clients_lite_topics() {
+        let registry = LiteRegistry::default();
+        registry
+            .apply(&change(Action::PartialAdd, "c1", &names(&["a", "b", "c"])))
+            .unwrap();
+        assert_eq!(registry.round("G", "c1", "P", 2, 1), ["a", "b"]);
+        assert_eq!(registry.round("G", "c1", "P", 2, 1), ["c", "a"]);
+        assert!(
+            registry.round("G", "c1", "other", 2, 1).is_empty(),
+            "another topic"
+        );
+        assert!(
+            registry.round("G", "c9", "P", 2, 1).is_empty(),
+            "another client"
+        );
+    }
+
+    #[test]
+    fn the_quota_refuses_growth_only() {
+        let registry = LiteRegistry::default();
+        let many: Vec<String> = (0..=LITE_SUBSCRIPTION_QUOTA)
+            .map(|i| format!("t{i}"))
+            .collect();
+        let refused = registry.apply(&change(Action::CompleteAdd, "c1", &many));
+        assert!(matches!(refused, Err(Refused::Quota(_))), "{refused:?}");
+        assert_eq!(registry.summary().subscriptions, 0, "nothing kept");
+        registry
+            .apply(&change(
+                Action::CompleteAdd,
+                "c1",
+                &many[..LITE_SUBSCRIPTION_QUOTA],
+            ))
+            .unwrap();
+        registry
+            .apply(&change(Action::PartialRemove, "c1", &many[..1]))
+            .unwrap();
+        assert_eq!(
+            registry.summary().subscriptions,
+            LITE_SUBSCRIPTION_QUOTA - 1
         );
     }
 }

@@ -10,6 +10,7 @@ use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
 };
+use ferrocket_protocol::lite::lite_group;
 use ferrocket_protocol::pop::ExtraInfo;
 use ferrocket_protocol::RemotingCommand;
 use serde::Deserialize;
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use super::{refuse_on_slave, REVIVE_QID};
 use crate::clock::now_ms;
 use crate::error::Reject;
+use crate::services::lite::unpack_position;
 use crate::services::pop::order::ORDER_REVIVE_QID;
 use crate::services::pop::CkKey;
 use crate::shard::pop::{pop_retry_topic, AckPop, ChangeInvisible};
@@ -57,6 +59,28 @@ fn checkpoint_key(
     Ok((key, info.revive_qid == ORDER_REVIVE_QID))
 }
 
+/// The group, queue and offset a handle names: a lite message's (the
+/// header's `liteTopic` set, from POP_LITE_MESSAGE) are its lite group and
+/// the queue and offset packed in `offset`; any other's are as given.
+fn target(
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    lite_topic: Option<&str>,
+) -> Result<(String, i32, i64), Reject> {
+    let Some(lite) = lite_topic.filter(|l| !l.is_empty()) else {
+        return Ok((group.to_string(), queue_id, offset));
+    };
+    let (queue_id, offset) = unpack_position(offset).ok_or_else(|| {
+        Reject::new(
+            response_code::INVALID_PARAMETER,
+            format!("offset {offset} is no lite message's position"),
+        )
+    })?;
+    Ok((lite_group(group, topic, lite), queue_id, offset))
+}
+
 /// Acks `offsets` of checkpoint `key` on its queue's owner.
 async fn ack_on_owner(
     shard: &Shard,
@@ -80,14 +104,15 @@ pub(crate) async fn ack_message(
 ) -> Result<RemotingCommand, Reject> {
     refuse_on_slave(shard)?;
     let header = AckMessageRequestHeader::from_ext(&request.ext_fields)?;
-    let (key, order) = checkpoint_key(
-        shard,
+    let (group, queue_id, offset) = target(
         &header.consumer_group,
         &header.topic,
         header.queue_id,
-        &header.extra_info,
+        header.offset,
+        header.lite_topic.as_deref(),
     )?;
-    ack_on_owner(shard, key, vec![header.offset], order).await?;
+    let (key, order) = checkpoint_key(shard, &group, &header.topic, queue_id, &header.extra_info)?;
+    ack_on_owner(shard, key, vec![offset], order).await?;
     Ok(RemotingCommand::response_to(
         request,
         response_code::SUCCESS,
@@ -108,18 +133,19 @@ pub(crate) async fn change_invisible_time(
             "invisibleTime must be positive",
         ));
     }
-    let (key, order) = checkpoint_key(
-        shard,
+    let (group, queue_id, offset) = target(
         &header.consumer_group,
         &header.topic,
         header.queue_id,
-        &header.extra_info,
+        header.offset,
+        header.lite_topic.as_deref(),
     )?;
+    let (key, order) = checkpoint_key(shard, &group, &header.topic, queue_id, &header.extra_info)?;
     let now = now_ms();
     let owner = shard.owner_of(&key.topic, key.queue_id);
     let change = ChangeInvisible {
         key,
-        offset: header.offset,
+        offset,
         invisible_time_ms: header.invisible_time,
         now_ms: now,
         order,

@@ -107,6 +107,18 @@ public final class Servers {
         return launchJava(name, port, args, "run/store");
     }
 
+    /**
+     * Apache RocketMQ's proxy (`mqproxy`) in cluster mode in front of the
+     * name server `namesrv`: its gRPC port is the Proc's port, its Remoting
+     * port the next one.
+     */
+    public static Proc javaProxy(String name, String namesrv) throws Exception {
+        int port = freePort(0, 1);
+        return launchJava(name, port, List.of("proxy", "--port", Integer.toString(port),
+            "--remoting-port", Integer.toString(port + 1), "--namesrv", namesrv,
+            "--set", "proxyMode=cluster"), null);
+    }
+
     /** Apache RocketMQ's controller (one DLedger node), its store in its run directory. */
     public static Proc javaController(String name) throws Exception {
         int port = freePort(0, 0);
@@ -331,9 +343,17 @@ public final class Servers {
      * and waits until `namesrv` routes it to all of them.
      */
     public static void createTopic(String namesrv, String topic, int queues, Proc... brokers) throws Exception {
+        createTopic(namesrv, topic, queues, List.of(), brokers);
+    }
+
+    /** {@link #createTopic(String, String, int, Proc...)} with `topic create` options (`--attributes ...`). */
+    public static void createTopic(String namesrv, String topic, int queues, List<String> options, Proc... brokers)
+        throws Exception {
         for (Proc broker : brokers) {
-            admin(namesrv, true, "topic", "create", "--topic", topic, "--broker-addr", broker.addr(),
-                "-r", Integer.toString(queues), "-w", Integer.toString(queues));
+            List<String> args = new ArrayList<>(List.of("topic", "create", "--topic", topic,
+                "--broker-addr", broker.addr(), "-r", Integer.toString(queues), "-w", Integer.toString(queues)));
+            args.addAll(options);
+            admin(namesrv, true, args.toArray(new String[0]));
         }
         long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
         while (true) {

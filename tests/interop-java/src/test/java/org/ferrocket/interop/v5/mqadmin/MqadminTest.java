@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -20,10 +21,13 @@ import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.impl.MQClientAPIImpl;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.ferrocket.interop.Clients;
 import org.ferrocket.interop.Ferrocket;
@@ -305,21 +309,39 @@ class MqadminTest {
     }
 
     @Test
-    void liteTopicsAreRefused() throws Exception {
-        Mqadmin.Result info = Mqadmin.run("getBrokerLiteInfo", "-n", ns, "-b", broker);
-        assertTrue(info.output.contains("(GET_BROKER_LITE_INFO) not supported by Ferrocket"), info::toString);
-        // These print only "[broker-a] error." for a broker's refusal.
-        for (String[] args : new String[][] {
-            {"getParentTopicInfo", "-n", ns, "-p", topic},
-            {"getLiteTopicInfo", "-n", ns, "-p", topic, "-l", "L1"},
-            {"getLiteGroupInfo", "-n", ns, "-p", topic, "-g", consumerGroup},
-            {"getLiteClientInfo", "-n", ns, "-p", topic, "-g", consumerGroup, "-c", "C1"},
-            {"triggerLiteDispatch", "-n", ns, "-p", topic, "-g", consumerGroup},
-        }) {
-            Mqadmin.Result result = Mqadmin.run(args);
-            assertTrue(result.output.contains(BROKER) && result.output.contains("error"), result::toString);
-            Check.notBroken(result);
+    void liteAdminCommands() throws Exception {
+        String lite = server.createTopic(Names.unique("AdminLite"), 2, List.of(),
+            List.of("--attributes", "+message.type=LITE"));
+        String liteGroup = Names.unique("AdminLiteCG");
+        DefaultMQProducer producer = clients.configure(new DefaultMQProducer(Names.unique("AdminLitePG")));
+        producer.start();
+        try {
+            MQClientAPIImpl api = producer.getDefaultMQProducerImpl().getMqClientFactory().getMQClientAPIImpl();
+            SubscriptionGroupConfig config = new SubscriptionGroupConfig();
+            config.setGroupName(liteGroup);
+            config.setLiteBindTopic(lite);
+            api.createSubscriptionGroup(broker, config, 5_000);
+            // What Apache's proxy sends when client C1 subscribes lite topic L1.
+            RemotingCommand ctl = RemotingCommand.createRequestCommand(200071, null);
+            ctl.setBody(("{\"subscriptionSet\":[{\"action\":\"PARTIAL_ADD\",\"clientId\":\"C1\",\"group\":\""
+                + liteGroup + "\",\"topic\":\"" + lite + "\",\"liteTopicSet\":[\"L1\"],\"version\":0}]}")
+                .getBytes(StandardCharsets.UTF_8));
+            assertEquals(0, api.getRemotingClient().invokeSync(broker, ctl, 5_000).getCode());
+        } finally {
+            producer.shutdown();
         }
+        works(printing("#SubscriptionCount", lite, liteGroup), "getBrokerLiteInfo", "-n", ns, "-b", broker, "-d");
+        works(printing("Parent Topic Info", BROKER, liteGroup), "getParentTopicInfo", "-n", ns, "-p", lite);
+        works(printing("#MinOffset", BROKER, "C1"), "getLiteTopicInfo", "-n", ns, "-p", lite, "-l", "L1", "-s");
+        works(printing("Lite Topics: [L1]"),
+            "getLiteClientInfo", "-n", ns, "-p", lite, "-g", liteGroup, "-c", "C1", "-s");
+        works(printing("Lite Group Info", "Total Lag Count"), "getLiteGroupInfo", "-n", ns, "-p", lite, "-g", liteGroup);
+        works(printing("dispatched"), "triggerLiteDispatch", "-n", ns, "-p", lite, "-g", liteGroup);
+        // A group without liteBindTopic is no lite group: the broker's
+        // refusal prints as "[broker-a] error.", as with Java's broker.
+        Mqadmin.Result plain = Mqadmin.run("getLiteGroupInfo", "-n", ns, "-p", lite, "-g", consumerGroup);
+        assertTrue(plain.output.contains(BROKER) && plain.output.contains("error"), plain::toString);
+        Check.notBroken(plain);
     }
 
     // ---- messages ----
