@@ -23,6 +23,8 @@ const SEGMENT_BYTES: u64 = 64 * 1024;
 const BODY_BYTES: usize = 1000;
 const MESSAGES: i64 = 400;
 const FIRST_OBJECT: &str = "commitlog/00000000000000000000";
+/// The first segment's object under the replica set's own prefix.
+const FIRST_REMOTE: &str = "DefaultCluster/broker-a/commitlog/00000000000000000000";
 
 fn posix(remote: &Path) -> Vec<String> {
     vec![
@@ -123,7 +125,7 @@ fn runtime_number(conn: &mut RemotingConn, key: &str) -> u64 {
 /// Waits until the first segment's object is gone and the queue's min
 /// moved up; answers the min.
 fn wait_remote_deleted(conn: &mut RemotingConn, remote: &Path, topic: &str) -> i64 {
-    let first = remote.join(FIRST_OBJECT);
+    let first = remote.join(FIRST_REMOTE);
     let min = wait_for(Duration::from_secs(60), || {
         let min = min_offset(conn, topic);
         (!first.exists() && min > 0).then_some(min)
@@ -223,7 +225,7 @@ fn deletes_after_the_reserved_time(backend: &[String], objects: &Path) {
     // before. An object left by a crash between the manifest's update and
     // the delete (made here by hand) is deleted after the restart.
     drop(conn);
-    let leftover = objects.join(FIRST_OBJECT);
+    let leftover = objects.join(FIRST_REMOTE);
     std::fs::write(&leftover, vec![0u8; SEGMENT_BYTES as usize]).unwrap();
     broker.crash_and_restart();
     let mut conn = broker.connect();
@@ -264,7 +266,7 @@ fn a_longer_retention_ms_keeps_remote_segments() {
     );
     // Well past the remote reserved time, the objects stay.
     std::thread::sleep(Duration::from_secs(5));
-    assert!(remote.path().join(FIRST_OBJECT).exists());
+    assert!(remote.path().join(FIRST_REMOTE).exists());
     assert_eq!(runtime_number(&mut conn, "tieredRemoteDeletedSegments"), 0);
     new_group_reads_from(&mut conn, &long, 0, MESSAGES);
 }
@@ -334,7 +336,7 @@ fn key_queries_and_time_searches_read_offloaded_segments() {
     // The first segment leaves the local disk (its object stays).
     let first_local = broker.store_dir().join(FIRST_OBJECT);
     let dropped = wait_for(Duration::from_secs(60), || {
-        (!first_local.exists() && remote.path().join(FIRST_OBJECT).exists()).then_some(())
+        (!first_local.exists() && remote.path().join(FIRST_REMOTE).exists()).then_some(())
     });
     assert!(
         dropped.is_some(),

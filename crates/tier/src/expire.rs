@@ -68,16 +68,14 @@ async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool 
 }
 
 /// Deletes the segment objects below the local start that the manifest
-/// does not name (left by a crash or a failed delete). Objects at or above
-/// the local start may be uploads in flight: never touched. Answers
-/// whether it completed.
+/// does not name (left by a crash or a failed delete), under this replica
+/// set's own prefix only. Objects at or above the local start may be
+/// uploads in flight: never touched. Answers whether it completed.
 pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
     let local_min = reader.min_offset();
-    let prefix = backend.segment_key(0);
-    let Some(dir) = prefix.parts().count().checked_sub(1) else {
-        return true;
-    };
-    let dir = ObjectPath::from_iter(prefix.parts().take(dir));
+    // Only this replica set's own sub-prefix: another set's objects (same
+    // bucket and tieredStoreFilePath) are never its to delete.
+    let dir = backend.segment_dir();
     let mut listing = backend.store.list(Some(&dir));
     let mut leftovers = Vec::new();
     while let Some(item) = listing.next().await {
@@ -92,8 +90,8 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
         };
         let start = meta.location.filename().and_then(|n| n.parse::<i64>().ok());
         if let Some(start) = start {
-            let end = start + tier.offloaded.segment_bytes() as i64;
-            if end <= local_min && tier.offloaded.get(start).is_none() {
+            let seg_end = start + tier.offloaded.segment_bytes() as i64;
+            if seg_end <= local_min && tier.offloaded.get(start).is_none() {
                 leftovers.push(meta.location);
             }
         }

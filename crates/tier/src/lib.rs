@@ -51,7 +51,7 @@ impl TierService {
         let Some(tier) = store.tier() else {
             return Ok(None);
         };
-        let backend = open_backend(&tier.config.backend)?;
+        let backend = open_backend(&tier.config)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(TIER_THREAD_NAME)

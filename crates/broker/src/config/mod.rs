@@ -527,6 +527,9 @@ impl BrokerConfig {
             true => None,
             false => self.tier.store_config().ok().flatten(),
         };
+        if let Some(tier) = &mut store.tier {
+            tier.owner = tier_owner(&self.broker_cluster_name, &self.broker_name);
+        }
         store
     }
 
@@ -553,6 +556,13 @@ impl BrokerConfig {
             name: "ferrocket-shard".into(),
         }
     }
+}
+
+/// The replica set's sub-prefix in object storage: `cluster/brokerName`
+/// (every replica of a set shares it; two sets sharing a bucket and
+/// `tieredStoreFilePath` never touch each other's objects).
+fn tier_owner(cluster: &str, broker: &str) -> String {
+    format!("{}/{}", cluster.trim(), broker.trim())
 }
 
 #[cfg(test)]

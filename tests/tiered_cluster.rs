@@ -1,0 +1,193 @@
+//! Tiered storage with more than one broker: replica sets sharing a bucket
+//! (or `tieredStoreFilePath`) each own their `cluster/brokerName`
+//! sub-prefix.
+
+mod harness;
+
+use std::path::Path;
+use std::time::Duration;
+
+use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::record::records;
+use ferrocket_protocol::RemotingCommand;
+use harness::requests::{pull_request, send_header, send_request};
+use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
+
+const SEGMENT_BYTES: u64 = 64 * 1024;
+const BODY_BYTES: usize = 1000;
+const FIRST_SEGMENT: &str = "00000000000000000000";
+
+fn tier_args(remote: &Path, more: &[String]) -> Vec<String> {
+    let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
+    let mut keys = vec![
+        "tieredStorageLevel=NOT_IN_DISK".to_string(),
+        "tieredBackendServiceProvider=posix".to_string(),
+        format!("tieredStoreFilePath={}", remote.display()),
+        "tieredStoreUploadIntervalMs=100".to_string(),
+        format!("tieredStoreLocalMaxBytes={}", 3 * SEGMENT_BYTES),
+        "tieredStoreReadAheadBytes=16384".to_string(),
+        "tieredStoreReadCacheBytes=65536".to_string(),
+        "cleanResourceInterval=200".to_string(),
+        format!("deleteWhen={}", every_hour.join(";")),
+        "diskMaxUsedSpaceRatio=100".to_string(),
+        "diskSpaceCleanForciblyRatio=100".to_string(),
+    ];
+    keys.extend(more.iter().cloned());
+    keys.into_iter()
+        .flat_map(|kv| ["--set".to_string(), kv])
+        .collect()
+}
+
+fn body(tag: &str, n: i64) -> Vec<u8> {
+    let mut body = format!("{tag}-m{n}-").into_bytes();
+    body.resize(BODY_BYTES, b't');
+    body
+}
+
+/// Sends messages `from..to` to queue 0; every one must be stored.
+fn send_range(conn: &mut RemotingConn, topic: &str, tag: &str, from: i64, to: i64) {
+    for n in from..to {
+        let header = send_header("tier_pg", topic, 0);
+        let response = conn.request(send_request(&header, body(tag, n)));
+        assert_eq!(response.code, response_code::SUCCESS, "{response:?}");
+        assert_eq!(
+            response.ext_fields.get("queueOffset").unwrap(),
+            &n.to_string()
+        );
+    }
+}
+
+/// A consumer of a new group pulls queue 0 from offset 0 to `count`: every
+/// message, in order, with its body.
+fn pull_all(conn: &mut RemotingConn, topic: &str, tag: &str, count: i64) {
+    pull_expecting(conn, topic, count, &|n| body(tag, n));
+}
+
+/// As [`pull_all`], each body as `expect` says.
+fn pull_expecting(
+    conn: &mut RemotingConn,
+    topic: &str,
+    count: i64,
+    expect: &dyn Fn(i64) -> Vec<u8>,
+) {
+    let group = unique_name("tier_cg");
+    let mut offset = 0;
+    let pulled = wait_for(Duration::from_secs(60), || {
+        let answer = conn.request(pull_request(&group, topic, 0, offset, 32, 0));
+        if answer.code == response_code::SUCCESS {
+            for record in records(&answer.body, true) {
+                let record = record.unwrap();
+                assert_eq!(record.queue_offset, offset);
+                assert_eq!(
+                    String::from_utf8_lossy(&record.body),
+                    String::from_utf8_lossy(&expect(offset)),
+                    "message {offset}"
+                );
+                offset += 1;
+            }
+        }
+        (offset >= count).then_some(())
+    });
+    assert!(
+        pulled.is_some(),
+        "a new consumer read only {offset} of {count} messages"
+    );
+}
+
+fn info_number(conn: &mut RemotingConn, key: &str) -> Option<u64> {
+    let answer = conn.request(RemotingCommand::request(
+        request_code::GET_BROKER_RUNTIME_INFO,
+    ));
+    let info: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
+    info["table"][key].as_str()?.parse().ok()
+}
+
+fn local_segments(store: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(store.join("commitlog"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.len() == 20)
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Waits until every sealed segment is offloaded and the first one is
+/// gone from the local disk.
+fn wait_offloaded_and_dropped(conn: &mut RemotingConn, store: &Path) {
+    let settled = wait_for(Duration::from_secs(60), || {
+        let pending = info_number(conn, "tieredPendingSegments")?;
+        let first_local = local_segments(store).first().cloned()?;
+        (pending == 0 && first_local != FIRST_SEGMENT).then_some(())
+    });
+    assert!(
+        settled.is_some(),
+        "segments were not offloaded and dropped: local {:?}",
+        local_segments(store)
+    );
+}
+
+fn objects(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn tier_broker(namesrv: &Namesrv, name: &str, remote: &Path) -> Broker {
+    Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            broker_name: Some(name.into()),
+            cluster_name: Some("TierCluster".into()),
+            shards: Some(1),
+            commit_log_segment_bytes: Some(SEGMENT_BYTES),
+            extra_args: tier_args(remote, &[]),
+            ..BrokerOpts::default()
+        },
+    )
+}
+
+/// Two replica sets share one `tieredStoreFilePath`: each writes under its
+/// own `cluster/brokerName`, reads back its own messages, and a restart's
+/// crash clean-up sweep leaves the other set's objects alone.
+#[test]
+fn replica_sets_sharing_a_store_keep_their_own_objects() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let mut a = tier_broker(&namesrv, "tier-a", remote.path());
+    let mut b = tier_broker(&namesrv, "tier-b", remote.path());
+    let topic = unique_name("TierShared");
+    let mut conns = [a.connect(), b.connect()];
+    for (conn, tag) in conns.iter_mut().zip(["a", "b"]) {
+        harness::requests::create_topic(conn, &topic, 1);
+        send_range(conn, &topic, tag, 0, 300);
+    }
+    wait_offloaded_and_dropped(&mut conns[0], a.store_dir());
+    wait_offloaded_and_dropped(&mut conns[1], b.store_dir());
+    let dir_a = remote.path().join("TierCluster/tier-a/commitlog");
+    let dir_b = remote.path().join("TierCluster/tier-b/commitlog");
+    let of_a = objects(&dir_a);
+    assert!(of_a.contains(&FIRST_SEGMENT.to_string()), "{of_a:?}");
+    assert!(objects(&dir_b).contains(&FIRST_SEGMENT.to_string()));
+    // Each set reads its own offloaded messages, not the other's.
+    pull_all(&mut conns[0], &topic, "a", 300);
+    pull_all(&mut conns[1], &topic, "b", 300);
+    // B restarts (its sweep runs over its own prefix only): A's objects
+    // stay, and A still reads everything.
+    drop(conns);
+    b.crash_and_restart();
+    let mut conn_b = b.connect();
+    pull_all(&mut conn_b, &topic, "b", 300);
+    assert_eq!(objects(&dir_a), of_a);
+    a.restart();
+    pull_all(&mut a.connect(), &topic, "a", 300);
+}
