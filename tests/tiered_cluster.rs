@@ -142,6 +142,18 @@ fn objects(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The starts the manifest records (`tier/manifest.json` in the store).
+fn offloaded_starts(store: &Path) -> Vec<i64> {
+    let bytes = std::fs::read(store.join("tier/manifest.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    manifest["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["start"].as_i64().unwrap())
+        .collect()
+}
+
 fn tier_broker(namesrv: &Namesrv, name: &str, remote: &Path) -> Broker {
     Broker::start(
         &namesrv.addr(),
@@ -190,4 +202,65 @@ fn replica_sets_sharing_a_store_keep_their_own_objects() {
     assert_eq!(objects(&dir_a), of_a);
     a.restart();
     pull_all(&mut a.connect(), &topic, "a", 300);
+}
+
+/// The CommitLog is cut back (as controller mode cuts it to a fork point,
+/// the store closed) inside what was offloaded: the manifest forgets the
+/// copies past the cut, so the segment written again there is uploaded
+/// afresh, and once it leaves the disk a consumer reads the new messages,
+/// never the stale remote bytes.
+#[test]
+fn a_cut_log_forgets_remote_copies_past_the_cut() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let mut broker = tier_broker(&namesrv, "tier-cut", remote.path());
+    let topic = unique_name("TierCut");
+    let mut conn = broker.connect();
+    harness::requests::create_topic(&mut conn, &topic, 1);
+    send_range(&mut conn, &topic, "old", 0, 300);
+    wait_offloaded_and_dropped(&mut conn, broker.store_dir());
+    drop(conn);
+    broker.process.kill();
+    // Cut at the start of the newest offloaded segment still local.
+    let local = local_segments(broker.store_dir());
+    let cut = offloaded_starts(broker.store_dir())
+        .into_iter()
+        .filter(|start| local.contains(&format!("{start:020}")))
+        .max()
+        .unwrap_or_else(|| panic!("no offloaded segment is local: {local:?}"));
+    let mut config = ferrocket_store::StoreConfig::new(broker.store_dir());
+    config.segment_bytes = SEGMENT_BYTES;
+    assert!(ferrocket_store::truncate_commitlog(&config, cut).unwrap() > 0);
+    assert!(!offloaded_starts(broker.store_dir()).contains(&cut));
+    broker.start_again();
+    let mut conn = broker.connect();
+    let header = send_header("tier_pg", &topic, 0);
+    let first = conn.request(send_request(&header, b"first-after-cut".to_vec()));
+    assert_eq!(first.code, response_code::SUCCESS, "{first:?}");
+    let kept: i64 = first
+        .ext_fields
+        .get("queueOffset")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(kept < 300, "the cut dropped nothing: {kept}");
+    // New messages fill the cut segment again and push it off the disk.
+    send_range(&mut conn, &topic, "new", kept + 1, kept + 300);
+    let cut_name = format!("{cut:020}");
+    let dropped = wait_for(Duration::from_secs(60), || {
+        let pending = info_number(&mut conn, "tieredPendingSegments")?;
+        let local = local_segments(broker.store_dir());
+        (pending == 0 && local.first()? > &cut_name).then_some(())
+    });
+    assert!(
+        dropped.is_some(),
+        "{:?}",
+        local_segments(broker.store_dir())
+    );
+    let expect = |n: i64| match n {
+        n if n < kept => body("old", n),
+        n if n == kept => b"first-after-cut".to_vec(),
+        n => body("new", n),
+    };
+    pull_expecting(&mut conn, &topic, kept + 300, &expect);
 }

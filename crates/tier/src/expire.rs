@@ -67,12 +67,15 @@ async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool 
     }
 }
 
-/// Deletes the segment objects below the local start that the manifest
-/// does not name (left by a crash or a failed delete), under this replica
-/// set's own prefix only. Objects at or above the local start may be
-/// uploads in flight: never touched. Answers whether it completed.
+/// Deletes the segment objects of this replica set that the manifest does
+/// not name: below the local start (left by a crash or a failed delete),
+/// and at or past the CommitLog's end (copies of a tail cut back by a fork
+/// point or recovery, forgotten then). Objects in between may be uploads
+/// about to be recorded: never touched (and none is in flight: the sweep
+/// runs between upload passes). Answers whether it completed.
 pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
     let local_min = reader.min_offset();
+    let end = reader.written_offset();
     // Only this replica set's own sub-prefix: another set's objects (same
     // bucket and tieredStoreFilePath) are never its to delete.
     let dir = backend.segment_dir();
@@ -91,7 +94,8 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
         let start = meta.location.filename().and_then(|n| n.parse::<i64>().ok());
         if let Some(start) = start {
             let seg_end = start + tier.offloaded.segment_bytes() as i64;
-            if seg_end <= local_min && tier.offloaded.get(start).is_none() {
+            let stale = seg_end <= local_min || start >= end;
+            if stale && tier.offloaded.get(start).is_none() {
                 leftovers.push(meta.location);
             }
         }

@@ -100,6 +100,26 @@ impl Offloaded {
         })
     }
 
+    /// Forgets every copy of a segment that reaches past `end` (the
+    /// CommitLog was cut back there: by a fork point, or recovery cutting a
+    /// torn tail), durably, so the bytes written at those offsets next are
+    /// uploaded afresh and never read from the stale copy. Returns the
+    /// forgotten entries.
+    pub fn forget_from(&self, end: i64) -> Result<Vec<OffloadEntry>, StoreError> {
+        let seg = self.segment_bytes as i64;
+        let past: Vec<OffloadEntry> = self
+            .read()
+            .values()
+            .filter(|entry| entry.start + seg > end)
+            .cloned()
+            .collect();
+        if !past.is_empty() {
+            let starts: Vec<i64> = past.iter().map(|entry| entry.start).collect();
+            self.forget(&starts)?;
+        }
+        Ok(past)
+    }
+
     /// Applies `edit` to a copy, writes it durably, then publishes it.
     fn change(
         &self,
@@ -193,6 +213,10 @@ mod tests {
         m.record(entry(400)).unwrap();
         assert_eq!(m.remote_floor(500), Some(400));
         assert_eq!(m.get(400).unwrap().crc32, 7);
+        // A cut at 450 forgets the copy of [400, 500), durably.
+        assert_eq!(m.forget_from(450).unwrap().len(), 1);
+        assert!(m.forget_from(450).unwrap().is_empty());
+        assert!(Offloaded::load(dir.path(), 100).unwrap().get(400).is_none());
         m.forget(&[100, 200]).unwrap();
         let m = Offloaded::load(dir.path(), 100).unwrap();
         assert_eq!(m.entries().len(), 1);
