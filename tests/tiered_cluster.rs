@@ -10,6 +10,7 @@ use std::time::Duration;
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
+use harness::failover;
 use harness::requests::{pull_request, send_header, send_request};
 use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
 
@@ -72,8 +73,13 @@ fn pull_expecting(
 ) {
     let group = unique_name("tier_cg");
     let mut offset = 0;
+    let mut last = String::new();
     let pulled = wait_for(Duration::from_secs(60), || {
         let answer = conn.request(pull_request(&group, topic, 0, offset, 32, 0));
+        last = format!(
+            "{} {:?} {:?}",
+            answer.code, answer.remark, answer.ext_fields
+        );
         if answer.code == response_code::SUCCESS {
             for record in records(&answer.body, true) {
                 let record = record.unwrap();
@@ -90,7 +96,7 @@ fn pull_expecting(
     });
     assert!(
         pulled.is_some(),
-        "a new consumer read only {offset} of {count} messages"
+        "a new consumer read only {offset} of {count} messages; last answer: {last}"
     );
 }
 
@@ -263,4 +269,97 @@ fn a_cut_log_forgets_remote_copies_past_the_cut() {
         n => body("new", n),
     };
     pull_expecting(&mut conn, &topic, kept + 300, &expect);
+}
+
+/// A broker of the failover set in controller mode with tiering on.
+fn tier_controller_broker(namesrv: &Namesrv, controllers: &str, remote: &Path) -> Broker {
+    let more = [
+        "enableControllerMode=true".to_string(),
+        format!("controllerAddr={controllers}"),
+        format!("haListenPort={}", harness::process::free_port()),
+        "allAckInSyncStateSet=true".into(),
+        "syncBrokerMetadataPeriod=1000".into(),
+        "checkSyncStateSetPeriod=1000".into(),
+        "slaveTimeout=3000".into(),
+        "slaveReadEnable=true".into(),
+    ];
+    Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            broker_name: Some(failover::SET.into()),
+            shards: Some(1),
+            commit_log_segment_bytes: Some(SEGMENT_BYTES),
+            extra_args: tier_args(remote, &more),
+            ..BrokerOpts::default()
+        },
+    )
+}
+
+fn wait_master(controllers: &str, id: i64) {
+    let elected = wait_for(Duration::from_secs(60), || {
+        failover::sync_state(controllers).filter(|s| s.master == Some(id))
+    });
+    assert!(
+        elected.is_some(),
+        "broker {id} is not master: {:?}",
+        failover::sync_state(controllers)
+    );
+}
+
+/// Controller mode: only the master uploads; the slave follows the set's
+/// published manifest (and so drops offloaded segments under its local
+/// budget too). The master is killed; the promoted slave serves a consumer
+/// reading from offset 0 through object storage, and uploads what follows.
+#[test]
+fn a_promoted_slave_reads_offloaded_segments_and_uploads_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let controllers = failover::controllers(dir.path(), 1);
+    let addrs = failover::controller_addr(&controllers);
+    let namesrv = Namesrv::start();
+    let mut first = tier_controller_broker(&namesrv, &addrs, remote.path());
+    let second = tier_controller_broker(&namesrv, &addrs, remote.path());
+    let joined = wait_for(Duration::from_secs(60), || {
+        failover::sync_state(&addrs).filter(|s| s.master == Some(1) && s.in_sync.len() == 2)
+    });
+    assert!(joined.is_some(), "{:?}", failover::sync_state(&addrs));
+    let topic = unique_name("TierFailover");
+    // On both: the test does not wait for the slave's metadata sync.
+    harness::requests::create_topic(&mut second.connect(), &topic, 1);
+    let mut conn = first.connect();
+    harness::requests::create_topic(&mut conn, &topic, 1);
+    send_range(&mut conn, &topic, "a", 0, 300);
+    wait_offloaded_and_dropped(&mut conn, first.store_dir());
+    assert!(info_number(&mut conn, "tieredUploadedSegments").unwrap() >= 2);
+    // The slave uploads nothing, and drops what the set offloaded.
+    let mut slave = second.connect();
+    let slave_dropped = wait_for(Duration::from_secs(60), || {
+        let first_local = local_segments(second.store_dir()).first().cloned()?;
+        (first_local != FIRST_SEGMENT).then_some(())
+    });
+    assert!(
+        slave_dropped.is_some(),
+        "the slave kept {:?}",
+        local_segments(second.store_dir())
+    );
+    assert_eq!(info_number(&mut slave, "tieredUploadedSegments"), Some(0));
+    drop((conn, slave));
+    first.process.kill();
+    wait_master(&addrs, 2);
+    let mut conn = second.connect();
+    pull_all(&mut conn, &topic, "a", 300);
+    assert!(info_number(&mut conn, "tieredRemoteReads").unwrap() >= 1);
+    // The new master uploads from where the set's manifest ends.
+    let sent = wait_for(Duration::from_secs(30), || {
+        let header = send_header("tier_pg", &topic, 0);
+        let answer = conn.request(send_request(&header, body("a", 300)));
+        (answer.code == response_code::SUCCESS).then_some(())
+    });
+    assert!(sent.is_some(), "the new master takes no sends");
+    send_range(&mut conn, &topic, "a", 301, 600);
+    let uploaded = wait_for(Duration::from_secs(60), || {
+        (info_number(&mut conn, "tieredUploadedSegments")? >= 2).then_some(())
+    });
+    assert!(uploaded.is_some(), "the new master uploads nothing");
+    pull_all(&mut conn, &topic, "a", 600);
 }

@@ -23,8 +23,15 @@ fn now_ms() -> u64 {
 }
 
 /// One pass; answers whether every delete went through (else a sweep
-/// should follow).
-pub(crate) async fn pass(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
+/// should follow). The forgetting manifest is published before any object
+/// goes (a slave never reads an entry whose object is gone); when that
+/// fails, `unpublished` is set and nothing is deleted now.
+pub(crate) async fn pass(
+    tier: &TierHandle,
+    backend: &Backend,
+    reader: &CommitLogReader,
+    unpublished: &mut bool,
+) -> bool {
     let expired = reader.remote_expired(now_ms());
     if expired.is_empty() {
         return true;
@@ -34,6 +41,10 @@ pub(crate) async fn pass(tier: &TierHandle, backend: &Backend, reader: &CommitLo
         tracing::error!(error = %e, "tiered storage: cannot update the manifest; remote segments stay");
         tier.status.set_error(Some(e.to_string()));
         return true;
+    }
+    if !crate::follow::publish(tier, backend).await {
+        *unpublished = true;
+        return false;
     }
     let mut all = true;
     for entry in &expired {

@@ -27,13 +27,14 @@ enum UploadError {
 }
 
 /// Uploads what is pending, oldest first; stops at the first failure
-/// (the store is likely down: the next pass tries again).
+/// (the store is likely down: the next pass tries again). Answers whether
+/// it recorded any segment.
 pub(crate) async fn pass(
     tier: &TierHandle,
     backend: &Backend,
     reader: &CommitLogReader,
     stop: &AtomicBool,
-) {
+) -> bool {
     let pending: Vec<(i64, PathBuf)> = reader
         .sealed_segments()
         .into_iter()
@@ -42,17 +43,19 @@ pub(crate) async fn pass(
     tier.status
         .pending_segments
         .store(pending.len() as u64, Ordering::Relaxed);
+    let mut recorded = false;
     for (index, (start, path)) in pending.iter().enumerate() {
         if stop.load(Ordering::Acquire) {
-            return;
+            return recorded;
         }
         match upload_segment(backend, *start, path, tier.offloaded.segment_bytes()).await {
             Ok(entry) => {
                 if let Err(e) = tier.offloaded.record(entry) {
                     tracing::error!(start, error = %e, "tiered storage: cannot record an uploaded segment");
                     tier.status.set_error(Some(e.to_string()));
-                    return;
+                    return recorded;
                 }
+                recorded = true;
                 let left = (pending.len() - index - 1) as u64;
                 tier.status.pending_segments.store(left, Ordering::Relaxed);
                 tier.status
@@ -70,10 +73,11 @@ pub(crate) async fn pass(
                 tracing::warn!(start, store = %backend.describe, error = %why, pending = pending.len() - index,
                     "tiered storage: upload failed; segments stay local until the object store takes them");
                 tier.status.set_error(Some(why));
-                return;
+                return recorded;
             }
         }
     }
+    recorded
 }
 
 /// Uploads one segment file and verifies the remote copy.
