@@ -363,3 +363,63 @@ fn a_promoted_slave_reads_offloaded_segments_and_uploads_on() {
     assert!(uploaded.is_some(), "the new master uploads nothing");
     pull_all(&mut conn, &topic, "a", 600);
 }
+
+/// HA reads through the tier: a slave that was down while the master
+/// offloaded and dropped the segments it still needs catches up, served
+/// from object storage (it was refused before).
+#[test]
+fn a_lagging_slave_catches_up_from_object_storage() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let role = |more: &[&str]| -> Vec<String> {
+        let mut keys = vec![format!("haListenPort={}", harness::process::free_port())];
+        keys.extend(more.iter().map(|s| s.to_string()));
+        keys
+    };
+    let opts = |keys: Vec<String>| BrokerOpts {
+        broker_name: Some("tier-ha".into()),
+        cluster_name: Some("TierCluster".into()),
+        shards: Some(1),
+        commit_log_segment_bytes: Some(SEGMENT_BYTES),
+        extra_args: tier_args(remote.path(), &keys),
+        ..BrokerOpts::default()
+    };
+    let master = Broker::start(
+        &namesrv.addr(),
+        opts(role(&["brokerRole=ASYNC_MASTER", "slaveTimeout=3000"])),
+    );
+    let mut slave = Broker::start(
+        &namesrv.addr(),
+        opts(role(&[
+            "brokerId=1",
+            "brokerRole=SLAVE",
+            "slaveReadEnable=true",
+        ])),
+    );
+    let topic = unique_name("TierHa");
+    let mut conn = master.connect();
+    harness::requests::create_topic(&mut conn, &topic, 1);
+    send_range(&mut conn, &topic, "a", 0, 20);
+    let same_end = |slave: &Broker| {
+        wait_for(Duration::from_secs(60), || {
+            let end = failover::commit_log_end(&master)?;
+            (failover::commit_log_end(slave)? == end).then_some(end)
+        })
+    };
+    assert!(same_end(&slave).is_some(), "the slave never caught up");
+    let status = slave.process.stop();
+    assert!(status.success(), "{status}");
+    // The slave needs offset ~20 KB; the master drops segment 0.
+    send_range(&mut conn, &topic, "a", 20, 300);
+    wait_offloaded_and_dropped(&mut conn, master.store_dir());
+    slave.start_again();
+    let end = same_end(&slave);
+    assert!(
+        end.is_some(),
+        "the lagging slave was not served: master {:?}, slave {:?}\n{}",
+        failover::commit_log_end(&master),
+        failover::commit_log_end(&slave),
+        master.process.output()
+    );
+    assert!(info_number(&mut conn, "tieredRemoteReads").unwrap() >= 1);
+}
