@@ -85,7 +85,7 @@ fn pull_expecting(
                 let record = record.unwrap();
                 assert_eq!(record.queue_offset, offset);
                 assert_eq!(
-                    String::from_utf8_lossy(&record.body),
+                    String::from_utf8_lossy(record.body),
                     String::from_utf8_lossy(&expect(offset)),
                     "message {offset}"
                 );

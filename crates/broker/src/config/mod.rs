@@ -531,7 +531,7 @@ impl BrokerConfig {
             false => self.tier.store_config().ok().flatten(),
         };
         if let Some(tier) = &mut store.tier {
-            tier.owner = tier_owner(&self.broker_cluster_name, &self.broker_name);
+            tier.owner = tier::owner(&self.broker_cluster_name, &self.broker_name);
         }
         store
     }
@@ -559,13 +559,6 @@ impl BrokerConfig {
             name: "ferrocket-shard".into(),
         }
     }
-}
-
-/// The replica set's sub-prefix in object storage: `cluster/brokerName`
-/// (every replica of a set shares it; two sets sharing a bucket and
-/// `tieredStoreFilePath` never touch each other's objects).
-fn tier_owner(cluster: &str, broker: &str) -> String {
-    format!("{}/{}", cluster.trim(), broker.trim())
 }
 
 #[cfg(test)]
