@@ -330,7 +330,7 @@ fn a_promoted_slave_reads_offloaded_segments_and_uploads_on() {
     harness::requests::create_topic(&mut conn, &topic, 1);
     send_range(&mut conn, &topic, "a", 0, 300);
     wait_offloaded_and_dropped(&mut conn, first.store_dir());
-    assert!(info_number(&mut conn, "tieredUploadedSegments").unwrap() >= 2);
+    assert!(info_number(&mut conn, "tieredUploadedSegments").unwrap() >= 1);
     // The slave uploads nothing, and drops what the set offloaded.
     let mut slave = second.connect();
     let slave_dropped = wait_for(Duration::from_secs(60), || {
@@ -358,7 +358,7 @@ fn a_promoted_slave_reads_offloaded_segments_and_uploads_on() {
     assert!(sent.is_some(), "the new master takes no sends");
     send_range(&mut conn, &topic, "a", 301, 600);
     let uploaded = wait_for(Duration::from_secs(60), || {
-        (info_number(&mut conn, "tieredUploadedSegments")? >= 2).then_some(())
+        (info_number(&mut conn, "tieredUploadedSegments")? >= 1).then_some(())
     });
     assert!(uploaded.is_some(), "the new master uploads nothing");
     pull_all(&mut conn, &topic, "a", 600);
