@@ -75,7 +75,9 @@ fn offloads_to_a_directory_drops_locally_and_reads_through() {
     send_range(&mut conn, &topic, 0, 400);
     wait_offloaded_and_dropped(&mut conn, &broker);
     // The remote copies are whole segments, named as the local files.
-    let first = remote.path().join("commitlog").join("00000000000000000000");
+    let first = remote
+        .path()
+        .join("DefaultCluster/broker-a/commitlog/00000000000000000000");
     assert_eq!(std::fs::metadata(&first).unwrap().len(), SEGMENT_BYTES);
     assert!(info_number(&mut conn, "tieredDroppedSegments") >= 1);
     assert_eq!(runtime_info(&mut conn)["tieredMinOffset"], "0");
@@ -142,7 +144,7 @@ fn s3_offload_survives_kill9_and_a_store_that_is_down() {
     wait_offloaded_and_dropped(&mut conn, &broker);
     let object = root
         .path()
-        .join("tier-bucket/broker-a/commitlog/00000000000000000000");
+        .join("tier-bucket/broker-a/DefaultCluster/broker-a/commitlog/00000000000000000000");
     assert_eq!(std::fs::metadata(&object).unwrap().len(), SEGMENT_BYTES);
     pull_all(&mut conn, &topic, 300);
 

@@ -19,7 +19,7 @@ use harness::process::free_port;
 use harness::requests::{pull_request, send_header, send_request};
 use harness::tier::{
     self, body, info_number, posix, s3s_fs_binary, send_range, start_broker, start_s3,
-    FIRST_OBJECT, SEGMENT_BYTES,
+    FIRST_OBJECT, FIRST_REMOTE, SEGMENT_BYTES,
 };
 use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn};
 
@@ -65,7 +65,7 @@ fn min_offset(conn: &mut RemotingConn, topic: &str) -> i64 {
 /// Waits until the first segment's object is gone and the queue's min
 /// moved up; answers the min.
 fn wait_remote_deleted(conn: &mut RemotingConn, remote: &Path, topic: &str) -> i64 {
-    let first = remote.join(FIRST_OBJECT);
+    let first = remote.join(FIRST_REMOTE);
     let min = wait_for(Duration::from_secs(60), || {
         let min = min_offset(conn, topic);
         (!first.exists() && min > 0).then_some(min)
@@ -159,7 +159,7 @@ fn deletes_after_the_reserved_time(backend: &[String], objects: &Path) {
     // before. An object left by a crash between the manifest's update and
     // the delete (made here by hand) is deleted after the restart.
     drop(conn);
-    let leftover = objects.join(FIRST_OBJECT);
+    let leftover = objects.join(FIRST_REMOTE);
     std::fs::write(&leftover, vec![0u8; SEGMENT_BYTES as usize]).unwrap();
     broker.crash_and_restart();
     let mut conn = broker.connect();
@@ -200,7 +200,7 @@ fn a_longer_retention_ms_keeps_remote_segments() {
     );
     // Well past the remote reserved time, the objects stay.
     std::thread::sleep(Duration::from_secs(5));
-    assert!(remote.path().join(FIRST_OBJECT).exists());
+    assert!(remote.path().join(FIRST_REMOTE).exists());
     assert_eq!(info_number(&mut conn, "tieredRemoteDeletedSegments"), 0);
     new_group_reads_from(&mut conn, &long, 0, MESSAGES);
 }
@@ -270,7 +270,7 @@ fn key_queries_and_time_searches_read_offloaded_segments() {
     // The first segment leaves the local disk (its object stays).
     let first_local = broker.store_dir().join(FIRST_OBJECT);
     let dropped = wait_for(Duration::from_secs(60), || {
-        (!first_local.exists() && remote.path().join(FIRST_OBJECT).exists()).then_some(())
+        (!first_local.exists() && remote.path().join(FIRST_REMOTE).exists()).then_some(())
     });
     assert!(
         dropped.is_some(),

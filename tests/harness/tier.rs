@@ -19,6 +19,11 @@ pub const SEGMENT_BYTES: u64 = 64 * 1024;
 pub const BODY_BYTES: usize = 1000;
 /// The first segment's name under the store root and the object prefix.
 pub const FIRST_OBJECT: &str = "commitlog/00000000000000000000";
+/// The replica set's own directory under the object prefix (its cluster
+/// and broker name).
+pub const SET_PREFIX: &str = "DefaultCluster/broker-a";
+/// The first segment's object under the replica set's own prefix.
+pub const FIRST_REMOTE: &str = "DefaultCluster/broker-a/commitlog/00000000000000000000";
 
 /// The backend keys of a directory as the object store.
 pub fn posix(remote: &Path) -> Vec<String> {

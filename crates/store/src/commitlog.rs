@@ -371,6 +371,12 @@ impl CommitLogReader {
         offset < self.shared.min_offset() && offset >= self.shared.logical_min()
     }
 
+    /// Whether the store is a replica now (a slave: the tier uploads
+    /// nothing and follows the set's published manifest).
+    pub fn is_replica(&self) -> bool {
+        self.shared.is_replica()
+    }
+
     /// Tiered storage's shared state, when on.
     pub fn tier(&self) -> Option<Arc<crate::tier::TierShared>> {
         self.shared.tier.get().cloned()

@@ -37,6 +37,9 @@ impl MessageStore {
     ) -> Result<(StoreHandle, AppenderParts), StoreError> {
         config.validate()?;
         let recovered = recover(&config)?;
+        // Before anything can be offloaded again: remote copies past a cut
+        // tail are stale.
+        crate::tier::forget_past(&config.root_dir, config.segment_bytes, recovered.end)?;
         let hot = (config.write_mode == WriteMode::Direct).then_some(config.hot_tail_bytes);
         let shared = Arc::new(CommitLogShared::new(
             config.segment_bytes,

@@ -31,6 +31,9 @@ pub fn truncate_commitlog(config: &StoreConfig, offset: i64) -> Result<i64, Stor
     if end <= offset {
         return Ok(0);
     }
+    // First, durably: the remote copies of what is cut (a crash after this
+    // re-uploads segments still local; none is read stale).
+    crate::tier::forget_past(&config.root_dir, config.segment_bytes, offset)?;
     let seg = config.segment_bytes as i64;
     for (start, path) in list_offset_files(&config.commitlog_dir())? {
         if start + seg <= offset {

@@ -9,7 +9,7 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, ObjectStore, RetryConfig};
 
-use ferrocket_store::tier::{S3Settings, TierBackend, TierHandle};
+use ferrocket_store::tier::{S3Settings, TierBackend, TierConfig, TierHandle};
 
 use crate::TierError;
 
@@ -17,24 +17,51 @@ use crate::TierError;
 #[derive(Clone)]
 pub struct Backend {
     pub store: Arc<dyn ObjectStore>,
+    /// `tieredStoreFilePath` with S3 (empty for a directory), then the
+    /// replica set's own `cluster/brokerName`: everything this set writes,
+    /// lists or sweeps is under it. Objects an older layout wrote
+    /// (`<tieredStoreFilePath>/commitlog/...`) stay readable through the
+    /// keys their manifest entries name; they are not moved.
     pub prefix: String,
     /// What to name in logs: `s3://bucket/prefix` or the directory.
     pub describe: String,
 }
 
 impl Backend {
+    /// The "directory" this replica set's segments go in.
+    pub fn segment_dir(&self) -> ObjectPath {
+        match self.prefix.is_empty() {
+            true => ObjectPath::from("commitlog"),
+            false => ObjectPath::from(format!("{}/commitlog", self.prefix)),
+        }
+    }
+
     /// The object key of the CommitLog segment starting at `start`.
     pub fn segment_key(&self, start: i64) -> ObjectPath {
         let name = ferrocket_store::offset_file_name(start);
-        match self.prefix.is_empty() {
-            true => ObjectPath::from(format!("commitlog/{name}")),
-            false => ObjectPath::from(format!("{}/commitlog/{name}", self.prefix)),
+        self.segment_dir().child(name)
+    }
+
+    fn with_owner(mut self, owner: &str) -> Self {
+        let owner = owner.trim_matches('/');
+        if !owner.is_empty() {
+            self.prefix = match self.prefix.is_empty() {
+                true => owner.to_string(),
+                false => format!("{}/{owner}", self.prefix),
+            };
+            self.describe = format!("{}/{owner}", self.describe.trim_end_matches('/'));
         }
+        self
     }
 }
 
-/// Opens the configured store (no network yet).
-pub fn open_backend(backend: &TierBackend) -> Result<Backend, TierError> {
+/// Opens the configured store under the replica set's own prefix (no
+/// network yet).
+pub fn open_backend(config: &TierConfig) -> Result<Backend, TierError> {
+    Ok(open_store(&config.backend)?.with_owner(&config.owner))
+}
+
+fn open_store(backend: &TierBackend) -> Result<Backend, TierError> {
     match backend {
         TierBackend::Posix { path } => {
             std::fs::create_dir_all(path).map_err(|e| {
@@ -160,7 +187,7 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let backend = open_backend(&TierBackend::S3(S3Settings {
+        let backend = open_store(&TierBackend::S3(S3Settings {
             endpoint: format!("http://127.0.0.1:{port}"),
             bucket: "b".into(),
             region: "us-east-1".into(),
@@ -192,6 +219,20 @@ mod tests {
             secret_key: String::new(),
             prefix: "p".into(),
         };
-        assert!(open_backend(&TierBackend::S3(settings)).is_err());
+        assert!(open_store(&TierBackend::S3(settings)).is_err());
+    }
+
+    #[test]
+    fn each_replica_set_owns_its_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let mut config = TierConfig::new(TierBackend::Posix { path });
+        config.owner = "c1/broker-a".into();
+        let backend = open_backend(&config).unwrap();
+        assert_eq!(
+            backend.segment_key(0).to_string(),
+            "c1/broker-a/commitlog/00000000000000000000"
+        );
+        assert_eq!(backend.segment_dir().to_string(), "c1/broker-a/commitlog");
     }
 }

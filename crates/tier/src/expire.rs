@@ -23,8 +23,15 @@ fn now_ms() -> u64 {
 }
 
 /// One pass; answers whether every delete went through (else a sweep
-/// should follow).
-pub(crate) async fn pass(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
+/// should follow). The forgetting manifest is published before any object
+/// goes (a slave never reads an entry whose object is gone); when that
+/// fails, `unpublished` is set and nothing is deleted now.
+pub(crate) async fn pass(
+    tier: &TierHandle,
+    backend: &Backend,
+    reader: &CommitLogReader,
+    unpublished: &mut bool,
+) -> bool {
     let expired = reader.remote_expired(now_ms());
     if expired.is_empty() {
         return true;
@@ -34,6 +41,10 @@ pub(crate) async fn pass(tier: &TierHandle, backend: &Backend, reader: &CommitLo
         tracing::error!(error = %e, "tiered storage: cannot update the manifest; remote segments stay");
         tier.status.set_error(Some(e.to_string()));
         return true;
+    }
+    if !crate::follow::publish(tier, backend).await {
+        *unpublished = true;
+        return false;
     }
     let mut all = true;
     for entry in &expired {
@@ -67,17 +78,18 @@ async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool 
     }
 }
 
-/// Deletes the segment objects below the local start that the manifest
-/// does not name (left by a crash or a failed delete). Objects at or above
-/// the local start may be uploads in flight: never touched. Answers
-/// whether it completed.
+/// Deletes the segment objects of this replica set that the manifest does
+/// not name: below the local start (left by a crash or a failed delete),
+/// and at or past the CommitLog's end (copies of a tail cut back by a fork
+/// point or recovery, forgotten then). Objects in between may be uploads
+/// about to be recorded: never touched (and none is in flight: the sweep
+/// runs between upload passes). Answers whether it completed.
 pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
     let local_min = reader.min_offset();
-    let prefix = backend.segment_key(0);
-    let Some(dir) = prefix.parts().count().checked_sub(1) else {
-        return true;
-    };
-    let dir = ObjectPath::from_iter(prefix.parts().take(dir));
+    let end = reader.written_offset();
+    // Only this replica set's own sub-prefix: another set's objects (same
+    // bucket and tieredStoreFilePath) are never its to delete.
+    let dir = backend.segment_dir();
     let mut listing = backend.store.list(Some(&dir));
     let mut leftovers = Vec::new();
     while let Some(item) = listing.next().await {
@@ -92,8 +104,9 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
         };
         let start = meta.location.filename().and_then(|n| n.parse::<i64>().ok());
         if let Some(start) = start {
-            let end = start + tier.offloaded.segment_bytes() as i64;
-            if end <= local_min && tier.offloaded.get(start).is_none() {
+            let seg_end = start + tier.offloaded.segment_bytes() as i64;
+            let stale = seg_end <= local_min || start >= end;
+            if stale && tier.offloaded.get(start).is_none() {
                 leftovers.push(meta.location);
             }
         }

@@ -16,6 +16,7 @@
 mod backend;
 mod expire;
 mod fetch;
+mod follow;
 mod upload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,7 +52,7 @@ impl TierService {
         let Some(tier) = store.tier() else {
             return Ok(None);
         };
-        let backend = open_backend(&tier.config.backend)?;
+        let backend = open_backend(&tier.config)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(TIER_THREAD_NAME)
@@ -103,14 +104,17 @@ async fn run(
     tokio::spawn(fetch::serve(Arc::clone(&tier), backend.clone(), requests));
     backend::probe(&backend, &tier).await;
     let interval = Duration::from_millis(tier.config.upload_interval_ms.max(10));
-    // Leftovers of a crash between forgetting and deleting go first.
-    let mut swept = false;
+    let mut master: Option<MasterState> = None;
     while !stop.load(Ordering::Acquire) {
-        upload::pass(&tier, &backend, &reader, &stop).await;
-        if !swept {
-            swept = expire::sweep(&tier, &backend, &reader).await;
+        // Only the set's master uploads and deletes; a slave follows its
+        // published manifest (the role can change in place: asked each pass).
+        if reader.is_replica() {
+            master = None;
+            follow::adopt(&tier, &backend, &reader, false).await;
+        } else {
+            let state = master.get_or_insert_with(MasterState::default);
+            master_pass(&tier, &backend, &reader, &stop, state).await;
         }
-        swept &= expire::pass(&tier, &backend, &reader).await;
         let mut waited = Duration::ZERO;
         while waited < interval && !stop.load(Ordering::Acquire) {
             let step = Duration::from_millis(50).min(interval - waited);
@@ -118,4 +122,45 @@ async fn run(
             waited += step;
         }
     }
+}
+
+/// Where a master's passes stand.
+#[derive(Default)]
+struct MasterState {
+    /// The set's published manifest was taken (a promoted slave, or a
+    /// restart, continues from it).
+    adopted: bool,
+    /// Leftovers of a crash between forgetting and deleting were swept.
+    swept: bool,
+    /// The local manifest changed since it was last published.
+    unpublished: bool,
+}
+
+async fn master_pass(
+    tier: &TierHandle,
+    backend: &Backend,
+    reader: &ferrocket_store::CommitLogReader,
+    stop: &AtomicBool,
+    state: &mut MasterState,
+) {
+    if !state.adopted {
+        if !follow::adopt(tier, backend, reader, true).await {
+            return;
+        }
+        state.adopted = true;
+        state.unpublished = true;
+    }
+    state.unpublished |= upload::pass(tier, backend, reader, stop).await;
+    if state.unpublished {
+        state.unpublished = !follow::publish(tier, backend).await;
+    }
+    // Nothing leaves object storage while the published manifest may
+    // still name it.
+    if state.unpublished {
+        return;
+    }
+    if !state.swept {
+        state.swept = expire::sweep(tier, backend, reader).await;
+    }
+    state.swept &= expire::pass(tier, backend, reader, &mut state.unpublished).await;
 }

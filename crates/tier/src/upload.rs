@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use futures_lite::StreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{PutPayload, WriteMultipart};
+use object_store::{MultipartUpload, PutPayload, WriteMultipart};
 
 use ferrocket_store::tier::{OffloadEntry, TierHandle};
 use ferrocket_store::CommitLogReader;
@@ -27,13 +27,14 @@ enum UploadError {
 }
 
 /// Uploads what is pending, oldest first; stops at the first failure
-/// (the store is likely down: the next pass tries again).
+/// (the store is likely down: the next pass tries again). Answers whether
+/// it recorded any segment.
 pub(crate) async fn pass(
     tier: &TierHandle,
     backend: &Backend,
     reader: &CommitLogReader,
     stop: &AtomicBool,
-) {
+) -> bool {
     let pending: Vec<(i64, PathBuf)> = reader
         .sealed_segments()
         .into_iter()
@@ -42,17 +43,19 @@ pub(crate) async fn pass(
     tier.status
         .pending_segments
         .store(pending.len() as u64, Ordering::Relaxed);
+    let mut recorded = false;
     for (index, (start, path)) in pending.iter().enumerate() {
         if stop.load(Ordering::Acquire) {
-            return;
+            return recorded;
         }
         match upload_segment(backend, *start, path, tier.offloaded.segment_bytes()).await {
             Ok(entry) => {
                 if let Err(e) = tier.offloaded.record(entry) {
                     tracing::error!(start, error = %e, "tiered storage: cannot record an uploaded segment");
                     tier.status.set_error(Some(e.to_string()));
-                    return;
+                    return recorded;
                 }
+                recorded = true;
                 let left = (pending.len() - index - 1) as u64;
                 tier.status.pending_segments.store(left, Ordering::Relaxed);
                 tier.status
@@ -70,10 +73,11 @@ pub(crate) async fn pass(
                 tracing::warn!(start, store = %backend.describe, error = %why, pending = pending.len() - index,
                     "tiered storage: upload failed; segments stay local until the object store takes them");
                 tier.status.set_error(Some(why));
-                return;
+                return recorded;
             }
         }
     }
+    recorded
 }
 
 /// Uploads one segment file and verifies the remote copy.
@@ -147,26 +151,52 @@ async fn send_file(
         return Ok(crc.finalize());
     }
     let upload = backend.store.put_multipart(key).await.map_err(failed)?;
+    send_parts(upload, path, size, &mut crc).await?;
+    Ok(crc.finalize())
+}
+
+/// Sends the file as the parts of `upload`; on any error the upload is
+/// aborted (its parts deleted) before the error is returned. A process
+/// killed meanwhile leaves an incomplete upload the store keeps until a
+/// bucket lifecycle rule ends it (README, "Tiered storage").
+async fn send_parts(
+    upload: Box<dyn MultipartUpload>,
+    path: &Path,
+    size: u64,
+    crc: &mut crc32fast::Hasher,
+) -> Result<(), UploadError> {
+    let failed = |e: object_store::Error| UploadError::Failed(explain(&e));
     let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
     let mut at = 0u64;
     while at < size {
         let len = PART_BYTES.min((size - at) as usize);
         let part = match read_part(path, at, len).await {
             Ok(part) => part,
-            Err(e) => {
-                let _ = writer.abort().await;
-                return Err(e);
-            }
+            Err(e) => return abort(writer, e).await,
         };
         crc.update(&part);
         if let Err(e) = writer.wait_for_capacity(4).await {
-            return Err(failed(e));
+            return abort(writer, failed(e)).await;
         }
         writer.put(part);
         at += len as u64;
     }
+    // Every part in: a failed one aborts here (`finish` aborts only when
+    // the completion itself fails).
+    if let Err(e) = writer.wait_for_capacity(0).await {
+        return abort(writer, failed(e)).await;
+    }
     writer.finish().await.map_err(failed)?;
-    Ok(crc.finalize())
+    Ok(())
+}
+
+/// Aborts a multipart upload that failed, and answers `error`.
+async fn abort(writer: WriteMultipart, error: UploadError) -> Result<(), UploadError> {
+    if let Err(e) = writer.abort().await {
+        tracing::warn!(error = %explain(&e),
+            "tiered storage: cannot abort a failed multipart upload; a bucket lifecycle rule ends it");
+    }
+    Err(error)
 }
 
 /// Reads the remote copy back: its size and CRC32 must match.
@@ -199,4 +229,68 @@ async fn verify(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    /// A multipart upload whose parts all fail; counts its aborts.
+    #[derive(Debug)]
+    struct FailingUpload(Arc<AtomicUsize>);
+
+    type Answer<'a, T> = Pin<Box<dyn Future<Output = object_store::Result<T>> + Send + 'a>>;
+
+    impl MultipartUpload for FailingUpload {
+        fn put_part(&mut self, _data: PutPayload) -> object_store::UploadPart {
+            Box::pin(async {
+                Err(object_store::Error::Generic {
+                    store: "test",
+                    source: "the store failed a part".into(),
+                })
+            })
+        }
+
+        fn complete<'a, 'b>(&'a mut self) -> Answer<'b, object_store::PutResult>
+        where
+            'a: 'b,
+            Self: 'b,
+        {
+            Box::pin(async {
+                Ok(object_store::PutResult {
+                    e_tag: None,
+                    version: None,
+                })
+            })
+        }
+
+        fn abort<'a, 'b>(&'a mut self) -> Answer<'b, ()>
+        where
+            'a: 'b,
+            Self: 'b,
+        {
+            Box::pin(async move {
+                self.0.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_part_aborts_the_multipart_upload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("segment");
+        let size = PART_BYTES + 4096;
+        std::fs::write(&path, vec![7u8; size]).unwrap();
+        let aborts = Arc::new(AtomicUsize::new(0));
+        let upload = Box::new(FailingUpload(Arc::clone(&aborts)));
+        let mut crc = crc32fast::Hasher::new();
+        let sent = send_parts(upload, &path, size as u64, &mut crc).await;
+        assert!(matches!(sent, Err(UploadError::Failed(_))));
+        assert_eq!(aborts.load(Ordering::Relaxed), 1);
+    }
 }

@@ -521,12 +521,18 @@ impl BrokerConfig {
         // A master's HA links run on shard 0 and push every written batch.
         store.notify_written_shard = (!store.replica).then_some(0);
         store.dispatch_gated = self.dispatch_gated();
-        // A slave's copy is the master's to offload (`validate` reports a
-        // bad combination).
-        store.tier = match store.replica {
+        // A static slave's copy is the master's to offload. In controller
+        // mode every replica keeps the tier in either role: as slave it
+        // follows the set's remote manifest (reads, retention and the local
+        // budget count offloaded segments) and uploads nothing; promoted,
+        // it uploads from where that manifest ends.
+        store.tier = match store.replica && !self.controller_mode.enabled {
             true => None,
             false => self.tier.store_config().ok().flatten(),
         };
+        if let Some(tier) = &mut store.tier {
+            tier.owner = tier::owner(&self.broker_cluster_name, &self.broker_name);
+        }
         store
     }
 

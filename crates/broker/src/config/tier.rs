@@ -31,6 +31,13 @@ pub struct TierKeys {
     pub read_cache_bytes: Option<usize>,
 }
 
+/// The replica set's sub-prefix in object storage: `cluster/brokerName`
+/// (every replica of a set shares it; two sets sharing a bucket and
+/// `tieredStoreFilePath` never touch each other's objects).
+pub fn owner(cluster: &str, broker: &str) -> String {
+    format!("{}/{}", cluster.trim(), broker.trim())
+}
+
 fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
     value
         .trim()

@@ -157,6 +157,7 @@ fn tier_info(reader: &ferrocket_store::CommitLogReader, put: &mut impl FnMut(&st
     put("tieredOffloadedSegments", tier.offloaded.len().to_string());
     let counters = [
         ("tieredPendingSegments", &status.pending_segments),
+        ("tieredUploadedSegments", &status.uploaded_segments),
         ("tieredUploadFailures", &status.upload_failures),
         ("tieredDroppedSegments", &status.dropped_segments),
         (

@@ -53,6 +53,11 @@ impl std::fmt::Debug for S3Settings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TierConfig {
     pub backend: TierBackend,
+    /// The replica set's own sub-prefix (`cluster/brokerName`, as RocketMQ's
+    /// tiered store keys by cluster and broker): its objects go under it,
+    /// and clean-up never looks outside it. Empty: the layout before it
+    /// (tests of the store alone).
+    pub owner: String,
     /// Local CommitLog bytes kept once segments are offloaded: the oldest
     /// offloaded segments beyond it are dropped locally; 0: no size budget.
     pub local_max_bytes: u64,
@@ -71,6 +76,7 @@ impl TierConfig {
     pub fn new(backend: TierBackend) -> Self {
         Self {
             backend,
+            owner: String::new(),
             local_max_bytes: LOCAL_MAX_BYTES_DEFAULT,
             local_reserved_ms: 0,
             remote_reserved_ms: REMOTE_RESERVED_MS_DEFAULT,

@@ -100,6 +100,68 @@ impl Offloaded {
         })
     }
 
+    /// Forgets every copy of a segment that reaches past `end` (the
+    /// CommitLog was cut back there: by a fork point, or recovery cutting a
+    /// torn tail), durably, so the bytes written at those offsets next are
+    /// uploaded afresh and never read from the stale copy. Returns the
+    /// forgotten entries.
+    pub fn forget_from(&self, end: i64) -> Result<Vec<OffloadEntry>, StoreError> {
+        let seg = self.segment_bytes as i64;
+        let past: Vec<OffloadEntry> = self
+            .read()
+            .values()
+            .filter(|entry| entry.start + seg > end)
+            .cloned()
+            .collect();
+        if !past.is_empty() {
+            let starts: Vec<i64> = past.iter().map(|entry| entry.start).collect();
+            self.forget(&starts)?;
+        }
+        Ok(past)
+    }
+
+    /// The manifest as its file holds it (the copy a master publishes to
+    /// object storage for the other replicas of its set).
+    pub fn encode(&self) -> Result<Vec<u8>, StoreError> {
+        let file = ManifestFile {
+            segments: self.entries(),
+        };
+        serde_json::to_vec_pretty(&file)
+            .map_err(|e| StoreError::Corrupt(format!("tier manifest encode: {e}")))
+    }
+
+    /// Takes the set's published manifest (`bytes`), durably: its entries
+    /// of whole segments below `end` (this replica's CommitLog end; a copy
+    /// past it holds bytes this log does not have, or has differently after
+    /// a fork). A slave (`keep_own` false) takes exactly those; a master
+    /// keeps its own entries below `end` as well (recorded, maybe dropped
+    /// locally, before a crash kept them from being published). Answers
+    /// whether anything changed.
+    pub fn adopt(&self, bytes: &[u8], end: i64, keep_own: bool) -> Result<bool, StoreError> {
+        let file: ManifestFile = serde_json::from_slice(bytes)
+            .map_err(|e| StoreError::Corrupt(format!("published tier manifest: {e}")))?;
+        let seg = self.segment_bytes as i64;
+        let below = |e: &OffloadEntry| {
+            e.size == self.segment_bytes && e.start % seg == 0 && e.start + seg <= end
+        };
+        let mut next: BTreeMap<i64, OffloadEntry> = match keep_own {
+            true => self.read().clone(),
+            false => BTreeMap::new(),
+        };
+        next.retain(|_, e| below(e));
+        next.extend(
+            file.segments
+                .into_iter()
+                .filter(below)
+                .map(|e| (e.start, e)),
+        );
+        if *self.read() == next {
+            return Ok(false);
+        }
+        self.change(|entries| *entries = next)?;
+        Ok(true)
+    }
+
     /// Applies `edit` to a copy, writes it durably, then publishes it.
     fn change(
         &self,
@@ -193,9 +255,27 @@ mod tests {
         m.record(entry(400)).unwrap();
         assert_eq!(m.remote_floor(500), Some(400));
         assert_eq!(m.get(400).unwrap().crc32, 7);
+        // A cut at 450 forgets the copy of [400, 500), durably.
+        assert_eq!(m.forget_from(450).unwrap().len(), 1);
+        assert!(m.forget_from(450).unwrap().is_empty());
+        assert!(Offloaded::load(dir.path(), 100).unwrap().get(400).is_none());
+        // A replica takes a published manifest, up to its own end.
+        let other = tempfile::tempdir().unwrap();
+        let replica = Offloaded::load(other.path(), 100).unwrap();
+        assert!(replica.adopt(&m.encode().unwrap(), 300, false).unwrap());
+        assert_eq!(replica.entries().len(), 2);
+        assert!(!replica.adopt(&m.encode().unwrap(), 300, false).unwrap());
+        assert!(replica.adopt(&m.encode().unwrap(), 250, false).unwrap());
+        assert_eq!(replica.entries().len(), 1);
+        // A master keeps its own entries (recorded, not yet published).
+        replica.record(entry(0)).unwrap();
+        replica.adopt(&m.encode().unwrap(), 300, true).unwrap();
+        assert_eq!(replica.entries().len(), 3);
+        replica.adopt(&m.encode().unwrap(), 300, false).unwrap();
+        assert!(replica.get(0).is_none());
         m.forget(&[100, 200]).unwrap();
         let m = Offloaded::load(dir.path(), 100).unwrap();
-        assert_eq!(m.entries().len(), 1);
+        assert!(m.is_empty());
         assert_eq!(m.remote_floor(300), None);
     }
 }

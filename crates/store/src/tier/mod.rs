@@ -22,6 +22,30 @@ pub use manifest::{OffloadEntry, Offloaded, MANIFEST_FILE};
 /// Directory of the tier's files under the store root.
 pub const TIER_DIR: &str = "tier";
 
+/// The CommitLog of the store at `root` now ends at `end` (cut back, the
+/// store closed): the manifest, when there is one, durably forgets every
+/// remote copy reaching past it (whether or not tiering is on now: a
+/// replica keeps the manifest of its time as master). Returns how many.
+pub fn forget_past(
+    root: &std::path::Path,
+    segment_bytes: u64,
+    end: i64,
+) -> Result<usize, crate::StoreError> {
+    let dir = root.join(TIER_DIR);
+    if !dir.join(MANIFEST_FILE).exists() {
+        return Ok(0);
+    }
+    let forgotten = Offloaded::load(&dir, segment_bytes)?.forget_from(end)?;
+    if !forgotten.is_empty() {
+        tracing::warn!(
+            end,
+            segments = forgotten.len(),
+            "tiered storage: the CommitLog was cut back; remote copies past the cut are forgotten"
+        );
+    }
+    Ok(forgotten.len())
+}
+
 /// A shard asks the fetcher for one chunk of an offloaded segment.
 pub struct FetchRequest {
     /// Start of the chunk (CommitLog offset).

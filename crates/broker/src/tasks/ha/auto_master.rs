@@ -141,7 +141,7 @@ async fn push(
         let end = frame_end(shard, next, written, epoch_end);
         let len = (end - next) as usize;
         throttle(shard, link, len).await;
-        let bytes = frame_body(shard, next, end)?;
+        let bytes = frame_body(shard, next, end).await?;
         let header = MasterMessage::Transfer(TransferHeader {
             offset: next,
             epoch,

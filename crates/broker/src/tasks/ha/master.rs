@@ -179,7 +179,7 @@ async fn push_log(
         // Nothing to send and the heartbeat due: an empty frame.
         let end = frame_end(shard, next, written, i64::MAX);
         throttle(shard, link, (end - next) as usize).await;
-        let bytes = frame_body(shard, next, end)?;
+        let bytes = frame_body(shard, next, end).await?;
         let header = FrameHeader {
             offset: next,
             body_bytes: bytes.len(),

@@ -129,11 +129,13 @@ fn start_offset(shard: &Shard, reported: i64) -> io::Result<i64> {
              it holds data this master does not; clear the slave's store"
         ));
     }
-    if start < reader.min_offset() {
+    // Offloaded segments count (tiered storage): they are served from
+    // object storage (`frame_body`).
+    if start < reader.logical_min_offset() {
         return refuse(format!(
             "the slave's CommitLog ends at {start}, below this master's first offset {}: \
              retention deleted what it needs; clear the slave's store",
-            reader.min_offset()
+            reader.logical_min_offset()
         ));
     }
     Ok(start)
@@ -237,15 +239,32 @@ fn frame_end(shard: &Shard, next: i64, written: i64, limit: i64) -> i64 {
         .max(next)
 }
 
+/// Tries at reading an offloaded frame (a chunk fetched may be evicted
+/// again by other readers before it is read).
+const OFFLOADED_READ_TRIES: usize = 3;
+
 /// The CommitLog bytes `[next, end)` for a frame (none for a heartbeat).
-fn frame_body(shard: &Shard, next: i64, end: i64) -> io::Result<bytes::Bytes> {
+/// Bytes only object storage holds now (a lagging slave, tiered storage)
+/// are fetched by the tier's thread while this shard goes on serving.
+async fn frame_body(shard: &Shard, next: i64, end: i64) -> io::Result<bytes::Bytes> {
     if end == next {
         return Ok(bytes::Bytes::new());
     }
-    shard
-        .store
-        .read_records(next, (end - next) as usize)
-        .ok_or_else(|| {
-            io::Error::other(format!("CommitLog bytes [{next}, {end}) are not readable"))
-        })
+    let len = (end - next) as usize;
+    for _ in 0..OFFLOADED_READ_TRIES {
+        if let Some(bytes) = shard.store.read_records(next, len) {
+            return Ok(bytes);
+        }
+        if !shard.store.reader().is_offloaded(next) {
+            break;
+        }
+        shard
+            .store
+            .fetch_offloaded(next, len)
+            .await
+            .map_err(|e| io::Error::other(format!("serving a slave from object storage: {e}")))?;
+    }
+    Err(io::Error::other(format!(
+        "CommitLog bytes [{next}, {end}) are not readable"
+    )))
 }
