@@ -244,9 +244,9 @@ pub fn broker_config(
     ];
     let settings = collect(&args.common, flags)?;
     let mut config = ferrocket_broker::BrokerConfig {
-        online_keys: Some(crate::config_online::online_keys(
-            args.common.config_file.clone(),
-        )),
+        online_keys: Some(ferrocket_broker::ConfigKeys {
+            file: args.common.config_file.clone(),
+        }),
         ..ferrocket_broker::BrokerConfig::default()
     };
     let mut grpc = ferrocket_grpc::GrpcLimits::default();
@@ -254,7 +254,7 @@ pub fn broker_config(
         let grpc_key = grpc
             .set(key, &setting.value)
             .map_err(|e| format!("{}: {e}", setting.origin))?;
-        if !grpc_key && !crate::config_keys::apply_broker(&mut config, key, setting)? {
+        if !grpc_key && !ferrocket_broker::BROKER_SETTINGS.apply(&mut config, key, setting)? {
             warn_unknown(key, setting, &crate::known_keys::broker_keys());
         }
     }

@@ -1,8 +1,8 @@
 //! Every key each server understands, for "did you mean ...?" on an
-//! unknown one. A test keeps these lists equal to what `config_keys`
-//! accepts.
+//! unknown one. A test keeps the name server's list equal to what
+//! `config_keys` accepts; the broker's is its declarations'.
 
-/// The Remoting server's limits, keys of both servers.
+/// The Remoting server's limits, keys of the name server.
 pub const SERVER_LIMIT_KEYS: &[&str] = &[
     "serverChannelMaxIdleTimeSeconds",
     "channelMaxIdleTimeSeconds",
@@ -42,119 +42,11 @@ pub const NAMESRV_KEYS: &[&str] = &[
     "metricsInDelta",
 ];
 
-/// The broker's own keys (and [`SERVER_LIMIT_KEYS`]).
-pub const BROKER_KEYS: &[&str] = &[
-    "destroyMapedFileIntervalForcibly",
-    "deleteCommitLogFilesInterval",
-    "deleteConsumeQueueFilesInterval",
-    "rocketmqHome",
-    "storePathCommitLog",
-    "storePathConsumeQueue",
-    "listenAddr",
-    "listenPort",
-    "fastListenPortEnable",
-    "namesrvAddr",
-    "brokerClusterName",
-    "brokerName",
-    "brokerId",
-    "brokerIP1",
-    "brokerPermission",
-    "registerBrokerIntervalMs",
-    "registerNameServerPeriod",
-    "registerBrokerTimeoutMills",
-    "channelExpiredTimeout",
-    "regionId",
-    "traceOn",
-    "aclEnable",
-    "aclAdminSignatureWindowMs",
-    "metricsExporterType",
-    "metricsPromExporterHost",
-    "metricsPromExporterPort",
-    "metricsLabel",
-    "metricsInDelta",
-    "metricsGrpcExporterTarget",
-    "metricsGrpcExporterHeader",
-    "metricGrpcExporterTimeOutInMills",
-    "metricGrpcExporterIntervalInMills",
-    "metricLoggingExporterIntervalInMills",
-    "brokerRole",
-    "haListenPort",
-    "haMasterAddress",
-    "brokerIP2",
-    "haSendHeartbeatInterval",
-    "haHousekeepingInterval",
-    "haTransferBatchSize",
-    "haMaxGapNotInSync",
-    "haSlaveFallbehindMax",
-    "slaveTimeout",
-    "inSyncReplicas",
-    "haFlowControlEnable",
-    "maxHaTransferByteInSecond",
-    "slaveReadEnable",
-    "enableSlaveActingMaster",
-    "enableRemoteEscape",
-    "brokerNotActiveTimeoutMillis",
-    "brokerHeartbeatInterval",
-    "syncBrokerMemberGroupPeriod",
-    "accessMessageInMemoryMaxRatio",
-    "haTlsEnable",
-    "haAuthSecret",
-    "storePathRootDir",
-    "enableProxy",
-    "proxyMode",
-    "flushDiskType",
-    "flushIntervalCommitLog",
-    "syncFlushTimeout",
-    "writeMode",
-    "mappedFileSizeCommitLog",
-    "maxMessageSize",
-    "flushConsumerOffsetInterval",
-    "fileReservedTime",
-    "fileReservedTimeMs",
-    "deleteWhen",
-    "diskMaxUsedSpaceRatio",
-    "diskSpaceCleanForciblyRatio",
-    "diskSpaceWarningLevelRatio",
-    "cleanFileForciblyEnable",
-    "cleanResourceInterval",
-    "shardCount",
-    "shardCores",
-    "pinShards",
-    "appenderInShard",
-    "appenderCore",
-    "autoCreateTopicEnable",
-    "defaultTopicQueueNums",
-    "topicCountMax",
-    "subscriptionGroupCountMax",
-    "clientsPerGroupMax",
-    "autoCreateSubscriptionGroup",
-    "longPollingEnable",
-    "suspendTimeoutMsMax",
-    "maxTransferCountOnMessageInMemory",
-    "maxTransferBytesOnMessageInMemory",
-    "messageDelayLevel",
-    "enablePropertyFilter",
-    "timerMaxDelaySec",
-    "recallMessageEnable",
-    "transactionTimeOut",
-    "transactionCheckInterval",
-    "transactionCheckMax",
-];
-
-/// Every key the broker takes.
+/// Every key the broker takes (declared in its crate).
 pub fn broker_keys() -> Vec<&'static str> {
-    BROKER_KEYS
-        .iter()
-        .chain(SERVER_LIMIT_KEYS)
-        .chain(&ferrocket_tls::KEYS)
-        .chain(&["useTLS"])
-        .chain(ferrocket_broker::ControllerModeConfig::KEYS)
-        .chain(ferrocket_broker::TierKeys::KEYS)
-        .chain(ferrocket_grpc::GrpcLimits::KEYS)
-        .chain(crate::compaction_keys::KEYS)
-        .copied()
-        .chain(crate::auth_keys::auth_keys())
-        .collect()
+    let declared = ferrocket_broker::BROKER_SETTINGS.keys();
+    let grpc = ferrocket_grpc::GrpcLimits::KEYS.iter().copied();
+    declared.into_iter().chain(grpc).collect()
 }
 
 /// Every key the name server takes.
@@ -172,7 +64,7 @@ pub use ferrocket_runtime::suggest::closest;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config_keys::{apply_broker, apply_namesrv};
+    use crate::config_keys::apply_namesrv;
     use crate::properties::Setting;
 
     /// Every quoted word followed by `=>` or `|`, or after `|`, in the
@@ -197,8 +89,8 @@ mod tests {
             let mut config = ferrocket_broker::BrokerConfig::default();
             // The gRPC endpoint's limits are taken beside the broker's config.
             let grpc = ferrocket_grpc::GrpcLimits::default().set(key, &probe.value);
-            !matches!(apply_broker(&mut config, key, &probe), Ok(false))
-                || !matches!(grpc, Ok(false))
+            let broker = ferrocket_broker::BROKER_SETTINGS.apply(&mut config, key, &probe);
+            !matches!(broker, Ok(false)) || !matches!(grpc, Ok(false))
         };
         let namesrv_knows = |key: &str| {
             let mut config = ferrocket_namesrv::NamesrvConfig::default();

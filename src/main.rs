@@ -3,12 +3,9 @@
 
 mod account_args;
 mod admin;
-mod auth_keys;
-mod compaction_keys;
 mod config;
 mod config_controller;
 mod config_keys;
-mod config_online;
 mod controller_mode;
 mod grpc_local;
 mod inner_client;

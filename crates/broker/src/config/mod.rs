@@ -13,6 +13,7 @@ use crate::error::BrokerError;
 
 mod auth;
 mod controller_mode;
+pub mod keys;
 mod modes;
 mod online;
 mod replication;
