@@ -103,7 +103,9 @@ impl<C> Table<C> {
             .collect()
     }
 
-    /// `key  default  description` lines, for `--help`.
+    /// `key  [default] description` lines, for `--help`: `(online)` on a
+    /// key that may change while the server runs, its aliases, then the
+    /// groups' keys.
     pub fn help(&self) -> String {
         let width = self.decls().map(|d| d.name.len()).max().unwrap_or(0);
         let mut out = String::new();
@@ -112,10 +114,24 @@ impl<C> Table<C> {
                 "" => "unset".to_string(),
                 text => text.replace('`', ""),
             };
+            let online = if decl.online { " (online)" } else { "" };
+            let aliases = match decl.aliases {
+                [] => String::new(),
+                names => format!(" (also {})", names.join(", ")),
+            };
             out.push_str(&format!(
-                "  {:width$}  [{default}] {}\n",
+                "  {:width$}  [{default}] {}{online}{aliases}\n",
                 decl.name, decl.doc
             ));
+        }
+        let grouped: Vec<&str> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.keys.iter())
+            .copied()
+            .collect();
+        if !grouped.is_empty() {
+            out.push_str(&format!("  and {} (see the README)\n", grouped.join(", ")));
         }
         out
     }

@@ -1,4 +1,6 @@
 use super::*;
+use std::collections::BTreeSet;
+
 use ferrocket_runtime::suggest::closest;
 
 fn setting(value: &str) -> Setting {
@@ -80,7 +82,7 @@ fn replication_keys_apply_with_javas_spellings() {
 #[test]
 fn each_key_is_declared_once() {
     let keys = BROKER_SETTINGS.keys();
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
     for key in &keys {
         assert!(seen.insert(*key), "{key} is declared twice");
     }
@@ -172,6 +174,21 @@ fn the_readme_tables_match_the_declarations() {
         rows += 1;
     }
     assert!(rows > 40, "only {rows} README rows found");
+}
+
+/// The README's list of keys that change online is the declared one.
+#[test]
+fn the_readme_lists_the_online_keys() {
+    let readme = include_str!("../../../../../README.md");
+    let start = "Keys that change online are those the broker reads at each use:";
+    let list = readme
+        .split(start)
+        .nth(1)
+        .expect("the README lists the online keys");
+    let list = &list[..list.find(". (").expect("the list ends with `. (`")];
+    let listed: BTreeSet<&str> = list.split('`').skip(1).step_by(2).collect();
+    let declared: BTreeSet<&str> = BROKER_SETTINGS.online_keys().into_iter().collect();
+    assert_eq!(listed, declared);
 }
 
 /// `(key, default)` of each row of the README's key tables; a row of two
