@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use ferrocket_runtime::settings::{invalid, parse_bool, parse_port, parse_value, Setting};
+pub use ferrocket_runtime::settings::Setting;
 
 /// Parses properties text into key -> setting; a later key wins, as in Java.
 pub fn parse(text: &str) -> Result<BTreeMap<String, Setting>, String> {

@@ -8,6 +8,7 @@
 //! the same way: where the value came from, the key, the value and what
 //! the key takes.
 
+mod server_limits;
 mod values;
 
 pub use values::{
@@ -135,6 +136,38 @@ impl<C> Table<C> {
         }
         out
     }
+}
+
+/// `(key, default)` of each row of a README's `| key | default | meaning |`
+/// tables, for tests that hold them to the declarations; a row of two keys
+/// (`` `a` / `b` | 1 / 2 ``) gives two; a key keeps a server note after it
+/// (`` `kvConfigPath` (namesrv) `` gives `kvConfigPath (namesrv)`).
+pub fn readme_defaults(readme: &str) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in readme.lines() {
+        if line.starts_with("| key | default |") {
+            in_table = true;
+            continue;
+        }
+        if !line.starts_with('|') {
+            in_table = false;
+        }
+        let cells: Vec<&str> = line.split(" | ").collect();
+        if !in_table || cells.len() < 3 || line.starts_with("|---") {
+            continue;
+        }
+        let keys: Vec<&str> = cells[0].trim_start_matches("| ").split(" / ").collect();
+        let defaults: Vec<&str> = match keys.len() {
+            1 => vec![cells[1]],
+            _ => cells[1].split(" / ").collect(),
+        };
+        for (key, default) in keys.iter().zip(defaults) {
+            let key = key.trim().replacen('`', "", 2);
+            rows.push((key.to_string(), default.trim().to_string()));
+        }
+    }
+    rows
 }
 
 #[cfg(test)]

@@ -51,62 +51,8 @@ pub(super) static LIMITS: &[Decl<BrokerConfig>] = &[
         |c, k, s| c.auto_create_subscription_group = parse_bool(k, s)?,
         |c| yes(c.auto_create_subscription_group),
     ),
-    decl!(
-        "serverChannelMaxIdleTimeSeconds" | "channelMaxIdleTimeSeconds",
-        "120",
-        start,
-        "seconds a connection with nothing in flight may stay silent",
-        |c, k, s| c.server_limits.idle_timeout_ms = positive(k, s)?.saturating_mul(1000),
-    ),
-    decl!(
-        "idleTimeoutMs",
-        "120000",
-        start,
-        "ms a connection with nothing in flight may stay silent (Ferrocket key)",
-        |c, k, s| c.server_limits.idle_timeout_ms = positive(k, s)?,
-        |c| c.server_limits.idle_timeout_ms.to_string(),
-    ),
-    decl!(
-        "partialFrameTimeoutMs",
-        "120000",
-        start,
-        "ms a frame may take to arrive whole before the connection closes",
-        |c, k, s| c.server_limits.partial_frame_timeout_ms = positive(k, s)?,
-    ),
-    decl!(
-        "writeStallTimeoutMs",
-        "60000",
-        start,
-        "ms a socket may take none of our output before it is closed",
-        |c, k, s| c.server_limits.write_stall_timeout_ms = positive(k, s)?,
-    ),
-    decl!(
-        "connectionInflightBytesMax",
-        "67108864",
-        start,
-        "request bytes in hand per connection before reading pauses",
-        |c, k, s| c.server_limits.inflight_bytes_max = positive_count(k, s)?,
-    ),
-    decl!(
-        "connectionWriteQueueBytesMax",
-        "67108864",
-        start,
-        "bytes queued for writing per connection before reading pauses",
-        |c, k, s| c.server_limits.write_queue_bytes_max = positive_count(k, s)?,
-    ),
-    decl!(
-        "shardHeldBytesMax",
-        "1073741824",
-        start,
-        "bytes one shard holds for all its connections before reading pauses",
-        |c, k, s| c.server_limits.shard_bytes_max = positive_count(k, s)?,
-    ),
-    decl!(
-        "serverConnectionsMax",
-        "10000",
-        start,
-        "connections per shard; more are accepted and closed at once",
-        |c, k, s| c.server_limits.connections_max = positive_count(k, s)?,
-        |c| c.server_limits.connections_max.to_string(),
-    ),
 ];
+
+/// The Remoting server's limits, declared in `ferrocket_runtime`.
+pub(super) static SERVER_LIMITS: &[Decl<BrokerConfig>] =
+    ferrocket_runtime::server_limit_settings!(server_limits);

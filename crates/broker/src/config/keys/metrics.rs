@@ -53,39 +53,8 @@ pub(super) static METRICS: &[Decl<BrokerConfig>] = &[
             MetricsExporter::parse(&s.value).map_err(|e| invalid(k, s, &e))?,
         |c| c.metrics.exporter.name().to_string(),
     ),
-    decl!(
-        "metricsPromExporterHost",
-        "",
-        start,
-        "host /metrics listens on; empty: brokerIP1, else the listen address",
-        |c, _, s| c.metrics.prom_host = s.value.trim().to_string(),
-        |c| c.metrics.prom_host.clone(),
-    ),
-    decl!(
-        "metricsPromExporterPort",
-        "5557",
-        start,
-        "port /metrics listens on; 0 picks a free port",
-        |c, k, s| c.metrics.prom_port = Some(parse_value(k, s)?),
-        |c| c
-            .metrics
-            .prom_port
-            .unwrap_or(crate::METRICS_PROM_PORT_DEFAULT)
-            .to_string(),
-    ),
-    decl!(
-        "metricsLabel",
-        "",
-        start,
-        "extra labels on every series, k1:v1,k2:v2",
-        |c, k, s| c.metrics.labels =
-            MetricsConfig::parse_labels(&s.value).map_err(|e| invalid(k, s, &e))?,
-    ),
-    decl!(
-        "metricsInDelta",
-        "`false`",
-        start,
-        "label every series aggregation=\"delta\", as Java does",
-        |c, k, s| c.metrics.in_delta = parse_bool(k, s)?,
-    ),
 ];
+
+/// The exporter keys the name server takes too, declared in `ferrocket_metrics`.
+pub(super) static PROM: &[Decl<BrokerConfig>] =
+    ferrocket_metrics::prom_settings!(metrics, crate::METRICS_PROM_PORT_DEFAULT, "5557");

@@ -28,10 +28,12 @@ pub static BROKER_SETTINGS: Table<BrokerConfig> = Table {
     sections: &[
         identity::IDENTITY,
         metrics::METRICS,
+        metrics::PROM,
         replication::REPLICATION,
         store::STORE,
         shards::SHARDS,
         limits::LIMITS,
+        limits::SERVER_LIMITS,
         consume::CONSUME,
         compaction::COMPACTION,
         IGNORED,

@@ -1,6 +1,7 @@
 use super::*;
 use std::collections::BTreeSet;
 
+use ferrocket_runtime::settings::readme_defaults;
 use ferrocket_runtime::suggest::closest;
 
 fn setting(value: &str) -> Setting {
@@ -165,7 +166,10 @@ fn misspellings_get_the_key_meant() {
 fn the_readme_tables_match_the_declarations() {
     let readme = include_str!("../../../../../README.md");
     let mut rows = 0;
-    for (key, default) in readme_rows(readme) {
+    for (key, default) in readme_defaults(readme) {
+        if key.ends_with(" (namesrv)") {
+            continue;
+        }
         let Some(decl) = BROKER_SETTINGS.find(&key) else {
             continue;
         };
@@ -189,37 +193,4 @@ fn the_readme_lists_the_online_keys() {
     let listed: BTreeSet<&str> = list.split('`').skip(1).step_by(2).collect();
     let declared: BTreeSet<&str> = BROKER_SETTINGS.online_keys().into_iter().collect();
     assert_eq!(listed, declared);
-}
-
-/// `(key, default)` of each row of the README's key tables; a row of two
-/// keys (`` `a` / `b` | 1 / 2 ``) gives two.
-fn readme_rows(readme: &str) -> Vec<(String, String)> {
-    let mut rows = Vec::new();
-    let mut in_table = false;
-    for line in readme.lines() {
-        if line.starts_with("| key | default |") {
-            in_table = true;
-            continue;
-        }
-        if !line.starts_with('|') {
-            in_table = false;
-        }
-        let cells: Vec<&str> = line.split(" | ").collect();
-        if !in_table || cells.len() < 3 || line.starts_with("|---") {
-            continue;
-        }
-        if cells[0].ends_with("(namesrv)") {
-            continue;
-        }
-        let keys: Vec<&str> = cells[0].trim_start_matches("| ").split(" / ").collect();
-        let defaults: Vec<&str> = match keys.len() {
-            1 => vec![cells[1]],
-            _ => cells[1].split(" / ").collect(),
-        };
-        for (key, default) in keys.iter().zip(defaults) {
-            let key = key.trim().trim_matches('`');
-            rows.push((key.to_string(), default.trim().to_string()));
-        }
-    }
-    rows
 }
