@@ -39,63 +39,64 @@ static OWN: &[Decl<NamesrvConfig>] = &[
         "`127.0.0.1`",
         start,
         "address to listen on (Ferrocket key); 0.0.0.0 for every interface",
-        |c, k, s| c.listen_addr = parse_value(k, s)?
+        |c, k, s| c.listen_addr = parse_value(k, s)?,
+        |c| c.listen_addr.to_string(),
     ),
     decl!(
         "listenPort",
         "9876",
         start,
         "port the name server listens on",
-        |c, k, s| c.listen_port = parse_port(k, s)?
+        |c, k, s| c.listen_port = parse_port(k, s)?,
+        |c| c.listen_port.to_string(),
     ),
     decl!(
         "brokerExpiryMs",
         "120000",
         start,
         "drop brokers silent this long",
-        |c, k, s| c.broker_expiry_ms = positive(k, s)?
+        |c, k, s| c.broker_expiry_ms = positive(k, s)?,
+        |c| c.broker_expiry_ms.to_string(),
     ),
     decl!(
         "scanNotActiveBrokerInterval" | "scanIntervalMs",
         "5000",
         start,
         "ms between looks for silent brokers",
-        |c, k, s| c.scan_interval_ms = positive(k, s)?
+        |c, k, s| c.scan_interval_ms = positive(k, s)?,
+        |c| c.scan_interval_ms.to_string(),
     ),
     decl!(
         "unregisterOnDisconnect",
         "`true`",
         online,
         "unregister a broker when the connection it registered over closes",
-        |c, k, s| c.unregister_on_disconnect = parse_bool(k, s)?
+        |c, k, s| c.unregister_on_disconnect = parse_bool(k, s)?,
+        |c| c.unregister_on_disconnect.to_string(),
     ),
     decl!(
         "deleteTopicWithBrokerRegistration",
         "`false`",
         online,
         "drop a broker's topics missing from its registration",
-        |c, k, s| c.delete_topic_with_broker_registration = parse_bool(k, s)?
-    ),
-    decl!(
-        "orderMessageEnable",
-        "`true`",
-        online,
-        "no effect: a topic's order config is always served",
-        |_, _, _| {}
+        |c, k, s| c.delete_topic_with_broker_registration = parse_bool(k, s)?,
+        |c| c.delete_topic_with_broker_registration.to_string(),
     ),
     decl!(
         "supportActingMaster",
         "`false`",
         start,
         "route a set whose master is gone to its acting master",
-        |c, k, s| c.acting.support_acting_master = parse_bool(k, s)?
+        |c, k, s| c.acting.support_acting_master = parse_bool(k, s)?,
+        |c| c.acting.support_acting_master.to_string(),
     ),
     decl!(
         "notifyMinBrokerIdChanged",
         "`false`",
         start,
         "tell a set's brokers when its lowest broker id changes",
-        |c, k, s| c.acting.notify_min_broker_id_changed = parse_bool(k, s)?
+        |c, k, s| c.acting.notify_min_broker_id_changed = parse_bool(k, s)?,
+        |c| c.acting.notify_min_broker_id_changed.to_string(),
     ),
     decl!(
         "enableControllerInNamesrv",
@@ -115,28 +116,40 @@ static KV_AND_ACL: &[Decl<NamesrvConfig>] = &[
         "where PUT_KV_CONFIG state is kept; empty keeps it in memory only",
         |c, _, s| c.kv_config_path = Some(s.value.as_str())
             .filter(|v| !v.is_empty())
-            .map(Into::into)
+            .map(Into::into),
+        |c| path_text(c.kv_config_path.as_deref()),
     ),
     decl!(
         "kvConfigEntriesMax",
         "100000",
         start,
         "most KV config entries (Ferrocket key)",
-        |c, k, s| c.kv_limits.entries_max = positive_count(k, s)?
+        |c, k, s| c.kv_limits.entries_max = positive_count(k, s)?,
+        |c| c.kv_limits.entries_max.to_string(),
     ),
     decl!(
         "kvConfigBytesMax",
         "16777216",
         start,
         "most bytes of KV config (Ferrocket key)",
-        |c, k, s| c.kv_limits.bytes_max = positive_count(k, s)?
+        |c, k, s| c.kv_limits.bytes_max = positive_count(k, s)?,
+        |c| c.kv_limits.bytes_max.to_string(),
+    ),
+    decl!(
+        "orderMessageEnable",
+        "`true`",
+        online,
+        "no effect: a topic's order config is always served",
+        |_, _, _| {},
+        |_| "true".to_string(),
     ),
     decl!(
         "aclEnable",
         "`false`",
         start,
         "write requests need an ACL 1.0 admin account",
-        |c, k, s| c.acl_enable = parse_bool(k, s)?
+        |c, k, s| c.acl_enable = parse_bool(k, s)?,
+        |c| c.acl_enable.to_string(),
     ),
     decl!(
         "aclAdminSignatureWindowMs",
@@ -152,7 +165,8 @@ static KV_AND_ACL: &[Decl<NamesrvConfig>] = &[
         "where conf/plain_acl.yml is; unset: $ROCKETMQ_HOME",
         |c, _, s| c.rocketmq_home = Some(s.value.as_str())
             .filter(|v| !v.is_empty())
-            .map(Into::into)
+            .map(Into::into),
+        |c| path_text(c.rocketmq_home().as_deref()),
     ),
     decl!(
         "configStorePath",
@@ -179,8 +193,22 @@ static METRICS: &[Decl<NamesrvConfig>] = &[decl!(
             ));
         }
         Err(e) => return Err(invalid(k, s, &e)),
-    }
+    },
+    |c| c.metrics.exporter.name().to_string()
 )];
+
+/// GET_NAMESRV_CONFIG's lines: the name server's own keys with a value
+/// to print, in declaration order (the shared limits and exporter keys
+/// are not shown, as Java's name server does not have them).
+pub(crate) fn render_own(config: &NamesrvConfig) -> Vec<(String, String)> {
+    let own = OWN.iter().chain(KV_AND_ACL).chain(METRICS);
+    own.filter_map(|decl| decl.show.map(|show| (decl.name.to_string(), show(config))))
+        .collect()
+}
+
+fn path_text(path: Option<&std::path::Path>) -> String {
+    path.map(|p| p.display().to_string()).unwrap_or_default()
+}
 
 #[cfg(test)]
 mod tests;

@@ -64,3 +64,30 @@ fn the_readme_rows_of_the_name_server_match_the_declarations() {
     }
     assert!(rows >= 2, "only {rows} rows");
 }
+
+/// GET_NAMESRV_CONFIG prints the keys it always printed, in that order.
+#[test]
+fn the_printed_keys_are_the_name_servers_own() {
+    let printed: Vec<String> = render_own(&NamesrvConfig::default())
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    let expected = [
+        "listenAddr",
+        "listenPort",
+        "brokerExpiryMs",
+        "scanNotActiveBrokerInterval",
+        "unregisterOnDisconnect",
+        "deleteTopicWithBrokerRegistration",
+        "supportActingMaster",
+        "notifyMinBrokerIdChanged",
+        "kvConfigPath",
+        "kvConfigEntriesMax",
+        "kvConfigBytesMax",
+        "orderMessageEnable",
+        "aclEnable",
+        "rocketmqHome",
+        "metricsExporterType",
+    ];
+    assert_eq!(printed, expected);
+}
