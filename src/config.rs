@@ -141,7 +141,7 @@ pub(crate) fn collect(
 /// An unknown key is ignored, as Java ignores it, with a warning that says
 /// where it was and which known key it most resembles.
 pub(crate) fn warn_unknown(key: &str, setting: &Setting, known: &[&str]) {
-    match crate::known_keys::closest(key, known) {
+    match ferrocket_runtime::suggest::closest(key, known) {
         Some(meant) => tracing::warn!(
             "{}: ignoring unknown setting `{key}`: did you mean `{meant}`?",
             setting.origin
@@ -178,10 +178,10 @@ pub fn namesrv_config(
     let embedded = crate::config_controller::embedded_wanted(&settings)?;
     let controller_keys = ferrocket_controller::ControllerConfig::KEYS;
     for (key, setting) in &settings {
-        let ours = crate::config_keys::apply_namesrv(&mut config, key, setting)?;
+        let ours = ferrocket_namesrv::NAMESRV_SETTINGS.apply(&mut config, key, setting)?;
         let controller_key = controller_keys.contains(&key.as_str());
         if !(ours || controller_key && embedded) {
-            warn_unknown(key, setting, &crate::known_keys::namesrv_keys());
+            warn_unknown(key, setting, &ferrocket_namesrv::NAMESRV_SETTINGS.keys());
         }
     }
     let controller = match embedded {
@@ -244,9 +244,9 @@ pub fn broker_config(
     ];
     let settings = collect(&args.common, flags)?;
     let mut config = ferrocket_broker::BrokerConfig {
-        online_keys: Some(crate::config_online::online_keys(
-            args.common.config_file.clone(),
-        )),
+        online_keys: Some(ferrocket_broker::ConfigKeys {
+            file: args.common.config_file.clone(),
+        }),
         ..ferrocket_broker::BrokerConfig::default()
     };
     let mut grpc = ferrocket_grpc::GrpcLimits::default();
@@ -254,9 +254,34 @@ pub fn broker_config(
         let grpc_key = grpc
             .set(key, &setting.value)
             .map_err(|e| format!("{}: {e}", setting.origin))?;
-        if !grpc_key && !crate::config_keys::apply_broker(&mut config, key, setting)? {
-            warn_unknown(key, setting, &crate::known_keys::broker_keys());
+        if !grpc_key && !ferrocket_broker::BROKER_SETTINGS.apply(&mut config, key, setting)? {
+            warn_unknown(key, setting, &broker_keys());
         }
     }
     Ok((config, grpc))
+}
+
+/// Every key the broker takes: its declarations and its gRPC endpoint's
+/// limits (the grpc crate's keys).
+fn broker_keys() -> Vec<&'static str> {
+    let declared = ferrocket_broker::BROKER_SETTINGS.keys();
+    let grpc = ferrocket_grpc::GrpcLimits::KEYS.iter().copied();
+    declared.into_iter().chain(grpc).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broker_keys;
+    use ferrocket_runtime::suggest::closest;
+
+    /// The broker's "did you mean" knows the gRPC keys too, and no key
+    /// is both the broker's and the gRPC endpoint's.
+    #[test]
+    fn broker_keys_include_the_grpc_keys_once() {
+        let keys = broker_keys();
+        assert_eq!(closest("flushDiskTyp", &keys), Some("flushDiskType"));
+        for key in ferrocket_grpc::GrpcLimits::KEYS {
+            assert_eq!(keys.iter().filter(|k| *k == key).count(), 1, "{key}");
+        }
+    }
 }

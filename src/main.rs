@@ -3,16 +3,11 @@
 
 mod account_args;
 mod admin;
-mod auth_keys;
-mod compaction_keys;
 mod config;
 mod config_controller;
-mod config_keys;
-mod config_online;
 mod controller_mode;
 mod grpc_local;
 mod inner_client;
-mod known_keys;
 mod properties;
 mod proxy;
 mod proxy_metrics;
@@ -253,8 +248,22 @@ fn quiet_on_closed_stdout() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
+/// The command line, with `broker --help` listing every broker key, its
+/// default and what it does, from the broker's declarations (`-h` keeps
+/// the short form).
+fn cli() -> Cli {
+    let keys = format!(
+        "{BROKER_DEFAULTS}\n\nSettings (broker.conf or --set KEY=VALUE), [default]:\n{}",
+        ferrocket_broker::BROKER_SETTINGS.help()
+    );
+    let command = <Cli as clap::CommandFactory>::command()
+        .mut_subcommand("broker", |broker| broker.after_long_help(keys));
+    let matches = command.get_matches();
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli();
     init_logging();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -297,3 +297,32 @@ fn help_lists_the_subcommands() {
         assert!(text.contains(sub), "--help does not list {sub}:\n{text}");
     }
 }
+
+/// `broker --help` lists every declared key with its default; `-h` stays
+/// short.
+#[test]
+fn broker_help_lists_the_keys_and_their_defaults() {
+    let help = |flag: &str| {
+        let output = Command::new(ferrocket_bin())
+            .args(["broker", flag])
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let long = help("--help");
+    for line in [
+        "maxMessageSize",
+        "[4194304]",
+        "flushDiskType",
+        "[ASYNC_FLUSH]",
+    ] {
+        assert!(long.contains(line), "--help lacks {line}:\n{long}");
+    }
+    assert!(
+        long.contains("Unset, it listens on 127.0.0.1:10911"),
+        "{long}"
+    );
+    let short = help("-h");
+    assert!(!short.contains("maxMessageSize"), "{short}");
+}

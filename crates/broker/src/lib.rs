@@ -38,12 +38,13 @@ mod start;
 mod tasks;
 mod wire;
 
+pub use config::keys::BROKER_SETTINGS;
 pub use config::tier::TierKeys;
 pub use config::{
     AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, ControllerModeConfig,
     FlushDiskType, MasterLease, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig,
     RoleHandover, RoleOrder, RoleSwitch, Whitelist, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT,
-    DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT, ONLINE_KEYS,
+    DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT,
 };
 pub use error::BrokerError;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};

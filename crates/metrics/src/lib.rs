@@ -15,3 +15,4 @@ pub mod http;
 pub mod otlp;
 pub mod push;
 pub mod rpc;
+pub mod settings;

@@ -10,6 +10,7 @@
 mod acl;
 mod config;
 mod error;
+pub mod keys;
 pub mod kv;
 pub mod kv_file;
 mod metrics;
@@ -24,4 +25,5 @@ pub use config::{
     SCAN_INTERVAL_MS_DEFAULT, STOP_POLL_INTERVAL_MS_DEFAULT,
 };
 pub use error::NamesrvError;
+pub use keys::NAMESRV_SETTINGS;
 pub use server::{run, start, NamesrvHandle, START_TIMEOUT_MS};

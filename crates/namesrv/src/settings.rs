@@ -58,52 +58,16 @@ impl Refusal {
     }
 }
 
-/// GET_NAMESRV_CONFIG: every setting in force, one `key=value` a line.
+/// GET_NAMESRV_CONFIG: every setting in force, one `key=value` a line
+/// (printed by each key's declaration), the live ones as updates left
+/// them.
 pub fn show(config: &NamesrvConfig, live: LiveSettings) -> String {
-    let path_text = |path: &Option<std::path::PathBuf>| {
-        path.as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default()
-    };
-    let lines = [
-        ("listenAddr", config.listen_addr.to_string()),
-        ("listenPort", config.listen_port.to_string()),
-        ("brokerExpiryMs", config.broker_expiry_ms.to_string()),
-        (
-            "scanNotActiveBrokerInterval",
-            config.scan_interval_ms.to_string(),
-        ),
-        (
-            "unregisterOnDisconnect",
-            live.unregister_on_disconnect.to_string(),
-        ),
-        (
-            "deleteTopicWithBrokerRegistration",
-            live.delete_topic_with_broker_registration.to_string(),
-        ),
-        (
-            "supportActingMaster",
-            config.acting.support_acting_master.to_string(),
-        ),
-        (
-            "notifyMinBrokerIdChanged",
-            config.acting.notify_min_broker_id_changed.to_string(),
-        ),
-        ("kvConfigPath", path_text(&config.kv_config_path)),
-        (
-            "kvConfigEntriesMax",
-            config.kv_limits.entries_max.to_string(),
-        ),
-        ("kvConfigBytesMax", config.kv_limits.bytes_max.to_string()),
-        ("orderMessageEnable", "true".to_string()),
-        ("aclEnable", config.acl_enable.to_string()),
-        ("rocketmqHome", path_text(&config.rocketmq_home())),
-        (
-            "metricsExporterType",
-            config.metrics.exporter.name().to_string(),
-        ),
-        ("configBlackList", BLACK_LIST.join(";")),
-    ];
+    let mut config = config.clone();
+    config.delete_topic_with_broker_registration = live.delete_topic_with_broker_registration;
+    config.unregister_on_disconnect = live.unregister_on_disconnect;
+    let mut lines = crate::keys::render_own(&config);
+    lines.push(("configBlackList".into(), BLACK_LIST.join(";")));
+    let lines: Vec<(&str, String)> = lines.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     show_text(&lines)
 }
 

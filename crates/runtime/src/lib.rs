@@ -8,6 +8,7 @@
 
 pub mod lock;
 pub mod server;
+pub mod settings;
 pub mod shard;
 pub mod suggest;
 pub mod sync;

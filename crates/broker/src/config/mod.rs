@@ -13,6 +13,7 @@ use crate::error::BrokerError;
 
 mod auth;
 mod controller_mode;
+pub mod keys;
 mod modes;
 mod online;
 mod replication;
@@ -241,8 +242,9 @@ pub struct BrokerConfig {
     /// the broker registers its topics read-only, so producers go
     /// elsewhere; without the read bit (4) it refuses pulls and pops.
     pub broker_permission: i32,
-    /// The key table for GET/UPDATE_BROKER_CONFIG (set by whoever builds
-    /// the config); `None`: the broker answers both NOT_SUPPORTED.
+    /// GET/UPDATE_BROKER_CONFIG on, and the file online changes are
+    /// written to (set by whoever runs the broker; the keys are
+    /// [`keys::BROKER_SETTINGS`]); `None`: both answer NOT_SUPPORTED.
     pub online_keys: Option<ConfigKeys>,
     /// `enableProxy`: serve RocketMQ 5 (gRPC) clients on the broker's own
     /// port too, through an in-process proxy (see the README).

@@ -1,39 +1,23 @@
 //! Changing broker settings while it runs (UPDATE_BROKER_CONFIG, 25) and
 //! reading them (GET_BROKER_CONFIG, 26), `AdminBrokerProcessor`'s pair.
 //!
-//! The broker crate knows which settings its code reads at each use, so
-//! which keys may change online ([`ONLINE_KEYS`]); the key table itself —
-//! how each key is parsed and printed — belongs to whoever builds the
-//! config (the CLI), which hands it over as [`ConfigKeys`], so a key is
-//! parsed in one place whether it comes from broker.conf or from mqadmin.
+//! Every key is declared once, in [`BROKER_SETTINGS`], with whether it is
+//! read at each use (so may change online: `online` there; the rest are
+//! read at start, or fixed into state made at start — TBW102's queue
+//! count caps `defaultTopicQueueNums`, each half message keeps the
+//! `transactionTimeOut` it arrived under — and are refused online). A key
+//! is parsed by the same declaration from broker.conf or from mqadmin.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use ferrocket_protocol::body::parse_properties;
 
+use super::keys::BROKER_SETTINGS;
 use super::BrokerConfig;
+use ferrocket_runtime::settings::Setting;
 
-/// Keys read at each use, so a change takes effect at once (the rest are
-/// read at start, or fixed into state made at start — TBW102's queue
-/// count caps `defaultTopicQueueNums`, each half message keeps the
-/// `transactionTimeOut` it arrived under — and are refused online).
-pub const ONLINE_KEYS: &[&str] = &[
-    "brokerPermission",
-    "autoCreateTopicEnable",
-    "autoCreateSubscriptionGroup",
-    "maxMessageSize",
-    "longPollingEnable",
-    "suspendTimeoutMsMax",
-    "maxTransferCountOnMessageInMemory",
-    "maxTransferBytesOnMessageInMemory",
-    "enablePropertyFilter",
-    "traceOn",
-    "regionId",
-    "channelExpiredTimeout",
-    "transactionCheckMax",
-    "recallMessageEnable",
-];
+/// Where an online change's errors say it came from.
+const ONLINE_ORIGIN: &str = "UPDATE_BROKER_CONFIG";
 
 /// Keys never changed online (Java's `configBlackList` default and the
 /// two it always adds).
@@ -41,38 +25,15 @@ pub const BLACK_LIST: &[&str] = &["brokerConfigPath", "rocketmqHome", "configBla
 
 pub use ferrocket_protocol::body::BLACK_LIST_REMARK;
 
-/// Parses one key into a config: `Ok(false)` for a key it does not know.
-pub type ApplyKey = fn(&mut BrokerConfig, &str, &str) -> Result<bool, String>;
-/// Every key and its value in force, as broker.conf would spell it.
-pub type RenderKeys = fn(&BrokerConfig) -> Vec<(String, String)>;
-
-/// The key table, and the file an online change is written back to.
-#[derive(Clone)]
+/// Where online changes are written back: present, the broker answers
+/// GET/UPDATE_BROKER_CONFIG from [`BROKER_SETTINGS`]; absent, both answer
+/// NOT_SUPPORTED.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConfigKeys {
-    pub apply: ApplyKey,
-    pub render: RenderKeys,
     /// The broker.conf the broker was started with (`-c`): rewritten with
     /// each online change, so a restart keeps it (Java rewrites it too).
     pub file: Option<PathBuf>,
 }
-
-impl fmt::Debug for ConfigKeys {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConfigKeys")
-            .field("file", &self.file)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Two key tables are the same when they write the same file (the
-/// functions are the CLI's, one of each).
-impl PartialEq for ConfigKeys {
-    fn eq(&self, other: &Self) -> bool {
-        self.file == other.file
-    }
-}
-
-impl Eq for ConfigKeys {}
 
 /// Why an update was refused: the answer code and Java-style words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +48,6 @@ pub struct Refusal {
 /// INVALID_PARAMETER and words that say which and why.
 pub fn apply_online(
     config: &BrokerConfig,
-    keys: &ConfigKeys,
     pairs: &[(String, String)],
 ) -> Result<BrokerConfig, Refusal> {
     use ferrocket_protocol::codes::response_code::{INVALID_PARAMETER, NO_PERMISSION};
@@ -98,6 +58,7 @@ pub fn apply_online(
     {
         return Err(refuse(NO_PERMISSION, BLACK_LIST_REMARK.into()));
     }
+    let online = BROKER_SETTINGS.online_keys();
     let mut updated = config.clone();
     for (key, value) in pairs {
         // broker.conf would read a trailing `\` as joining the next line.
@@ -109,12 +70,14 @@ pub fn apply_online(
                 ),
             ));
         }
-        let known =
-            (keys.apply)(&mut updated, key, value).map_err(|why| refuse(INVALID_PARAMETER, why))?;
+        let setting = Setting::from_flag(value.trim().to_string(), ONLINE_ORIGIN.into());
+        let known = BROKER_SETTINGS
+            .apply(&mut updated, key, &setting)
+            .map_err(|why| refuse(INVALID_PARAMETER, why))?;
         if !known {
             return Err(refuse(
                 INVALID_PARAMETER,
-                match ferrocket_runtime::suggest::closest(key, ONLINE_KEYS) {
+                match ferrocket_runtime::suggest::closest(key, &online) {
                     Some(meant) => {
                         format!("unknown broker config key `{key}`: did you mean `{meant}`?")
                     }
@@ -122,13 +85,13 @@ pub fn apply_online(
                 },
             ));
         }
-        if !ONLINE_KEYS.contains(&key.as_str()) {
+        if !online.contains(&key.as_str()) {
             return Err(refuse(
                 INVALID_PARAMETER,
                 format!(
                     "`{key}` is read at start and cannot change while the broker runs: \
                      set it in broker.conf and restart (online keys: {})",
-                    ONLINE_KEYS.join(", ")
+                    online.join(", ")
                 ),
             ));
         }

@@ -61,7 +61,7 @@ impl Shard {
             });
         };
         let apply = |config: &mut BrokerConfig| {
-            let updated = apply_online(config, &keys, &pairs)?;
+            let updated = apply_online(config, &pairs)?;
             let changed = updated != *config;
             *config = updated;
             Ok(((), changed))

@@ -19,11 +19,11 @@ const UPDATE_BODY_BYTES_MAX: usize = 64 * 1024;
 /// line each (Java's `MixAll.properties2String`), and the settings' data
 /// version in the `version` header.
 pub(crate) fn get_broker_config(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
-    let Some(keys) = shard.env.config.online_keys.as_ref() else {
+    if shard.env.config.online_keys.is_none() {
         return RemotingCommand::not_supported(request);
-    };
+    }
     let config = shard.config();
-    let mut pairs = (keys.render)(&config);
+    let mut pairs = crate::config::keys::render(&config);
     pairs.sort();
     let body = properties_text(&pairs);
     let (counter, timestamp) = shard.config_version();

@@ -6,9 +6,8 @@
 //! its cache sizes and expiries are read and have no effect (everything is
 //! in memory).
 
-use ferrocket_broker::{AuthConfig, BrokerConfig, Whitelist};
-
-use crate::properties::{invalid, parse_bool, parse_value, Setting};
+use super::{invalid, parse_bool, parse_value, BrokerConfig, Setting};
+use crate::config::{AuthConfig, Whitelist};
 
 /// Java's class names each provider or strategy key may name (the
 /// package is not compared).
@@ -54,23 +53,35 @@ const CACHE_KEYS: [&str; 11] = [
     "authConfigPath",
 ];
 
-/// Every key this module reads.
-pub fn auth_keys() -> impl Iterator<Item = &'static str> {
-    [
-        "authenticationEnabled",
-        "authorizationEnabled",
-        "authenticationWhitelist",
-        "authorizationWhitelist",
-        "initAuthenticationUser",
-        "innerClientAuthenticationCredentials",
-        "migrateAuthFromV1Enabled",
-    ]
-    .into_iter()
-    .chain(CLASSES.iter().map(|(key, _)| *key))
-    .chain(CACHE_KEYS)
-}
+/// Every key read here.
+pub(super) const KEYS: &[&str] = &[
+    "authenticationEnabled",
+    "authorizationEnabled",
+    "authenticationWhitelist",
+    "authorizationWhitelist",
+    "initAuthenticationUser",
+    "innerClientAuthenticationCredentials",
+    "migrateAuthFromV1Enabled",
+    "authenticationProvider",
+    "authorizationProvider",
+    "authenticationMetadataProvider",
+    "authorizationMetadataProvider",
+    "authenticationStrategy",
+    "authorizationStrategy",
+    "userCacheMaxNum",
+    "userCacheExpiredSecond",
+    "userCacheRefreshSecond",
+    "aclCacheMaxNum",
+    "aclCacheExpiredSecond",
+    "aclCacheRefreshSecond",
+    "statefulAuthenticationCacheMaxNum",
+    "statefulAuthenticationCacheExpiredSecond",
+    "statefulAuthorizationCacheMaxNum",
+    "statefulAuthorizationCacheExpiredSecond",
+    "authConfigPath",
+];
 
-pub fn broker_auth_keys(
+pub(super) fn apply(
     config: &mut BrokerConfig,
     key: &str,
     setting: &Setting,
@@ -148,28 +159,25 @@ fn credentials(
 mod tests {
     use super::*;
 
-    fn apply(key: &str, value: &str) -> Result<BrokerConfig, String> {
+    fn set(key: &str, value: &str) -> Result<BrokerConfig, String> {
         let mut config = BrokerConfig::default();
         let setting = Setting {
             value: value.into(),
             origin: "broker.conf:1".into(),
         };
-        assert!(
-            broker_auth_keys(&mut config, key, &setting)?,
-            "{key} unknown"
-        );
+        assert!(apply(&mut config, key, &setting)?, "{key} unknown");
         Ok(config)
     }
 
     #[test]
     fn javas_auth_keys_are_read() {
         assert!(
-            apply("authenticationEnabled", "true")
+            set("authenticationEnabled", "true")
                 .unwrap()
                 .auth
                 .authentication_enabled
         );
-        let list = apply(
+        let list = set(
             "authenticationWhitelist",
             "34, 105,apache.rocketmq.v2.QueryRouteRequest",
         )
@@ -179,7 +187,7 @@ mod tests {
             .auth
             .authentication_whitelist
             .has_name("apache.rocketmq.v2.QueryRouteRequest"));
-        let user = apply(
+        let user = set(
             "initAuthenticationUser",
             r#"{"username":"rocketmq","password":"12345678"}"#,
         )
@@ -190,15 +198,15 @@ mod tests {
         );
         let provider =
             "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider";
-        assert!(apply("authenticationMetadataProvider", provider).is_ok());
-        let other = apply("authenticationMetadataProvider", "com.example.Ldap").unwrap_err();
+        assert!(set("authenticationMetadataProvider", provider).is_ok());
+        let other = set("authenticationMetadataProvider", "com.example.Ldap").unwrap_err();
         assert!(
             other.contains("LocalAuthenticationMetadataProvider"),
             "{other}"
         );
-        assert!(apply("userCacheMaxNum", "1000").is_ok());
-        assert!(apply("userCacheMaxNum", "many").is_err());
-        let secret = apply(
+        assert!(set("userCacheMaxNum", "1000").is_ok());
+        assert!(set("userCacheMaxNum", "many").is_err());
+        let secret = set(
             "initAuthenticationUser",
             r#"{"username":"u","pw":"hunter2"}"#,
         )

@@ -1,0 +1,214 @@
+//! The name server's settings, each declared once (see
+//! `ferrocket_runtime::settings`): namesrv.conf, `--set`, "did you mean"
+//! and the README's key tables read [`NAMESRV_SETTINGS`]. The embedded
+//! controller's keys (`enableControllerInNamesrv=true`) are the controller
+//! crate's.
+
+use ferrocket_runtime::decl;
+use ferrocket_runtime::settings::{
+    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Group, Table,
+};
+
+use ferrocket_metrics::config::{MetricsExporter, NAMESRV_METRICS_PROM_PORT_DEFAULT};
+
+use crate::NamesrvConfig;
+
+/// Every key the name server takes.
+pub static NAMESRV_SETTINGS: Table<NamesrvConfig> = Table {
+    sections: &[
+        OWN,
+        KV_AND_ACL,
+        METRICS,
+        ferrocket_runtime::server_limit_settings!(limits),
+        ferrocket_metrics::prom_settings!(metrics, NAMESRV_METRICS_PROM_PORT_DEFAULT, "5558"),
+    ],
+    groups: &[Group {
+        keys: &ferrocket_tls::KEYS,
+        apply: |c, k, s| {
+            c.tls
+                .set(k, &s.value)
+                .map_err(|e| format!("{}: {e}", s.origin))
+        },
+    }],
+};
+
+/// Where it listens, how it keeps brokers, acting master.
+static OWN: &[Decl<NamesrvConfig>] = &[
+    decl!(
+        "listenAddr",
+        "`127.0.0.1`",
+        start,
+        "address to listen on (Ferrocket key); 0.0.0.0 for every interface",
+        |c, k, s| c.listen_addr = parse_value(k, s)?,
+        |c| c.listen_addr.to_string(),
+    ),
+    decl!(
+        "listenPort",
+        "9876",
+        start,
+        "port the name server listens on",
+        |c, k, s| c.listen_port = parse_port(k, s)?,
+        |c| c.listen_port.to_string(),
+    ),
+    decl!(
+        "brokerExpiryMs",
+        "120000",
+        start,
+        "drop brokers silent this long",
+        |c, k, s| c.broker_expiry_ms = positive(k, s)?,
+        |c| c.broker_expiry_ms.to_string(),
+    ),
+    decl!(
+        "scanNotActiveBrokerInterval" | "scanIntervalMs",
+        "5000",
+        start,
+        "ms between looks for silent brokers",
+        |c, k, s| c.scan_interval_ms = positive(k, s)?,
+        |c| c.scan_interval_ms.to_string(),
+    ),
+    decl!(
+        "unregisterOnDisconnect",
+        "`true`",
+        online,
+        "unregister a broker when the connection it registered over closes",
+        |c, k, s| c.unregister_on_disconnect = parse_bool(k, s)?,
+        |c| c.unregister_on_disconnect.to_string(),
+    ),
+    decl!(
+        "deleteTopicWithBrokerRegistration",
+        "`false`",
+        online,
+        "drop a broker's topics missing from its registration",
+        |c, k, s| c.delete_topic_with_broker_registration = parse_bool(k, s)?,
+        |c| c.delete_topic_with_broker_registration.to_string(),
+    ),
+    decl!(
+        "supportActingMaster",
+        "`false`",
+        start,
+        "route a set whose master is gone to its acting master",
+        |c, k, s| c.acting.support_acting_master = parse_bool(k, s)?,
+        |c| c.acting.support_acting_master.to_string(),
+    ),
+    decl!(
+        "notifyMinBrokerIdChanged",
+        "`false`",
+        start,
+        "tell a set's brokers when its lowest broker id changes",
+        |c, k, s| c.acting.notify_min_broker_id_changed = parse_bool(k, s)?,
+        |c| c.acting.notify_min_broker_id_changed.to_string(),
+    ),
+    decl!(
+        "enableControllerInNamesrv",
+        "`false`",
+        start,
+        "run a controller beside the name server, on its own port",
+        |_, k, s| parse_bool(k, s)?
+    ),
+];
+
+/// The KV config, ACL and RocketMQ's paths.
+static KV_AND_ACL: &[Decl<NamesrvConfig>] = &[
+    decl!(
+        "kvConfigPath",
+        "`~/namesrv/kvConfig.json` (`start`: `DATA_DIR/namesrv/kvConfig.json`)",
+        start,
+        "where PUT_KV_CONFIG state is kept; empty keeps it in memory only",
+        |c, _, s| c.kv_config_path = Some(s.value.as_str())
+            .filter(|v| !v.is_empty())
+            .map(Into::into),
+        |c| path_text(c.kv_config_path.as_deref()),
+    ),
+    decl!(
+        "kvConfigEntriesMax",
+        "100000",
+        start,
+        "most KV config entries (Ferrocket key)",
+        |c, k, s| c.kv_limits.entries_max = positive_count(k, s)?,
+        |c| c.kv_limits.entries_max.to_string(),
+    ),
+    decl!(
+        "kvConfigBytesMax",
+        "16777216",
+        start,
+        "most bytes of KV config (Ferrocket key)",
+        |c, k, s| c.kv_limits.bytes_max = positive_count(k, s)?,
+        |c| c.kv_limits.bytes_max.to_string(),
+    ),
+    decl!(
+        "orderMessageEnable",
+        "`true`",
+        online,
+        "no effect: a topic's order config is always served",
+        |_, _, _| {},
+        |_| "true".to_string(),
+    ),
+    decl!(
+        "aclEnable",
+        "`false`",
+        start,
+        "write requests need an ACL 1.0 admin account",
+        |c, k, s| c.acl_enable = parse_bool(k, s)?,
+        |c| c.acl_enable.to_string(),
+    ),
+    decl!(
+        "aclAdminSignatureWindowMs",
+        "0",
+        start,
+        "ms a signed admin request stays valid (Ferrocket key; 0: no check)",
+        |c, k, s| c.acl_admin_signature_window_ms = parse_value(k, s)?
+    ),
+    decl!(
+        "rocketmqHome",
+        "",
+        start,
+        "where conf/plain_acl.yml is; unset: $ROCKETMQ_HOME",
+        |c, _, s| c.rocketmq_home = Some(s.value.as_str())
+            .filter(|v| !v.is_empty())
+            .map(Into::into),
+        |c| path_text(c.rocketmq_home().as_deref()),
+    ),
+    decl!(
+        "configStorePath",
+        "",
+        start,
+        "no effect (Java's namesrv.properties path)",
+        |_, _, _| {}
+    ),
+];
+
+/// The exporter: the name server serves PROM only.
+static METRICS: &[Decl<NamesrvConfig>] = &[decl!(
+    "metricsExporterType",
+    "`DISABLE`",
+    start,
+    "DISABLE or PROM (OTLP_GRPC and LOG are the broker's)",
+    |c, k, s| c.metrics.exporter = match MetricsExporter::parse(&s.value) {
+        Ok(exporter @ (MetricsExporter::Disable | MetricsExporter::Prom)) => exporter,
+        Ok(_) => {
+            return Err(invalid(
+                k,
+                s,
+                "the name server exports PROM only (OTLP_GRPC and LOG are the broker's)",
+            ));
+        }
+        Err(e) => return Err(invalid(k, s, &e)),
+    },
+    |c| c.metrics.exporter.name().to_string()
+)];
+
+/// GET_NAMESRV_CONFIG's lines: the name server's own keys with a value
+/// to print, in declaration order (the shared limits and exporter keys
+/// are not shown, as Java's name server does not have them).
+pub(crate) fn render_own(config: &NamesrvConfig) -> Vec<(String, String)> {
+    let own = OWN.iter().chain(KV_AND_ACL).chain(METRICS);
+    own.filter_map(|decl| decl.show.map(|show| (decl.name.to_string(), show(config))))
+        .collect()
+}
+
+fn path_text(path: Option<&std::path::Path>) -> String {
+    path.map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;
