@@ -312,4 +312,11 @@ fn a_lite_subscription_starts_where_its_offset_option_says() {
     let answer = ctl_from(&mut conn, "PARTIAL_ADD", &oldest, &topic, &["a"], min);
     assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
     assert_eq!(popped(&pop(&mut conn, &oldest, &topic, 0)).len(), 4);
+
+    // As Java's 5.5.0 broker: no ACK_LITE_MESSAGE processor.
+    let ack_lite = RemotingCommand::request(request_code::ACK_LITE_MESSAGE);
+    assert_eq!(
+        conn.request(ack_lite).code,
+        response_code::REQUEST_CODE_NOT_SUPPORTED
+    );
 }
