@@ -280,3 +280,38 @@ fn a_stored_message_is_read_only_with_its_topics_permission() {
     assert_eq!(served.code, response_code::SUCCESS, "{served:?}");
     assert!(String::from_utf8_lossy(&served.body).contains("for alice"));
 }
+
+/// A lite subscription needs Sub on each parent topic it names, and the
+/// broker-to-broker HAND_BACK Update on the cluster.
+#[test]
+fn lite_subscriptions_and_hand_back_need_their_actions() {
+    let namesrv = harness::Namesrv::start();
+    let broker = harness::Broker::start(&namesrv.addr(), auth_opts());
+    let (ns, addr) = (namesrv.addr(), broker.addr());
+    let mut conn = broker.connect();
+    ok(admin(
+        &ns,
+        ROOT,
+        &["user", "create", "-b", &addr, "-u", ALICE.0, "-p", ALICE.1],
+    ));
+    grant_alice(&ns, &addr, "Topic:Granted,Group:G1", "Sub");
+    let ctl = |topic: &str| {
+        let body = serde_json::json!({"subscriptionSet": [{"action": "PARTIAL_ADD",
+            "clientId": "c1", "group": "G1", "topic": topic, "liteTopicSet": ["a"]}]});
+        let request = RemotingCommand::request(request_code::LITE_SUBSCRIPTION_CTL)
+            .with_body(serde_json::to_vec(&body).unwrap());
+        signed(request, ALICE)
+    };
+    let refused = conn.request(ctl("Other"));
+    assert_eq!(refused.code, response_code::NO_PERMISSION, "{refused:?}");
+    assert!(
+        refused
+            .remark
+            .as_deref()
+            .is_some_and(|r| r.contains("Topic:Other")),
+        "{refused:?}"
+    );
+    let hand_back = RemotingCommand::request(request_code::HAND_BACK).with_ext("brokerAddr", "m:1");
+    let refused = conn.request(signed(hand_back, ALICE));
+    assert_eq!(refused.code, response_code::NO_PERMISSION, "{refused:?}");
+}

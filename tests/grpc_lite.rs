@@ -89,11 +89,24 @@ async fn lite_session(
 }
 
 async fn sync(client: &mut Client, group: &str, topic: &str, action: Action, lite: &[&str]) -> i32 {
+    sync_from(client, group, topic, action, lite, None).await
+}
+
+/// SyncLiteSubscription with an `offset_option`.
+async fn sync_from(
+    client: &mut Client,
+    group: &str,
+    topic: &str,
+    action: Action,
+    lite: &[&str],
+    offset_option: Option<pb::OffsetOption>,
+) -> i32 {
     let sync = pb::SyncLiteSubscriptionRequest {
         action: action as i32,
         topic: resource(topic),
         group: resource(group),
         lite_topic_set: lite.iter().map(|s| s.to_string()).collect(),
+        offset_option,
         ..Default::default()
     };
     let answer = client.sync_lite_subscription(request(CONSUMER, sync)).await;
@@ -334,5 +347,36 @@ fn a_nacked_lite_message_comes_back_under_long_names() {
         nack(&mut client, &group, &first[0]).await;
         let again = take(&mut client, &group, &topic, 1).await;
         assert_eq!(again, set(&[&format!("{lite}-0")]), "redelivered and acked");
+    });
+}
+
+/// `offset_option` POLICY MAX: the lite topic starts after what the parent
+/// already holds of it.
+#[test]
+fn a_lite_topic_subscribed_from_the_newest_skips_what_it_held() {
+    let cluster = start("LiteNewest");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut client = connect(cluster.proxy.addr()).await;
+        let (topic, group) = (cluster.topic.clone(), unique_name("LiteNewestGroup"));
+        let (_settings, _session) = lite_session(&mut client, &group).await;
+        assert_eq!(send(&mut client, &topic, "a", "a-old").await, OK);
+        let newest = pb::OffsetOption {
+            offset_type: Some(pb::offset_option::OffsetType::Policy(
+                pb::offset_option::Policy::Max as i32,
+            )),
+        };
+        let added = sync_from(
+            &mut client,
+            &group,
+            &topic,
+            Action::PartialAdd,
+            &["a"],
+            Some(newest),
+        )
+        .await;
+        assert_eq!(added, OK);
+        assert_eq!(send(&mut client, &topic, "a", "a-new").await, OK);
+        assert_eq!(take(&mut client, &group, &topic, 1).await, set(&["a-new"]));
     });
 }

@@ -37,9 +37,21 @@ fn ctl(
     topic: &str,
     lites: &[&str],
 ) -> RemotingCommand {
+    ctl_from(conn, action, group, topic, lites, Value::Null)
+}
+
+/// LITE_SUBSCRIPTION_CTL with an `offsetOption` (null: none).
+fn ctl_from(
+    conn: &mut RemotingConn,
+    action: &str,
+    group: &str,
+    topic: &str,
+    lites: &[&str],
+    offset_option: Value,
+) -> RemotingCommand {
     let body = json!({"subscriptionSet": [{
         "action": action, "clientId": CLIENT, "group": group, "topic": topic,
-        "liteTopicSet": lites, "version": 0,
+        "liteTopicSet": lites, "version": 0, "offsetOption": offset_option,
     }]});
     let request = RemotingCommand::request(request_code::LITE_SUBSCRIPTION_CTL)
         .with_body(serde_json::to_vec(&body).unwrap());
@@ -264,4 +276,47 @@ fn lite_subscriptions_pops_acks_and_admin_over_remoting() {
     );
     let info = admin(&mut conn, request_code::GET_BROKER_LITE_INFO, &[]);
     assert_eq!(info["liteSubscriptionCount"], 0, "{info}");
+}
+
+/// `offsetOption` POLICY MAX: the lite topic starts after what is already
+/// there (every queue, an empty one too); POLICY MIN: at the oldest.
+#[test]
+fn a_lite_subscription_starts_where_its_offset_option_says() {
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(&namesrv.addr(), BrokerOpts::default());
+    let mut conn = broker.connect();
+    let topic = unique_name("RemotingLiteFrom");
+    let create = create_topic_request(&topic, 3).with_ext("attributes", "+message.type=LITE");
+    assert_eq!(conn.request(create).code, response_code::SUCCESS);
+    send_lite(&mut conn, &topic, 0, "a", "old-0");
+    send_lite(&mut conn, &topic, 1, "a", "old-1");
+
+    let newest = unique_name("RemotingLiteNewest");
+    let max = json!({"type": "POLICY", "value": 2});
+    let answer = ctl_from(&mut conn, "PARTIAL_ADD", &newest, &topic, &["a"], max);
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    assert_eq!(
+        pop(&mut conn, &newest, &topic, 0).code,
+        response_code::POLLING_TIMEOUT
+    );
+    send_lite(&mut conn, &topic, 1, "a", "new-1");
+    send_lite(&mut conn, &topic, 2, "a", "new-2");
+    let bodies: Vec<String> = popped(&pop(&mut conn, &newest, &topic, 0))
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(bodies, ["new-1", "new-2"]);
+
+    let oldest = unique_name("RemotingLiteOldest");
+    let min = json!({"type": "POLICY", "value": 1});
+    let answer = ctl_from(&mut conn, "PARTIAL_ADD", &oldest, &topic, &["a"], min);
+    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    assert_eq!(popped(&pop(&mut conn, &oldest, &topic, 0)).len(), 4);
+
+    // As Java's 5.5.0 broker: no ACK_LITE_MESSAGE processor.
+    let ack_lite = RemotingCommand::request(request_code::ACK_LITE_MESSAGE);
+    assert_eq!(
+        conn.request(ack_lite).code,
+        response_code::REQUEST_CODE_NOT_SUPPORTED
+    );
 }

@@ -11,8 +11,9 @@ use crate::config::RETRY_PREFIX;
 use crate::perm::{Perm, PUB, SUB};
 
 /// Requests only an admin account may make (Java's `Permission.ADMIN_CODE`
-/// and the 5.3 additions: static topics, ACL config updates).
-const ADMIN_CODES: [i32; 9] = [
+/// and the 5.3 additions: static topics, ACL config updates), and
+/// Ferrocket's broker-to-broker HAND_BACK.
+const ADMIN_CODES: [i32; 10] = [
     UPDATE_AND_CREATE_TOPIC,
     UPDATE_BROKER_CONFIG,
     DELETE_TOPIC_IN_BROKER,
@@ -22,6 +23,7 @@ const ADMIN_CODES: [i32; 9] = [
     50,  // UPDATE_AND_CREATE_ACL_CONFIG
     51,  // DELETE_ACL_CONFIG
     52,  // GET_BROKER_CLUSTER_ACL_INFO
+    HAND_BACK,
 ];
 
 /// ACL 2.0's user and ACL requests (AUTH_CREATE_USER .. AUTH_LIST_ACL):
@@ -61,9 +63,17 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
         }
         // Pop consumption: not checked by Java's ACL 1.0 (which predates
         // it); here it needs what a pull needs.
-        POP_MESSAGE | PEEK_MESSAGE | ACK_MESSAGE | CHANGE_MESSAGE_INVISIBLETIME | NOTIFICATION => {
-            topic(ext.get("topic"), SUB)
-        }
+        POP_MESSAGE
+        | POP_LITE_MESSAGE
+        | PEEK_MESSAGE
+        | ACK_MESSAGE
+        | CHANGE_MESSAGE_INVISIBLETIME
+        | NOTIFICATION => topic(ext.get("topic"), SUB),
+        // The lite admin reads: SUB on the lite parent topic they name
+        // (ACL 1.0 has no Get; reads of a group's data need SUB as
+        // GET_CONSUME_STATS does).
+        GET_PARENT_TOPIC_INFO => topic(ext.get("topic"), SUB),
+        GET_LITE_TOPIC_INFO | GET_LITE_CLIENT_INFO => topic(ext.get("parentTopic"), SUB),
         _ => {}
     }
     let group = match request.code {
@@ -74,10 +84,15 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
         | UNREGISTER_CLIENT
         | GET_CONSUMER_LIST_BY_GROUP
         | POP_MESSAGE
+        | POP_LITE_MESSAGE
         | PEEK_MESSAGE
         | ACK_MESSAGE
         | CHANGE_MESSAGE_INVISIBLETIME
         | NOTIFICATION => ext.get("consumerGroup"),
+        GET_SUBSCRIPTIONGROUP_CONFIG
+        | GET_LITE_CLIENT_INFO
+        | GET_LITE_GROUP_INFO
+        | TRIGGER_LITE_DISPATCH => ext.get("group"),
         _ => None,
     };
     if let Some(group) = group {
@@ -88,9 +103,32 @@ pub(crate) fn needs(request: &RemotingCommand) -> Result<Vec<(String, Perm)>, St
     match request.code {
         HEART_BEAT => heartbeat_needs(request, &mut needs)?,
         BATCH_ACK_MESSAGE => batch_ack_needs(request, &mut needs)?,
+        LITE_SUBSCRIPTION_CTL => lite_ctl_needs(request, &mut needs)?,
         _ => {}
     }
     Ok(needs)
+}
+
+/// A lite subscription change's groups and parent topics (`group` and
+/// `topic` of each entry of `subscriptionSet`), SUB each.
+fn lite_ctl_needs(
+    request: &RemotingCommand,
+    needs: &mut Vec<(String, Perm)>,
+) -> Result<(), String> {
+    let body: serde_json::Value = serde_json::from_slice(&request.body)
+        .map_err(|e| format!("cannot read the LITE_SUBSCRIPTION_CTL body: {e}"))?;
+    let entries = body["subscriptionSet"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for entry in entries {
+        let (Some(group), Some(topic)) = (entry["group"].as_str(), entry["topic"].as_str()) else {
+            return Err("a LITE_SUBSCRIPTION_CTL entry without its group or topic".into());
+        };
+        needs.push((format!("{RETRY_PREFIX}{group}"), SUB));
+        needs.push((topic.to_string(), SUB));
+    }
+    Ok(())
 }
 
 /// A batch ack's groups and topics (`c` and `t` of each entry), SUB each.
@@ -125,4 +163,65 @@ fn heartbeat_needs(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn needs_of(code: i32, fields: &[(&str, &str)], body: &str) -> Vec<String> {
+        let mut request = RemotingCommand::request(code).with_body(Bytes::from(body.to_string()));
+        for (k, v) in fields {
+            request.ext_fields.insert(*k, *v);
+        }
+        let perm = |p: Perm| if p == SUB { "SUB" } else { "PUB" };
+        needs(&request)
+            .unwrap()
+            .into_iter()
+            .map(|(name, p)| format!("{name} {}", perm(p)))
+            .collect()
+    }
+
+    #[test]
+    fn lite_requests_need_their_topics_and_groups() {
+        let pop = [("consumerGroup", "G1"), ("topic", "P1"), ("clientId", "c")];
+        assert_eq!(
+            needs_of(POP_LITE_MESSAGE, &pop, ""),
+            ["P1 SUB", "%RETRY%G1 SUB"]
+        );
+        let ctl = r#"{"subscriptionSet":[{"action":"PARTIAL_ADD","clientId":"c","group":"G1",
+            "topic":"P1","liteTopicSet":["a"]}]}"#;
+        assert_eq!(
+            needs_of(LITE_SUBSCRIPTION_CTL, &[], ctl),
+            ["%RETRY%G1 SUB", "P1 SUB"]
+        );
+        let unnamed = RemotingCommand::request(LITE_SUBSCRIPTION_CTL).with_body(
+            Bytes::from_static(br#"{"subscriptionSet":[{"action":"x"}]}"#),
+        );
+        assert!(needs(&unnamed).is_err());
+        assert_eq!(
+            needs_of(GET_SUBSCRIPTIONGROUP_CONFIG, &[("group", "G1")], ""),
+            ["%RETRY%G1 SUB"]
+        );
+        let client = [("parentTopic", "P1"), ("group", "G1"), ("clientId", "c")];
+        assert_eq!(
+            needs_of(GET_LITE_CLIENT_INFO, &client, ""),
+            ["P1 SUB", "%RETRY%G1 SUB"]
+        );
+        assert_eq!(
+            needs_of(GET_PARENT_TOPIC_INFO, &[("topic", "P1")], ""),
+            ["P1 SUB"]
+        );
+        assert_eq!(
+            needs_of(TRIGGER_LITE_DISPATCH, &[("group", "G1")], ""),
+            ["%RETRY%G1 SUB"]
+        );
+    }
+
+    #[test]
+    fn hand_back_is_for_admins() {
+        assert!(is_admin_code(HAND_BACK));
+        assert!(!is_admin_code(POP_LITE_MESSAGE));
+    }
 }

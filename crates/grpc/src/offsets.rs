@@ -18,7 +18,7 @@ use crate::convert::timestamp_ms;
 use crate::pb::{self, Code, QueryOffsetPolicy, Status};
 use crate::status::{from_answer, ok, status};
 
-const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Topic, queue id and broker of a request's message queue.
 fn queue_of(queue: Option<&pb::MessageQueue>) -> Result<(String, i32, String), Status> {
@@ -45,7 +45,7 @@ fn group_of(group: Option<&pb::Resource>) -> Result<String, Status> {
 }
 
 /// Sends `request` to `broker`; the offset of a successful answer.
-async fn offset_call(
+pub(crate) async fn offset_call(
     backend: &Backend,
     broker: &str,
     request: RemotingCommand,

@@ -422,10 +422,8 @@ impl MessagingService for Proxy {
         let client = client_id(&request)?;
         self.access.authorize(&request)?;
         let request = request.into_inner();
-        Ok(Response::new(crate::lite::calls::sync_lite_subscription(
-            &self.backend,
-            &client,
-            &request,
-        )))
+        Ok(Response::new(
+            crate::lite::calls::sync_lite_subscription(&self.backend, &client, &request).await,
+        ))
     }
 }

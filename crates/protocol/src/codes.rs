@@ -113,6 +113,11 @@ pub mod request_code {
     pub const GET_LITE_GROUP_INFO: i32 = 200078;
     pub const TRIGGER_LITE_DISPATCH: i32 = 200079;
     pub const BATCH_ACK_MESSAGE: i32 = 200151;
+    /// Ferrocket's own request code (not RocketMQ's), broker to broker: a
+    /// returning master asks a slave of its set for the services back.
+    /// Header `brokerAddr`: the master's address; answer body: what the
+    /// slave delivered while acting, as JSON. Admin only under ACL.
+    pub const HAND_BACK: i32 = 90_905;
 }
 
 /// Response codes: how a request went.

@@ -40,7 +40,6 @@ pub mod auth_code {
 
 const GET_PRODUCER_CONNECTION_LIST: i32 = 204;
 const GET_ALL_PRODUCER_INFO: i32 = 328;
-const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
 const RECALL_MESSAGE: i32 = 370;
 
 /// The needs being gathered for one request.
@@ -139,6 +138,7 @@ pub fn remoting_needs(request: &RemotingCommand, cluster: &str) -> Result<Vec<Ne
         }
         LOCK_BATCH_MQ | UNLOCK_BATCH_MQ => lock_needs(n)?,
         POP_MESSAGE
+        | POP_LITE_MESSAGE
         | PEEK_MESSAGE
         | ACK_MESSAGE
         | CHANGE_MESSAGE_INVISIBLETIME
@@ -148,6 +148,7 @@ pub fn remoting_needs(request: &RemotingCommand, cluster: &str) -> Result<Vec<Ne
             n.topic("topic", &[Sub]);
         }
         BATCH_ACK_MESSAGE => batch_ack_needs(n)?,
+        LITE_SUBSCRIPTION_CTL => lite_ctl_needs(n)?,
         code => admin_needs(n, code, cluster)?,
     }
     needs.out.dedup();
@@ -171,7 +172,16 @@ fn admin_needs(n: &mut Needs, code: i32, cluster: &str) -> Result<(), String> {
             n.group("consumerGroup", &[Get]);
             n.topic("topic", &[Get]);
         }
-        GET_SUBSCRIPTIONGROUP_CONFIG | QUERY_TOPICS_BY_CONSUMER => n.group("group", &[Get]),
+        GET_SUBSCRIPTIONGROUP_CONFIG | QUERY_TOPICS_BY_CONSUMER | GET_LITE_GROUP_INFO => {
+            n.group("group", &[Get])
+        }
+        GET_PARENT_TOPIC_INFO => n.topic("topic", &[Get]),
+        GET_LITE_TOPIC_INFO => n.topic("parentTopic", &[Get]),
+        GET_LITE_CLIENT_INFO => {
+            n.topic("parentTopic", &[Get]);
+            n.group("group", &[Get]);
+        }
+        TRIGGER_LITE_DISPATCH => n.group("group", &[Update]),
         GET_CONSUMER_CONNECTION_LIST | GET_CONSUMER_RUNNING_INFO => {
             n.group("consumerGroup", &[Get])
         }
@@ -193,17 +203,17 @@ fn admin_needs(n: &mut Needs, code: i32, cluster: &str) -> Result<(), String> {
         | GET_ALL_PRODUCER_INFO
         | VIEW_BROKER_STATS_DATA
         | GET_BROKER_CONSUME_STATS
+        | GET_BROKER_LITE_INFO
         | AUTH_GET_USER
         | AUTH_LIST_USER
         | AUTH_GET_ACL
         | AUTH_LIST_ACL => n
             .out
             .push(Need::new(ResourceType::Cluster, cluster, &[Get])),
-        UPDATE_BROKER_CONFIG | AUTH_CREATE_USER | AUTH_UPDATE_USER | AUTH_DELETE_USER
-        | AUTH_CREATE_ACL | AUTH_UPDATE_ACL | AUTH_DELETE_ACL => {
-            n.out
-                .push(Need::new(ResourceType::Cluster, cluster, &[Update]))
-        }
+        UPDATE_BROKER_CONFIG | HAND_BACK | AUTH_CREATE_USER | AUTH_UPDATE_USER
+        | AUTH_DELETE_USER | AUTH_CREATE_ACL | AUTH_UPDATE_ACL | AUTH_DELETE_ACL => n
+            .out
+            .push(Need::new(ResourceType::Cluster, cluster, &[Update])),
         _ => {}
     }
     Ok(())
@@ -249,6 +259,27 @@ fn lock_needs(n: &mut Needs) -> Result<(), String> {
         {
             n.out.push(Need::new(ResourceType::Topic, topic, &[Sub]));
         }
+    }
+    Ok(())
+}
+
+/// Each lite subscription change's group and parent topic (Java refuses
+/// an empty change set).
+fn lite_ctl_needs(n: &mut Needs) -> Result<(), String> {
+    let body = json_body(n)?;
+    let entries = body["subscriptionSet"]
+        .as_array()
+        .filter(|e| !e.is_empty())
+        .ok_or("parse authorization context error: lite subscription is empty")?;
+    for entry in entries {
+        let (Some(group), Some(topic)) = (entry["group"].as_str(), entry["topic"].as_str()) else {
+            return Err(
+                "parse authorization context error: a lite subscription without its group or topic"
+                    .into(),
+            );
+        };
+        n.group_named(group, &[Sub]);
+        n.topic_named(topic, &[Sub]);
     }
     Ok(())
 }
@@ -345,6 +376,59 @@ mod tests {
         assert_eq!(
             needs_of(BATCH_ACK_MESSAGE, &[], ack),
             ["Group:G1 Sub", "Topic:T1 Sub"]
+        );
+    }
+
+    #[test]
+    fn lite_requests_need_what_javas_builder_says() {
+        let pop = [("consumerGroup", "G1"), ("topic", "P1"), ("clientId", "c")];
+        assert_eq!(
+            needs_of(POP_LITE_MESSAGE, &pop, ""),
+            ["Group:G1 Sub", "Topic:P1 Sub"]
+        );
+        let ctl = r#"{"subscriptionSet":[{"action":"PARTIAL_ADD","clientId":"c","group":"G1",
+            "topic":"P1","liteTopicSet":["a"]},{"action":"PARTIAL_ADD","clientId":"c",
+            "group":"G2","topic":"P1","liteTopicSet":["b"]}]}"#;
+        assert_eq!(
+            needs_of(LITE_SUBSCRIPTION_CTL, &[], ctl),
+            [
+                "Group:G1 Sub",
+                "Topic:P1 Sub",
+                "Group:G2 Sub",
+                "Topic:P1 Sub"
+            ]
+        );
+        let empty = RemotingCommand::request(LITE_SUBSCRIPTION_CTL)
+            .with_body(Bytes::from_static(br#"{"subscriptionSet":[]}"#));
+        assert!(remoting_needs(&empty, "c").is_err());
+        assert_eq!(
+            needs_of(GET_BROKER_LITE_INFO, &[], ""),
+            ["Cluster:DefaultCluster Get"]
+        );
+        assert_eq!(
+            needs_of(GET_PARENT_TOPIC_INFO, &[("topic", "P1")], ""),
+            ["Topic:P1 Get"]
+        );
+        let client = [("parentTopic", "P1"), ("group", "G1"), ("clientId", "c")];
+        assert_eq!(
+            needs_of(GET_LITE_CLIENT_INFO, &client, ""),
+            ["Topic:P1 Get", "Group:G1 Get"]
+        );
+        assert_eq!(
+            needs_of(GET_LITE_GROUP_INFO, &[("group", "G1")], ""),
+            ["Group:G1 Get"]
+        );
+        assert_eq!(
+            needs_of(GET_SUBSCRIPTIONGROUP_CONFIG, &[("group", "G1")], ""),
+            ["Group:G1 Get"]
+        );
+        assert_eq!(
+            needs_of(TRIGGER_LITE_DISPATCH, &[("group", "G1")], ""),
+            ["Group:G1 Update"]
+        );
+        assert_eq!(
+            needs_of(HAND_BACK, &[("brokerAddr", "m:1")], ""),
+            ["Cluster:DefaultCluster Update"]
         );
     }
 

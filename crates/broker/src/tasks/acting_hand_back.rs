@@ -23,10 +23,7 @@ use crate::error::Reject;
 use crate::services::acting_master::{HandBack, HAND_BACK_HOLD_MS};
 use crate::shard::Shard;
 
-/// Ferrocket's own request code (not RocketMQ's): a returning master asks
-/// a slave of its set for the services back. Header `brokerAddr`: the
-/// master's address. Answer body: [`HandBack`] as JSON.
-pub(crate) const HAND_BACK: i32 = 90_905;
+pub(crate) use ferrocket_protocol::codes::request_code::HAND_BACK;
 
 /// Longest a slave waits for its delivery under way.
 const IN_FLIGHT_WAIT_MS: u64 = 5_000;

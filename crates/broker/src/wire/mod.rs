@@ -131,7 +131,7 @@ async fn dispatch_other(
         NOTIFICATION => pop::peek::notification(shard, request).await,
         POLLING_INFO => pop::peek::polling_info(shard, request).await,
         POP_LITE_MESSAGE => lite::pop_lite_message(shard, conn, request).await,
-        LITE_SUBSCRIPTION_CTL => lite::subscription_ctl(shard, request),
+        LITE_SUBSCRIPTION_CTL => lite::subscription_ctl(shard, request).await,
         GET_BROKER_LITE_INFO => Ok(lite::admin::broker_lite_info(shard, request)),
         GET_PARENT_TOPIC_INFO => lite::admin::parent_topic_info(shard, request),
         GET_LITE_TOPIC_INFO => lite::admin::lite_topic_info(shard, request),

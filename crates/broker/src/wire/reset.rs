@@ -141,12 +141,12 @@ pub(crate) fn reset_body_for_c(broker_name: &str, topic: &str, table: &[(i32, i6
 
 /// On a queue's owner: reset and commit the group's offsets of these
 /// queues ([`reset_owned`]); answers `(queue id, new offset)` per queue.
-struct ResetOffsets {
-    group: String,
-    topic: String,
-    queues: Vec<i32>,
-    timestamp_ms: i64,
-    force: bool,
+pub(crate) struct ResetOffsets {
+    pub group: String,
+    pub topic: String,
+    pub queues: Vec<i32>,
+    pub timestamp_ms: i64,
+    pub force: bool,
 }
 
 impl ShardCall<Shard> for ResetOffsets {

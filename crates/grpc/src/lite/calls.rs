@@ -29,7 +29,7 @@ pub fn is_lite_consumer(backend: &Backend, client: &str) -> bool {
 }
 
 /// SyncLiteSubscription.
-pub fn sync_lite_subscription(
+pub async fn sync_lite_subscription(
     backend: &Backend,
     client: &str,
     request: &pb::SyncLiteSubscriptionRequest,
@@ -47,10 +47,19 @@ pub fn sync_lite_subscription(
         action,
         lite_topics: &request.lite_topic_set,
     };
-    match backend.lite.sync(&sync) {
-        Ok(()) => answer(ok()),
-        Err(refused) => answer(refused),
+    if let Err(refused) = backend.lite.sync(&sync) {
+        return answer(refused);
     }
+    if action == LiteSubscriptionAction::PartialAdd
+        && super::start::starts_at_newest(request.offset_option.as_ref())
+    {
+        let started =
+            super::start::start_at_newest(backend, sync.group, sync.topic, sync.lite_topics);
+        if let Err(failed) = started.await {
+            return answer(failed);
+        }
+    }
+    answer(ok())
 }
 
 /// Whether a receive's answer ends the receive: messages, or a refusal

@@ -13,6 +13,7 @@
 //! Java keeps one queue per lite topic in the broker instead.
 
 pub(crate) mod calls;
+mod start;
 #[cfg(test)]
 mod tests;
 

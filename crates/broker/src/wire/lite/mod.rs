@@ -14,6 +14,7 @@
 //! handle its ack (ACK_MESSAGE with `liteTopic`) brings back.
 
 pub(crate) mod admin;
+mod start;
 
 use std::rc::Rc;
 
@@ -49,9 +50,8 @@ struct CtlBody {
     subscription_set: Vec<SubscriptionDto>,
 }
 
-/// `LiteSubscriptionDTO` (its `offsetOption` and `version` are not used:
-/// a lite topic's group starts at the queues' start, as the gRPC endpoint's
-/// do).
+/// `LiteSubscriptionDTO` (its `version` is not used; `offsetOption`: see
+/// [`start`]).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct SubscriptionDto {
@@ -64,11 +64,13 @@ struct SubscriptionDto {
     topic: String,
     #[serde(default)]
     lite_topic_set: Vec<String>,
+    #[serde(default)]
+    offset_option: Option<start::OffsetOption>,
 }
 
 /// LITE_SUBSCRIPTION_CTL: applies each change of the body in turn.
-pub(crate) fn subscription_ctl(
-    shard: &Shard,
+pub(crate) async fn subscription_ctl(
+    shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let illegal = |why: String| Reject::new(response_code::ILLEGAL_OPERATION, why);
@@ -109,6 +111,13 @@ pub(crate) fn subscription_ctl(
             }
             Refused::Illegal(why) => illegal(why),
         })?;
+        let newest = dto
+            .offset_option
+            .as_ref()
+            .map(start::OffsetOption::starts_at_newest);
+        if action == Action::PartialAdd && newest == Some(true) {
+            start::start_at_newest(shard, &dto.group, &dto.topic, &dto.lite_topic_set).await?;
+        }
     }
     Ok(RemotingCommand::response_to(
         request,
