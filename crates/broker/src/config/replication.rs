@@ -108,9 +108,9 @@ pub struct ReplicationConfig {
     pub enable_remote_escape: bool,
     /// `brokerNotActiveTimeoutMillis`: with `enableSlaveActingMaster`, the
     /// expiry announced to name servers (instead of 120 s), kept alive by
-    /// BROKER_HEARTBEAT every `brokerHeartbeatInterval`.
+    /// BROKER_HEARTBEAT every `brokerHeartbeatInterval` (one key for both
+    /// modes: `ControllerModeConfig::broker_heartbeat_interval_ms`).
     pub broker_not_active_timeout_ms: u64,
-    pub broker_heartbeat_interval_ms: u64,
 }
 
 /// Default `syncBrokerMemberGroupPeriod`.
@@ -139,7 +139,6 @@ impl Default for ReplicationConfig {
             sync_broker_member_group_period_ms: SYNC_BROKER_MEMBER_GROUP_PERIOD_MS_DEFAULT,
             enable_remote_escape: false,
             broker_not_active_timeout_ms: 10_000,
-            broker_heartbeat_interval_ms: 1_000,
         }
     }
 }

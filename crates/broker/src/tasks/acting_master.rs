@@ -51,7 +51,7 @@ pub(crate) async fn heartbeat_loop(shard: Rc<Shard>) {
         return;
     };
     let config = shard.config();
-    let period = Duration::from_millis(config.replication.broker_heartbeat_interval_ms);
+    let period = Duration::from_millis(config.controller_mode.broker_heartbeat_interval_ms);
     let header = BrokerIdentityHeader {
         broker_name: config.broker_name.clone(),
         broker_addr: shard.env.broker_addr.clone(),
