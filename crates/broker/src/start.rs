@@ -141,7 +141,11 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
              can find it; set namesrvAddr=HOST:9876 in the config or pass --namesrv-addr"
         );
     }
-    let (store, parts) = MessageStore::open(config.store_config())?;
+    let store_config = config.store_config();
+    // A lost disk comes back from the object store before recovery reads it.
+    ferrocket_tier::restore_lost_store(&store_config)
+        .map_err(|e| BrokerError::Config(e.to_string()))?;
+    let (store, parts) = MessageStore::open(store_config)?;
     crate::services::master_epoch::record(&config, store.written_offset())?;
     let files = ConfigFiles::load(&store, &config)?;
     // Uploads and remote reads run on a thread of their own.

@@ -53,6 +53,16 @@ impl Backend {
         }
         self
     }
+
+    /// The object key of the manifest's remote copy (beside `commitlog/`,
+    /// so listing the segments never meets it).
+    pub fn manifest_key(&self) -> ObjectPath {
+        let name = ferrocket_store::tier::MANIFEST_FILE;
+        match self.prefix.is_empty() {
+            true => ObjectPath::from(name),
+            false => ObjectPath::from(format!("{}/{name}", self.prefix)),
+        }
+    }
 }
 
 /// Opens the configured store under the replica set's own prefix (no
@@ -207,6 +217,7 @@ mod tests {
             backend.segment_key(65536).to_string(),
             "commitlog/00000000000000065536"
         );
+        assert_eq!(backend.manifest_key().to_string(), "manifest.json");
     }
 
     #[test]

@@ -14,10 +14,7 @@ use ferrocket_store::CommitLogReader;
 use crate::backend::{explain, Backend};
 
 fn manifest_key(backend: &Backend) -> ObjectPath {
-    match backend.prefix.is_empty() {
-        true => ObjectPath::from("manifest.json"),
-        false => ObjectPath::from(format!("{}/manifest.json", backend.prefix)),
-    }
+    backend.manifest_key()
 }
 
 /// Publishes the master's manifest; answers whether it went through (else

@@ -17,6 +17,7 @@ mod backend;
 mod expire;
 mod fetch;
 mod follow;
+mod restore;
 mod upload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,7 @@ use ferrocket_store::tier::TierHandle;
 use ferrocket_store::StoreHandle;
 
 pub use backend::{open_backend, Backend};
+pub use restore::restore_lost_store;
 
 /// Name of the tier's thread.
 pub const TIER_THREAD_NAME: &str = "ferrocket-tier";

@@ -31,6 +31,17 @@ const HEAD_BYTES: usize = 8;
 /// Bytes the scanner reads at once: many records per read.
 const WINDOW_BYTES_MAX: usize = 256 * 1024;
 
+/// End of the tier's read-through chunk holding `pos` when `pos` is
+/// offloaded (at least a record head past `pos`): the most one cached read
+/// there is sure to return.
+fn offloaded_chunk_end(reader: &ferrocket_store::CommitLogReader, pos: i64) -> Option<i64> {
+    let tier = reader.tier()?;
+    reader.is_offloaded(pos).then(|| {
+        let (start, len) = tier.chunk_at(pos);
+        (start + len as i64).max(pos + HEAD_BYTES as i64)
+    })
+}
+
 /// Where a window's scan stopped, and how many records it indexed.
 struct Scanned {
     next: i64,
@@ -42,6 +53,15 @@ pub(crate) struct IndexFeed {
     index: RefCell<IndexService>,
     /// Next CommitLog position to read.
     next: Cell<i64>,
+    /// An offloaded range the scanner waits on (not in the tier's cache):
+    /// fetched before the next step.
+    wanted: Cell<Option<(i64, usize)>>,
+    /// The last range fetched: wanted again at once, the cache cannot
+    /// hold it (the rest of its segment is skipped).
+    fetched: Cell<Option<(i64, usize)>>,
+    /// One catch-up at a time (the scanner's loop and a query's): the
+    /// fetch of an offloaded range is awaited in between.
+    catching_up: glommio::sync::Semaphore,
 }
 
 impl IndexFeed {
@@ -63,12 +83,17 @@ impl IndexFeed {
                 Some(record) => last + record.len() as i64,
                 None => last,
             },
-            None => reader.min_offset(),
+            // Offloaded records too (a store restored from the object
+            // store, or an index rebuilt, covers them).
+            None => reader.logical_min_offset(),
         };
         tracing::info!(resume_at = next, end, "message index opened");
         Ok(Self {
             index: RefCell::new(index),
-            next: Cell::new(next.max(reader.min_offset())),
+            next: Cell::new(next.max(reader.logical_min_offset())),
+            wanted: Cell::new(None),
+            fetched: Cell::new(None),
+            catching_up: glommio::sync::Semaphore::new(1),
         })
     }
 
@@ -88,17 +113,30 @@ impl IndexFeed {
                 continue;
             }
             let segment_end = reader.next_segment_start(pos);
+            let chunk_end = offloaded_chunk_end(&reader, pos);
             let window_end = [end, segment_end, pos + WINDOW_BYTES_MAX as i64]
                 .into_iter()
                 .chain(reader.next_damage_start(pos))
+                .chain(chunk_end)
                 .min()
                 .unwrap_or(end);
-            let Some(window) = store.read_records(pos, (window_end - pos) as usize) else {
+            let read = store.read_records(pos, (window_end - pos) as usize);
+            if read.is_none() && chunk_end.is_some() {
+                // Offloaded and not cached: fetched first (`catch_up`).
+                self.wanted.set(Some((pos, (window_end - pos) as usize)));
+                break;
+            }
+            let Some(window) = read else {
                 // Past a segment's end without a blank: next segment.
                 pos = segment_end;
                 continue;
             };
             let scanned = self.index_window(store, &window, pos, budget - done);
+            if self.wanted.get().is_some() {
+                // An offloaded record across the tier's chunks.
+                pos = scanned.next;
+                break;
+            }
             if scanned.next == pos {
                 // Less than a record head before the window's end: a
                 // segment's unusable tail or a quarantined range is skipped;
@@ -131,11 +169,14 @@ impl IndexFeed {
                         // Cut by the window: read again from here, alone
                         // when it is the first (larger than a window).
                         None if at > 0 => break,
-                        None => {
-                            if let Some(record) = store.read_records(pos, total_size) {
-                                self.index_record(&record, pos);
+                        None => match store.read_records(pos, total_size) {
+                            Some(record) => self.index_record(&record, pos),
+                            None if store.reader().is_offloaded(pos) => {
+                                self.wanted.set(Some((pos, total_size)));
+                                break;
                             }
-                        }
+                            None => {}
+                        },
                     }
                     at += total_size;
                     records += 1;
@@ -182,8 +223,36 @@ impl IndexFeed {
 
     /// Indexes everything written so far (yielding between steps).
     pub async fn catch_up(&self, store: &ShardStore) {
+        // Never closed: always a permit.
+        let _turn = self.catching_up.acquire_permit(1).await;
         while !self.step(store, SCAN_RECORDS_PER_STEP) {
+            if let Some(range) = self.wanted.take() {
+                self.fetch_offloaded(store, range).await;
+            }
             glommio::executor().yield_if_needed().await;
+        }
+        self.fetched.set(None);
+    }
+
+    /// Brings an offloaded range into the tier's cache. When the object
+    /// store fails, or the cache cannot hold the range, the rest of that
+    /// segment is not indexed (logged), so new records are not held up.
+    async fn fetch_offloaded(&self, store: &ShardStore, (pos, len): (i64, usize)) {
+        let again = self.fetched.replace(Some((pos, len))) == Some((pos, len));
+        let failed = match again {
+            true => Some("the read-through cache cannot hold it".to_string()),
+            false => store
+                .fetch_offloaded(pos, len)
+                .await
+                .err()
+                .map(|e| e.to_string()),
+        };
+        if let Some(err) = failed {
+            let next = store.reader().next_segment_start(pos);
+            tracing::warn!(pos, next, %err,
+                "index scanner: an offloaded range could not be read; its keys are not indexed");
+            self.next.set(next);
+            self.fetched.set(None);
         }
     }
 

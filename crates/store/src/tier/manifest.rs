@@ -130,6 +130,27 @@ impl Offloaded {
             .map_err(|e| StoreError::Corrupt(format!("tier manifest encode: {e}")))
     }
 
+    /// The entries of a published manifest's bytes, oldest first.
+    pub fn decode(bytes: &[u8]) -> Result<Vec<OffloadEntry>, StoreError> {
+        let file: ManifestFile = serde_json::from_slice(bytes)
+            .map_err(|e| StoreError::Corrupt(format!("published tier manifest: {e}")))?;
+        let entries: BTreeMap<i64, OffloadEntry> =
+            file.segments.into_iter().map(|e| (e.start, e)).collect();
+        Ok(entries.into_values().collect())
+    }
+
+    /// Writes the manifest naming `entries` as `dir/manifest.json` (a store
+    /// restored from the object store), durably.
+    pub fn write_restored(dir: &Path, entries: &[OffloadEntry]) -> Result<(), StoreError> {
+        std::fs::create_dir_all(dir).io_context("create dir", dir)?;
+        let file = ManifestFile {
+            segments: entries.to_vec(),
+        };
+        let bytes = serde_json::to_vec_pretty(&file)
+            .map_err(|e| StoreError::Corrupt(format!("tier manifest encode: {e}")))?;
+        crate::json_file::write_atomic(&dir.join(MANIFEST_FILE), &bytes, false)
+    }
+
     /// Takes the set's published manifest (`bytes`), durably: its entries
     /// of whole segments below `end` (this replica's CommitLog end; a copy
     /// past it holds bytes this log does not have, or has differently after
@@ -271,6 +292,8 @@ mod tests {
         replica.record(entry(0)).unwrap();
         replica.adopt(&m.encode().unwrap(), 300, true).unwrap();
         assert_eq!(replica.entries().len(), 3);
+        let published = Offloaded::decode(&m.encode().unwrap()).unwrap();
+        assert_eq!(published, m.entries());
         replica.adopt(&m.encode().unwrap(), 300, false).unwrap();
         assert!(replica.get(0).is_none());
         m.forget(&[100, 200]).unwrap();

@@ -1,0 +1,246 @@
+//! A lost disk restored from the object store, at start, before the
+//! store's recovery: when tiering is on and the local CommitLog holds no
+//! segment, the manifest's remote copy names the verified segments of this
+//! broker (same store, same prefix). The contiguous run of them that ends
+//! at the newest is downloaded (each checked against its size and CRC32)
+//! into a staging directory with an empty segment after it, which then
+//! replaces the empty CommitLog directory in one rename, and the manifest
+//! is written locally. Recovery then rebuilds every ConsumeQueue from
+//! those segments, the index scanner indexes them, the CommitLog goes on
+//! where the remote run ends, and the local budget drops the segments
+//! again (they are offloaded). A crash before the rename restores again
+//! at the next start.
+//!
+//! Re-dispatching the remote segments (rather than uploading ConsumeQueue
+//! and index companions per segment) keeps offload free of extra objects
+//! and keeps remote data in one form, at the price of reading the remote
+//! CommitLog once at such a start and holding it locally until recovery
+//! and the index are through.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_lite::StreamExt;
+use object_store::path::Path as ObjectPath;
+
+use ferrocket_store::tier::{OffloadEntry, Offloaded, TIER_DIR};
+use ferrocket_store::{offset_file_name, StoreConfig};
+
+use crate::backend::{explain, open_backend, Backend};
+use crate::TierError;
+
+/// Staging directory under the store root.
+const STAGING_DIR: &str = "commitlog.restoring";
+
+/// Restores an empty store from the object store when it names segments
+/// of this broker (see the module doc). Blocking; answers how many
+/// segments came back. A store that cannot be read is logged and the
+/// broker starts on the empty store.
+pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
+    let Some(tier) = &config.tier else {
+        return Ok(0);
+    };
+    let commitlog = config.commitlog_dir();
+    if has_segments(&commitlog)? {
+        return Ok(0);
+    }
+    let backend = open_backend(tier)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TierError::Start(format!("cannot start the restore's runtime: {e}")))?;
+    let started = Instant::now();
+    let Some(entries) = runtime.block_on(remote_entries(&backend))? else {
+        return Ok(0);
+    };
+    let run = newest_run(&entries, config.segment_bytes);
+    if run.is_empty() {
+        return Ok(0);
+    }
+    let staging = config.root_dir.join(STAGING_DIR);
+    let kept = runtime.block_on(download(&backend, &run, &staging))?;
+    let Some(last) = kept.last() else {
+        return Ok(0);
+    };
+    let end = last.start + config.segment_bytes as i64;
+    let tail = staging.join(offset_file_name(end));
+    std::fs::File::create(&tail).map_err(|e| start_error(&tail, e))?;
+    Offloaded::write_restored(&config.root_dir.join(TIER_DIR), &kept)
+        .map_err(|e| TierError::Start(format!("writing the restored manifest: {e}")))?;
+    std::fs::create_dir_all(&commitlog).map_err(|e| start_error(&commitlog, e))?;
+    std::fs::rename(&staging, &commitlog).map_err(|e| start_error(&commitlog, e))?;
+    tracing::info!(segments = kept.len(), from = kept[0].start, end, store = %backend.describe,
+        took_ms = started.elapsed().as_millis() as u64,
+        "tiered storage: the empty store was restored from the object store; \
+         the CommitLog goes on where the remote segments end");
+    Ok(kept.len())
+}
+
+fn start_error(path: &Path, e: std::io::Error) -> TierError {
+    TierError::Start(format!("restoring {}: {e}", path.display()))
+}
+
+/// Whether the CommitLog directory holds a segment (a file named by an
+/// offset).
+fn has_segments(dir: &Path) -> Result<bool, TierError> {
+    let listing = match std::fs::read_dir(dir) {
+        Ok(listing) => listing,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(start_error(dir, e)),
+    };
+    for item in listing {
+        let name = item.map_err(|e| start_error(dir, e))?.file_name();
+        let name = name.to_string_lossy();
+        if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The remote manifest's entries; `None` when there is none or it cannot
+/// be read (logged: the broker starts empty).
+async fn remote_entries(backend: &Backend) -> Result<Option<Vec<OffloadEntry>>, TierError> {
+    let key = backend.manifest_key();
+    let bytes = match backend.store.get(&key).await {
+        Ok(got) => got.bytes().await,
+        Err(e) => Err(e),
+    };
+    match bytes {
+        Ok(bytes) => Offloaded::decode(&bytes)
+            .map(Some)
+            .map_err(|e| TierError::Start(format!("the manifest's remote copy {key}: {e}"))),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => {
+            tracing::error!(store = %backend.describe, error = %explain(&e),
+                "tiered storage: the local store is empty and the manifest's remote copy \
+                 cannot be read; starting empty, nothing is restored");
+            Ok(None)
+        }
+    }
+}
+
+/// The contiguous run of whole segments that ends at the newest.
+fn newest_run(entries: &[OffloadEntry], segment_bytes: u64) -> Vec<OffloadEntry> {
+    let mut run: Vec<OffloadEntry> = Vec::new();
+    for entry in entries.iter().rev() {
+        if entry.size != segment_bytes {
+            break;
+        }
+        match run.last() {
+            Some(above) if above.start - entry.start != segment_bytes as i64 => break,
+            _ => run.push(entry.clone()),
+        }
+    }
+    run.reverse();
+    run
+}
+
+/// Downloads the run into `staging` (made anew), oldest first; answers the
+/// segments kept: those above the newest missing object (remote retention
+/// deleted the oldest after the remote manifest was put).
+async fn download(
+    backend: &Backend,
+    run: &[OffloadEntry],
+    staging: &Path,
+) -> Result<Vec<OffloadEntry>, TierError> {
+    if staging.exists() {
+        std::fs::remove_dir_all(staging).map_err(|e| start_error(staging, e))?;
+    }
+    std::fs::create_dir_all(staging).map_err(|e| start_error(staging, e))?;
+    let mut kept: Vec<OffloadEntry> = Vec::new();
+    for entry in run {
+        let path = staging.join(offset_file_name(entry.start));
+        match fetch_segment(backend, entry, &path).await {
+            Ok(()) => kept.push(entry.clone()),
+            Err(Missing::Gone) => {
+                for below in kept.drain(..) {
+                    let old = staging.join(offset_file_name(below.start));
+                    std::fs::remove_file(&old).map_err(|e| start_error(&old, e))?;
+                }
+            }
+            Err(Missing::Failed(why)) => {
+                return Err(TierError::Start(format!(
+                    "restoring segment {} from {}: {why}",
+                    entry.start, backend.describe
+                )))
+            }
+        }
+    }
+    Ok(kept)
+}
+
+enum Missing {
+    Gone,
+    Failed(String),
+}
+
+/// Writes one segment's object to `path`, checking size and CRC32, with
+/// the segment's last write as the file's mtime (the local time budget
+/// counts from it).
+async fn fetch_segment(
+    backend: &Backend,
+    entry: &OffloadEntry,
+    path: &Path,
+) -> Result<(), Missing> {
+    use std::io::Write;
+    let failed = |e: object_store::Error| match e {
+        object_store::Error::NotFound { .. } => Missing::Gone,
+        e => Missing::Failed(explain(&e)),
+    };
+    let io = |e: std::io::Error| Missing::Failed(format!("{}: {e}", path.display()));
+    let key = ObjectPath::from(entry.key.as_str());
+    let mut stream = backend.store.get(&key).await.map_err(failed)?.into_stream();
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    let mut crc = crc32fast::Hasher::new();
+    let mut read = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(failed)?;
+        read += chunk.len() as u64;
+        crc.update(&chunk);
+        file.write_all(&chunk).map_err(io)?;
+    }
+    let got = crc.finalize();
+    if read != entry.size || got != entry.crc32 {
+        return Err(Missing::Failed(format!(
+            "the object {key} does not match the manifest: {read} bytes, CRC32 {got:08x}"
+        )));
+    }
+    let file = file.into_inner().map_err(|e| io(e.into_error()))?;
+    let written = SystemTime::UNIX_EPOCH + Duration::from_millis(entry.age_from_ms());
+    file.set_modified(written).map_err(io)?;
+    file.sync_all().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(start: i64, size: u64) -> OffloadEntry {
+        OffloadEntry {
+            start,
+            size,
+            crc32: 0,
+            key: format!("commitlog/{start}"),
+            uploaded_ms: 1,
+            written_ms: 0,
+        }
+    }
+
+    #[test]
+    fn the_run_ending_at_the_newest_segment_is_restored() {
+        let starts = |run: Vec<OffloadEntry>| run.iter().map(|e| e.start).collect::<Vec<_>>();
+        let entries = [entry(0, 100), entry(200, 100), entry(300, 100)];
+        // A hole (retention or a lost upload) ends the run.
+        assert_eq!(starts(newest_run(&entries, 100)), vec![200, 300]);
+        assert!(newest_run(&[], 100).is_empty());
+        // A manifest made with another segment size restores nothing.
+        assert!(newest_run(&[entry(0, 50)], 100).is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!has_segments(&dir.path().join("none")).unwrap());
+        std::fs::write(dir.path().join("lock"), b"").unwrap();
+        assert!(!has_segments(dir.path()).unwrap());
+        std::fs::write(dir.path().join(offset_file_name(0)), b"").unwrap();
+        assert!(has_segments(dir.path()).unwrap());
+    }
+}
