@@ -233,3 +233,70 @@ fn rebuild_the_index(extra: &[&str]) {
         assert_eq!(found, Some(vec![key]), "key{key} after the index was lost");
     }
 }
+
+/// Every object under `dir` (relative name, bytes).
+fn objects(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut found: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|item| {
+            let path = item.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&path).unwrap())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// A lost disk started while the object store is down starts empty and
+/// takes sends, but uploads and deletes nothing once the store is back:
+/// its new segments from offset 0 would overwrite the lost disk's objects.
+#[test]
+fn a_lost_disk_started_while_the_store_is_down_overwrites_nothing() {
+    let Some(binary) = s3s_fs_binary() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("down")).unwrap();
+    let port = free_port();
+    let mut s3 = start_s3(&binary, root.path(), port);
+    let backend = tier::s3(port, "down");
+    let set_dir = root.path().join("down").join(SET_PREFIX);
+    let namesrv = Namesrv::start();
+    let mut broker = start_broker(&namesrv, &backend, &[]);
+    let mut conn = broker.connect();
+    let topic = unique_name("TierDown");
+    let filler = unique_name("TierDownFiller");
+    create_topic(&mut conn, &topic, 1);
+    create_topic(&mut conn, &filler, 1);
+    let offsets = send_keyed(&mut conn, &topic, 0, MESSAGES);
+    seal_and_offload(&mut conn, &set_dir, &filler, *offsets.last().unwrap());
+    let before = objects(&set_dir.join("commitlog"));
+
+    drop(conn);
+    broker.process.kill();
+    s3.stop();
+    std::fs::remove_dir_all(broker.store_dir()).unwrap();
+    std::fs::create_dir_all(broker.store_dir()).unwrap();
+    broker.start_again();
+    let mut conn = broker.connect();
+    create_topic(&mut conn, &topic, 1);
+    // Sends go on (segments sealed, waiting to be uploaded).
+    send_range(&mut conn, &topic, 0, 200);
+    let mut s3 = start_s3(&binary, root.path(), port);
+    let status = wait_for(Duration::from_secs(30), || {
+        let status = tier::runtime_info(&mut conn)["tieredStoreStatus"]
+            .as_str()?
+            .to_string();
+        status
+            .contains("move its store directory aside")
+            .then_some(status)
+    });
+    assert!(status.is_some(), "{}", tier::runtime_info(&mut conn));
+    // Several upload intervals later, the lost disk's objects are as they were.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(objects(&set_dir.join("commitlog")), before);
+    drop(conn);
+    drop(broker);
+    s3.stop();
+}

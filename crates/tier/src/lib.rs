@@ -129,6 +129,11 @@ async fn run(
 /// Where a master's passes stand.
 #[derive(Default)]
 struct MasterState {
+    /// An empty start that could not read the remote manifest found, since,
+    /// that nothing of this set is remote (`restore::settled`).
+    settled: bool,
+    /// `restore::settled`'s refusal was logged.
+    unsettled_logged: bool,
     /// The set's published manifest was taken (a promoted slave, or a
     /// restart, continues from it).
     adopted: bool,
@@ -145,6 +150,12 @@ async fn master_pass(
     stop: &AtomicBool,
     state: &mut MasterState,
 ) {
+    if !state.settled {
+        state.settled = restore::settled(tier, backend, &mut state.unsettled_logged).await;
+        if !state.settled {
+            return;
+        }
+    }
     if !state.adopted {
         if !follow::adopt(tier, backend, reader, true).await {
             return;

@@ -16,6 +16,14 @@
 //! and keeps remote data in one form, at the price of reading the remote
 //! CommitLog once at such a start and holding it locally until recovery
 //! and the index are through.
+//!
+//! An empty store whose object store cannot be read at start (down,
+//! refusing the credentials) starts empty, so that sends go on, and leaves
+//! [`UNRESTORED_MARKER`] in the tier directory: until the master has read
+//! the remote manifest and found no segment of this set there
+//! ([`settled`]), it uploads and deletes nothing. Otherwise its new
+//! segments from offset 0 would overwrite the lost disk's objects and the
+//! crash sweep would delete those past its log's end.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -23,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_lite::StreamExt;
 use object_store::path::Path as ObjectPath;
 
-use ferrocket_store::tier::{OffloadEntry, Offloaded, TIER_DIR};
+use ferrocket_store::tier::{OffloadEntry, Offloaded, TierHandle, TIER_DIR};
 use ferrocket_store::{offset_file_name, StoreConfig};
 
 use crate::backend::{explain, open_backend, Backend};
@@ -31,6 +39,19 @@ use crate::TierError;
 
 /// Staging directory under the store root.
 const STAGING_DIR: &str = "commitlog.restoring";
+
+/// Left in the tier directory by an empty start that could not read the
+/// remote manifest (see the module doc).
+pub const UNRESTORED_MARKER: &str = "unrestored";
+
+/// What the remote manifest said.
+enum Remote {
+    /// None published: nothing of this set is remote.
+    Absent,
+    Entries(Vec<OffloadEntry>),
+    /// The store did not answer (why).
+    Unreadable(String),
+}
 
 /// Restores an empty store from the object store when it names segments
 /// of this broker (see the module doc). Blocking; answers how many
@@ -50,8 +71,17 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
         .build()
         .map_err(|e| TierError::Start(format!("cannot start the restore's runtime: {e}")))?;
     let started = Instant::now();
-    let Some(entries) = runtime.block_on(remote_entries(&backend))? else {
-        return Ok(0);
+    let entries = match runtime.block_on(remote_entries(&backend))? {
+        Remote::Absent => return Ok(0),
+        Remote::Entries(entries) => entries,
+        Remote::Unreadable(why) => {
+            tracing::error!(store = %backend.describe, error = %why,
+                "tiered storage: the local store is empty and the manifest's remote copy \
+                 cannot be read; starting empty, and nothing is uploaded or deleted until \
+                 it can be read");
+            mark_unrestored(&config.root_dir.join(TIER_DIR))?;
+            return Ok(0);
+        }
     };
     let run = newest_run(&entries, config.segment_bytes);
     if run.is_empty() {
@@ -98,9 +128,8 @@ fn has_segments(dir: &Path) -> Result<bool, TierError> {
     Ok(false)
 }
 
-/// The remote manifest's entries; `None` when there is none or it cannot
-/// be read (logged: the broker starts empty).
-async fn remote_entries(backend: &Backend) -> Result<Option<Vec<OffloadEntry>>, TierError> {
+/// The remote manifest's entries.
+async fn remote_entries(backend: &Backend) -> Result<Remote, TierError> {
     let key = backend.manifest_key();
     let bytes = match backend.store.get(&key).await {
         Ok(got) => got.bytes().await,
@@ -108,16 +137,63 @@ async fn remote_entries(backend: &Backend) -> Result<Option<Vec<OffloadEntry>>, 
     };
     match bytes {
         Ok(bytes) => Offloaded::decode(&bytes)
-            .map(Some)
+            .map(Remote::Entries)
             .map_err(|e| TierError::Start(format!("the manifest's remote copy {key}: {e}"))),
-        Err(object_store::Error::NotFound { .. }) => Ok(None),
-        Err(e) => {
-            tracing::error!(store = %backend.describe, error = %explain(&e),
-                "tiered storage: the local store is empty and the manifest's remote copy \
-                 cannot be read; starting empty, nothing is restored");
-            Ok(None)
-        }
+        Err(object_store::Error::NotFound { .. }) => Ok(Remote::Absent),
+        Err(e) => Ok(Remote::Unreadable(explain(&e))),
     }
+}
+
+/// Writes [`UNRESTORED_MARKER`] durably, before the store opens.
+fn mark_unrestored(dir: &Path) -> Result<(), TierError> {
+    std::fs::create_dir_all(dir).map_err(|e| start_error(dir, e))?;
+    let marker = dir.join(UNRESTORED_MARKER);
+    let file = std::fs::File::create(&marker).map_err(|e| start_error(&marker, e))?;
+    file.sync_all().map_err(|e| start_error(&marker, e))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| start_error(dir, e))
+}
+
+/// On the master, before its first upload or delete: whether it may go
+/// on. With [`UNRESTORED_MARKER`] present, only once the remote manifest
+/// was read and names no segment (the marker is then removed); a manifest
+/// naming segments this store lacks stops uploads and deletes for good
+/// (the status says what to do), and an unreadable one is asked again
+/// next pass. `warned`: the error was logged already.
+pub(crate) async fn settled(tier: &TierHandle, backend: &Backend, warned: &mut bool) -> bool {
+    let marker = tier.offloaded.dir().join(UNRESTORED_MARKER);
+    if !marker.exists() {
+        return true;
+    }
+    let why = match remote_entries(backend).await {
+        Ok(Remote::Absent) => None,
+        Ok(Remote::Entries(entries)) if entries.is_empty() => None,
+        Ok(Remote::Entries(entries)) => Some(format!(
+            "the object store holds {} segments of this replica set that this broker's \
+             store lacks (it started empty while the store could not be read, so they were \
+             not restored); nothing is uploaded or deleted: stop the broker, move its store \
+             directory aside and start it again to restore them",
+            entries.len()
+        )),
+        Ok(Remote::Unreadable(why)) => Some(why),
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(why) = why {
+        if !*warned {
+            tracing::error!(error = %why, "tiered storage: uploads and deletes wait for the remote manifest");
+            *warned = true;
+        }
+        tier.status.set_error(Some(why));
+        return false;
+    }
+    if let Err(e) = std::fs::remove_file(&marker) {
+        tier.status
+            .set_error(Some(format!("{}: {e}", marker.display())));
+        return false;
+    }
+    tracing::info!("tiered storage: the object store holds nothing of this set; uploads begin");
+    true
 }
 
 /// The contiguous run of whole segments that ends at the newest.

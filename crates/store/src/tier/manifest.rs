@@ -122,6 +122,11 @@ impl Offloaded {
 
     /// The manifest as its file holds it (the copy a master publishes to
     /// object storage for the other replicas of its set).
+    /// The tier directory under the store root (where the manifest lives).
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
     pub fn encode(&self) -> Result<Vec<u8>, StoreError> {
         let file = ManifestFile {
             segments: self.entries(),
