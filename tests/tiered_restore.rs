@@ -248,9 +248,10 @@ fn objects(dir: &Path) -> Vec<(String, Vec<u8>)> {
     found
 }
 
-/// A lost disk started while the object store is down starts empty and
-/// takes sends, but uploads and deletes nothing once the store is back:
-/// its new segments from offset 0 would overwrite the lost disk's objects.
+/// A lost disk started while the object store is down serves reads but
+/// takes no writes (they would collide with the lost disk's offsets and
+/// their uploads overwrite its objects), uploads and deletes nothing once
+/// the store is back, and a restart restores it.
 #[test]
 fn a_lost_disk_started_while_the_store_is_down_overwrites_nothing() {
     let Some(binary) = s3s_fs_binary() else {
@@ -281,21 +282,40 @@ fn a_lost_disk_started_while_the_store_is_down_overwrites_nothing() {
     broker.start_again();
     let mut conn = broker.connect();
     create_topic(&mut conn, &topic, 1);
-    // Sends go on (segments sealed, waiting to be uploaded).
-    send_range(&mut conn, &topic, 0, 200);
+    let refused = conn.request(send_request(&send_header("tier_pg", &topic, 0), body(0)));
+    assert_eq!(
+        refused.code,
+        response_code::SERVICE_NOT_AVAILABLE,
+        "{refused:?}"
+    );
     let mut s3 = start_s3(&binary, root.path(), port);
     let status = wait_for(Duration::from_secs(30), || {
         let status = tier::runtime_info(&mut conn)["tieredStoreStatus"]
             .as_str()?
             .to_string();
         status
-            .contains("move its store directory aside")
+            .contains("restart the broker to restore them")
             .then_some(status)
     });
     assert!(status.is_some(), "{}", tier::runtime_info(&mut conn));
     // Several upload intervals later, the lost disk's objects are as they were.
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(objects(&set_dir.join("commitlog")), before);
+    let refused = conn.request(send_request(&send_header("tier_pg", &topic, 0), body(0)));
+    assert_eq!(
+        refused.code,
+        response_code::SERVICE_NOT_AVAILABLE,
+        "{refused:?}"
+    );
+
+    // Restarted with the store up: restored, and writes go on after it.
+    drop(conn);
+    broker.process.kill();
+    broker.start_again();
+    let mut conn = broker.connect();
+    create_topic(&mut conn, &topic, 1);
+    pull_all(&mut conn, &topic, MESSAGES);
+    send_keyed(&mut conn, &topic, MESSAGES, MESSAGES + 3);
     drop(conn);
     drop(broker);
     s3.stop();

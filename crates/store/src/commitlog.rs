@@ -334,6 +334,12 @@ pub struct CommitLogReader {
 }
 
 impl CommitLogReader {
+    /// Lets writes in again after the store held them for an unread
+    /// object-store manifest (`tier::UNRESTORED_MARKER`).
+    pub fn release_writes(&self) {
+        self.shared.disk.release();
+    }
+
     /// The bytes `[physical_offset, physical_offset + size)`, when they are
     /// written and lie within one segment (one record always does, and so do
     /// the records of one segment read together). Zero-copy: the `Bytes`

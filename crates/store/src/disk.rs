@@ -28,11 +28,36 @@ pub(crate) struct DiskState {
     /// server its routes changed (the topic table's version did not).
     changes: AtomicU64,
     reason: Mutex<String>,
+    /// Writes held for a reason other than space (an empty tiered store
+    /// that has not read the object store's manifest yet): the disk check
+    /// does not lift it, [`DiskState::release`] does.
+    held: AtomicBool,
+    held_reason: Mutex<String>,
 }
 
 impl DiskState {
     pub(crate) fn is_full(&self) -> bool {
-        self.full.load(Ordering::Acquire)
+        self.full.load(Ordering::Acquire) || self.held.load(Ordering::Acquire)
+    }
+
+    /// Refuses writes (answered SERVICE_NOT_AVAILABLE with `reason`, and
+    /// routed read-only) until [`DiskState::release`].
+    pub(crate) fn hold(&self, reason: &str) {
+        if let Ok(mut held) = self.held_reason.lock() {
+            reason.clone_into(&mut held);
+        }
+        if !self.held.swap(true, Ordering::AcqRel) {
+            self.changes.fetch_add(1, Ordering::AcqRel);
+            tracing::warn!(%reason, "store refusing writes");
+        }
+    }
+
+    /// Ends [`DiskState::hold`].
+    pub(crate) fn release(&self) {
+        if self.held.swap(false, Ordering::AcqRel) {
+            self.changes.fetch_add(1, Ordering::AcqRel);
+            tracing::info!("store accepting writes");
+        }
     }
 
     pub(crate) fn changes(&self) -> u64 {
@@ -60,6 +85,13 @@ impl DiskState {
 
     /// The answer to an append while the disk is full.
     pub(crate) fn refusal(&self) -> StoreError {
+        if self.held.load(Ordering::Acquire) {
+            let reason = match self.held_reason.lock() {
+                Ok(reason) => reason.clone(),
+                Err(_) => String::new(),
+            };
+            return StoreError::Unavailable(reason);
+        }
         let reason = match self.reason.lock() {
             Ok(reason) => reason.clone(),
             Err(_) => String::new(),
@@ -141,6 +173,20 @@ mod tests {
         assert!(has_room(space(50, 10 << 20), 90, 4 << 20));
         assert!(!has_room(space(90, 10 << 20), 90, 4 << 20));
         assert!(!has_room(space(50, 3 << 20), 90, 4 << 20));
+    }
+
+    #[test]
+    fn a_hold_outlasts_the_disk_check_until_released() {
+        let disk = DiskState::default();
+        disk.hold("waiting for the manifest");
+        disk.mark_ok(1 << 30);
+        assert!(disk.is_full(), "the space check does not lift a hold");
+        let refusal = disk.refusal();
+        assert!(matches!(refusal, StoreError::Unavailable(_)), "{refusal}");
+        assert!(refusal.to_string().contains("manifest"), "{refusal}");
+        disk.release();
+        assert!(!disk.is_full());
+        assert_eq!(disk.changes(), 2);
     }
 
     #[test]

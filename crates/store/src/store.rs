@@ -58,6 +58,13 @@ impl MessageStore {
                 config.segment_bytes,
             )?;
             let _ = shared.tier.set(Arc::new(tier));
+            let marker = config
+                .root_dir
+                .join(crate::tier::TIER_DIR)
+                .join(crate::tier::UNRESTORED_MARKER);
+            if marker.exists() {
+                shared.disk.hold(crate::tier::UNRESTORED_REASON);
+            }
         }
         let config = Arc::new(config);
         Ok((

@@ -151,7 +151,7 @@ async fn master_pass(
     state: &mut MasterState,
 ) {
     if !state.settled {
-        state.settled = restore::settled(tier, backend, &mut state.unsettled_logged).await;
+        state.settled = restore::settled(tier, backend, reader, &mut state.unsettled_logged).await;
         if !state.settled {
             return;
         }

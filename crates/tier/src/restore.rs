@@ -18,12 +18,15 @@
 //! and the index are through.
 //!
 //! An empty store whose object store cannot be read at start (down,
-//! refusing the credentials) starts empty, so that sends go on, and leaves
-//! [`UNRESTORED_MARKER`] in the tier directory: until the master has read
-//! the remote manifest and found no segment of this set there
-//! ([`settled`]), it uploads and deletes nothing. Otherwise its new
-//! segments from offset 0 would overwrite the lost disk's objects and the
-//! crash sweep would delete those past its log's end.
+//! refusing the credentials) starts serving reads but leaves
+//! [`UNRESTORED_MARKER`] in the tier directory: the store takes no writes
+//! (answered SERVICE_NOT_AVAILABLE, routed read-only) and the tier uploads
+//! and deletes nothing until the master has read the remote manifest and
+//! found no segment of this set there ([`settled`]). Otherwise messages
+//! acknowledged from offset 0 would collide with the lost disk's, their
+//! uploads overwrite its objects, and the crash sweep delete those past
+//! the log's end. A manifest that does name segments keeps writes held:
+//! the next start (its store still empty) restores them.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -31,18 +34,14 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_lite::StreamExt;
 use object_store::path::Path as ObjectPath;
 
-use ferrocket_store::tier::{OffloadEntry, Offloaded, TierHandle, TIER_DIR};
-use ferrocket_store::{offset_file_name, StoreConfig};
+use ferrocket_store::tier::{OffloadEntry, Offloaded, TierHandle, TIER_DIR, UNRESTORED_MARKER};
+use ferrocket_store::{offset_file_name, CommitLogReader, StoreConfig};
 
 use crate::backend::{explain, open_backend, Backend};
 use crate::TierError;
 
 /// Staging directory under the store root.
 const STAGING_DIR: &str = "commitlog.restoring";
-
-/// Left in the tier directory by an empty start that could not read the
-/// remote manifest (see the module doc).
-pub const UNRESTORED_MARKER: &str = "unrestored";
 
 /// What the remote manifest said.
 enum Remote {
@@ -62,8 +61,13 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
         return Ok(0);
     };
     let commitlog = config.commitlog_dir();
+    let marker = config.root_dir.join(TIER_DIR).join(UNRESTORED_MARKER);
     if has_segments(&commitlog)? {
-        return Ok(0);
+        // A start held by the marker took no writes: its log is empty.
+        if !(marker.exists() && holds_no_record(&commitlog)?) {
+            return Ok(0);
+        }
+        std::fs::remove_dir_all(&commitlog).map_err(|e| start_error(&commitlog, e))?;
     }
     let backend = open_backend(tier)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -71,13 +75,16 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
         .build()
         .map_err(|e| TierError::Start(format!("cannot start the restore's runtime: {e}")))?;
     let started = Instant::now();
-    let entries = match runtime.block_on(remote_entries(&backend))? {
-        Remote::Absent => return Ok(0),
+    let entries = match runtime.block_on(remote_entries_retried(&backend))? {
+        Remote::Absent => {
+            remove_marker(&marker)?;
+            return Ok(0);
+        }
         Remote::Entries(entries) => entries,
         Remote::Unreadable(why) => {
             tracing::error!(store = %backend.describe, error = %why,
                 "tiered storage: the local store is empty and the manifest's remote copy \
-                 cannot be read; starting empty, and nothing is uploaded or deleted until \
+                 cannot be read; serving reads only, and uploading or deleting nothing, until \
                  it can be read");
             mark_unrestored(&config.root_dir.join(TIER_DIR))?;
             return Ok(0);
@@ -85,6 +92,7 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
     };
     let run = newest_run(&entries, config.segment_bytes);
     if run.is_empty() {
+        remove_marker(&marker)?;
         return Ok(0);
     }
     let staging = config.root_dir.join(STAGING_DIR);
@@ -99,6 +107,7 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
         .map_err(|e| TierError::Start(format!("writing the restored manifest: {e}")))?;
     std::fs::create_dir_all(&commitlog).map_err(|e| start_error(&commitlog, e))?;
     std::fs::rename(&staging, &commitlog).map_err(|e| start_error(&commitlog, e))?;
+    remove_marker(&marker)?;
     tracing::info!(segments = kept.len(), from = kept[0].start, end, store = %backend.describe,
         took_ms = started.elapsed().as_millis() as u64,
         "tiered storage: the empty store was restored from the object store; \
@@ -144,6 +153,44 @@ async fn remote_entries(backend: &Backend) -> Result<Remote, TierError> {
     }
 }
 
+/// [`remote_entries`], asked again a few times (about 1.5 s in all) while
+/// the store does not answer: a brief outage should not hold writes.
+async fn remote_entries_retried(backend: &Backend) -> Result<Remote, TierError> {
+    let mut pause = Duration::from_millis(100);
+    for _ in 0..4 {
+        match remote_entries(backend).await? {
+            Remote::Unreadable(_) => tokio::time::sleep(pause).await,
+            answer => return Ok(answer),
+        }
+        pause *= 2;
+    }
+    remote_entries(backend).await
+}
+
+/// Whether a CommitLog directory holds nothing written: its only segment
+/// is the first, and its first record's size field is zero.
+fn holds_no_record(dir: &Path) -> Result<bool, TierError> {
+    let first = dir.join(offset_file_name(0));
+    let mut others = std::fs::read_dir(dir).map_err(|e| start_error(dir, e))?;
+    let only_first = others.all(|item| item.map(|i| i.path() == first).unwrap_or(false));
+    if !only_first {
+        return Ok(false);
+    }
+    let mut head = [0u8; 4];
+    let read = std::fs::File::open(&first)
+        .and_then(|mut file| std::io::Read::read(&mut file, &mut head))
+        .map_err(|e| start_error(&first, e))?;
+    Ok(read == 0 || head == [0; 4])
+}
+
+fn remove_marker(marker: &Path) -> Result<(), TierError> {
+    match std::fs::remove_file(marker) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(start_error(marker, e)),
+    }
+}
+
 /// Writes [`UNRESTORED_MARKER`] durably, before the store opens.
 fn mark_unrestored(dir: &Path) -> Result<(), TierError> {
     std::fs::create_dir_all(dir).map_err(|e| start_error(dir, e))?;
@@ -161,7 +208,12 @@ fn mark_unrestored(dir: &Path) -> Result<(), TierError> {
 /// naming segments this store lacks stops uploads and deletes for good
 /// (the status says what to do), and an unreadable one is asked again
 /// next pass. `warned`: the error was logged already.
-pub(crate) async fn settled(tier: &TierHandle, backend: &Backend, warned: &mut bool) -> bool {
+pub(crate) async fn settled(
+    tier: &TierHandle,
+    backend: &Backend,
+    reader: &CommitLogReader,
+    warned: &mut bool,
+) -> bool {
     let marker = tier.offloaded.dir().join(UNRESTORED_MARKER);
     if !marker.exists() {
         return true;
@@ -172,8 +224,8 @@ pub(crate) async fn settled(tier: &TierHandle, backend: &Backend, warned: &mut b
         Ok(Remote::Entries(entries)) => Some(format!(
             "the object store holds {} segments of this replica set that this broker's \
              store lacks (it started empty while the store could not be read, so they were \
-             not restored); nothing is uploaded or deleted: stop the broker, move its store \
-             directory aside and start it again to restore them",
+             not restored); it takes no writes and uploads or deletes nothing: restart the \
+             broker to restore them",
             entries.len()
         )),
         Ok(Remote::Unreadable(why)) => Some(why),
@@ -192,7 +244,10 @@ pub(crate) async fn settled(tier: &TierHandle, backend: &Backend, warned: &mut b
             .set_error(Some(format!("{}: {e}", marker.display())));
         return false;
     }
-    tracing::info!("tiered storage: the object store holds nothing of this set; uploads begin");
+    reader.release_writes();
+    tracing::info!(
+        "tiered storage: the object store holds nothing of this set; writes and uploads begin"
+    );
     true
 }
 

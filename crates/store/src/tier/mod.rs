@@ -22,6 +22,18 @@ pub use manifest::{OffloadEntry, Offloaded, MANIFEST_FILE};
 /// Directory of the tier's files under the store root.
 pub const TIER_DIR: &str = "tier";
 
+/// Left in [`TIER_DIR`] by an empty start that could not read the object
+/// store's manifest (`ferrocket_tier::restore_lost_store`): the store takes
+/// no writes, and the tier uploads and deletes nothing, until the master
+/// has read that manifest and found nothing of its set there.
+pub const UNRESTORED_MARKER: &str = "unrestored";
+
+/// Why writes are held while [`UNRESTORED_MARKER`] is present.
+pub const UNRESTORED_REASON: &str =
+    "tiered storage: this broker's store was empty at start and the \
+     object store could not be read; it takes writes once the object store's manifest is read and \
+     names nothing of this broker (a lost disk is restored at the next start)";
+
 /// The CommitLog of the store at `root` now ends at `end` (cut back, the
 /// store closed): the manifest, when there is one, durably forgets every
 /// remote copy reaching past it (whether or not tiering is on now: a
