@@ -42,12 +42,16 @@ pub(crate) async fn pass(
         tier.status.set_error(Some(e.to_string()));
         return true;
     }
-    if !crate::follow::publish(tier, backend).await {
+    // Demoted in place: the new master publishes and deletes.
+    if reader.is_replica() || !crate::follow::publish(tier, backend).await {
         *unpublished = true;
         return false;
     }
     let mut all = true;
     for entry in &expired {
+        if reader.is_replica() {
+            return false;
+        }
         all &= delete(tier, backend, &ObjectPath::from(entry.key.as_str())).await;
     }
     tracing::info!(
@@ -110,6 +114,9 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
                 leftovers.push(meta.location);
             }
         }
+    }
+    if reader.is_replica() {
+        return false;
     }
     let mut all = true;
     for key in &leftovers {

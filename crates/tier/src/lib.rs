@@ -164,7 +164,9 @@ async fn master_pass(
         state.unpublished = true;
     }
     state.unpublished |= upload::pass(tier, backend, reader, stop).await;
-    if state.unpublished {
+    // Each step asks the role again: a master demoted in place mid-pass
+    // must not publish over the new master's manifest or delete.
+    if state.unpublished && !reader.is_replica() {
         state.unpublished = !follow::publish(tier, backend).await;
     }
     // Nothing leaves object storage while the published manifest may

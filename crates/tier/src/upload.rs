@@ -45,10 +45,12 @@ pub(crate) async fn pass(
         .store(pending.len() as u64, Ordering::Relaxed);
     let mut recorded = false;
     for (index, (start, path)) in pending.iter().enumerate() {
-        if stop.load(Ordering::Acquire) {
+        // Demoted in place: only the set's master uploads and records.
+        if stop.load(Ordering::Acquire) || reader.is_replica() {
             return recorded;
         }
         match upload_segment(backend, *start, path, tier.offloaded.segment_bytes()).await {
+            Ok(_) if reader.is_replica() => return recorded,
             Ok(entry) => {
                 if let Err(e) = tier.offloaded.record(entry) {
                     tracing::error!(start, error = %e, "tiered storage: cannot record an uploaded segment");

@@ -26,9 +26,13 @@ use crate::shard::Shard;
 pub(crate) use ferrocket_protocol::codes::request_code::HAND_BACK;
 
 /// Longest a slave waits for its delivery under way.
-const IN_FLIGHT_WAIT_MS: u64 = 5_000;
-/// Longest the master waits for one slave's answer.
-const HAND_BACK_TIMEOUT_MS: u64 = 5_000;
+const IN_FLIGHT_WAIT_MS: u64 = 3_000;
+/// Longest the master waits for one slave's answer: well above the
+/// slave's wait, since the slave hands its ledger over as it answers (an
+/// answer the master gave up on is lost, and what it names is delivered
+/// again).
+const HAND_BACK_TIMEOUT_MS: u64 = 15_000;
+const _: () = assert!(HAND_BACK_TIMEOUT_MS >= 3 * IN_FLIGHT_WAIT_MS);
 
 /// On a slave: [`HAND_BACK`].
 pub(crate) async fn answer(
