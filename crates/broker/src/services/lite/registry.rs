@@ -16,6 +16,10 @@ use ferrocket_protocol::lite::check_lite_topic;
 pub const LITE_SUBSCRIPTION_QUOTA: usize = 2000;
 /// Lite subscriptions the broker holds in all (`maxLiteSubscriptionCount`).
 pub const LITE_SUBSCRIPTIONS_MAX: usize = 100_000;
+/// A client that neither changed nor popped for this long (Java's channel
+/// expiry, 120 s) is forgotten when the broker's maximum would refuse a
+/// live client: a proxy that crashed never sends its COMPLETE_REMOVE.
+pub const LITE_CLIENT_IDLE_MS: i64 = 120_000;
 
 /// LiteSubscriptionAction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +81,29 @@ struct Inner {
     total: usize,
 }
 
+impl Inner {
+    /// Forgets every entry but `keep` untouched since `before_ms`; answers
+    /// how many lite topics went.
+    fn forget_idle(&mut self, before_ms: i64, keep: &(String, String)) -> usize {
+        let mut freed = 0;
+        self.clients.retain(|key, entry| {
+            let idle = entry.last_access_ms < before_ms && key != keep;
+            if idle {
+                freed += entry.lite_topics.len();
+            }
+            !idle
+        });
+        self.total -= freed;
+        if freed > 0 {
+            tracing::info!(
+                lite_topics = freed,
+                "forgot lite subscriptions of idle clients"
+            );
+        }
+        freed
+    }
+}
+
 /// Every client's lite subscriptions.
 #[derive(Default)]
 pub struct LiteRegistry {
@@ -116,7 +143,11 @@ impl LiteRegistry {
                 "lite subscription quota exceeded {LITE_SUBSCRIPTION_QUOTA}"
             )));
         }
-        let total = inner.total - held_len + new.len();
+        let mut total = inner.total - held_len + new.len();
+        if new.len() > held_len && total > LITE_SUBSCRIPTIONS_MAX {
+            let freed = inner.forget_idle(change.now_ms - LITE_CLIENT_IDLE_MS, &key);
+            total -= freed;
+        }
         if new.len() > held_len && total > LITE_SUBSCRIPTIONS_MAX {
             return Err(Refused::Quota(format!(
                 "the broker holds its maximum of {LITE_SUBSCRIPTIONS_MAX} lite subscriptions"

@@ -195,4 +195,29 @@ mod registry {
             LITE_SUBSCRIPTION_QUOTA - 1
         );
     }
+
+    #[test]
+    fn idle_clients_give_way_when_the_broker_is_full() {
+        let registry = LiteRegistry::default();
+        let clients = LITE_SUBSCRIPTIONS_MAX / LITE_SUBSCRIPTION_QUOTA;
+        let full: Vec<String> = (0..LITE_SUBSCRIPTION_QUOTA)
+            .map(|i| format!("t{i}"))
+            .collect();
+        for n in 0..clients {
+            let client = format!("gone{n}");
+            let mut added = change(Action::CompleteAdd, &client, &full);
+            added.now_ms = 1_000;
+            registry.apply(&added).unwrap();
+        }
+        let one = names(&["a"]);
+        // A live client: refused while the others are recent ...
+        let mut late = change(Action::PartialAdd, "live", &one);
+        late.now_ms = 1_000 + LITE_CLIENT_IDLE_MS - 1;
+        let refused = registry.apply(&late);
+        assert!(matches!(refused, Err(Refused::Quota(_))), "{refused:?}");
+        // ... taken once they have been idle for the expiry.
+        late.now_ms = 1_001 + LITE_CLIENT_IDLE_MS;
+        registry.apply(&late).unwrap();
+        assert_eq!(registry.summary().subscriptions, 1);
+    }
 }
