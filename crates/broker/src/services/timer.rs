@@ -53,6 +53,11 @@ pub const FLUSH_INTERVAL_MS: u64 = 1_000;
 pub const INGEST_BATCH_MAX: usize = 1_024;
 /// Due timers delivered per step.
 pub const DELIVER_BATCH_MAX: usize = 256;
+/// A slave that is not acting settles the timers that came due longer ago
+/// than this: its master delivered them (an acting slave takes over within
+/// `brokerNotActiveTimeoutMillis`, far less), so neither its timer log nor
+/// the lookups of its first acting grow with the master's history.
+pub const SLAVE_SETTLE_GRACE_MS: i64 = 10 * 60 * 1_000;
 /// Directory of the timer store under the store root.
 pub const TIMER_DIR: &str = "timer";
 
@@ -170,6 +175,17 @@ impl TimerService {
     /// Completes at the next [`TimerService::wake`].
     pub async fn woken(&self) {
         self.wake.wait().await;
+    }
+
+    /// On a slave not acting: marks timers due before `before_ms` settled
+    /// (see [`SLAVE_SETTLE_GRACE_MS`]); answers how many.
+    pub async fn settle_before(&self, before_ms: i64) -> usize {
+        self.with_store(move |store| {
+            let due = store.due(before_ms, DELIVER_BATCH_MAX)?;
+            store.mark_delivered(&due)
+        })
+        .await
+        .unwrap_or(0)
     }
 
     /// Runs `op` on the timer store on the blocking pool.

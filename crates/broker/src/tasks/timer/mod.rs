@@ -13,6 +13,7 @@ use futures_lite::future;
 use crate::clock::now_ms;
 use crate::services::timer::{
     TimerService, DELIVER_BATCH_MAX, FLUSH_INTERVAL_MS, IDLE_MAX_MS, IDLE_MIN_MS, INGEST_BATCH_MAX,
+    SLAVE_SETTLE_GRACE_MS,
 };
 use crate::shard::Shard;
 
@@ -35,7 +36,7 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
         let delivering = !slave || shard.env.acting.is_acting();
         let delivered = match delivering {
             true => deliver::deliver_due(&shard, &timer, &mut recalls).await,
-            false => 0,
+            false => timer.settle_before(now_ms() - SLAVE_SETTLE_GRACE_MS).await,
         };
         if last_flush.elapsed() >= Duration::from_millis(FLUSH_INTERVAL_MS) {
             timer.flush().await;
