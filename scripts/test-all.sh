@@ -49,7 +49,7 @@ PREFETCH_PID=$!
 trap 'kill -- -"$PREFETCH_PID" 2>/dev/null || true' EXIT
 step "fetching the Java and Go clients in the background (pid $PREFETCH_PID, log $PREFETCH_LOG)"
 
-# tests/tiered.rs, tests/tiered_retention.rs and tests/tiered_readers.rs run
+# tests/tiered.rs, tiered_retention.rs, tiered_readers.rs and tiered_restore.rs run
 # a real S3-compatible server as its own process: the crate s3s-fs
 # (pinned), installed once into target/s3s while the workspace builds
 # (cargo install skips it when that version is there).
