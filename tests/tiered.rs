@@ -74,10 +74,9 @@ fn offloads_to_a_directory_drops_locally_and_reads_through() {
     harness::requests::create_topic(&mut conn, &topic, 2);
     send_range(&mut conn, &topic, 0, 400);
     wait_offloaded_and_dropped(&mut conn, &broker);
-    // The remote copies are whole segments, named as the local files.
-    let first = remote
-        .path()
-        .join("DefaultCluster/broker-a/commitlog/00000000000000000000");
+    // The remote copies are whole segments, named as the local files with
+    // the uploader id after them.
+    let first = tier::first_remote(remote.path()).expect("the first segment's object");
     assert_eq!(std::fs::metadata(&first).unwrap().len(), SEGMENT_BYTES);
     assert!(info_number(&mut conn, "tieredDroppedSegments") >= 1);
     assert_eq!(runtime_info(&mut conn)["tieredMinOffset"], "0");
@@ -142,9 +141,8 @@ fn s3_offload_survives_kill9_and_a_store_that_is_down() {
     broker.crash_and_restart();
     let mut conn = broker.connect();
     wait_offloaded_and_dropped(&mut conn, &broker);
-    let object = root
-        .path()
-        .join("tier-bucket/broker-a/DefaultCluster/broker-a/commitlog/00000000000000000000");
+    let object = tier::first_remote(&root.path().join("tier-bucket/broker-a"))
+        .expect("the first segment's object");
     assert_eq!(std::fs::metadata(&object).unwrap().len(), SEGMENT_BYTES);
     pull_all(&mut conn, &topic, 300);
 

@@ -143,9 +143,9 @@ fn a_timer_message_due_after_its_segment_left_is_delivered() {
     // read it since it left the local disk): it waits, and is delivered once
     // the store answers again.
     let segment = offset - offset % tier::SEGMENT_BYTES as i64;
-    let object = remote
-        .path()
-        .join(format!("{}/commitlog/{segment:020}", tier::SET_PREFIX));
+    let object = tier::segment_objects(&remote.path().join(tier::SET_PREFIX), segment)
+        .pop()
+        .expect("the segment's object");
     let away = remote.path().join("away");
     std::fs::rename(&object, &away).unwrap();
     while now_ms() < due_at + 3_000 {

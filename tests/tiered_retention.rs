@@ -18,8 +18,8 @@ use ferrocket_protocol::RemotingCommand;
 use harness::process::free_port;
 use harness::requests::{pull_request, send_header, send_request};
 use harness::tier::{
-    self, body, info_number, posix, s3s_fs_binary, send_range, start_broker, start_s3,
-    FIRST_OBJECT, FIRST_REMOTE, SEGMENT_BYTES,
+    self, body, first_remote, info_number, posix, s3s_fs_binary, send_range, start_broker,
+    start_s3, FIRST_OBJECT, SEGMENT_BYTES, SET_PREFIX,
 };
 use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn};
 
@@ -65,15 +65,14 @@ fn min_offset(conn: &mut RemotingConn, topic: &str) -> i64 {
 /// Waits until the first segment's object is gone and the queue's min
 /// moved up; answers the min.
 fn wait_remote_deleted(conn: &mut RemotingConn, remote: &Path, topic: &str) -> i64 {
-    let first = remote.join(FIRST_REMOTE);
     let min = wait_for(Duration::from_secs(60), || {
         let min = min_offset(conn, topic);
-        (!first.exists() && min > 0).then_some(min)
+        (first_remote(remote).is_none() && min > 0).then_some(min)
     });
     min.unwrap_or_else(|| {
         panic!(
-            "remote retention did not delete {} (min offset {})",
-            first.display(),
+            "remote retention did not delete {:?} (min offset {})",
+            first_remote(remote),
             min_offset(conn, topic)
         )
     })
@@ -156,15 +155,23 @@ fn deletes_after_the_reserved_time(backend: &[String], objects: &Path) {
     new_group_reads_from(&mut conn, &topic, min, MESSAGES);
     // The manifest no longer names what is gone: after a kill -9 and a
     // restart the min stays where it was and the remaining messages read as
-    // before. An object left by a crash between the manifest's update and
-    // the delete (made here by hand) is deleted after the restart.
+    // before. Objects left by a crash between the manifest's update and
+    // the delete (made here by hand: one of another uploader, a former or
+    // deposed master of the set, and one of the layout before uploader
+    // ids) are deleted after the restart.
     drop(conn);
-    let leftover = objects.join(FIRST_REMOTE);
-    std::fs::write(&leftover, vec![0u8; SEGMENT_BYTES as usize]).unwrap();
+    let commitlog = objects.join(SET_PREFIX).join("commitlog");
+    let leftovers = [
+        commitlog.join("00000000000000000000.00000000deadbeef"),
+        commitlog.join("00000000000000000000"),
+    ];
+    for leftover in &leftovers {
+        std::fs::write(leftover, vec![0u8; SEGMENT_BYTES as usize]).unwrap();
+    }
     broker.crash_and_restart();
     let mut conn = broker.connect();
     let swept = wait_for(Duration::from_secs(30), || {
-        (!leftover.exists()).then_some(())
+        leftovers.iter().all(|o| !o.exists()).then_some(())
     });
     assert!(swept.is_some(), "a leftover object was not deleted");
     let after = wait_for(Duration::from_secs(30), || {
@@ -200,7 +207,7 @@ fn a_longer_retention_ms_keeps_remote_segments() {
     );
     // Well past the remote reserved time, the objects stay.
     std::thread::sleep(Duration::from_secs(5));
-    assert!(remote.path().join(FIRST_REMOTE).exists());
+    assert!(first_remote(remote.path()).is_some());
     assert_eq!(info_number(&mut conn, "tieredRemoteDeletedSegments"), 0);
     new_group_reads_from(&mut conn, &long, 0, MESSAGES);
 }
@@ -270,7 +277,7 @@ fn key_queries_and_time_searches_read_offloaded_segments() {
     // The first segment leaves the local disk (its object stays).
     let first_local = broker.store_dir().join(FIRST_OBJECT);
     let dropped = wait_for(Duration::from_secs(60), || {
-        (!first_local.exists() && remote.path().join(FIRST_REMOTE).exists()).then_some(())
+        (!first_local.exists() && first_remote(remote.path()).is_some()).then_some(())
     });
     assert!(
         dropped.is_some(),

@@ -22,8 +22,35 @@ pub const FIRST_OBJECT: &str = "commitlog/00000000000000000000";
 /// The replica set's own directory under the object prefix (its cluster
 /// and broker name).
 pub const SET_PREFIX: &str = "DefaultCluster/broker-a";
-/// The first segment's object under the replica set's own prefix.
-pub const FIRST_REMOTE: &str = "DefaultCluster/broker-a/commitlog/00000000000000000000";
+
+/// The objects of the segment at `start` in a replica set's directory
+/// `set_dir` (one per uploader: `commitlog/{start:020}.{uploader}`, or
+/// `{start:020}` as the layout before uploader ids named it), sorted.
+pub fn segment_objects(set_dir: &Path, start: i64) -> Vec<PathBuf> {
+    let name = format!("{start:020}");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(set_dir.join("commitlog"))
+        .map(|listing| {
+            listing
+                .filter_map(|item| item.ok())
+                .filter(|item| {
+                    let file = item.file_name().to_string_lossy().into_owned();
+                    file == name || file.starts_with(&format!("{name}."))
+                })
+                .map(|item| item.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// The first segment's object of the default replica set ([`SET_PREFIX`])
+/// under the object store directory `remote`, when there is one.
+pub fn first_remote(remote: &Path) -> Option<PathBuf> {
+    let mut found = segment_objects(&remote.join(SET_PREFIX), 0);
+    assert!(found.len() <= 1, "one uploader, several objects: {found:?}");
+    found.pop()
+}
 
 /// The backend keys of a directory as the object store.
 pub fn posix(remote: &Path) -> Vec<String> {

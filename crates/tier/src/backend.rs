@@ -36,9 +36,19 @@ impl Backend {
         }
     }
 
-    /// The object key of the CommitLog segment starting at `start`.
-    pub fn segment_key(&self, start: i64) -> ObjectPath {
-        let name = ferrocket_store::offset_file_name(start);
+    /// The object key of the CommitLog segment starting at `start` as
+    /// `uploader` (the store's id, [`ferrocket_store::tier::UPLOADER_FILE`])
+    /// uploads it: `{start:020}.{uploader}`. Two brokers of the set that
+    /// both upload a start (a deposed master still reaching the store, and
+    /// the new master) write different objects, so an entry's key always
+    /// names the bytes its CRC32 was taken of. Empty `uploader`: the layout
+    /// before ids (`{start:020}`), still read through manifest keys.
+    pub fn segment_key(&self, start: i64, uploader: &str) -> ObjectPath {
+        let mut name = ferrocket_store::offset_file_name(start);
+        if !uploader.is_empty() {
+            name.push('.');
+            name.push_str(uploader);
+        }
         self.segment_dir().child(name)
     }
 
@@ -62,6 +72,16 @@ impl Backend {
             true => ObjectPath::from(name),
             false => ObjectPath::from(format!("{}/{name}", self.prefix)),
         }
+    }
+}
+
+/// The start offset a segment object's file name holds: `{start:020}`
+/// (the layout before uploader ids) or `{start:020}.{uploader}`.
+pub fn segment_start(name: &str) -> Option<i64> {
+    let digits = name.split_once('.').map_or(name, |(digits, _)| digits);
+    match digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        true => digits.parse().ok(),
+        false => None,
     }
 }
 
@@ -171,7 +191,7 @@ fn with_causes(error: &dyn std::error::Error) -> String {
 
 /// One look at the store at start: logs clearly whether it answers.
 pub async fn probe(backend: &Backend, tier: &TierHandle) {
-    let key = backend.segment_key(0);
+    let key = backend.segment_key(0, "");
     match backend.store.head(&key).await {
         Ok(_) | Err(object_store::Error::NotFound { .. }) => {
             tracing::info!(store = %backend.describe, "tiered storage: the object store answers");
@@ -208,14 +228,18 @@ mod tests {
         .unwrap();
         let error = backend
             .store
-            .head(&backend.segment_key(0))
+            .head(&backend.segment_key(0, ""))
             .await
             .unwrap_err();
         let why = explain(&error);
         assert!(why.contains("unreachable"), "{why}");
         assert_eq!(
-            backend.segment_key(65536).to_string(),
+            backend.segment_key(65536, "").to_string(),
             "commitlog/00000000000000065536"
+        );
+        assert_eq!(
+            backend.segment_key(65536, "0a1b").to_string(),
+            "commitlog/00000000000000065536.0a1b"
         );
         assert_eq!(backend.manifest_key().to_string(), "manifest.json");
     }
@@ -241,9 +265,21 @@ mod tests {
         config.owner = "c1/broker-a".into();
         let backend = open_backend(&config).unwrap();
         assert_eq!(
-            backend.segment_key(0).to_string(),
-            "c1/broker-a/commitlog/00000000000000000000"
+            backend.segment_key(0, "00ff00ff00ff00ff").to_string(),
+            "c1/broker-a/commitlog/00000000000000000000.00ff00ff00ff00ff"
         );
         assert_eq!(backend.segment_dir().to_string(), "c1/broker-a/commitlog");
+    }
+
+    #[test]
+    fn segment_names_of_both_layouts_parse() {
+        assert_eq!(segment_start("00000000000000065536"), Some(65536));
+        assert_eq!(
+            segment_start("00000000000000065536.00ff00ff00ff00ff"),
+            Some(65536)
+        );
+        assert_eq!(segment_start("65536"), None);
+        assert_eq!(segment_start("manifest.json"), None);
+        assert_eq!(segment_start("0000000000000006553x.ab"), None);
     }
 }

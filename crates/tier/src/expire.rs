@@ -14,7 +14,7 @@ use object_store::path::Path as ObjectPath;
 use ferrocket_store::tier::TierHandle;
 use ferrocket_store::CommitLogReader;
 
-use crate::backend::{explain, Backend};
+use crate::backend::{explain, segment_start, Backend};
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -87,7 +87,13 @@ async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool 
 /// and at or past the CommitLog's end (copies of a tail cut back by a fork
 /// point or recovery, forgotten then). Objects in between may be uploads
 /// about to be recorded: never touched (and none is in flight: the sweep
-/// runs between upload passes). Answers whether it completed.
+/// runs between upload passes). Whoever uploaded them: an object of
+/// another uploader (a former master of the set, or a deposed one still
+/// reaching the store) that this master's manifest does not name is never
+/// read through it either, so it is garbage too; one the manifest names
+/// (adopted from the set's published manifest) is kept, as are objects
+/// of the layout before uploader ids that it names. Answers whether it
+/// completed.
 pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
     let local_min = reader.min_offset();
     let end = reader.written_offset();
@@ -106,11 +112,15 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
                 return false;
             }
         };
-        let start = meta.location.filename().and_then(|n| n.parse::<i64>().ok());
+        let start = meta.location.filename().and_then(segment_start);
         if let Some(start) = start {
             let seg_end = start + tier.offloaded.segment_bytes() as i64;
             let stale = seg_end <= local_min || start >= end;
-            if stale && tier.offloaded.get(start).is_none() {
+            let named = tier
+                .offloaded
+                .get(start)
+                .is_some_and(|entry| entry.key == meta.location.as_ref());
+            if stale && !named {
                 leftovers.push(meta.location);
             }
         }

@@ -96,6 +96,8 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
         return Ok(0);
     }
     let staging = config.root_dir.join(STAGING_DIR);
+    clear(&staging)?;
+    check_room(&config.root_dir, room_needed(&run, config.segment_bytes))?;
     let kept = runtime.block_on(download(&backend, &run, &staging))?;
     let Some(last) = kept.last() else {
         return Ok(0);
@@ -117,6 +119,49 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
 
 fn start_error(path: &Path, e: std::io::Error) -> TierError {
     TierError::Start(format!("restoring {}: {e}", path.display()))
+}
+
+/// Removes what an interrupted restore left in `staging`.
+fn clear(staging: &Path) -> Result<(), TierError> {
+    if staging.exists() {
+        std::fs::remove_dir_all(staging).map_err(|e| start_error(staging, e))?;
+    }
+    Ok(())
+}
+
+/// Free bytes a restore of `run` needs: the run, the empty segment the
+/// CommitLog goes on in, and an eighth of the run again as headroom for
+/// the ConsumeQueues and index files recovery rebuilds from it (a
+/// ConsumeQueue entry is 20 bytes: an eighth covers messages down to
+/// about 160 bytes, with room left for the index).
+fn room_needed(run: &[OffloadEntry], segment_bytes: u64) -> u64 {
+    let run_bytes: u64 = run.iter().map(|entry| entry.size).sum();
+    run_bytes
+        .saturating_add(segment_bytes)
+        .saturating_add(run_bytes / 8)
+}
+
+/// Refuses a restore the file system holding `root` (or its nearest
+/// existing parent: a lost disk's store root may not exist yet) has no
+/// room for, rather than filling the disk. Space that cannot be told is
+/// not a refusal.
+fn check_room(root: &Path, needed: u64) -> Result<(), TierError> {
+    let Some(existing) = root.ancestors().find(|dir| dir.exists()) else {
+        return Ok(());
+    };
+    let Some(free) = ferrocket_store::disk_free_bytes(existing) else {
+        return Ok(());
+    };
+    if free >= needed {
+        return Ok(());
+    }
+    Err(TierError::Start(format!(
+        "the store is empty and the object store holds segments to restore, but {} has {free} \
+         bytes free and the restore needs {needed} (the segments, the segment the CommitLog goes \
+         on in, and an eighth more for the ConsumeQueues and index rebuilt from them); free \
+         space there, or give the store a larger disk",
+        existing.display()
+    )))
 }
 
 /// Whether the CommitLog directory holds a segment (a file named by an
@@ -275,9 +320,7 @@ async fn download(
     run: &[OffloadEntry],
     staging: &Path,
 ) -> Result<Vec<OffloadEntry>, TierError> {
-    if staging.exists() {
-        std::fs::remove_dir_all(staging).map_err(|e| start_error(staging, e))?;
-    }
+    clear(staging)?;
     std::fs::create_dir_all(staging).map_err(|e| start_error(staging, e))?;
     let mut kept: Vec<OffloadEntry> = Vec::new();
     for entry in run {
@@ -373,5 +416,20 @@ mod tests {
         assert!(!has_segments(dir.path()).unwrap());
         std::fs::write(dir.path().join(offset_file_name(0)), b"").unwrap();
         assert!(has_segments(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn a_restore_without_room_is_refused() {
+        let run = [entry(0, 800), entry(800, 800)];
+        assert_eq!(room_needed(&run, 800), 1600 + 800 + 200);
+        let dir = tempfile::tempdir().unwrap();
+        // A store root not made yet is measured on its parent.
+        let root = dir.path().join("store/root");
+        check_room(&root, 4096).unwrap();
+        let refused = check_room(&root, u64::MAX).unwrap_err().to_string();
+        assert!(
+            refused.contains("bytes free and the restore needs"),
+            "{refused}"
+        );
     }
 }

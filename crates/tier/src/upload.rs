@@ -49,7 +49,8 @@ pub(crate) async fn pass(
         if stop.load(Ordering::Acquire) || reader.is_replica() {
             return recorded;
         }
-        match upload_segment(backend, *start, path, tier.offloaded.segment_bytes()).await {
+        let size = tier.offloaded.segment_bytes();
+        match upload_segment(backend, &tier.uploader, *start, path, size).await {
             Ok(_) if reader.is_replica() => return recorded,
             Ok(entry) => {
                 if let Err(e) = tier.offloaded.record(entry) {
@@ -85,11 +86,12 @@ pub(crate) async fn pass(
 /// Uploads one segment file and verifies the remote copy.
 async fn upload_segment(
     backend: &Backend,
+    uploader: &str,
     start: i64,
     path: &Path,
     size: u64,
 ) -> Result<OffloadEntry, UploadError> {
-    let key = backend.segment_key(start);
+    let key = backend.segment_key(start, uploader);
     let written_ms = tokio::fs::metadata(path)
         .await
         .and_then(|meta| meta.modified())
@@ -280,6 +282,39 @@ mod tests {
                 Ok(())
             })
         }
+    }
+
+    /// A deposed master cut off from the controller and the new master
+    /// both upload the segment at 0, the deposed one last: each entry's key
+    /// still names the bytes its CRC32 was taken of.
+    #[tokio::test]
+    async fn two_uploaders_of_one_start_write_different_objects() {
+        use ferrocket_store::tier::{TierBackend, TierConfig};
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = TierConfig::new(TierBackend::Posix {
+            path: dir.path().join("remote"),
+        });
+        config.owner = "c1/broker-a".into();
+        let backend = crate::open_backend(&config).unwrap();
+        let size = 4096usize;
+        let (new_master, zombie) = (dir.path().join("new"), dir.path().join("zombie"));
+        std::fs::write(&new_master, vec![1u8; size]).unwrap();
+        std::fs::write(&zombie, vec![2u8; size]).unwrap();
+        let ours = upload_segment(&backend, "00000000000000aa", 0, &new_master, size as u64);
+        let ours = ours.await.ok().unwrap();
+        let theirs = upload_segment(&backend, "00000000000000bb", 0, &zombie, size as u64);
+        let theirs = theirs.await.ok().unwrap();
+        assert_ne!(ours.key, theirs.key);
+        assert_eq!(
+            ours.key,
+            "c1/broker-a/commitlog/00000000000000000000.00000000000000aa"
+        );
+        // What a reader of the manifest does: a ranged GET of the entry's key.
+        let key = ObjectPath::from(ours.key.as_str());
+        let read = backend.store.get_range(&key, 0..size as u64).await.unwrap();
+        assert_eq!(&read[..], &vec![1u8; size][..]);
+        assert_eq!(crc32fast::hash(&read), ours.crc32);
+        assert_ne!(ours.crc32, theirs.crc32);
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ mod cache;
 mod config;
 mod expiry;
 mod manifest;
+mod uploader;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -18,6 +19,7 @@ use futures_channel::{mpsc, oneshot};
 pub use config::*;
 pub use expiry::REMOTE_DELETE_PER_PASS_MAX;
 pub use manifest::{OffloadEntry, Offloaded, MANIFEST_FILE};
+pub use uploader::UPLOADER_FILE;
 
 /// Directory of the tier's files under the store root.
 pub const TIER_DIR: &str = "tier";
@@ -109,6 +111,9 @@ impl TierStatus {
 pub struct TierShared {
     pub config: TierConfig,
     pub offloaded: Offloaded,
+    /// This store's uploader id (`uploader` module): the suffix of every
+    /// object key it uploads.
+    pub uploader: String,
     pub status: TierStatus,
     cache: Mutex<cache::ChunkCache>,
     fetcher: OnceLock<mpsc::UnboundedSender<FetchRequest>>,
@@ -121,7 +126,9 @@ impl TierShared {
         segment_bytes: u64,
     ) -> Result<Self, crate::StoreError> {
         let offloaded = Offloaded::load(&root.join(TIER_DIR), segment_bytes)?;
+        let uploader = uploader::load_or_create(&root.join(TIER_DIR))?;
         Ok(Self {
+            uploader,
             cache: Mutex::new(cache::ChunkCache::new(config.read_cache_bytes)),
             config,
             offloaded,
