@@ -77,6 +77,12 @@ fn offloads_to_a_directory_drops_locally_and_reads_through() {
     // The remote copies are whole segments, named as the local files with
     // the uploader id after them.
     let first = tier::first_remote(remote.path()).expect("the first segment's object");
+    let uploader = std::fs::read_to_string(broker.store_dir().join("tier/uploader")).unwrap();
+    assert!(
+        first.ends_with(format!("00000000000000000000.{uploader}")),
+        "{}",
+        first.display()
+    );
     assert_eq!(std::fs::metadata(&first).unwrap().len(), SEGMENT_BYTES);
     assert!(info_number(&mut conn, "tieredDroppedSegments") >= 1);
     assert_eq!(runtime_info(&mut conn)["tieredMinOffset"], "0");
