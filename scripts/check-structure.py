@@ -13,7 +13,11 @@ Fails (exit 1) on:
   member of the component;
 - a non-test function longer than 100 lines (from its `fn` line to its
   closing brace);
-- a Rust file (any, tests included) longer than 600 lines.
+- a Rust file (any, tests included) longer than 600 lines;
+- a function of crates/store that moves an offset (named in OFFSET_MOVER
+  or OFFSET_MOVERS_NAMED) with fewer than two assertions (`assert!`,
+  `debug_assert!`, their `_eq`/`_ne` forms, or a call of an `assert_*`
+  helper): TigerBeetle's rule, where the invariants of positions live.
 
 Usage: scripts/check-structure.py [--report] [ROOT]
   --report  print the numbers (largest component per crate, functions over
@@ -451,6 +455,54 @@ def functions(module: Module) -> list[tuple[int, str, int]]:
     return out
 
 
+# ----------------------------------------------------- offset assertions
+
+OFFSET_MOVERS_CRATE = "crates/store/src/lib.rs"
+# Functions that move a position: appends, rolls, truncations, published
+# written/durable/applied positions, queue floors, recovery.
+OFFSET_MOVER = re.compile(
+    r"^(append|append_after_loss|publish_(written|durable)|push_(segment|hot)|replace_only"
+    r"|remove_front|restart_at|rebase|roll|write_batch|write_chunk|sync_written|begin_at"
+    r"|delete_below|delete_expired_segments|correct_min|raise_floor|lower_floor_to_end"
+    r"|truncate\w*|advance_\w+|recover|cut_tail|flush_queues|shard_flushed)$"
+)
+# Movers whose names are too common for the pattern: (file, function).
+OFFSET_MOVERS_NAMED = {
+    ("crates/store/src/appender/writer.rs", "write"),
+    ("crates/store/src/checkpoint_writer.rs", "write"),
+    ("crates/store/src/index/file.rs", "put"),
+}
+# Matched by name, but they move nothing themselves.
+OFFSET_MOVERS_EXEMPT = {
+    ("crates/store/src/shard.rs", "append"),  # hands a request to the appender
+}
+OFFSET_ASSERTS_MIN = 2
+ASSERTION = re.compile(r"(?<![\w$])(?:debug_)?assert(?:_eq|_ne)?!|(?<![\w$])assert_\w+\(")
+
+
+def offset_movers_short_of_asserts(root: str) -> list[str]:
+    """Each offset-moving store function with fewer than
+    OFFSET_ASSERTS_MIN assertions, and each named one that is gone."""
+    out, seen = [], set()
+    for module in load_crate(os.path.join(root, OFFSET_MOVERS_CRATE)).values():
+        rel = os.path.relpath(module.file, root)
+        code = own_code(module)
+        for m in FN_DECL.finditer(code):
+            name, key = m.group(1), (rel, m.group(1))
+            end = item_end(code, m.end())
+            if key in OFFSET_MOVERS_EXEMPT or end < 0 or end >= len(code) or code[end] != "}":
+                continue
+            if not (OFFSET_MOVER.match(name) or key in OFFSET_MOVERS_NAMED):
+                continue
+            seen.add(key)
+            count = len(ASSERTION.findall(code, m.end(), end))
+            if count < OFFSET_ASSERTS_MIN:
+                line = module.text.count("\n", 0, module.span[0] + m.start()) + 1
+                out.append(f"{rel}:{line} {name} moves an offset with {count} assertion(s) (at least {OFFSET_ASSERTS_MIN})")
+    out += [f"{f}: {fn} is named in OFFSET_MOVERS_NAMED but not found" for f, fn in sorted(OFFSET_MOVERS_NAMED - seen)]
+    return out
+
+
 # ---------------------------------------------------------------- driver
 
 
@@ -495,7 +547,7 @@ def long_files(root: str) -> list[str]:
 
 
 def check(root: str, report: bool) -> int:
-    failures = long_files(root)
+    failures = long_files(root) + offset_movers_short_of_asserts(root)
     long_70 = long_100 = 0
     for crate in workspace_crates(root):
         graph = {p: references(m, crate.modules) for p, m in crate.modules.items()}

@@ -1,12 +1,26 @@
-//! RocketMQ's ACL 1.0 ("plain ACL"): accounts in `plain_acl.yml`, each
-//! request signed by the client with HMAC-SHA1 over its header values and
-//! body, checked against the account's topic and group permissions.
+//! Both of RocketMQ's access controls. Names: `auth` always means ACL 2.0
+//! (as RocketMQ 5.3's module is called) and `acl` alone means ACL 1.0,
+//! except this crate's name and, in the broker, `wire/acl.rs` (the gate in
+//! front of every request) and `services/acl.rs` (a shard's copy of shared
+//! state), which serve both.
 //!
-//! Java's classes: `PlainPermissionManager` (the check), `PlainAccessResource`
-//! (what a request needs), `Permission`, `AclUtils` / `AclSigner` (the
-//! signature), `RemoteAddressStrategyFactory` (white-listed addresses).
-//! What the broker does with a refusal (the answer's code and remark) is the
-//! caller's; this crate only decides.
+//! - **ACL 1.0** ("plain ACL", the crate root's modules): accounts in
+//!   `plain_acl.yml`, each request signed by the client with HMAC-SHA1 over
+//!   its header values and body, checked against the account's topic and
+//!   group permissions; `grpc` is the same for the v5 clients' signature.
+//!   Java's classes: `PlainPermissionManager` (the check),
+//!   `PlainAccessResource` (what a request needs), `Permission`, `AclUtils` /
+//!   `AclSigner` (the signature), `RemoteAddressStrategyFactory`
+//!   (white-listed addresses).
+//! - **ACL 2.0** ([`auth`], RocketMQ 5.3's `auth` module): users and ACLs
+//!   kept in the store's `authMetadata.json`, authentication and
+//!   authorization.
+//! - [`stored`]: the one table of requests that reach a stored message by
+//!   offset or id, which both apply.
+//!
+//! What a server does with a refusal (the answer's code and remark) is the
+//! caller's; this crate only decides. It depends on `ferrocket-protocol`
+//! only.
 
 mod address;
 pub mod auth;

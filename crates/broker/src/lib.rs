@@ -25,8 +25,24 @@
 //! - `services`: features' state and logic, free of `Shard` and the
 //!   transport (topics, groups, offsets, pop, filters, timer, delay levels,
 //!   transactions, replication, metrics ...).
-//! - `config`: [`BrokerConfig`] and the settings' parsing; `sql92` the
-//!   SQL92 filter language. [`run`] (`start`) wires it together.
+//! - `config`: [`BrokerConfig`] and the settings, each declared once
+//!   (`config/keys`); `sql92` the SQL92 filter language; `error` the
+//!   typed `Reject` a request gets and [`BrokerError`];
+//!   `local_port` the door in-process callers use; `clock` wall time.
+//!   [`run`] (`start`) wires it together.
+//!
+//! Controller mode: the broker's data plane (AutoSwitch HA, the dispatch
+//! gate, a role change in place) is here; the supervision that talks to the
+//! controllers is outside this crate (see docs/architecture.md).
+//!
+//! ACLs: `auth` names ACL 2.0 (`services/auth.rs`, `wire/auth_admin.rs`),
+//! `acl` ACL 1.0 (`tasks/acl_reload.rs`), except `wire/acl.rs`, the gate
+//! that checks both in front of every request, and `services/acl.rs`, a
+//! shard's copy of either's shared state.
+//!
+//! Depends on `ferrocket-store`, `-runtime`, `-protocol`, `-acl`, `-tls`,
+//! `-metrics` and `-tier`; never on `-client`, `-grpc`, `-controller` or
+//! `-namesrv`.
 mod clock;
 mod config;
 mod error;

@@ -9,8 +9,13 @@
 //! (Remoting) → [`handler`] (request codes) → [`node`] (read and write
 //! paths, elections, notifications) → [`rules`] (decisions) and [`raft`]
 //! (log, storage, transport) → [`state`] (what is replicated);
-//! [`settings`] shows and changes the settings read while running;
-//! [`auth`] says who may call (ACL 1.0, TLS).
+//! [`settings`] shows and changes the settings read while running
+//! ([`config`] declares them); [`live`] is each controller's own table of
+//! broker heartbeats; [`auth`] says who may call (ACL 1.0, TLS).
+//! [`member`] is the other side: a broker's client of the controllers.
+//!
+//! Depends on `ferrocket-client`, `-protocol`, `-acl` and `-tls`; the broker
+//! crate does not depend on it (the binary wires the two together).
 
 pub mod auth;
 pub mod config;

@@ -8,10 +8,18 @@
 //! SEND_MESSAGE, receives as POP_MESSAGE, acks as ACK_MESSAGE, and so on.
 //!
 //! Layout: `service` implements the gRPC trait and reads the metadata;
-//! `route`, `send`, `receive`, `offsets`, `transaction` and `telemetry` hold one family of
-//! calls each; `convert` maps messages between v5 and Remoting; `status`
-//! the codes; `limits` the proxy's limits; `backend` the Remoting side; `renew`
-//! push consumers' receipt-handle auto-renew.
+//! `route`, `send`, `receive`, `pull`, `offsets`, `transaction` (with
+//! `halves`), `dead_letter`, `recall`, `lite` and `telemetry` hold one family
+//! of calls each; `convert` and `body` map messages between v5 and Remoting;
+//! `status` the codes; `limits`, `budget` and `guard` the endpoint's limits;
+//! `backend` the Remoting side, `local` the in-broker one (`proxyMode=local`);
+//! `renew` push consumers' receipt-handle auto-renew; `tls` the port's TLS;
+//! `auth` checks ACL 1.0 signatures and `auth_v2` ACL 2.0 users and ACLs,
+//! with `replay` bounding how long a signature holds.
+//!
+//! Depends on `ferrocket-client`, `-protocol`, `-acl` and `-tls`, never on a
+//! broker crate: a broker that runs the endpoint in process implements
+//! `local::LocalBroker` for it.
 
 // tonic's service trait answers `Result<_, tonic::Status>` (176 bytes):
 // the calls that feed it return the same.

@@ -3,9 +3,10 @@
 //! RocketMQ 5's naming ([`exposition`]), the request-latency family
 //! ([`rpc`]), the `/metrics` endpoint on a glommio executor ([`http`]),
 //! and the same families pushed over OTLP or to the log ([`family`],
-//! [`otlp`], [`push`]). Counting stays with each server (per-shard cells,
+//! [`otlp`], [`push`]); the exporter settings ([`config`], declared in
+//! [`settings`]). Counting stays with each server (per-shard cells,
 //! summed on scrape); this crate only writes, serves and sends what they
-//! gathered.
+//! gathered. Depends on `ferrocket-protocol` and `ferrocket-runtime`.
 
 pub mod config;
 pub mod exposition;

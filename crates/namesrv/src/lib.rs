@@ -6,6 +6,12 @@
 //! state lives on that thread, so nothing is locked. Routes are not kept
 //! across restarts (brokers register with every name server every 30 s);
 //! the KV config is, in `kvConfigPath` when one is set.
+//!
+//! `processor` answers the request codes, `route` and `kv` hold the state,
+//! `keys` declares the settings and `settings` serves them online, `acl`
+//! checks writes under ACL 1.0, `notify` sends NOTIFY_MIN_BROKER_ID_CHANGE,
+//! `metrics` the Prometheus families. Depends on `ferrocket-runtime`,
+//! `-protocol`, `-acl`, `-tls` and `-metrics`.
 
 mod acl;
 mod config;

@@ -16,6 +16,11 @@ use crate::ProtocolError;
 
 /// Bytes of one item besides its body and properties.
 pub const BATCH_ITEM_OVERHEAD_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 2;
+// TOTALSIZE, MAGICCODE, BODYCRC, FLAG, the body's i32 length, the
+// properties' i16 length.
+const _: () = assert!(
+    BATCH_ITEM_OVERHEAD_BYTES == 4 * size_of::<i32>() + size_of::<i32>() + size_of::<i16>()
+);
 
 /// One message of a batch.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -21,6 +21,8 @@ mod json;
 pub const FLAG_RESPONSE: i32 = 1;
 /// `flag` bit 1: the request expects no response.
 pub const FLAG_ONEWAY: i32 = 2;
+// Separate bits of the `flag` field.
+const _: () = assert!(FLAG_RESPONSE & FLAG_ONEWAY == 0);
 
 /// Header serialization of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

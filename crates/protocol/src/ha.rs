@@ -17,6 +17,11 @@ pub const FRAME_HEADER_BYTES: usize = 12;
 /// Largest frame body a slave accepts (the Java slave's read buffer).
 pub const FRAME_BODY_BYTES_MAX: usize = 4 * 1024 * 1024;
 
+const _: () = assert!(REPORT_BYTES == size_of::<i64>());
+const _: () = assert!(FRAME_HEADER_BYTES == size_of::<i64>() + size_of::<i32>());
+// The header's size field is an i32.
+const _: () = assert!(FRAME_BODY_BYTES_MAX <= i32::MAX as usize);
+
 /// A slave's report of its CommitLog end.
 pub fn encode_report(offset: i64) -> [u8; REPORT_BYTES] {
     offset.to_be_bytes()

@@ -15,6 +15,14 @@ pub const EXT_FIELDS_COUNT_MAX: usize = 256;
 /// Most messages in one batch send.
 pub const BATCH_MESSAGES_MAX: usize = 4096;
 
+// A frame's length prefix is an i32, and a message body must fit a frame.
+const _: () = assert!(FRAME_BYTES_MAX <= i32::MAX as usize);
+const _: () = assert!(MESSAGE_BODY_BYTES_MAX_DEFAULT < FRAME_BYTES_MAX);
+const _: () = assert!(PROPERTIES_BYTES_MAX < FRAME_BYTES_MAX);
+// A stored topic name has a one-byte length (record version 1).
+const _: () = assert!(TOPIC_NAME_BYTES_MAX <= u8::MAX as usize);
+const _: () = assert!(EXT_FIELDS_COUNT_MAX > 0 && BATCH_MESSAGES_MAX > 0);
+
 /// Checks a topic name against RocketMQ's rules: `^[%|a-zA-Z0-9_-]+$`,
 /// at most 127 bytes.
 pub fn validate_topic(topic: &str) -> Result<(), ProtocolError> {

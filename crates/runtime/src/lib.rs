@@ -3,8 +3,13 @@
 //! server and the broker run on each of their executors.
 //!
 //! `server` accepts connections and runs the per-connection read/dispatch/
-//! write loop; `shard` starts the pinned executors and carries messages
-//! between them.
+//! write loop; `shard` starts the pinned executors and carries typed calls
+//! between them (the mesh) and holds the single-writer tables
+//! (`Master`/`Replica`); `task_set` names each shard's background tasks and
+//! bounds their shutdown; `sync` has the executor-local wake and stop
+//! primitives; `settings` the declared-once settings every server's keys
+//! use, with `suggest` for "did you mean"; `lock` the one-process-per-data-
+//! directory lock. Depends on `ferrocket-protocol` and `ferrocket-tls`.
 
 pub mod lock;
 pub mod server;

@@ -37,9 +37,12 @@ impl CheckpointWriter {
 
     /// A shard reports its ConsumeQueues flushed below `watermark`.
     pub(crate) fn shard_flushed(&self, shard: usize, watermark: i64) {
-        if let Some(slot) = self.shard_flushed.get(shard) {
-            slot.fetch_max(watermark, Ordering::AcqRel);
-        }
+        assert!(
+            shard < self.shard_flushed.len(),
+            "shard {shard} out of range"
+        );
+        assert!(watermark >= 0, "a flushed watermark below zero");
+        self.shard_flushed[shard].fetch_max(watermark, Ordering::AcqRel);
     }
 
     fn consumequeue_flushed(&self) -> i64 {
@@ -52,6 +55,10 @@ impl CheckpointWriter {
 
     /// Writes the checkpoint if it moved (blocking I/O).
     pub(crate) fn write(&self, commitlog_flushed: i64) -> Result<(), StoreError> {
+        assert!(
+            commitlog_flushed >= 0,
+            "a flushed CommitLog position below zero"
+        );
         let consumequeue_flushed = self.consumequeue_flushed();
         let mut last = match self.last.lock() {
             Ok(guard) => guard,
@@ -70,6 +77,11 @@ impl CheckpointWriter {
         if next == *last {
             return Ok(());
         }
+        debug_assert!(
+            next.commitlog_flushed >= last.commitlog_flushed
+                && next.consumequeue_flushed >= last.consumequeue_flushed,
+            "a checkpoint never goes back"
+        );
         next.store(&self.path)?;
         *last = next;
         Ok(())

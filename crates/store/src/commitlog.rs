@@ -147,14 +147,21 @@ impl CommitLogShared {
 
     /// Publishes a new written position (appender only; only grows).
     pub(crate) fn publish_written(&self, end: i64) {
+        assert!(end >= 0, "a written position below zero");
         let old = self.written.swap(end, Ordering::AcqRel);
         assert!(old <= end, "written position went back from {old} to {end}");
+        debug_assert!(
+            self.durable() <= end,
+            "durable beyond the new written position"
+        );
     }
 
     /// Publishes a new durable position; never beyond written, never back.
     pub(crate) fn publish_durable(&self, end: i64) {
+        assert!(end >= 0, "a durable position below zero");
         assert!(end <= self.written(), "durable {end} beyond written");
-        self.durable.fetch_max(end, Ordering::AcqRel);
+        let old = self.durable.fetch_max(end, Ordering::AcqRel);
+        debug_assert!(old <= self.written(), "durable was beyond written");
     }
 
     pub(crate) fn segment_list(&self) -> SegmentList {
@@ -170,6 +177,12 @@ impl CommitLogShared {
 
     /// Adds a freshly created segment at the end (appender only).
     pub(crate) fn push_segment(&self, segment: Arc<SegmentMap>) {
+        assert!(segment.start >= 0, "a segment below zero");
+        assert_eq!(
+            segment.start % self.segment_bytes as i64,
+            0,
+            "segments start at a multiple of the segment size"
+        );
         let mut guard = match self.segments.write() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
@@ -195,6 +208,15 @@ impl CommitLogShared {
             Err(poisoned) => poisoned.into_inner(),
         };
         assert!(guard.len() <= 1, "only an empty CommitLog moves");
+        assert_eq!(
+            segment.start % self.segment_bytes as i64,
+            0,
+            "segments start at a multiple of the segment size"
+        );
+        assert!(
+            !guard.first().is_some_and(|old| old.start >= segment.start),
+            "an empty CommitLog only moves forward"
+        );
         *guard = Arc::new(vec![segment]);
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
@@ -212,8 +234,13 @@ impl CommitLogShared {
         if count == 0 {
             return Vec::new();
         }
+        assert!(count < guard.len(), "the active segment always stays");
         let removed = guard[..count].to_vec();
         *guard = Arc::new(guard[count..].to_vec());
+        debug_assert!(
+            removed.last().map(|s| s.start) < guard.first().map(|s| s.start),
+            "only the oldest segments go"
+        );
         self.generation.fetch_add(1, Ordering::AcqRel);
         removed
     }
@@ -260,6 +287,7 @@ impl CommitLogShared {
                 "hot tail chunks must follow one another"
             );
         }
+        assert!(start >= 0, "a hot tail chunk below zero");
         hot.bytes += bytes.len();
         hot.chunks.push_back((start, bytes));
         while hot.bytes > hot.bytes_max && hot.chunks.len() > 1 {
@@ -267,6 +295,7 @@ impl CommitLogShared {
                 hot.bytes -= old.len();
             }
         }
+        debug_assert!(!hot.chunks.is_empty(), "the newest chunk stays");
     }
 
     fn read_hot(&self, offset: i64, size: usize) -> Option<Bytes> {

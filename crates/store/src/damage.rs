@@ -28,6 +28,7 @@ pub const QUARANTINE_DIR: &str = "quarantine";
 /// Most bytes of one damaged range copied into quarantine (the file name
 /// still gives the whole range).
 pub const QUARANTINE_COPY_BYTES_MAX: usize = 64 * 1024 * 1024;
+const _: () = assert!(QUARANTINE_COPY_BYTES_MAX > 0);
 /// The bytes every record's magic starts with (v1 and v2 differ after).
 const MAGIC_PREFIX: [u8; 3] = [0xDA, 0xA3, 0x20];
 

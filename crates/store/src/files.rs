@@ -8,6 +8,8 @@ use crate::error::{IoContext, IoFailure, StoreError};
 
 /// Digits in a segment file name.
 pub const FILE_NAME_DIGITS: usize = 20;
+// Every offset fits a name: an i64 has at most ilog10(i64::MAX) + 1 = 19 digits.
+const _: () = assert!((i64::MAX.ilog10() as usize) < FILE_NAME_DIGITS);
 
 /// `00000000001073741824` for 1 GiB.
 pub fn offset_file_name(offset: i64) -> String {

@@ -1,6 +1,11 @@
 //! Ferrocket's storage: the CommitLog (one per broker, one appender), the
 //! per-queue ConsumeQueues, the checkpoint and crash recovery, plus atomic
-//! JSON config files for the broker.
+//! JSON config files for the broker. Beside them: the IndexFile (`index`),
+//! the timer store (`timer`), the epoch file of controller mode (`epoch`),
+//! retention by age and per topic (`retention`, `topic_retention`), damaged
+//! ranges and their quarantine, and the store's side of tiered storage
+//! (`tier`: the manifest and the read-through cache; `ferrocket-tier` does
+//! the I/O). Depends on `ferrocket-protocol` only.
 //!
 //! # Threads
 //!

@@ -583,6 +583,14 @@ impl ShardInner {
                 return;
             }
         }
+        assert!(
+            watermark <= self.applied.get(),
+            "applied went back during a flush"
+        );
+        debug_assert!(
+            watermark <= self.watermark.get(),
+            "flushed past the watermark"
+        );
         self.ctx.checkpoint.shard_flushed(self.shard_id, watermark);
     }
 }

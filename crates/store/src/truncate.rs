@@ -52,6 +52,7 @@ pub fn truncate_commitlog(config: &StoreConfig, offset: i64) -> Result<i64, Stor
     }
     lower_checkpoint(config, offset)?;
     tracing::warn!(offset, end, "CommitLog cut back to the fork point");
+    assert!(end > offset, "a cut drops bytes");
     Ok(end - offset)
 }
 
@@ -65,5 +66,13 @@ fn lower_checkpoint(config: &StoreConfig, offset: i64) -> Result<(), StoreError>
     };
     checkpoint.commitlog_flushed = checkpoint.commitlog_flushed.min(offset);
     checkpoint.consumequeue_flushed = checkpoint.consumequeue_flushed.min(offset);
+    assert!(
+        checkpoint.commitlog_flushed <= offset,
+        "the checkpoint claims no cut bytes"
+    );
+    assert!(
+        checkpoint.consumequeue_flushed <= offset,
+        "the checkpoint claims no cut entries"
+    );
     checkpoint.store(&path)
 }

@@ -36,6 +36,16 @@ pub const HANDSHAKE_EPOCHS_MAX: usize = 1 << 16;
 /// Largest transfer body a slave accepts (the Java slave's read buffer).
 pub const TRANSFER_BODY_BYTES_MAX: usize = 4 * 1024 * 1024;
 
+// The layouts in the module doc, field by field.
+const _: () = assert!(SLAVE_HANDSHAKE_BYTES == 4 + 2 + 2 + 8);
+const _: () = assert!(SLAVE_REPORT_BYTES == 4 + 8);
+const _: () = assert!(MASTER_HANDSHAKE_HEADER_BYTES == 4 + 4 + 8 + 4);
+const _: () = assert!(MASTER_TRANSFER_HEADER_BYTES == MASTER_HANDSHAKE_HEADER_BYTES + 8 + 8);
+const _: () = assert!(EPOCH_ENTRY_BYTES == 4 + 8);
+// `bodySize` is an i32: the largest handshake and transfer bodies fit it.
+const _: () = assert!(HANDSHAKE_EPOCHS_MAX * EPOCH_ENTRY_BYTES <= i32::MAX as usize);
+const _: () = assert!(TRANSFER_BODY_BYTES_MAX <= i32::MAX as usize);
+
 /// One epoch's first CommitLog position (`EpochEntry`): where the bytes
 /// written under master epoch `epoch` begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -33,6 +33,8 @@ pub type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T> + 'static>>;
 pub const MESH_RING_CAPACITY_DEFAULT: usize = 1024;
 /// Default most requests one shard may have waiting on other shards.
 pub const MESH_IN_FLIGHT_MAX_DEFAULT: usize = 4096;
+// A ring of no slots would never take a call.
+const _: () = assert!(MESH_RING_CAPACITY_DEFAULT > 0 && MESH_IN_FLIGHT_MAX_DEFAULT > 0);
 /// How long connecting the mesh may take before a shard gives up (a peer
 /// that failed to start would otherwise hang everyone).
 pub const MESH_CONNECT_TIMEOUT_MS: u64 = 30_000;

@@ -310,6 +310,10 @@ impl Appender {
         appends: Vec<Append>,
         answers: &mut Answers,
     ) -> Result<Vec<Accepted>, StoreError> {
+        assert!(
+            self.pos >= self.writer.segment_start(),
+            "the appender's position lies in its segment"
+        );
         let total: usize = appends.iter().map(|a| a.request.len_bytes()).sum();
         let mut job = Job {
             start: self.pos,
@@ -396,10 +400,16 @@ impl Appender {
         let next = self.writer.create_next().await?;
         let in_seg = self.pos - self.writer.segment_start();
         let blank = (self.seg_bytes - in_seg) as usize;
+        assert!(blank >= BLANK_BYTES_MIN, "room for the blank filler");
         record::encode_blank(blank, &mut job.bytes);
         self.pos += blank as i64;
         let finished = std::mem::take(&mut job.bytes).freeze();
         self.writer.roll(job.start, finished, next).await?;
+        assert_eq!(
+            self.pos,
+            self.writer.segment_start(),
+            "a roll ends where the next segment starts"
+        );
         job.start = self.pos;
         Ok(())
     }

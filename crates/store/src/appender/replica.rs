@@ -88,6 +88,7 @@ impl Appender {
             false => None,
         };
         let count = self.number_replica(&chunk.bytes, start, dispatches)?;
+        assert!(end > start, "validated: a chunk is not empty");
         self.pos = end;
         let outcome = match next {
             Some(next) => self.writer.roll(start, chunk.bytes.freeze(), next).await,
@@ -126,10 +127,16 @@ impl Appender {
             "empty CommitLog starts at the master's offset"
         );
         self.writer.restart_at(start).await?;
+        assert_eq!(
+            self.writer.segment_start(),
+            start,
+            "the log restarts at a segment"
+        );
         self.common.shared.publish_written(start);
         self.common.shared.publish_durable(start);
         self.common.dispatched_upto.set(start);
         self.pos = start;
+        debug_assert!(self.is_empty_log(), "a rebased log is empty");
         Ok(())
     }
 

@@ -81,6 +81,11 @@ pub(crate) async fn delete_expired_segments(common: &Common, config: &StoreConfi
         return 0;
     }
     let removed = common.shared.remove_front(count);
+    assert!(
+        !common.shared.segment_list().is_empty(),
+        "the active segment stays"
+    );
+    debug_assert!(removed.len() <= count, "no more than asked go");
     if let Some(tier) = common.shared.tier.get() {
         tier.status
             .dropped_segments

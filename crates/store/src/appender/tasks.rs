@@ -115,7 +115,13 @@ pub(crate) async fn sync_written(common: &Common) -> std::io::Result<()> {
     for file in files {
         file.sync_data().await?;
     }
+    // The position was taken before the syncs: it never passed written.
+    assert!(
+        written <= common.shared.written(),
+        "written went back during a flush"
+    );
     common.shared.publish_durable(written);
+    debug_assert!(common.shared.durable() >= written, "durable moved back");
     Ok(())
 }
 

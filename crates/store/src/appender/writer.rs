@@ -196,6 +196,11 @@ impl SegmentWriter {
         self.common.shared.replace_only(map);
         *self.common.current.borrow_mut() = Rc::new(OpenSegment { start, file });
         self.tail.clear();
+        assert_eq!(
+            self.common.shared.min_offset(),
+            start,
+            "the only segment moved"
+        );
         let dir = &self.factory.dir;
         let old_path = dir.join(offset_file_name(old.start));
         std::fs::remove_file(&old_path).io_context("remove empty segment", &old_path)?;

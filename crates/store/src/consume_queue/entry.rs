@@ -6,6 +6,9 @@ pub const CQ_ENTRY_BYTES: usize = 20;
 const _: () = assert!(CQ_ENTRY_BYTES == size_of::<i64>() + size_of::<i32>() + size_of::<i64>());
 /// Tags code of a lost entry (see [`CqEntry::lost`]).
 pub const LOST_TAGS_CODE: i64 = i64::MIN;
+// A default file is Java's (`mappedFileSizeConsumeQueue`, 300,000 entries).
+const _: () =
+    assert!(crate::config::CQ_ENTRIES_PER_FILE_DEFAULT * CQ_ENTRY_BYTES as u64 == 6_000_000);
 
 /// One ConsumeQueue entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

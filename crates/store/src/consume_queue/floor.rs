@@ -66,6 +66,8 @@ impl ConsumeQueue {
             write(&self.dir, end)?;
             self.floor.set(end);
         }
+        assert!(self.floor.get() <= end, "a floor above the queue's end");
+        debug_assert!(self.min_offset() <= end, "the queue starts past its end");
         Ok(())
     }
 
@@ -77,9 +79,12 @@ impl ConsumeQueue {
         if floor <= self.min_offset() {
             return Ok(0);
         }
+        assert!(floor > 0, "a raised floor is above zero");
         write(&self.dir, floor)?;
         self.floor.set(floor);
-        self.delete_files_below(floor)
+        let deleted = self.delete_files_below(floor)?;
+        assert!(self.min_offset() <= self.max_offset(), "floor past the end");
+        Ok(deleted)
     }
 
     fn delete_files_below(&self, floor: i64) -> Result<usize, StoreError> {

@@ -323,7 +323,8 @@ impl ConsumeQueue {
             Some(first) => first.start.max(self.min_offset()),
             None => return,
         };
-        let (mut low, mut high) = (start, self.max_offset());
+        let end = self.max_offset();
+        let (mut low, mut high) = (start, end);
         while low < high {
             let mid = low + (high - low) / 2;
             match self.entry_at(mid) {
@@ -334,6 +335,14 @@ impl ConsumeQueue {
         if low > self.min_offset() {
             self.min_offset.set(low);
         }
+        assert!(
+            self.min_offset.get() <= self.max_offset(),
+            "floor past the end"
+        );
+        debug_assert!(
+            low <= end && self.max_offset() == end,
+            "the queue's end stays"
+        );
     }
 
     /// Rewrites every entry whose record starts in `[start, end)` (a
@@ -410,6 +419,7 @@ impl ConsumeQueue {
         if queue_offset >= self.max_offset() {
             return Ok(());
         }
+        assert!(queue_offset >= 0, "a truncation below zero");
         let mut files = self.files.borrow_mut();
         let per_file = self.entries_per_file as i64;
         while let Some(last) = files.last() {
@@ -431,11 +441,16 @@ impl ConsumeQueue {
         advise_tail(&files);
         drop(files);
         self.max_offset.set(queue_offset.max(self.min_offset.get()));
+        assert!(
+            self.min_offset.get() <= self.max_offset(),
+            "floor past the end"
+        );
         self.lower_floor_to_end()
     }
 
     /// Drops every entry whose record ends past `commitlog_end` (recovery).
     pub(crate) fn truncate_beyond(&self, commitlog_end: i64) -> Result<(), StoreError> {
+        assert!(commitlog_end >= 0, "a CommitLog end below zero");
         let mut keep = self.max_offset();
         while keep > self.min_offset.get() {
             match self.entry_at(keep - 1) {
@@ -443,6 +458,10 @@ impl ConsumeQueue {
                 _ => break,
             }
         }
+        debug_assert!(
+            keep >= self.min_offset.get(),
+            "a cut below the queue's start"
+        );
         self.truncate(keep)
     }
 

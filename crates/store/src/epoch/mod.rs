@@ -133,19 +133,32 @@ impl EpochCache {
             }
         }
         self.entries.push(entry);
+        assert_eq!(self.last(), Some(entry), "the new epoch is the newest");
         self.assert_ordered();
         Ok(())
     }
 
     /// Drops every entry of epoch `epoch` or newer (`truncateSuffixByEpoch`).
     pub fn truncate_from_epoch(&mut self, epoch: i32) {
+        let before = self.entries.len();
         self.entries.retain(|entry| entry.epoch < epoch);
+        assert!(self.entries.len() <= before, "a truncation only drops");
+        assert!(
+            self.last().map_or(true, |last| last.epoch < epoch),
+            "no entry of epoch {epoch} or newer stays"
+        );
     }
 
     /// Drops every entry starting at `offset` or later
     /// (`truncateSuffixByOffset`): after the CommitLog was cut there.
     pub fn truncate_from_offset(&mut self, offset: i64) {
+        let before = self.entries.len();
         self.entries.retain(|entry| entry.start_offset < offset);
+        assert!(self.entries.len() <= before, "a truncation only drops");
+        assert!(
+            self.last().map_or(true, |last| last.start_offset < offset),
+            "no entry starting at {offset} or later stays"
+        );
     }
 
     /// Drops every entry that ends at or before `offset`, and moves the
@@ -162,6 +175,12 @@ impl EpochCache {
                 first.start_offset = offset;
             }
         }
+        assert!(
+            self.entries
+                .first()
+                .map_or(true, |first| first.start_offset >= offset),
+            "no entry starts below {offset}"
+        );
         self.assert_ordered();
     }
 

@@ -287,6 +287,7 @@ impl IndexFile {
             return false;
         }
         let number = self.header.index_count;
+        assert!(number >= 1, "entry 0 is never used");
         let slot_at = self.slot_at(hash);
         let mut prev = read_i32(&self.map, slot_at);
         if prev <= NO_ENTRY || prev >= number {
@@ -352,6 +353,7 @@ impl IndexFile {
     /// `phy`, restoring each slot to its previous chain head. Returns how
     /// many were removed.
     pub fn truncate_from(&mut self, phy: i64) -> usize {
+        let before = self.header.index_count;
         let mut removed = 0;
         while self.header.index_count > 1 {
             let number = self.header.index_count - 1;
@@ -387,6 +389,14 @@ impl IndexFile {
             }
             self.write_header();
         }
+        assert!(
+            (1..=before.max(1)).contains(&self.header.index_count),
+            "a truncation keeps entry 0's place and never grows"
+        );
+        debug_assert_eq!(
+            i64::from(before.max(1) - self.header.index_count),
+            removed as i64
+        );
         removed
     }
 

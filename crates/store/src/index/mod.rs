@@ -263,6 +263,10 @@ impl IndexService {
 
     /// Starts a new file after the last one.
     fn roll(&mut self) -> Result<(), IndexError> {
+        assert!(
+            self.files.last().map_or(true, |f| f.is_full()),
+            "a roll follows a full file"
+        );
         let (prev_end_phy, prev_end_ts, after_ms) = match self.files.last() {
             Some(f) => (f.header.end_phy, f.header.end_ts, f.name_ms + 1),
             None => (0, 0, 0),
@@ -283,6 +287,7 @@ impl IndexService {
                 prev_end_ts,
             )?;
             tracing::info!(path = %path.display(), "new index file");
+            assert!(name_ms >= after_ms, "index file names grow");
             self.files.push(file);
             return Ok(());
         }
@@ -326,6 +331,7 @@ impl IndexService {
     /// recovered CommitLog end). Emptied files other than the oldest are
     /// deleted. Returns the entries dropped.
     pub fn truncate_from(&mut self, physical_offset: i64) -> Result<usize, IndexError> {
+        let (files_before, entries_before) = (self.files.len(), self.entry_count());
         let mut removed = 0;
         while let Some(file) = self.files.last_mut() {
             removed += file.truncate_from(physical_offset);
@@ -341,6 +347,15 @@ impl IndexService {
                 fs::remove_file(&path).io_context("remove index file", &path)?;
             }
         }
+        assert!(
+            self.files.len() >= files_before.min(1),
+            "the oldest file stays"
+        );
+        debug_assert_eq!(
+            self.entry_count() + removed as u64,
+            entries_before,
+            "every dropped entry is counted"
+        );
         Ok(removed)
     }
 
@@ -348,6 +363,7 @@ impl IndexService {
     /// never the newest, whose entries all point below `commitlog_min` (the
     /// CommitLog's new start). Returns how many went.
     pub fn delete_below(&mut self, commitlog_min: i64) -> Result<usize, IndexError> {
+        let before = self.files.len();
         let mut deleted = 0;
         while self.files.len() > 1 && self.files[0].header.end_phy < commitlog_min {
             let file = self.files.remove(0);
@@ -356,6 +372,12 @@ impl IndexService {
             fs::remove_file(&path).io_context("remove index file", &path)?;
             deleted += 1;
         }
+        assert!(self.files.len() >= before.min(1), "the newest file stays");
+        debug_assert_eq!(
+            self.files.len() + deleted,
+            before,
+            "every deleted file is counted"
+        );
         Ok(deleted)
     }
 

@@ -9,6 +9,7 @@ pub const KEY_SEPARATOR: char = '#';
 pub const KEYS_PROPERTY_SEPARATOR: char = ' ';
 /// Characters in an index file name (`yyyyMMddHHmmssSSS`).
 pub const FILE_NAME_CHARS: usize = 17;
+const _: () = assert!(FILE_NAME_CHARS == "yyyyMMddHHmmssSSS".len());
 
 /// Java `String.hashCode` continued over `s` (UTF-16 code units).
 fn java_hash_extend(mut hash: i32, s: &str) -> i32 {

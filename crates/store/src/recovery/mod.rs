@@ -92,7 +92,12 @@ pub(crate) fn recover(config: &StoreConfig) -> Result<Recovered, StoreError> {
         segments = segments.len(),
         "CommitLog recovered"
     );
+    assert!(end >= 0, "a recovered end below zero");
     let segments = settle(config, segments, &queues, end)?;
+    assert!(
+        segments.last().map_or(true, |last| last.start <= end),
+        "the recovered end lies in or past the last segment kept"
+    );
     Ok(Recovered {
         segments,
         end,
@@ -359,6 +364,8 @@ fn open_queues(config: &StoreConfig) -> Result<HashMap<QueueKey, ConsumeQueue>, 
 /// Bytes at a segment's start that tell a never-written (preallocated)
 /// segment from one that was written to.
 const SEGMENT_HEAD_BYTES: usize = 4096;
+// Every segment is at least that long.
+const _: () = assert!(SEGMENT_HEAD_BYTES as u64 <= crate::config::SEGMENT_BYTES_MIN);
 
 /// Zeroes everything after `end` in its segment and deletes later segments.
 fn cut_tail(
@@ -390,6 +397,12 @@ fn cut_tail(
         break;
     }
     if let Some(last) = segments.last() {
+        // The end came from scanning these segments: it lies in the last one kept.
+        assert!(
+            (0..=seg_bytes).contains(&(end - last.start)),
+            "the end {end} lies in the segment at {}",
+            last.start
+        );
         let from = (end - last.start) as u64;
         let path = path_of(last.start);
         let file = fs::OpenOptions::new()
@@ -403,5 +416,9 @@ fn cut_tail(
         file.sync_data().io_context("fdatasync segment", &path)?;
     }
     crate::json_file::sync_dir(&clog_dir)?;
+    debug_assert!(
+        segments.iter().all(|s| s.start <= end),
+        "no segment past the end stays"
+    );
     Ok(segments)
 }

@@ -275,6 +275,7 @@ fn append_after_loss(
     entry: CqEntry,
 ) -> Result<(), StoreError> {
     let max = queue.max_offset();
+    assert!(queue_offset > max, "only a record past the queue's end");
     let Some(range) = lost_in(damaged, queue.last_entry(), queue_offset - max) else {
         tracing::error!(
             topic,
@@ -295,7 +296,13 @@ fn append_after_loss(
     for lost in max..queue_offset {
         queue.append(lost, CqEntry::lost(range.start))?;
     }
-    queue.append(queue_offset, entry)
+    queue.append(queue_offset, entry)?;
+    debug_assert_eq!(
+        queue.max_offset(),
+        queue_offset + 1,
+        "the queue stays dense"
+    );
+    Ok(())
 }
 
 /// The damaged range that can hold the `missing` records a queue skipped

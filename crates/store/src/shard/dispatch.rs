@@ -101,13 +101,19 @@ impl ShardInner {
     /// record while any is deferred (every dispatch below it is applied).
     fn advance_applied(&self) {
         let watermark = self.watermark.get();
+        let before = self.applied.get();
+        assert!(
+            before <= watermark,
+            "applied {before} past the watermark {watermark}"
+        );
         let upto = match self.deferred.borrow().front() {
             Some((entry, _)) => entry.physical_offset.min(watermark),
             None => watermark,
         };
-        if upto > self.applied.get() {
+        if upto > before {
             self.applied.set(upto);
         }
+        debug_assert!(self.applied.get() >= before, "applied went back");
     }
 
     /// One dispatch: into its queue, then the broker's listener.

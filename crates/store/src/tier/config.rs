@@ -15,6 +15,9 @@ pub const LOCAL_MAX_BYTES_DEFAULT: u64 = 0;
 /// Default age after which offloaded segments leave object storage
 /// (RocketMQ's `tieredStoreFileReservedTime`, 72 hours).
 pub const REMOTE_RESERVED_MS_DEFAULT: u64 = 72 * 3_600_000;
+// The cache holds at least one read-ahead unit.
+const _: () =
+    assert!(READ_AHEAD_BYTES_DEFAULT > 0 && READ_AHEAD_BYTES_DEFAULT <= READ_CACHE_BYTES_DEFAULT);
 
 /// Where segments go (`tieredBackendServiceProvider`).
 #[derive(Debug, Clone, PartialEq, Eq)]

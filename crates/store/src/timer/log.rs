@@ -26,6 +26,14 @@ use crate::files::{self, list_offset_files, offset_file_name, AllocatedPrefix};
 pub const RECORD_BYTES: usize = 32;
 // CRC (u32), kind or size (i32), then three i64s.
 const _: () = assert!(RECORD_BYTES == size_of::<u32>() + size_of::<i32>() + 3 * size_of::<i64>());
+// Segments hold whole records (the bounds live in `timer/mod.rs`, full).
+const _: () = assert!(super::LOG_SEGMENT_BYTES_MIN % RECORD_BYTES as u64 == 0);
+const _: () = assert!(super::LOG_SEGMENT_BYTES_MAX % RECORD_BYTES as u64 == 0);
+const _: () = assert!(super::LOG_SEGMENT_BYTES_DEFAULT % RECORD_BYTES as u64 == 0);
+const _: () = assert!(
+    super::LOG_SEGMENT_BYTES_MIN <= super::LOG_SEGMENT_BYTES_DEFAULT
+        && super::LOG_SEGMENT_BYTES_DEFAULT <= super::LOG_SEGMENT_BYTES_MAX
+);
 const KIND_DONE: i32 = -1;
 const KIND_HANDOUT: i32 = -2;
 const KIND_TRUNCATE: i32 = -3;
@@ -267,6 +275,7 @@ impl TimerLog {
     }
 
     fn truncate_after_end(&mut self) -> Result<(), TimerError> {
+        assert!(self.end >= 0, "a timer log end below zero");
         while let Some(last) = self.segments.last() {
             if last.start > self.end {
                 if let Some(seg) = self.segments.pop() {
@@ -288,6 +297,12 @@ impl TimerLog {
                 seg.dirty = true;
             }
         }
+        assert!(
+            self.segments
+                .last()
+                .map_or(true, |last| last.start <= self.end),
+            "no segment past the end stays"
+        );
         Ok(())
     }
 
@@ -308,6 +323,7 @@ impl TimerLog {
         let Some(seg) = self.segments.last_mut() else {
             return Err(TimerError::corrupt(&self.dir, "no timer log segment"));
         };
+        assert!(pos >= seg.start, "a timer record lands in the last segment");
         let at = (pos - seg.start) as usize;
         if at + RECORD_BYTES > seg.map.len() {
             return Err(TimerError::corrupt(
@@ -325,6 +341,10 @@ impl TimerLog {
             seg.max_second = seg.max_second.max(deliver_at_ms.div_euclid(1000));
         }
         self.end = pos + RECORD_BYTES as i64;
+        debug_assert!(
+            self.end <= seg.start + self.segment_bytes as i64,
+            "a record stays in its segment"
+        );
         Ok(pos)
     }
 

@@ -36,6 +36,10 @@ impl TimerStore {
         if commitlog_end >= self.ingested_end {
             return Ok(0);
         }
+        assert!(
+            commitlog_end < self.ingested_end,
+            "a truncation moves the end back"
+        );
         let dropped = self.adds_from(commitlog_end)?;
         let pending: Vec<Key> = dropped
             .into_iter()
@@ -58,6 +62,10 @@ impl TimerStore {
         // new timer at the floor's ms with a reused offset must be above it.
         self.floor.1 = self.floor.1.min(commitlog_end);
         self.ingested_end = commitlog_end;
+        assert!(
+            self.floor.1 <= self.ingested_end,
+            "the floor stays at or below the end"
+        );
         // Timers for offsets from here on are new: never handed out.
         self.in_doubt_below_offset = self.in_doubt_below_offset.min(commitlog_end);
         self.next_due.set(None);

@@ -16,6 +16,9 @@ use crate::error::IoContext;
 
 const SLOT_BYTES: usize = 16;
 const _: () = assert!(SLOT_BYTES == 2 * size_of::<i64>());
+// The largest wheel is 256 MiB, as its limit's doc says.
+const _: () = assert!(super::WHEEL_SLOTS_MAX as usize * SLOT_BYTES == 256 << 20);
+const _: () = assert!(super::DUE_BATCH_MAX > 0);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Slot {

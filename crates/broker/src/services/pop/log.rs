@@ -18,6 +18,7 @@ use super::{Checkpoint, CkKey, PopQueueKey, PopState};
 /// Past this many bytes written since the last rewrite, the log is
 /// rewritten with only the open checkpoints.
 pub const LOG_COMPACT_BYTES: u64 = 64 * 1024 * 1024;
+const _: () = assert!(LOG_COMPACT_BYTES > 0);
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
