@@ -272,70 +272,100 @@ fn a_slave_acts_while_its_master_is_down_and_hands_back() {
 /// first, short enough for a test.
 const DELAY_LEVELS: &str = "messageDelayLevel=1s 8s";
 
+/// Two sets, every broker with `settings`: A, a master and its slave (which
+/// escapes to another set while it acts), and B, a master; the topic on
+/// both masters.
+struct EscapeSets {
+    master: Broker,
+    slave: Broker,
+    other: Broker,
+    topic: String,
+    _namesrv: Namesrv,
+}
+
+impl EscapeSets {
+    fn start(prefix: &str, settings: &[String]) -> Self {
+        let namesrv = Namesrv::start();
+        let name_a = unique_name(&format!("{prefix}A"));
+        let master = broker(&namesrv, &name_a, settings);
+        let mut slave_settings = settings.to_vec();
+        slave_settings.extend(
+            ["brokerId=1", "brokerRole=SLAVE", "enableRemoteEscape=true"].map(String::from),
+        );
+        let slave = broker(&namesrv, &name_a, &slave_settings);
+        let other = broker(&namesrv, &unique_name(&format!("{prefix}B")), settings);
+        let topic = unique_name(&format!("{prefix}Escape"));
+        create_topic(&mut other.connect(), &topic, QUEUES);
+        create_topic(&mut master.connect(), &topic, QUEUES);
+        Self {
+            master,
+            slave,
+            other,
+            topic,
+            _namesrv: namesrv,
+        }
+    }
+
+    /// Sends `request` to set A's master, waits until the slave holds it,
+    /// kills the master and waits until the slave acts: the send's answer
+    /// and the end of the CommitLog both hold.
+    fn send_and_lose_the_master(&mut self, request: RemotingCommand) -> (RemotingCommand, String) {
+        let answer = self.master.connect().request(request);
+        assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+        let end = commit_log_end(&self.master).expect("the master answers");
+        let caught_up = wait_for(WAIT, || commit_log_end(&self.slave).filter(|e| *e == end));
+        assert!(
+            caught_up.is_some(),
+            "the slave did not catch up:\n{}",
+            self.slave.process.output()
+        );
+        self.master.process.kill();
+        wait_info(&self.slave, "brokerActive", "true");
+        (answer, end)
+    }
+
+    /// Starts set A's master again and waits until the slave stops acting.
+    fn master_returns(&mut self) {
+        self.master.start_again();
+        wait_info(&self.slave, "brokerActive", "false");
+    }
+}
+
+/// The bodies in queue 1 of `topic` for `group`, once there are any.
+fn wait_bodies(conn: &mut RemotingConn, group: &str, topic: &str) -> Option<Vec<String>> {
+    wait_for(WAIT, || {
+        let (bodies, _) = pull_all(conn, group, topic, 1);
+        (!bodies.is_empty()).then_some(bodies)
+    })
+}
+
 #[test]
 fn an_acting_master_sends_due_delay_messages_to_another_set() {
-    let namesrv = Namesrv::start();
-    let (name_a, name_b) = (unique_name("escapeA"), unique_name("escapeB"));
-    let levels = DELAY_LEVELS.to_string();
-    let mut master = broker(&namesrv, &name_a, std::slice::from_ref(&levels));
-    let slave = broker(
-        &namesrv,
-        &name_a,
-        &[
-            levels.clone(),
-            "brokerId=1".into(),
-            "brokerRole=SLAVE".into(),
-            "enableRemoteEscape=true".into(),
-        ],
-    );
-    let other = broker(&namesrv, &name_b, &[levels]);
-    let topic = unique_name("EscapeTopic");
-    create_topic(&mut other.connect(), &topic, QUEUES);
-    let mut conn = master.connect();
-    create_topic(&mut conn, &topic, QUEUES);
+    let mut sets = EscapeSets::start("escape", &[DELAY_LEVELS.to_string()]);
+    let topic = sets.topic.clone();
     let mut header = send_header("escape-producer", &topic, 1);
     header.properties = Some("DELAY\u{1}2\u{2}".into());
-    let answer = conn.request(send_request(&header, "delayed-body"));
-    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
-    drop(conn);
-    let end = commit_log_end(&master).expect("the master answers");
-    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
-    assert!(
-        caught_up.is_some(),
-        "the slave did not catch up:\n{}",
-        slave.process.output()
-    );
-
-    master.process.kill();
-    wait_info(&slave, "brokerActive", "true");
+    let (_, end) = sets.send_and_lose_the_master(send_request(&header, "delayed-body"));
     // Due 8 s after the send: the acting slave hands it to set B's master.
-    let mut on_other = other.connect();
-    let delivered = wait_for(WAIT, || {
-        let (bodies, _) = pull_all(&mut on_other, "escape-group", &topic, 1);
-        (!bodies.is_empty()).then_some(bodies)
-    });
+    let mut on_other = sets.other.connect();
+    let delivered = wait_bodies(&mut on_other, "escape-group", &topic);
     assert_eq!(
         delivered.as_deref(),
         Some(&["delayed-body".to_string()][..]),
         "the acting master did not deliver the due message; its output:\n{}",
-        slave.process.output()
+        sets.slave.process.output()
     );
     // Nothing was written into the slave's own CommitLog.
-    assert_eq!(commit_log_end(&slave), Some(end));
+    assert_eq!(commit_log_end(&sets.slave), Some(end));
 
     // The master returns and takes the level's progress from the slave: a
     // later message of the same level comes out, the first not again.
-    master.start_again();
-    wait_info(&slave, "brokerActive", "false");
-    let mut conn = master.connect();
+    sets.master_returns();
+    let mut conn = sets.master.connect();
     let answer = conn.request(send_request(&header, "after-return"));
     assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
-    let on_master = wait_for(WAIT, || {
-        let (bodies, _) = pull_all(&mut conn, "escape-group", &topic, 1);
-        (!bodies.is_empty()).then_some(bodies)
-    });
     assert_eq!(
-        on_master.as_deref(),
+        wait_bodies(&mut conn, "escape-group", &topic).as_deref(),
         Some(&["after-return".to_string()][..]),
         "the returning master delivered the slave's message again (or not its own)"
     );
@@ -386,61 +416,30 @@ fn a_hung_master_expires_and_the_heartbeating_slave_acts() {
 /// not deliver it again.
 #[test]
 fn a_timer_message_due_while_the_master_is_down_is_delivered_once() {
-    let namesrv = Namesrv::start();
-    let (name_a, name_b) = (unique_name("timerA"), unique_name("timerB"));
-    let mut master = broker(&namesrv, &name_a, &[]);
-    let slave = broker(
-        &namesrv,
-        &name_a,
-        &[
-            "brokerId=1".into(),
-            "brokerRole=SLAVE".into(),
-            "enableRemoteEscape=true".into(),
-        ],
-    );
-    let other = broker(&namesrv, &name_b, &[]);
-    let topic = unique_name("TimerEscape");
-    create_topic(&mut other.connect(), &topic, QUEUES);
-    let mut conn = master.connect();
-    create_topic(&mut conn, &topic, QUEUES);
-    let answer = conn.request(timer_send(&topic, "due-while-down", 8_000));
-    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
-    drop(conn);
-    let end = commit_log_end(&master).expect("the master answers");
-    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
-    assert!(caught_up.is_some(), "the slave did not catch up");
-
-    master.process.kill();
-    wait_info(&slave, "brokerActive", "true");
-    let mut on_other = other.connect();
-    let delivered = wait_for(WAIT, || {
-        let (bodies, _) = pull_all(&mut on_other, "timer-group", &topic, 1);
-        (!bodies.is_empty()).then_some(bodies)
-    });
+    let mut sets = EscapeSets::start("timer", &[]);
+    let topic = sets.topic.clone();
+    let (_, end) = sets.send_and_lose_the_master(timer_send(&topic, "due-while-down", 8_000));
+    let mut on_other = sets.other.connect();
+    let delivered = wait_bodies(&mut on_other, "timer-group", &topic);
     assert_eq!(
         delivered.as_deref(),
         Some(&["due-while-down".to_string()][..]),
         "the acting master did not deliver the due timer message; its output:\n{}",
-        slave.process.output()
+        sets.slave.process.output()
     );
-    assert_eq!(commit_log_end(&slave), Some(end));
+    assert_eq!(commit_log_end(&sets.slave), Some(end));
 
     // The master returns; a later timer message shows its timers ran past
     // the first one's due time.
-    master.start_again();
-    wait_info(&slave, "brokerActive", "false");
-    let mut conn = master.connect();
+    sets.master_returns();
+    let mut conn = sets.master.connect();
     let answer = conn.request(timer_send(&topic, "after-return", 2_000));
     assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
-    let on_master = wait_for(WAIT, || {
-        let (bodies, _) = pull_all(&mut conn, "timer-group", &topic, 1);
-        (!bodies.is_empty()).then_some(bodies)
-    });
     assert_eq!(
-        on_master.as_deref(),
+        wait_bodies(&mut conn, "timer-group", &topic).as_deref(),
         Some(&["after-return".to_string()][..]),
         "the returning master delivered the slave's timer message again (or not its own); its output:\n{}",
-        master.process.output()
+        sets.master.process.output()
     );
     let (again, _) = pull_all(&mut on_other, "timer-group", &topic, 1);
     assert_eq!(again, vec!["due-while-down".to_string()]);
@@ -471,37 +470,19 @@ const FAST_CHECKS: [&str; 2] = ["transactionCheckInterval=300", "transactionTime
 /// never checks it back again.
 #[test]
 fn an_open_transaction_is_committed_through_another_set_while_the_master_is_down() {
-    let namesrv = Namesrv::start();
-    let (name_a, name_b) = (unique_name("txnA"), unique_name("txnB"));
     let fast: Vec<String> = FAST_CHECKS.iter().map(|s| s.to_string()).collect();
-    let mut master = broker(&namesrv, &name_a, &fast);
-    let mut slave_args = fast.clone();
-    slave_args
-        .extend(["brokerId=1", "brokerRole=SLAVE", "enableRemoteEscape=true"].map(String::from));
-    let slave = broker(&namesrv, &name_a, &slave_args);
-    let other = broker(&namesrv, &name_b, &fast);
-    let topic = unique_name("TxnEscape");
-    let mut on_other = other.connect();
-    create_topic(&mut on_other, &topic, QUEUES);
+    let mut sets = EscapeSets::start("txn", &fast);
+    let topic = sets.topic.clone();
+    let mut on_other = sets.other.connect();
     producer_heartbeat(&mut on_other);
-    let mut conn = master.connect();
-    create_topic(&mut conn, &topic, QUEUES);
-    let answer = conn.request(half_send(&topic, "committed-elsewhere"));
-    assert_eq!(answer.code, response_code::SUCCESS, "{answer:?}");
+    let (answer, _) = sets.send_and_lose_the_master(half_send(&topic, "committed-elsewhere"));
     let half_offset: i64 = answer.ext_fields.get_i64("queueOffset").unwrap().unwrap();
-    drop(conn);
-    let end = commit_log_end(&master).expect("the master answers");
-    let caught_up = wait_for(WAIT, || commit_log_end(&slave).filter(|e| *e == end));
-    assert!(caught_up.is_some(), "the slave did not catch up");
-
-    master.process.kill();
-    wait_info(&slave, "brokerActive", "true");
     let commit = RemotingCommand::request(request_code::END_TRANSACTION)
         .with_ext("producerGroup", TXN_GROUP)
         .with_ext("tranStateTableOffset", half_offset)
         .with_ext("commitLogOffset", 0)
         .with_ext("commitOrRollback", 8);
-    let refused = slave.connect().request(commit);
+    let refused = sets.slave.connect().request(commit);
     assert_eq!(
         refused.code,
         response_code::SLAVE_NOT_AVAILABLE,
@@ -511,7 +492,7 @@ fn an_open_transaction_is_committed_through_another_set_while_the_master_is_down
     let check = next_check(&mut on_other, WAIT).unwrap_or_else(|| {
         panic!(
             "set B never checked back; slave output:\n{}",
-            slave.process.output()
+            sets.slave.process.output()
         )
     });
     let field = |name: &str| check.ext_fields.get(name).unwrap_or("").to_string();
@@ -534,9 +515,8 @@ fn an_open_transaction_is_committed_through_another_set_while_the_master_is_down
     assert_eq!(delivered, Some(vec!["committed-elsewhere".to_string()]));
 
     // The returning master does not ask the producer about it again.
-    master.start_again();
-    wait_info(&slave, "brokerActive", "false");
-    let mut on_master = master.connect();
+    sets.master_returns();
+    let mut on_master = sets.master.connect();
     producer_heartbeat(&mut on_master);
     let again = next_check(&mut on_master, Duration::from_secs(5));
     assert!(

@@ -1,7 +1,10 @@
 //! Lite topics (RocketMQ 5.5, RIP-83): a parent topic whose `message.type`
 //! is `LITE` holds many small lite topics; a message names its lite topic
 //! in the `__LITE_TOPIC` property. These are the rules both the gRPC
-//! endpoint and the broker apply to a lite topic's name.
+//! endpoint and the broker apply to a lite topic's name, and the table of
+//! lite subscriptions both keep ([`subscriptions`]).
+
+pub mod subscriptions;
 
 /// Ferrocket's own pop expression type for lite consumption: the
 /// expression is one lite topic, and a message passes when its

@@ -17,25 +17,19 @@ mod start;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use ferrocket_protocol::limits::TOPIC_NAME_BYTES_MAX;
-use ferrocket_protocol::lite::check_lite_topic;
-
-use crate::pb::{Code, LiteSubscriptionAction, Status};
-use crate::status::status;
-
-/// Lite topics one client may subscribe (the group attribute
-/// `lite.sub.client.quota`'s default, sent to the client in its settings).
-pub const LITE_SUBSCRIPTION_QUOTA: usize = 2000;
-/// Lite subscriptions the endpoint holds in all (the broker's
-/// `maxLiteSubscriptionCount`).
-pub const LITE_SUBSCRIPTIONS_MAX: usize = 100_000;
 pub use ferrocket_protocol::lite::lite_group;
+pub use ferrocket_protocol::lite::subscriptions::LITE_SUBSCRIPTION_QUOTA;
+use ferrocket_protocol::lite::subscriptions::{Action, Change, LiteSubscriptionTable, Refused};
 use ferrocket_protocol::lite::{
     LITE_GROUP_HASH_HEX as HASH_HEX, LITE_GROUP_SEPARATOR as SEPARATOR, RETRY_WRAPPING,
 };
+
+use crate::convert::now_ms;
+use crate::pb::{Code, LiteSubscriptionAction, Status};
+use crate::status::status;
 
 /// The group an ack, change or dead-lettering of a message of `topic`
 /// goes to: the lite group when the message came from a lite topic.
@@ -46,29 +40,15 @@ pub fn entry_group(group: &str, topic: &str, lite_topic: Option<&str>) -> String
     }
 }
 
-/// One client's lite subscription in one group.
-struct Entry {
-    /// The parent topic it binds.
-    topic: String,
-    lite_topics: BTreeSet<String>,
-    /// Where the next receive starts in `lite_topics`.
-    cursor: usize,
-}
-
-/// Every client's lite subscriptions, by (group, client id).
+/// Every client's lite subscriptions, by (group, client id), under the
+/// rules the broker keeps a proxy's by (quotas; idle clients give way when
+/// the endpoint is full).
 #[derive(Default)]
 pub struct LiteSubscriptions {
-    inner: Mutex<Inner>,
+    table: Mutex<LiteSubscriptionTable>,
     /// Told of every lite message this endpoint sent: waiting lite
     /// receives look again at once.
     sent: tokio::sync::Notify,
-}
-
-#[derive(Default)]
-struct Inner {
-    clients: HashMap<(String, String), Entry>,
-    /// Lite topics over every entry.
-    total: usize,
 }
 
 /// One SyncLiteSubscription, checked.
@@ -80,98 +60,47 @@ pub struct Sync<'a> {
     pub lite_topics: &'a [String],
 }
 
-fn quota(why: String) -> Status {
-    status(Code::LiteSubscriptionQuotaExceeded, why)
-}
-
 impl LiteSubscriptions {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, LiteSubscriptionTable> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Applies one sync: adds, removes, or replaces the client's set.
     pub fn sync(&self, sync: &Sync<'_>) -> Result<(), Status> {
         check_names(sync)?;
-        let mut inner = self.lock();
-        let key = (sync.group.to_string(), sync.client.to_string());
-        let old: BTreeSet<String> = match inner.clients.get(&key) {
-            Some(entry) if entry.topic == sync.topic => entry.lite_topics.clone(),
-            _ => BTreeSet::new(),
+        let change = Change {
+            action: action(sync.action),
+            client: sync.client,
+            group: sync.group,
+            topic: sync.topic,
+            lite_topics: sync.lite_topics,
+            now_ms: now_ms(),
         };
-        let given = sync.lite_topics.iter().cloned();
-        let new: BTreeSet<String> = match sync.action {
-            LiteSubscriptionAction::PartialAdd => old.iter().cloned().chain(given).collect(),
-            LiteSubscriptionAction::PartialRemove => {
-                let gone: BTreeSet<String> = given.collect();
-                old.difference(&gone).cloned().collect()
-            }
-            LiteSubscriptionAction::CompleteAdd => given.collect(),
-            LiteSubscriptionAction::CompleteRemove => BTreeSet::new(),
-        };
-        if new.len() > old.len() && new.len() > LITE_SUBSCRIPTION_QUOTA {
-            return Err(quota(format!(
-                "lite subscription quota exceeded {LITE_SUBSCRIPTION_QUOTA}"
-            )));
+        let mut table = self.lock();
+        let applied = table.apply(&change);
+        let forgotten = table.take_forgotten();
+        if forgotten > 0 {
+            tracing::info!(
+                lite_topics = forgotten,
+                "forgot lite subscriptions of idle clients"
+            );
         }
-        let held = inner.clients.get(&key).map_or(0, |e| e.lite_topics.len());
-        let total = inner.total - held + new.len();
-        if new.len() > held && total > LITE_SUBSCRIPTIONS_MAX {
-            return Err(quota(format!(
-                "the endpoint holds its maximum of {LITE_SUBSCRIPTIONS_MAX} lite subscriptions"
-            )));
-        }
-        inner.total = total;
-        if new.is_empty() {
-            inner.clients.remove(&key);
-            return Ok(());
-        }
-        let entry = Entry {
-            topic: sync.topic.to_string(),
-            lite_topics: new,
-            cursor: 0,
-        };
-        inner.clients.insert(key, entry);
-        Ok(())
+        applied.map_err(|refused| match refused {
+            Refused::Illegal(why) => status(Code::IllegalLiteTopic, why),
+            full => status(Code::LiteSubscriptionQuotaExceeded, full.why("endpoint")),
+        })
     }
 
     /// Up to `count` of the client's lite topics of `topic`, starting
     /// where the last round stopped (so that every lite topic gets its
     /// turn).
     pub fn round(&self, client: &str, group: &str, topic: &str, count: usize) -> Vec<String> {
-        let mut inner = self.lock();
-        let key = (group.to_string(), client.to_string());
-        let Some(entry) = inner.clients.get_mut(&key) else {
-            return Vec::new();
-        };
-        if entry.topic != topic || entry.lite_topics.is_empty() {
-            return Vec::new();
-        }
-        let n = entry.lite_topics.len();
-        let start = entry.cursor % n;
-        let take = count.min(n);
-        entry.cursor = (start + take) % n;
-        entry
-            .lite_topics
-            .iter()
-            .cycle()
-            .skip(start)
-            .take(take)
-            .cloned()
-            .collect()
+        self.lock().round(group, client, topic, count, now_ms())
     }
 
     /// Forgets every subscription of a client that ended.
     pub fn forget_client(&self, client: &str) {
-        let mut inner = self.lock();
-        let mut dropped = 0;
-        inner.clients.retain(|(_, c), entry| {
-            let keep = c != client;
-            if !keep {
-                dropped += entry.lite_topics.len();
-            }
-            keep
-        });
-        inner.total -= dropped;
+        self.lock().remove_client(client);
     }
 
     /// Wakes every lite receive waiting between rounds.
@@ -186,12 +115,21 @@ impl LiteSubscriptions {
 
     /// Lite subscriptions held in all.
     pub fn total(&self) -> usize {
-        self.lock().total
+        self.lock().total()
     }
 }
 
-/// The sync's names: a group, a topic short enough for the lite groups'
-/// pop retry topics, and legal lite topics (ILLEGAL_LITE_TOPIC).
+fn action(action: LiteSubscriptionAction) -> Action {
+    match action {
+        LiteSubscriptionAction::PartialAdd => Action::PartialAdd,
+        LiteSubscriptionAction::PartialRemove => Action::PartialRemove,
+        LiteSubscriptionAction::CompleteAdd => Action::CompleteAdd,
+        LiteSubscriptionAction::CompleteRemove => Action::CompleteRemove,
+    }
+}
+
+/// The sync's names: a group and a topic short enough for the lite groups'
+/// pop retry topics (the table checks the lite topics).
 fn check_names(sync: &Sync<'_>) -> Result<(), Status> {
     if sync.group.is_empty() {
         return Err(status(Code::IllegalConsumerGroup, "no consumer group"));
@@ -202,9 +140,6 @@ fn check_names(sync: &Sync<'_>) -> Result<(), Status> {
             Code::IllegalTopic,
             format!("a lite parent topic is 1 to {topic_max} characters"),
         ));
-    }
-    for lite in sync.lite_topics {
-        check_lite_topic(lite).map_err(|why| status(Code::IllegalLiteTopic, why))?;
     }
     Ok(())
 }

@@ -106,10 +106,11 @@ pub(crate) async fn subscription_ctl(
             now_ms: now_ms(),
         };
         registry.apply(&change).map_err(|refused| match refused {
-            Refused::Quota(why) => {
-                Reject::new(response_code::LITE_SUBSCRIPTION_QUOTA_EXCEEDED, why)
-            }
             Refused::Illegal(why) => illegal(why),
+            full => Reject::new(
+                response_code::LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
+                full.why("broker"),
+            ),
         })?;
         let newest = dto
             .offset_option
