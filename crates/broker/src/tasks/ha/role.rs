@@ -43,6 +43,9 @@ pub(crate) async fn switch_loop(shard: Rc<Shard>) {
             ),
             Err(why) => tracing::warn!(%why, "the role could not change in place"),
         }
+        if let Ok(control) = shard.control() {
+            super::progress::publish_now(&shard, &control.ha);
+        }
         switch.finish(seq, outcome);
     }
 }
