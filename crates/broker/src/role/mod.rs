@@ -5,8 +5,8 @@
 //! - `supervisor`: registers the broker (broker id and `brokerIdentity`
 //!   files, through `ferrocket_controller::member`), sends heartbeats,
 //!   asks to be elected when the set has no master, and runs the data
-//!   plane ([`crate::run`]'s `run_in_role`) in the role the controller
-//!   gives, renewing a master's lease on each confirmation.
+//!   plane ([`crate::run_in_role`]) in the role the controller gives,
+//!   renewing a master's lease on each confirmation.
 //! - `in_place`: a role change in the running broker (`switch`, carried
 //!   out by shard 0 in `tasks::ha::role`).
 //! - `truncate`: the epoch file, and a follower's cut of its CommitLog

@@ -4,14 +4,14 @@
 //! `brokerIdentity` files), sends heartbeats to every controller, asks to be
 //! elected when the set has no master, and runs the broker in the role the
 //! controller gives: master as brokerId 0 (SYNC_MASTER when a send waits
-//! for slave copies), slave as its
-//! controller id and SLAVE, copying from the HA address the elected master
-//! itself gives (the name server's route, possibly stale after a failover,
-//! only when the master does not say).
+//! for slave copies), slave as its controller id and SLAVE, copying from
+//! the HA address the elected master itself gives (the name server's
+//! route, possibly stale after a failover, only when the master does not
+//! say).
 //!
-//! Roles change in the running broker, as Java's do (`role::in_place`): a slave
-//! elected, a master deposed, a slave following a new master keep their
-//! store, shards and listeners. A broker whose log must be cut back first,
+//! Roles change in the running broker, as Java's do (`role::in_place`): a
+//! slave elected, a master deposed, a slave following a new master keep
+//! their store, shards and listeners. A broker whose log must be cut back first,
 //! and a master elected again at a new epoch, stop the broker's data plane
 //! and start it again in the new role, in this process; that stop is
 //! graceful: everything acknowledged is on disk, and clients reconnect.
