@@ -5,9 +5,7 @@ mod account_args;
 mod admin;
 mod config;
 mod config_controller;
-mod controller_mode;
 mod grpc_local;
-mod inner_client;
 mod properties;
 mod proxy;
 mod proxy_metrics;
@@ -133,7 +131,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 false => None,
             };
             let ran = match config.controller_mode.enabled {
-                true => controller_mode::run(config, Arc::clone(&stop)),
+                true => ferrocket_broker::run_controller_mode(config, Arc::clone(&stop)),
                 false => ferrocket_broker::run(config, Arc::clone(&stop))
                     .map_err(|e| format!("broker: {e}")),
             };

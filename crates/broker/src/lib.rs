@@ -11,6 +11,13 @@
 //! topics.json and consumerOffset.json and registers with name servers.
 //!
 //! Layers, each using only those below it:
+//! - `role`: controller mode's supervision ([`run_controller_mode`]):
+//!   registration, election, heartbeats, epochs and the cut before
+//!   following, role changes in place, a master's lease and in-sync set
+//!   (from shard 0's HA state, in process). It runs the data plane
+//!   ([`run_in_role`]) and shares with it only the live handles of
+//!   [`RoleState`]; of `role`, the data plane uses only those handles
+//!   (`state`, `switch`, `progress`).
 //! - `wire`: the Remoting front end. One module per request family
 //!   (`send`, `pull`, `pop`, `offsets`, `query`, `transaction`, `retry`,
 //!   the admin families ...); thin handlers that read the request, call
@@ -47,6 +54,7 @@ mod clock;
 mod config;
 mod error;
 mod local_port;
+mod role;
 mod services;
 mod shard;
 pub mod sql92;
@@ -58,11 +66,13 @@ pub use config::keys::BROKER_SETTINGS;
 pub use config::tier::TierKeys;
 pub use config::{
     AuthConfig, BrokerConfig, BrokerRole, CommitLogWriteMode, ConfigKeys, ControllerModeConfig,
-    FlushDiskType, MasterLease, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig,
-    RoleHandover, RoleOrder, RoleSwitch, Whitelist, BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT,
-    DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT,
+    FlushDiskType, MetricsConfig, MetricsExporter, ProxyMode, ReplicationConfig, Whitelist,
+    BROKER_NAME_DEFAULT, CLUSTER_NAME_DEFAULT, DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT,
+    METRICS_PROM_PORT_DEFAULT,
 };
 pub use error::BrokerError;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};
+pub use role::state::RoleState;
+pub use role::supervisor::run as run_controller_mode;
 pub use services::compaction::CompactionConfig;
-pub use start::{outbound_tls, run};
+pub use start::{outbound_tls, run, run_in_role};

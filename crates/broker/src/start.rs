@@ -27,6 +27,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::role::state::RoleState;
 use crate::services::delay_levels::DelayLevels;
 use crate::services::offsets::{OffsetFile, OFFSETS_FILE};
 use crate::services::topics::{self, TopicTable};
@@ -122,6 +123,16 @@ fn physical_memory_bytes() -> Option<i64> {
 /// Runs a broker until `stop` is set; blocking. Prints
 /// `ferrocket broker listening on {addr}` to stderr once every shard serves.
 pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerError> {
+    run_in_role(config, RoleState::default(), stop)
+}
+
+/// [`run`] with controller mode's live handles (`role`), which the
+/// supervisor (`role::supervisor`) shares with this run.
+pub fn run_in_role(
+    config: BrokerConfig,
+    role: RoleState,
+    stop: Arc<AtomicBool>,
+) -> Result<(), BrokerError> {
     config.validate()?;
     let plan = config.shards_config().plan()?;
     let count = plan.shard_count();
@@ -152,7 +163,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let tier = ferrocket_tier::TierService::start(&store)
         .map_err(|e| BrokerError::Config(e.to_string()))?;
     let (appender, ports) = start_appender(&config, parts, count)?;
-    let env = Arc::new(files.into_env(config, store, listen)?);
+    let env = Arc::new(files.into_env(config, role, store, listen)?);
     // Ends by itself within one interval of the stop flag.
     let _tls_reloader = match &env.tls {
         Some(tls) => Some(tls.watch(Arc::clone(&stop)).map_err(|e| {
@@ -302,6 +313,7 @@ impl ConfigFiles {
     fn into_env(
         self,
         config: BrokerConfig,
+        role: RoleState,
         store: StoreHandle,
         listen: SocketAddr,
     ) -> Result<BrokerEnv, BrokerError> {
@@ -335,6 +347,7 @@ impl ConfigFiles {
                 config.broker_id,
             ),
             lite: Default::default(),
+            role,
             config,
         })
     }

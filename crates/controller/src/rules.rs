@@ -190,7 +190,7 @@ fn check_alter(
         // Ferrocket's check beyond Java's: a replica joining the set can
         // hold only epochs this set's masters wrote, so never a newer one
         // than the master's (the master admits only replicas that copy it:
-        // `src/controller_mode/isr.rs`).
+        // `crates/broker/src/role/isr.rs`).
         if !set.sync_state_set.contains(id) && info.epoch > set.master_epoch {
             let remark = format!(
                 "replica {id} reports epoch {}, newer than the master's {}: its log is not this master's",

@@ -2,145 +2,7 @@
 //! from a controller, which elects the master of the broker set. The keys
 //! are Java's (`BrokerConfig`, `MessageStoreConfig`), with Java's defaults.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-use arc_swap::ArcSwap;
-
-/// Counts NOTIFY_BROKER_ROLE_CHANGED requests from controllers, so that
-/// whoever runs the broker in controller mode checks its role at once
-/// instead of at the next `syncBrokerMetadataPeriod`. Clones share it.
-#[derive(Debug, Clone, Default)]
-pub struct RoleNotices(Arc<AtomicU64>);
-
-impl RoleNotices {
-    pub fn notify(&self) {
-        self.0.fetch_add(1, Ordering::Release);
-    }
-
-    pub fn count(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
-    }
-}
-
-impl PartialEq for RoleNotices {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for RoleNotices {}
-
-/// The set's in-sync replicas (broker ids) as the master knows them (empty:
-/// not known yet). Set by whoever runs the broker in controller mode:
-/// raised before a larger set is proposed, lowered once a smaller one is
-/// committed, so a send never waits for fewer copies than the controller
-/// counts on. One writer publishes a whole new set; readers (every send
-/// that waits for in-sync replicas, the HA gate) take it without a lock.
-#[derive(Debug, Clone, Default)]
-pub struct SyncStateSize {
-    ids: Arc<ArcSwap<BTreeSet<i64>>>,
-}
-
-impl SyncStateSize {
-    pub fn set_ids(&self, ids: &BTreeSet<i64>) {
-        self.ids.store(Arc::new(ids.clone()));
-    }
-
-    /// How many (0: not known).
-    pub fn get(&self) -> u32 {
-        u32::try_from(self.ids.load().len()).unwrap_or(u32::MAX)
-    }
-
-    /// Which broker ids (shared, not copied).
-    pub fn ids(&self) -> Arc<BTreeSet<i64>> {
-        self.ids.load_full()
-    }
-}
-
-impl PartialEq for SyncStateSize {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.ids, &other.ids)
-    }
-}
-
-impl Eq for SyncStateSize {}
-
-/// A controller-mode master's lease on acknowledging writes that need
-/// replicas: granted by whoever runs the broker each time a controller
-/// confirms this broker is still the master, for half the controller's
-/// heartbeat timeout from when the confirming request was sent. A
-/// controller declares a master dead only a whole timeout after its last
-/// heartbeat, so a deposed master (cut off from the controllers, or paused)
-/// stops acknowledging before another can be elected. Unlimited (the
-/// default) outside controller mode and on slaves. Clones share it.
-#[derive(Debug, Clone)]
-pub struct MasterLease(Arc<AtomicU64>);
-
-impl Default for MasterLease {
-    fn default() -> Self {
-        Self(Arc::new(AtomicU64::new(u64::MAX)))
-    }
-}
-
-fn lease_clock_ms(at: std::time::Instant) -> u64 {
-    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    let base = *BASE.get_or_init(std::time::Instant::now);
-    u64::try_from(at.saturating_duration_since(base).as_millis()).unwrap_or(u64::MAX - 1)
-}
-
-impl MasterLease {
-    /// Valid until `until` (never moves back: a late answer to an older
-    /// request cannot shorten a newer grant).
-    pub fn grant(&self, until: std::time::Instant) {
-        self.0.fetch_max(lease_clock_ms(until), Ordering::AcqRel);
-    }
-
-    /// Expired now: nothing that needs replicas is acknowledged until the
-    /// next grant.
-    pub fn revoke(&self) {
-        self.0.store(0, Ordering::Release);
-    }
-
-    pub fn valid(&self) -> bool {
-        lease_clock_ms(std::time::Instant::now()) < self.0.load(Ordering::Acquire)
-    }
-}
-
-impl PartialEq for MasterLease {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for MasterLease {}
-
-/// Set by whoever runs the broker in controller mode before it stops a run
-/// to start the next in another role: the stopping run does not unregister
-/// from the name servers, since the next registers at once (unregistering
-/// would drop the broker set from every route meanwhile). Clones share it.
-#[derive(Debug, Clone, Default)]
-pub struct RoleHandover(Arc<std::sync::atomic::AtomicBool>);
-
-impl RoleHandover {
-    pub fn set(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-
-    pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
-}
-
-impl PartialEq for RoleHandover {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for RoleHandover {}
 
 /// Default `syncBrokerMetadataPeriod`: how often the role is checked.
 pub const SYNC_BROKER_METADATA_PERIOD_MS_DEFAULT: u64 = 5_000;
@@ -192,19 +54,6 @@ pub struct ControllerModeConfig {
     /// that a name server refuses a deposed master's (Java's
     /// `nextVersion(masterEpoch)`); 0 outside controller mode.
     pub state_version: i64,
-    /// Not a key: where NOTIFY_BROKER_ROLE_CHANGED is signalled.
-    pub role_notices: RoleNotices,
-    /// Not a key: see [`MasterLease`].
-    pub lease: MasterLease,
-    /// Not a key: see [`RoleHandover`].
-    pub handover: RoleHandover,
-    /// Not a key: see [`super::RoleSwitch`].
-    pub role_switch: super::RoleSwitch,
-    /// Not a key: the in-sync set's size, on a master.
-    pub sync_state_size: SyncStateSize,
-    /// Not a key: this broker's id from the controller (the config's
-    /// `brokerId` is 0 on a master).
-    pub broker_controller_id: Option<i64>,
 }
 
 impl Default for ControllerModeConfig {
@@ -226,12 +75,6 @@ impl Default for ControllerModeConfig {
             store_path_broker_identity: None,
             master_epoch: None,
             state_version: 0,
-            role_notices: RoleNotices::default(),
-            lease: MasterLease::default(),
-            handover: RoleHandover::default(),
-            role_switch: super::RoleSwitch::default(),
-            sync_state_size: SyncStateSize::default(),
-            broker_controller_id: None,
         }
     }
 }
@@ -328,29 +171,6 @@ impl ControllerModeConfig {
         "fetchControllerAddrByDnsLookup",
     ];
 
-    /// Copies (the master's included) a send with `WAIT=true` waits for:
-    /// every in-sync replica with `allAckInSyncStateSet`, else
-    /// `inSyncReplicas`.
-    pub fn required_copies(&self, in_sync_replicas: u32) -> u32 {
-        match self.all_ack_in_sync_state_set {
-            true => self.sync_state_size.get().max(1),
-            false => in_sync_replicas.max(1),
-        }
-    }
-
-    /// Whether a master may acknowledge a write that waits for `copies`
-    /// copies: one that needs replicas only under a valid lease.
-    pub fn may_acknowledge(&self, copies: u32) -> bool {
-        !self.enabled || copies <= 1 || self.lease.valid()
-    }
-
-    /// Whether the in-sync set is known to be smaller than
-    /// `minInSyncReplicas` (sends are then refused).
-    pub fn too_few_in_sync(&self) -> bool {
-        let size = self.sync_state_size.get();
-        self.enabled && size != 0 && size < self.min_in_sync_replicas
-    }
-
     /// Java's start-up rules for controller mode.
     pub fn validate(&self) -> Result<(), String> {
         if !self.enabled {
@@ -392,30 +212,5 @@ mod tests {
         assert_eq!(config.epoch_file(root), Path::new("/s/epochFileCheckpoint"));
         assert!(config.apply("storePathBrokerIdentity", "/x/id").unwrap());
         assert_eq!(config.identity_file(root), Path::new("/x/id"));
-    }
-
-    #[test]
-    fn a_lapsed_lease_stops_acknowledging_writes_that_need_replicas() {
-        let mut config = ControllerModeConfig::default();
-        assert!(config.may_acknowledge(3), "outside controller mode");
-        config.enabled = true;
-        assert!(
-            config.may_acknowledge(3),
-            "unlimited until a run grants one"
-        );
-        config.lease.revoke();
-        assert!(config.may_acknowledge(1), "a write that needs no replica");
-        assert!(!config.may_acknowledge(2));
-        let now = std::time::Instant::now();
-        config.lease.grant(now + std::time::Duration::from_secs(60));
-        assert!(config.may_acknowledge(2));
-        config.lease.grant(now);
-        assert!(
-            config.may_acknowledge(2),
-            "an older grant never shortens it"
-        );
-        config.lease.revoke();
-        config.lease.grant(now);
-        assert!(!config.may_acknowledge(2), "granted until a moment past");
     }
 }

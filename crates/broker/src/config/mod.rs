@@ -17,7 +17,6 @@ pub mod keys;
 mod modes;
 mod online;
 mod replication;
-mod role_switch;
 mod store_paths;
 pub mod tier;
 
@@ -27,7 +26,6 @@ pub use ferrocket_metrics::config::{MetricsConfig, MetricsExporter, METRICS_PROM
 pub use modes::{CommitLogWriteMode, FlushDiskType, ProxyMode};
 pub use online::*;
 pub use replication::*;
-pub use role_switch::{RoleOrder, RoleSwitch};
 
 /// Default broker port (`listenPort`).
 pub const LISTEN_PORT_DEFAULT: u16 = 10911;

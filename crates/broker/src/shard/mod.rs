@@ -94,6 +94,8 @@ pub(crate) struct BrokerEnv {
     pub acting: crate::services::acting_master::ActingMaster,
     /// Lite subscriptions a proxy keeps here (LITE_SUBSCRIPTION_CTL).
     pub lite: crate::services::lite::registry::LiteRegistry,
+    /// Controller mode's live handles, shared with the supervisor.
+    pub role: crate::role::state::RoleState,
 }
 
 pub(crate) type ShardMesh = CallMesh<Shard>;

@@ -17,7 +17,7 @@ impl Shard {
     /// A slave takes messages only from its master's HA stream.
     pub fn check_accepts_puts(&self) -> Result<(), Reject> {
         let config = self.config();
-        if config.controller_mode.too_few_in_sync() {
+        if self.env.role.too_few_in_sync(&config.controller_mode) {
             // Java: IN_SYNC_REPLICAS_NOT_ENOUGH, answered as SYSTEM_ERROR.
             return Err(Reject::new(
                 response_code::SYSTEM_ERROR,
@@ -37,14 +37,15 @@ impl Shard {
     /// records of `result` (at most `slaveTimeout`); a send that could not
     /// wait or waited in vain is still stored, and says so in its status,
     /// as does one on a controller-mode master whose lease lapsed
-    /// ([`crate::config::MasterLease`]).
+    /// ([`crate::role::state::MasterLease`]).
     /// Every send waiting at once is served by the same slave acks (group
     /// commit).
     pub async fn await_replicas(&self, result: &mut AppendResult, wait_store_ok: bool) {
         let config = self.config();
         let ha = &config.replication;
+        let role = &self.env.role;
         let copies = match config.controller_mode.enabled {
-            true => config.controller_mode.required_copies(ha.in_sync_replicas),
+            true => role.required_copies(&config.controller_mode, ha.in_sync_replicas),
             false => ha.ack_copies(),
         };
         if copies <= 1 || !wait_store_ok || result.status != AppendStatus::Ok {
@@ -52,8 +53,7 @@ impl Shard {
         }
         let end = result.physical_offset + i64::from(result.total_bytes);
         let mode = &config.controller_mode;
-        let among =
-            (mode.enabled && mode.all_ack_in_sync_state_set).then(|| mode.sync_state_size.ids());
+        let among = (mode.enabled && mode.all_ack_in_sync_state_set).then(|| role.in_sync.ids());
         let call = WaitReplicas {
             end,
             copies,
@@ -63,7 +63,7 @@ impl Shard {
         let replicated = self.call(0, call).await;
         // Checked once the copies are in: a master whose lease lapsed while
         // it waited may have been deposed, and its copies with it.
-        if !mode.may_acknowledge(copies) {
+        if !role.may_acknowledge(mode, copies) {
             tracing::debug!(
                 end,
                 "not acknowledged: no controller confirmed this master within its lease"

@@ -11,7 +11,8 @@ use ferrocket_runtime::shard::{ChangeError, ShardCall, Versioned};
 
 use super::Shard;
 use crate::clock::now_ms;
-use crate::config::{apply_online, rewrite_properties, BrokerConfig, Refusal, RoleOrder};
+use crate::config::{apply_online, rewrite_properties, BrokerConfig, Refusal};
+use crate::role::switch::RoleOrder;
 
 /// On shard 0: apply `pairs` (key, value) online.
 pub(crate) struct UpdateSettings(pub Vec<(String, String)>);

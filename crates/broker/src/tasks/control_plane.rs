@@ -161,7 +161,7 @@ pub(crate) async fn hand_over_offsets(shard: &Rc<Shard>) {
     let (own, _) = shard.offsets.borrow_mut().snapshot();
     if shard.index == 0 {
         final_persist(shard, own).await;
-        if shard.config().controller_mode.handover.is_set() {
+        if shard.env.role.handover.is_set() {
             tracing::info!("stopping for a role change: staying registered");
         } else {
             crate::tasks::namesrv_register::unregister_all(shard).await;

@@ -46,6 +46,9 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
             shard
                 .tasks
                 .spawn("role changes", ha::role::switch_loop(shard.clone()));
+            shard
+                .tasks
+                .spawn("HA progress", ha::progress::publish_loop(shard.clone()));
         }
         if shard.config().metrics.enabled() {
             let listener = metrics_http::bind(shard)?;

@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use ferrocket_protocol::body::{EpochEntryCache, EpochItem};
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
 
@@ -46,7 +47,7 @@ pub(crate) fn role_changed(shard: &Rc<Shard>, request: &RemotingCommand) -> Remo
             epoch = request.ext_fields.get("masterEpoch").unwrap_or("?"),
             "the controller says the master changed"
         );
-        config.controller_mode.role_notices.notify();
+        shard.env.role.notices.notify();
     }
     RemotingCommand::response_to(request, 0, None)
 }
@@ -66,27 +67,24 @@ pub(crate) fn epoch_cache(
         .map_err(|e| Reject::system(e.to_string()))?;
     let max_offset = shard.store.reader().written_offset();
     let entries = cache.entries();
-    let list: Vec<serde_json::Value> = entries
+    let epoch_list = entries
         .iter()
         .enumerate()
-        .map(|(i, entry)| {
-            let end = entries
+        .map(|(i, entry)| EpochItem {
+            epoch: entry.epoch,
+            start_offset: entry.start_offset,
+            end_offset: entries
                 .get(i + 1)
-                .map_or(max_offset, |next| next.start_offset);
-            serde_json::json!({
-                "epoch": entry.epoch,
-                "startOffset": entry.start_offset,
-                "endOffset": end,
-            })
+                .map_or(max_offset, |next| next.start_offset),
         })
         .collect();
-    let body = serde_json::json!({
-        "clusterName": config.broker_cluster_name,
-        "brokerName": config.broker_name,
-        "brokerId": config.broker_id,
-        "epochList": list,
-        "maxOffset": max_offset,
-    });
+    let body = EpochEntryCache {
+        cluster_name: config.broker_cluster_name.clone(),
+        broker_name: config.broker_name.clone(),
+        broker_id: config.broker_id,
+        epoch_list,
+        max_offset,
+    };
     let body = serde_json::to_vec(&body).map_err(|e| Reject::system(e.to_string()))?;
     Ok(RemotingCommand::response_to(request, 0, None).with_body(body))
 }

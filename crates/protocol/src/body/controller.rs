@@ -1,5 +1,5 @@
 //! Controller mode's JSON bodies (`SyncStateSet`, `ElectMasterResponseBody`,
-//! `BrokerMemberGroup`, `BrokerReplicasInfo`). Broker ids are JSON numbers;
+//! `BrokerMemberGroup`, `BrokerReplicasInfo`, a broker's `EpochEntryCache`). Broker ids are JSON numbers;
 //! a map keyed by broker id is written with the id as a string key, which
 //! Java's fastjson reads as well.
 
@@ -66,9 +66,44 @@ pub struct BrokerReplicasInfo {
     pub replicas_info_table: BTreeMap<String, ReplicasInfo>,
 }
 
+/// One epoch of a broker's log (`EpochEntry`): from `start_offset` up to
+/// `end_offset` (the next epoch's start; the CommitLog's end for the last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EpochItem {
+    pub epoch: i32,
+    pub start_offset: i64,
+    pub end_offset: i64,
+}
+
+/// Body of GET_BROKER_EPOCH_CACHE's answer (`EpochEntryCache`): a broker's
+/// epochs, oldest first, and its CommitLog's end.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EpochEntryCache {
+    pub cluster_name: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    pub epoch_list: Vec<EpochItem>,
+    pub max_offset: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epoch_cache_reads_java_json() {
+        let text = r#"{"clusterName":"c","brokerName":"b","brokerId":1,
+            "epochList":[{"epoch":1,"startOffset":0,"endOffset":100}],"maxOffset":100}"#;
+        let cache: EpochEntryCache = serde_json::from_str(text).unwrap();
+        assert_eq!(cache.epoch_list.len(), 1);
+        assert_eq!(cache.epoch_list[0].end_offset, 100);
+        assert_eq!(cache.max_offset, 100);
+        let back: EpochEntryCache =
+            serde_json::from_str(&serde_json::to_string(&cache).unwrap()).unwrap();
+        assert_eq!(back, cache);
+    }
 
     #[test]
     fn sync_state_set_reads_java_json() {

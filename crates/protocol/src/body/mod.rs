@@ -12,8 +12,8 @@ mod route;
 mod topic;
 
 pub use controller::{
-    BrokerMemberGroup, BrokerReplicasInfo, ElectMasterResponseBody, ReplicaIdentity, ReplicasInfo,
-    SyncStateSet,
+    BrokerMemberGroup, BrokerReplicasInfo, ElectMasterResponseBody, EpochEntryCache, EpochItem,
+    ReplicaIdentity, ReplicasInfo, SyncStateSet,
 };
 pub use group::{
     SubscriptionGroupConfig, CONSUME_TIMEOUT_MINUTES_DEFAULT, RETRY_MAX_TIMES_DEFAULT,

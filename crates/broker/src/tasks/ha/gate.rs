@@ -98,9 +98,9 @@ pub(crate) async fn gate_loop(shard: Rc<Shard>, resume: bool) {
 /// in-sync replica; else what every connected in-sync slave acked, or
 /// `previous` while one of them is not connected.
 fn master_gate(shard: &Shard, ha: &HaState, previous: i64) -> i64 {
-    let mode = &shard.config().controller_mode;
-    let in_sync = mode.sync_state_size.ids();
-    let own = mode.broker_controller_id;
+    let role = &shard.env.role;
+    let in_sync = role.in_sync.ids();
+    let own = role.controller_id;
     if in_sync.iter().all(|id| Some(*id) == own) {
         return i64::MAX;
     }

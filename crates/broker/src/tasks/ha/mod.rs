@@ -15,6 +15,8 @@
 //!   at the confirm offset.
 //! - `role` (controller mode): a change of role in place, without a
 //!   restart of the data plane.
+//! - `progress` (controller mode): publishes the CommitLog's end and each
+//!   AutoSwitch follower's ack for the supervisor (`crate::role::progress`).
 //! - `secure`: the optional TLS and challenge of a new link
 //!   (`haTlsEnable`, `haAuthSecret`; Ferrocket keys).
 //! - `metadata`: a slave copies topics, groups, consumer and delay
@@ -26,6 +28,7 @@ pub(crate) mod auto_slave;
 pub(crate) mod gate;
 pub(crate) mod master;
 pub(crate) mod metadata;
+pub(crate) mod progress;
 pub(crate) mod role;
 pub(crate) mod secure;
 pub(crate) mod slave;

@@ -9,7 +9,7 @@
 //! levels, timers, transaction checks, pop revive) start. A slave follows
 //! another master: its HA link and metadata sync start again towards it.
 //! A master turns slave (`demote`). A master elected again at a new epoch
-//! restarts (its supervisor does it), as does a broker whose log must be
+//! restarts (the supervisor, `role::supervisor`, does it), as does a broker whose log must be
 //! cut back first.
 
 use std::rc::Rc;
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use ferrocket_runtime::shard::ShardCall;
 
-use crate::config::RoleOrder;
+use crate::role::switch::RoleOrder;
 use crate::shard::Shard;
 
 /// How often shard 0 looks for an order.
@@ -27,7 +27,7 @@ const ANSWER_TIMEOUT_MS: u64 = 10_000;
 
 /// Shard 0 in controller mode: carries out the supervisor's role orders.
 pub(crate) async fn switch_loop(shard: Rc<Shard>) {
-    let switch = shard.config().controller_mode.role_switch.clone();
+    let switch = shard.env.role.switch.clone();
     let poll = Duration::from_millis(ORDER_POLL_MS);
     while !shard.stopping.interrupts_sleep(poll).await {
         let Some((seq, order)) = switch.take() else {
@@ -42,6 +42,9 @@ pub(crate) async fn switch_loop(shard: Rc<Shard>) {
                 "the role changed in place"
             ),
             Err(why) => tracing::warn!(%why, "the role could not change in place"),
+        }
+        if let Ok(control) = shard.control() {
+            super::progress::publish_now(&shard, &control.ha);
         }
         switch.finish(seq, outcome);
     }

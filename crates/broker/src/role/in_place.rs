@@ -8,10 +8,14 @@
 
 use std::time::{Duration, Instant};
 
-use ferrocket_broker::{BrokerRole, MasterLease, RoleOrder};
 use ferrocket_controller::member::MasterInfo;
 
-use super::{own, same_master, BrokerRun, Supervisor, RETRY_MS, TICK_MS};
+use super::peers;
+use super::state::MasterLease;
+use super::supervisor::{same_master, BrokerRun, Supervisor, RETRY_MS, TICK_MS};
+use super::switch::RoleOrder;
+use super::truncate;
+use crate::config::BrokerRole;
 
 /// Longest a running broker may take to carry out a role order.
 const ORDER_TIMEOUT_MS: u64 = 15_000;
@@ -56,7 +60,7 @@ impl Supervisor {
     /// a lease from the answer.
     fn promotion(&self, next: &MasterInfo, lease: &MasterLease) -> RoleOrder {
         let in_sync = &next.sync_state_set.sync_state_set;
-        self.base.controller_mode.sync_state_size.set_ids(in_sync);
+        self.shared.in_sync.set_ids(in_sync);
         lease.revoke();
         lease.grant(self.lease_end(self.asked_at));
         RoleOrder {
@@ -89,8 +93,8 @@ impl Supervisor {
 
     /// Whether this broker's log agrees with `master`'s up to its end.
     async fn agrees_with(&self, master: &MasterInfo) -> bool {
-        let agrees =
-            own::follows_without_cut(&self.base, &self.member.address, &master.address).await;
+        let own_end = self.shared.progress.written();
+        let agrees = truncate::follows_without_cut(&self.base, own_end, &master.address).await;
         if !agrees {
             tracing::info!(master = %master.address, "following the new master needs a cut: restarting");
         }
@@ -99,7 +103,7 @@ impl Supervisor {
 
     /// The order to follow `next`, once it says where its HA port is.
     async fn follow(&self, next: &MasterInfo) -> Option<RoleOrder> {
-        let ha = own::ha_server_addr(&next.address).await?;
+        let ha = peers::ha_server_addr(&next.address).await?;
         Some(RoleOrder {
             role: BrokerRole::Slave,
             broker_id: self.id,
@@ -112,7 +116,7 @@ impl Supervisor {
 
     /// Hands `order` to the running broker; true once it took the role.
     async fn order(&self, order: RoleOrder, run: &BrokerRun) -> bool {
-        let switch = &self.base.controller_mode.role_switch;
+        let switch = &self.shared.switch;
         let seq = switch.ask(order);
         let until = Instant::now() + Duration::from_millis(ORDER_TIMEOUT_MS);
         loop {

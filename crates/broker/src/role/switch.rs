@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::BrokerRole;
+use crate::config::BrokerRole;
 
 /// The role to take, from the controller's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,11 +81,3 @@ impl RoleSwitch {
         }
     }
 }
-
-impl PartialEq for RoleSwitch {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for RoleSwitch {}

@@ -5,23 +5,25 @@
 //! `haMaxTimeSlaveNotCatchup` or is no longer alive. Changes go to the
 //! controller as CONTROLLER_ALTER_SYNC_STATE_SET, fenced by the epochs.
 //!
-//! A slave's progress is read from this master's own HA links
-//! (GET_BROKER_HA_STATUS on this broker's port, which lists each AutoSwitch
-//! link's broker id and acked offset), never from the slave: only a replica
+//! A slave's progress is read from this master's own HA links (each
+//! AutoSwitch link's broker id and acked offset, as shard 0 publishes them
+//! in process, `super::progress`), never from the slave: only a replica
 //! that copies this master can count for it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use ferrocket_broker::BrokerConfig;
-use ferrocket_controller::member::{ControllerClient, Member};
+use ferrocket_controller::member::{ControllerClient, Member, MemberError};
 use ferrocket_protocol::body::{
     decode_json, encode_json, BrokerReplicasInfo, ReplicasInfo, SyncStateSet,
 };
 use ferrocket_protocol::codes::{request_code, response_code};
 use ferrocket_protocol::header::controller::AlterSyncStateSetRequestHeader;
 
-use super::own;
+use super::progress::Follower;
+use super::state::RoleState;
+use super::truncate;
+use crate::config::BrokerConfig;
 
 #[derive(Default)]
 pub(crate) struct IsrKeeper {
@@ -36,7 +38,7 @@ pub(crate) struct IsrKeeper {
 }
 
 impl IsrKeeper {
-    pub(crate) fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         self.caught_up_at.clear();
         self.previous_end = None;
         self.short = true;
@@ -44,7 +46,7 @@ impl IsrKeeper {
 
     /// How long until the next check: `period` while every replica is in
     /// sync, else at most `soon`.
-    pub(crate) fn next_check_ms(&self, period: u64, soon: u64) -> u64 {
+    pub(super) fn next_check_ms(&self, period: u64, soon: u64) -> u64 {
         match self.short {
             true => period.min(soon),
             false => period,
@@ -53,21 +55,22 @@ impl IsrKeeper {
 
     /// One check: reads the set from the controller, decides who is in
     /// sync now, and proposes the change, if any.
-    pub(crate) async fn check(
+    pub(super) async fn check(
         &mut self,
         client: &ControllerClient,
         config: &BrokerConfig,
+        role: &RoleState,
         member: &Member,
         id: i64,
     ) {
         let Some(set) = master_view(client, &member.broker_name, id).await else {
             return;
         };
-        let Some(next) = self.in_sync_now(config, member, id, &set).await else {
+        let Some(next) = self.in_sync_now(config, role, id, &set) else {
             return;
         };
         let current: BTreeSet<i64> = set.in_sync_replicas.iter().map(|r| r.broker_id).collect();
-        let sizes = &config.controller_mode.sync_state_size;
+        let sizes = &role.in_sync;
         if next == current {
             sizes.set_ids(&current);
             return;
@@ -92,24 +95,24 @@ impl IsrKeeper {
 
     /// This master and every live slave that caught up within
     /// `haMaxTimeSlaveNotCatchup` (see [`caught_up`]).
-    async fn in_sync_now(
+    fn in_sync_now(
         &mut self,
         config: &BrokerConfig,
-        member: &Member,
+        role: &RoleState,
         id: i64,
         set: &ReplicasInfo,
     ) -> Option<BTreeSet<i64>> {
-        let end = own::max_offset(&member.address).await?;
-        let followers = own::followers(&member.address).await?;
+        let progress = role.progress.get()?;
+        let (end, followers) = (progress.written, &progress.followers);
         let target = self.previous_end.unwrap_or(end);
-        let epoch_start = own::last_epoch_start(config).unwrap_or(0);
+        let epoch_start = truncate::last_epoch_start(config).unwrap_or(0);
         let now = Instant::now();
         let patience =
             Duration::from_millis(config.controller_mode.ha_max_time_slave_not_catchup_ms);
         let mut next = BTreeSet::from([id]);
         let replicas = set.in_sync_replicas.iter().chain(&set.not_in_sync_replicas);
         for replica in replicas.filter(|r| r.broker_id != id && r.alive) {
-            if caught_up(&followers, replica.broker_id, target, epoch_start) {
+            if caught_up(followers, replica.broker_id, target, epoch_start) {
                 self.caught_up_at.insert(replica.broker_id, now);
             }
             let recent = self
@@ -133,12 +136,7 @@ impl IsrKeeper {
 /// master stood at the previous check and the start of the master's epoch.
 /// How long the replica's own log is says nothing: a replica that copies a
 /// deposed master grows a log that is not this one.
-pub(crate) fn caught_up(
-    followers: &[own::Follower],
-    id: i64,
-    target: i64,
-    epoch_start: i64,
-) -> bool {
+fn caught_up(followers: &[Follower], id: i64, target: i64, epoch_start: i64) -> bool {
     followers
         .iter()
         .any(|f| f.broker_id == id && f.acked >= target && f.acked >= epoch_start)
@@ -172,7 +170,7 @@ async fn propose(
     id: i64,
     set: &ReplicasInfo,
     next: &BTreeSet<i64>,
-) -> Result<ferrocket_protocol::RemotingCommand, ferrocket_controller::member::MemberError> {
+) -> Result<ferrocket_protocol::RemotingCommand, MemberError> {
     let header = AlterSyncStateSetRequestHeader {
         broker_name: member.broker_name.clone(),
         master_broker_id: Some(id),
@@ -195,7 +193,7 @@ async fn propose(
 #[cfg(test)]
 mod tests {
     use super::caught_up;
-    use super::own::Follower;
+    use crate::role::progress::Follower;
 
     #[test]
     fn only_a_follower_of_this_master_that_acked_enough_is_caught_up() {

@@ -1,26 +1,22 @@
-//! `ferrocket broker` with `enableControllerMode=true`: the controller, not
-//! the config, says whether this broker is its set's master (RocketMQ's
-//! `ReplicasManager`). This supervisor registers the broker (broker id and
+//! The supervisor of a broker with `enableControllerMode=true`: the
+//! controller, not the config, says whether this broker is its set's master
+//! (RocketMQ's `ReplicasManager`). It registers the broker (broker id and
 //! `brokerIdentity` files), sends heartbeats to every controller, asks to be
 //! elected when the set has no master, and runs the broker in the role the
 //! controller gives: master as brokerId 0 (SYNC_MASTER when a send waits
-//! for slave copies), slave as its
-//! controller id and SLAVE, copying from the HA address the elected master
-//! itself gives (the name server's route, possibly stale after a failover,
-//! only when the master does not say).
+//! for slave copies), slave as its controller id and SLAVE, copying from
+//! the HA address the elected master itself gives (the name server's
+//! route, possibly stale after a failover, only when the master does not
+//! say).
 //!
-//! Roles change in the running broker, as Java's do (`in_place`): a slave
-//! elected, a master deposed, a slave following a new master keep their
-//! store, shards and listeners. A broker whose log must be cut back first,
+//! Roles change in the running broker, as Java's do (`role::in_place`): a
+//! slave elected, a master deposed, a slave following a new master keep
+//! their store, shards and listeners. A broker whose log must be cut back first,
 //! and a master elected again at a new epoch, stop the broker's data plane
 //! and start it again in the new role, in this process; that stop is
 //! graceful: everything acknowledged is on disk, and clients reconnect.
 //! The role is checked every `syncBrokerMetadataPeriod`, and at
 //! once when a controller sends NOTIFY_BROKER_ROLE_CHANGED.
-
-mod in_place;
-mod isr;
-mod own;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,17 +24,21 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ferrocket_broker::{BrokerConfig, BrokerRole, MasterLease, RoleHandover};
+use ferrocket_client::{ConnectionConfig, Credentials};
 use ferrocket_controller::member::{ControllerClient, MasterInfo, Member, MemberError};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::controller::BrokerHeartbeatRequestHeader;
 
+use super::state::{MasterLease, RoleHandover, RoleState};
+use super::{isr, peers, truncate};
+use crate::config::{BrokerConfig, BrokerRole};
+
 /// How long a call to a controller may take.
 const CONTROLLER_CALL_TIMEOUT_MS: u64 = 3_000;
 /// The supervisor's tick: how soon it sees a stop, a notice or a dead run.
-const TICK_MS: u64 = 50;
+pub(super) const TICK_MS: u64 = 50;
 /// Between failed registrations or elections.
-const RETRY_MS: u64 = 1_000;
+pub(super) const RETRY_MS: u64 = 1_000;
 
 /// Runs the broker in controller mode until `stop` is set.
 pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
@@ -56,32 +56,50 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
     runtime.block_on(Supervisor::new(config, stop)?.run())
 }
 
+/// How the supervisor dials the servers it reports to as this broker (the
+/// controllers, and other brokers): signed with its
+/// `innerClientAuthenticationCredentials`, over TLS when `useTLS` (or
+/// `tls.enable`, or an enforcing mode) says so, as its name server
+/// registration does.
+fn connections(config: &BrokerConfig) -> Result<ConnectionConfig, String> {
+    let tls = crate::start::outbound_tls(config).map_err(|e| e.to_string())?;
+    let credentials = config.inner_credentials.clone().map(Credentials::from);
+    Ok(ConnectionConfig {
+        credentials,
+        tls,
+        ..ConnectionConfig::default()
+    })
+}
+
 /// One run of the broker's data plane, on its own thread.
-struct BrokerRun {
+pub(super) struct BrokerRun {
     stop: Arc<AtomicBool>,
-    handover: RoleHandover,
+    role: RoleState,
     thread: Option<JoinHandle<Result<(), String>>>,
 }
 
 impl BrokerRun {
-    fn start(config: BrokerConfig) -> Result<Self, String> {
+    fn start(config: BrokerConfig, role: RoleState) -> Result<Self, String> {
         let stop = Arc::new(AtomicBool::new(false));
-        let handover = config.controller_mode.handover.clone();
-        let run_stop = Arc::clone(&stop);
+        // Nothing of a previous run (whose log may since have been cut) is
+        // reported until this one publishes.
+        role.progress.clear();
+        let (run_stop, run_role) = (Arc::clone(&stop), role.clone());
         let thread = std::thread::Builder::new()
             .name("broker-run".into())
             .spawn(move || {
-                ferrocket_broker::run(config, run_stop).map_err(|e| format!("broker: {e}"))
+                crate::start::run_in_role(config, run_role, run_stop)
+                    .map_err(|e| format!("broker: {e}"))
             })
             .map_err(|e| format!("cannot start the broker thread: {e}"))?;
         Ok(Self {
             stop,
-            handover,
+            role,
             thread: Some(thread),
         })
     }
 
-    fn ended(&self) -> bool {
+    pub(super) fn ended(&self) -> bool {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
@@ -89,15 +107,17 @@ impl BrokerRun {
     /// at once (see [`RoleHandover`]).
     fn stop(mut self, handover: bool) -> Result<(), String> {
         if handover {
-            self.handover.set();
+            self.role.handover.set();
         }
         self.stop.store(true, Ordering::Release);
-        match self.thread.take() {
+        let ended = match self.thread.take() {
             Some(thread) => thread
                 .join()
                 .map_err(|_| "the broker thread panicked".to_string())?,
             None => Ok(()),
-        }
+        };
+        self.role.progress.clear();
+        ended
     }
 }
 
@@ -110,16 +130,20 @@ enum Outcome {
     Ended,
 }
 
-pub(crate) struct Supervisor {
-    base: BrokerConfig,
+pub(super) struct Supervisor {
+    pub(super) base: BrokerConfig,
+    /// The handles every run shares (role notices and orders, the in-sync
+    /// set, the published HA progress); each run adds its own lease and
+    /// handover flag.
+    pub(super) shared: RoleState,
     stop: Arc<AtomicBool>,
     client: ControllerClient,
-    member: Member,
+    pub(super) member: Member,
     /// This broker's id in the controller (never 0).
-    id: i64,
+    pub(super) id: i64,
     /// When the request behind the newest master info was sent: a lease
     /// runs from there, never from when the answer came.
-    asked_at: Instant,
+    pub(super) asked_at: Instant,
     isr: isr::IsrKeeper,
 }
 
@@ -137,11 +161,12 @@ impl Supervisor {
             address,
         };
         let timeout = Duration::from_millis(CONTROLLER_CALL_TIMEOUT_MS);
-        let connections = crate::inner_client::connections(&base)?;
-        own::connect_as(connections.clone());
+        let connections = connections(&base)?;
+        peers::connect_as(connections.clone());
         Ok(Self {
             client: ControllerClient::with_config(controllers, timeout, connections),
             isr: isr::IsrKeeper::default(),
+            shared: RoleState::default(),
             base,
             stop,
             member,
@@ -150,12 +175,12 @@ impl Supervisor {
         })
     }
 
-    fn stopping(&self) -> bool {
+    pub(super) fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
     /// Sleeps `ms`, or less when stopping; true when stopping.
-    async fn pause(&self, ms: u64) -> bool {
+    pub(super) async fn pause(&self, ms: u64) -> bool {
         let until = Instant::now() + Duration::from_millis(ms);
         while Instant::now() < until {
             if self.stopping() {
@@ -205,7 +230,7 @@ impl Supervisor {
             };
             let follow_at = match current.broker_id == self.id {
                 true => None,
-                false => own::ha_server_addr(&current.address).await,
+                false => peers::ha_server_addr(&current.address).await,
             };
             if current.broker_id != self.id && !self.ready_to_follow(&current).await? {
                 master = self.replica_info().await.ok().flatten();
@@ -214,9 +239,9 @@ impl Supervisor {
                 }
                 continue;
             }
-            let config = self.config_for(&current, follow_at);
-            let lease = config.controller_mode.lease.clone();
-            let run = BrokerRun::start(config)?;
+            let (config, role) = self.config_for(&current, follow_at);
+            let lease = role.lease.clone();
+            let run = BrokerRun::start(config, role)?;
             let mut current = current;
             let outcome = loop {
                 let outcome = self.watch(&current, &run, &lease).await;
@@ -254,12 +279,12 @@ impl Supervisor {
     async fn ready_to_follow(&self, master: &MasterInfo) -> Result<bool, String> {
         // Stay visible to the controller while waiting.
         self.heartbeat(None).await;
-        own::prepare_to_follow(&self.base, &master.address).await
+        truncate::prepare_to_follow(&self.base, &master.address).await
     }
 
     /// A heartbeat (so the controller sees this broker alive), then asks to
     /// be elected; the answer names the master, this broker or another.
-    async fn elect(&mut self) -> Option<MasterInfo> {
+    pub(super) async fn elect(&mut self) -> Option<MasterInfo> {
         self.heartbeat(None).await;
         self.asked_at = Instant::now();
         match self.client.elect(&self.member, self.id).await {
@@ -271,14 +296,22 @@ impl Supervisor {
         }
     }
 
-    /// The broker's config for a run under `master`; a slave copies from
-    /// `master_ha` (the master's own answer), else from where the name
-    /// server's route says (a master that does not say, as Java's).
-    fn config_for(&self, master: &MasterInfo, master_ha: Option<String>) -> BrokerConfig {
+    /// The broker's config and handles for a run under `master`; a slave
+    /// copies from `master_ha` (the master's own answer), else from where
+    /// the name server's route says (a master that does not say, as Java's).
+    fn config_for(
+        &self,
+        master: &MasterInfo,
+        master_ha: Option<String>,
+    ) -> (BrokerConfig, RoleState) {
         let mut config = self.base.clone();
-        config.controller_mode.broker_controller_id = Some(self.id);
+        let mut role = RoleState {
+            controller_id: Some(self.id),
+            handover: RoleHandover::default(),
+            lease: MasterLease::default(),
+            ..self.shared.clone()
+        };
         config.controller_mode.state_version = i64::from(master.epoch);
-        config.controller_mode.handover = RoleHandover::default();
         if master.broker_id == self.id {
             config.broker_id = 0;
             // Java's controller-mode master is a SYNC_MASTER; how many
@@ -286,26 +319,23 @@ impl Supervisor {
             // in-sync set the controller gave.
             config.replication.broker_role = BrokerRole::SyncMaster;
             let in_sync = &master.sync_state_set.sync_state_set;
-            config.controller_mode.sync_state_size.set_ids(in_sync);
+            role.in_sync.set_ids(in_sync);
             config.replication.ha_master_address.clear();
             config.controller_mode.master_epoch = Some(master.epoch);
             let lease = MasterLease::default();
             lease.revoke();
             lease.grant(self.lease_end(self.asked_at));
-            config.controller_mode.lease = lease;
+            role.lease = lease;
         } else {
             config.broker_id = self.id;
             config.replication.broker_role = BrokerRole::Slave;
-            config
-                .controller_mode
-                .sync_state_size
-                .set_ids(&BTreeSet::new());
+            role.in_sync.set_ids(&BTreeSet::new());
             config.controller_mode.master_epoch = None;
             if let Some(ha) = master_ha {
                 config.replication.ha_master_address = ha;
             }
         }
-        config
+        (config, role)
     }
 
     async fn heartbeat(&self, max_offset: Option<i64>) {
@@ -315,7 +345,7 @@ impl Supervisor {
             broker_addr: self.member.address.clone(),
             broker_name: self.member.broker_name.clone(),
             broker_id: Some(self.id),
-            epoch: Some(own::last_epoch(&self.base)),
+            epoch: Some(truncate::last_epoch(&self.base)),
             max_offset: Some(max_offset.unwrap_or(-1)),
             confirm_offset: Some(max_offset.unwrap_or(-1)),
             heartbeat_timeout_mills: Some(mode.controller_heartbeat_timeout_ms as i64),
@@ -341,7 +371,8 @@ impl Supervisor {
                 .min(mode.broker_heartbeat_interval_ms),
             false => mode.sync_broker_metadata_period_ms,
         };
-        let mut notices = mode.role_notices.count();
+        let notices_seen = self.shared.notices.clone();
+        let mut notices = notices_seen.count();
         let (mut last_beat, mut last_check, mut last_isr) =
             (None::<Instant>, Instant::now(), None::<Instant>);
         let due = |at: Option<Instant>, ms: u64| {
@@ -358,12 +389,12 @@ impl Supervisor {
             }
             if due(last_beat, mode.broker_heartbeat_interval_ms) {
                 last_beat = Some(Instant::now());
-                let end = own::max_offset(&self.member.address).await;
+                let end = self.shared.progress.written();
                 self.heartbeat(end).await;
             }
-            let noticed = mode.role_notices.count() != notices;
+            let noticed = notices_seen.count() != notices;
             if noticed || due(Some(last_check), check_ms) {
-                notices = mode.role_notices.count();
+                notices = notices_seen.count();
                 last_check = Instant::now();
                 match self.replica_info().await {
                     Ok(seen) if !same_master(seen.as_ref(), current) => {
@@ -389,7 +420,13 @@ impl Supervisor {
             if is_master && due(last_isr, isr_ms) {
                 last_isr = Some(Instant::now());
                 self.isr
-                    .check(&self.client, &self.base, &self.member, self.id)
+                    .check(
+                        &self.client,
+                        &self.base,
+                        &self.shared,
+                        &self.member,
+                        self.id,
+                    )
                     .await;
             }
             tokio::time::sleep(Duration::from_millis(TICK_MS)).await;
@@ -397,9 +434,7 @@ impl Supervisor {
     }
 
     /// GET_REPLICA_INFO, noting when it was sent.
-    async fn replica_info(
-        &mut self,
-    ) -> Result<Option<MasterInfo>, ferrocket_controller::member::MemberError> {
+    pub(super) async fn replica_info(&mut self) -> Result<Option<MasterInfo>, MemberError> {
         self.asked_at = Instant::now();
         self.client.replica_info(&self.member.broker_name).await
     }
@@ -407,12 +442,12 @@ impl Supervisor {
     /// Where a lease granted on an answer to a request sent at `asked_at`
     /// ends: half the controller's heartbeat timeout later, well before the
     /// controller could declare this broker dead and elect another.
-    fn lease_end(&self, asked_at: Instant) -> Instant {
+    pub(super) fn lease_end(&self, asked_at: Instant) -> Instant {
         let timeout = self.base.controller_mode.controller_heartbeat_timeout_ms;
         asked_at + Duration::from_millis(timeout / 2)
     }
 }
 
-fn same_master(seen: Option<&MasterInfo>, current: &MasterInfo) -> bool {
+pub(super) fn same_master(seen: Option<&MasterInfo>, current: &MasterInfo) -> bool {
     seen.is_some_and(|seen| seen.broker_id == current.broker_id && seen.epoch == current.epoch)
 }
