@@ -251,11 +251,14 @@ impl TimerLog {
                 self.end = 0;
                 return Ok(());
             }
-            (Some(first), Some(last_end)) if from >= first && from <= last_end => {}
+            (Some(first), Some(last_end))
+                if from >= first && from <= last_end && from % RECORD_BYTES as i64 == 0 => {}
             _ => {
                 return Err(TimerError::corrupt(
                     &self.dir,
-                    format!("recovery position {from} is not inside the timer log"),
+                    format!(
+                        "recovery position {from} is not a record boundary inside the timer log"
+                    ),
                 ))
             }
         }
@@ -482,6 +485,9 @@ mod tests {
         assert_eq!(log.segments.len(), 2);
         assert_eq!(log.append(Record::Done { key: (0, 0) }).unwrap(), 192);
         assert!(log.scan(10_000, 0, |_, _| {}).is_err());
+        // A recovery position between records (from disk) is refused: the
+        // end would be misaligned and every later append with it.
+        assert!(log.scan(RECORD_BYTES as i64 + 1, 0, |_, _| {}).is_err());
         assert!(log.scan(0, 320, |_, _| {}).is_err());
         assert_eq!(log.end(), 7 * RECORD_BYTES as i64);
     }
