@@ -67,7 +67,9 @@ fn parse(text: &str) -> Result<(&str, Option<&str>), String> {
     }
     let bound = lines.next();
     if let Some(extra) = lines.next() {
-        return Err(format!("unexpected line after the directory identity: {extra:?}"));
+        return Err(format!(
+            "unexpected line after the directory identity: {extra:?}"
+        ));
     }
     Ok((id, bound))
 }
@@ -128,7 +130,11 @@ mod tests {
         assert!(valid(&copied), "{copied}");
         assert_ne!(copied, id, "a copy uploads under an id of its own");
         assert_eq!(load_or_create(&copy).unwrap(), copied, "and keeps it");
-        assert_eq!(load_or_create(&tier).unwrap(), id, "the original keeps its id");
+        assert_eq!(
+            load_or_create(&tier).unwrap(),
+            id,
+            "the original keeps its id"
+        );
         // A moved directory is the same directory (rename keeps the inode).
         let moved = dir.path().join("moved");
         std::fs::rename(&tier, &moved).unwrap();
@@ -143,7 +149,11 @@ mod tests {
         let file = std::fs::read_to_string(dir.path().join(UPLOADER_FILE)).unwrap();
         assert_eq!(file.lines().count(), 2, "the directory was added: {file:?}");
         assert_eq!(load_or_create(dir.path()).unwrap(), "00112233445566aa");
-        std::fs::write(dir.path().join(UPLOADER_FILE), "00112233445566aa\n1:2\nmore\n").unwrap();
+        std::fs::write(
+            dir.path().join(UPLOADER_FILE),
+            "00112233445566aa\n1:2\nmore\n",
+        )
+        .unwrap();
         assert!(load_or_create(dir.path()).is_err());
     }
 }
