@@ -290,8 +290,8 @@ fn a_sweep_deletes_other_uploaders_copies_of_its_own_segments() {
     wait_offloaded_and_dropped(&mut conn, &broker);
     let set_dir = remote.path().join(tier::SET_PREFIX);
     let own = tier::uploader_id(&broker);
-    // The newest uploaded segment, still local, with a local one after it
-    // (not uploaded).
+    // Every sealed segment uploaded, the newest still local; the one
+    // being written (not sealed, so not uploaded) after it.
     let newest_uploaded = || {
         std::fs::read_dir(set_dir.join("commitlog"))
             .ok()?
@@ -302,17 +302,22 @@ fn a_sweep_deletes_other_uploaders_copies_of_its_own_segments() {
             })
             .max()
     };
+    let end = info_number(&mut conn, "commitLogMaxOffset") as i64;
+    let active_start = end - end % SEGMENT_BYTES as i64;
+    let newest_name = format!("{:020}", active_start - SEGMENT_BYTES as i64);
+    let active = format!("{active_start:020}");
     let found = wait_for(Duration::from_secs(30), || {
-        if info_number(&mut conn, "tieredPendingSegments") != 0 {
-            return None;
-        }
-        let newest = newest_uploaded()?;
+        let pending = info_number(&mut conn, "tieredPendingSegments");
         let local = local_segments(&broker);
-        let at = local.iter().position(|name| *name == newest)?;
-        Some((newest, local.get(at + 1)?.clone()))
+        let ready = pending == 0 && newest_uploaded().as_ref() == Some(&newest_name);
+        (ready && local.contains(&newest_name) && local.contains(&active)).then_some(())
     });
-    let (newest_name, active) =
-        found.unwrap_or_else(|| panic!("{:?}, {:?}", newest_uploaded(), local_segments(&broker)));
+    assert!(
+        found.is_some(),
+        "{:?}, {:?}, end {end}",
+        newest_uploaded(),
+        local_segments(&broker)
+    );
     drop(conn);
     let status = broker.process.stop();
     assert!(status.success(), "{status}");
@@ -328,7 +333,8 @@ fn a_sweep_deletes_other_uploaders_copies_of_its_own_segments() {
         (!deposed.exists()).then_some(())
     });
     assert!(swept.is_some(), "{} stayed", deposed.display());
-    assert!(own_copy.exists() && unrecorded.exists());
+    assert!(own_copy.exists(), "its own copy was deleted");
+    assert!(unrecorded.exists(), "an object at a start it has not uploaded was deleted");
     // Not swept as stale: the segment is still local.
     assert!(local_segments(&broker).contains(&newest_name));
     pull_all(&mut broker.connect(), &topic, 400);
