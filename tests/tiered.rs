@@ -334,7 +334,10 @@ fn a_sweep_deletes_other_uploaders_copies_of_its_own_segments() {
     });
     assert!(swept.is_some(), "{} stayed", deposed.display());
     assert!(own_copy.exists(), "its own copy was deleted");
-    assert!(unrecorded.exists(), "an object at a start it has not uploaded was deleted");
+    assert!(
+        unrecorded.exists(),
+        "an object at a start it has not uploaded was deleted"
+    );
     // Not swept as stale: the segment is still local.
     assert!(local_segments(&broker).contains(&newest_name));
     pull_all(&mut broker.connect(), &topic, 400);
