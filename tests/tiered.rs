@@ -10,12 +10,11 @@ mod harness;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::response_code;
-use ferrocket_protocol::record::records;
 use harness::process::free_port;
 use harness::requests::pull_request;
 use harness::tier::{
-    self, body, info_number, local_segments, runtime_info, s3s_fs_binary, send_range, start_s3,
-    wait_offloaded_and_dropped, SEGMENT_BYTES,
+    self, body, info_number, local_segments, pull_all, runtime_info, s3s_fs_binary, send_range,
+    start_s3, wait_offloaded_and_dropped, SEGMENT_BYTES,
 };
 use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn};
 
@@ -27,36 +26,6 @@ const READ_KEYS: [&str; 2] = [
 
 fn start_broker(namesrv: &Namesrv, backend: &[String]) -> Broker {
     tier::start_broker(namesrv, backend, &READ_KEYS)
-}
-
-/// A consumer of a new group pulls queue 0 from offset 0 to `count`: every
-/// message, in order, with its body.
-fn pull_all(conn: &mut RemotingConn, topic: &str, count: i64) {
-    let group = unique_name("tier_cg");
-    let mut offset = 0;
-    let pulled = wait_for(Duration::from_secs(60), || {
-        let answer = conn.request(pull_request(&group, topic, 0, offset, 32, 0));
-        if answer.code == response_code::SUCCESS {
-            for record in records(&answer.body, true) {
-                let record = record.unwrap();
-                assert_eq!(record.queue_offset, offset);
-                assert_eq!(record.body, body(offset), "message {offset}");
-                offset += 1;
-            }
-        } else {
-            assert!(
-                answer.code == response_code::PULL_NOT_FOUND
-                    || answer.code == response_code::PULL_RETRY_IMMEDIATELY
-                    || answer.code == response_code::SYSTEM_ERROR,
-                "{answer:?}"
-            );
-        }
-        (offset >= count).then_some(())
-    });
-    assert!(
-        pulled.is_some(),
-        "a new consumer read only {offset} of {count} messages"
-    );
 }
 
 #[test]
@@ -77,7 +46,7 @@ fn offloads_to_a_directory_drops_locally_and_reads_through() {
     // The remote copies are whole segments, named as the local files with
     // the uploader id after them.
     let first = tier::first_remote(remote.path()).expect("the first segment's object");
-    let uploader = std::fs::read_to_string(broker.store_dir().join("tier/uploader")).unwrap();
+    let uploader = tier::uploader_id(&broker);
     assert!(
         first.ends_with(format!("00000000000000000000.{uploader}")),
         "{}",
@@ -302,4 +271,74 @@ fn s3_that_refuses_half_the_connections_loses_nothing() {
     drop(broker);
     drop(proxy);
     s3.stop();
+}
+
+/// A deposed master's copy of a segment this master uploaded itself (same
+/// start, another uploader id) is deleted by the master's sweep, though
+/// the segment is still local (it lingered until it fell below the local
+/// start before); its own copy, and another uploader's object at a start
+/// it has not uploaded, stay.
+#[test]
+fn a_sweep_deletes_other_uploaders_copies_of_its_own_segments() {
+    let remote = tempfile::tempdir().unwrap();
+    let namesrv = Namesrv::start();
+    let mut broker = start_broker(&namesrv, &tier::posix(remote.path()));
+    let mut conn = broker.connect();
+    let topic = unique_name("TierSweep");
+    harness::requests::create_topic(&mut conn, &topic, 1);
+    send_range(&mut conn, &topic, 0, 400);
+    wait_offloaded_and_dropped(&mut conn, &broker);
+    let set_dir = remote.path().join(tier::SET_PREFIX);
+    let own = tier::uploader_id(&broker);
+    // Every sealed segment uploaded, the newest still local; the one
+    // being written (not sealed, so not uploaded) after it.
+    let newest_uploaded = || {
+        std::fs::read_dir(set_dir.join("commitlog"))
+            .ok()?
+            .filter_map(|item| {
+                let name = item.ok()?.file_name().to_string_lossy().into_owned();
+                let (start, id) = name.split_once('.')?;
+                (id == own).then_some(start.to_string())
+            })
+            .max()
+    };
+    let end = info_number(&mut conn, "commitLogMaxOffset") as i64;
+    let active_start = end - end % SEGMENT_BYTES as i64;
+    let newest_name = format!("{:020}", active_start - SEGMENT_BYTES as i64);
+    let active = format!("{active_start:020}");
+    let found = wait_for(Duration::from_secs(30), || {
+        let pending = info_number(&mut conn, "tieredPendingSegments");
+        let local = local_segments(&broker);
+        let ready = pending == 0 && newest_uploaded().as_ref() == Some(&newest_name);
+        (ready && local.contains(&newest_name) && local.contains(&active)).then_some(())
+    });
+    assert!(
+        found.is_some(),
+        "{:?}, {:?}, end {end}",
+        newest_uploaded(),
+        local_segments(&broker)
+    );
+    drop(conn);
+    let status = broker.process.stop();
+    assert!(status.success(), "{status}");
+    assert_eq!(newest_uploaded().as_ref(), Some(&newest_name));
+    let commitlog = set_dir.join("commitlog");
+    let own_copy = commitlog.join(format!("{newest_name}.{own}"));
+    let deposed = commitlog.join(format!("{newest_name}.00000000deadbeef"));
+    let unrecorded = commitlog.join(format!("{active}.00000000deadbeef"));
+    std::fs::copy(&own_copy, &deposed).unwrap();
+    std::fs::copy(&own_copy, &unrecorded).unwrap();
+    broker.start_again();
+    let swept = wait_for(Duration::from_secs(30), || {
+        (!deposed.exists()).then_some(())
+    });
+    assert!(swept.is_some(), "{} stayed", deposed.display());
+    assert!(own_copy.exists(), "its own copy was deleted");
+    assert!(
+        unrecorded.exists(),
+        "an object at a start it has not uploaded was deleted"
+    );
+    // Not swept as stale: the segment is still local.
+    assert!(local_segments(&broker).contains(&newest_name));
+    pull_all(&mut broker.connect(), &topic, 400);
 }

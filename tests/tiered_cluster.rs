@@ -8,10 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code, response_code};
-use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::failover;
-use harness::requests::{pull_request, send_header, send_request};
+use harness::requests::{send_header, send_request};
 use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
 
 const SEGMENT_BYTES: u64 = 64 * 1024;
@@ -61,43 +60,7 @@ fn send_range(conn: &mut RemotingConn, topic: &str, tag: &str, from: i64, to: i6
 /// A consumer of a new group pulls queue 0 from offset 0 to `count`: every
 /// message, in order, with its body.
 fn pull_all(conn: &mut RemotingConn, topic: &str, tag: &str, count: i64) {
-    pull_expecting(conn, topic, count, &|n| body(tag, n));
-}
-
-/// As [`pull_all`], each body as `expect` says.
-fn pull_expecting(
-    conn: &mut RemotingConn,
-    topic: &str,
-    count: i64,
-    expect: &dyn Fn(i64) -> Vec<u8>,
-) {
-    let group = unique_name("tier_cg");
-    let mut offset = 0;
-    let mut last = String::new();
-    let pulled = wait_for(Duration::from_secs(60), || {
-        let answer = conn.request(pull_request(&group, topic, 0, offset, 32, 0));
-        last = format!(
-            "{} {:?} {:?}",
-            answer.code, answer.remark, answer.ext_fields
-        );
-        if answer.code == response_code::SUCCESS {
-            for record in records(&answer.body, true) {
-                let record = record.unwrap();
-                assert_eq!(record.queue_offset, offset);
-                assert_eq!(
-                    String::from_utf8_lossy(record.body),
-                    String::from_utf8_lossy(&expect(offset)),
-                    "message {offset}"
-                );
-                offset += 1;
-            }
-        }
-        (offset >= count).then_some(())
-    });
-    assert!(
-        pulled.is_some(),
-        "a new consumer read only {offset} of {count} messages; last answer: {last}"
-    );
+    harness::tier::pull_expecting(conn, topic, count, &|n| body(tag, n));
 }
 
 fn info_number(conn: &mut RemotingConn, key: &str) -> Option<u64> {
@@ -269,7 +232,7 @@ fn a_cut_log_forgets_remote_copies_past_the_cut() {
         n if n == kept => b"first-after-cut".to_vec(),
         n => body("new", n),
     };
-    pull_expecting(&mut conn, &topic, kept + 300, &expect);
+    harness::tier::pull_expecting(&mut conn, &topic, kept + 300, &expect);
 }
 
 /// A broker of the failover set in controller mode with tiering on.
@@ -423,4 +386,53 @@ fn a_lagging_slave_catches_up_from_object_storage() {
         master.process.output()
     );
     assert!(info_number(&mut conn, "tieredRemoteReads").unwrap() >= 1);
+}
+
+/// Controller mode: a slave whose disk is lost restores nothing from the
+/// object store (its log is the master's copy, which HA sends it, reading
+/// through the tier); it catches up to the master and serves every
+/// message. Restored segments could diverge from the master's log (it
+/// restored them before).
+#[test]
+fn a_slave_with_a_lost_disk_copies_the_master_instead_of_restoring() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let controllers = failover::controllers(dir.path(), 1);
+    let addrs = failover::controller_addr(&controllers);
+    let namesrv = Namesrv::start();
+    let first = tier_controller_broker(&namesrv, &addrs, remote.path());
+    let mut second = tier_controller_broker(&namesrv, &addrs, remote.path());
+    let joined = wait_for(Duration::from_secs(60), || {
+        failover::sync_state(&addrs).filter(|s| s.master == Some(1) && s.in_sync.len() == 2)
+    });
+    assert!(joined.is_some(), "{:?}", failover::sync_state(&addrs));
+    let topic = unique_name("TierSlaveLost");
+    harness::requests::create_topic(&mut second.connect(), &topic, 1);
+    let mut conn = first.connect();
+    harness::requests::create_topic(&mut conn, &topic, 1);
+    send_range(&mut conn, &topic, "a", 0, 300);
+    wait_offloaded_and_dropped(&mut conn, first.store_dir());
+    let status = second.process.stop();
+    assert!(status.success(), "{status}");
+    // The whole disk: CommitLog, epoch file, broker identity.
+    for item in std::fs::read_dir(second.store_dir()).unwrap() {
+        let path = item.unwrap().path();
+        match path.is_dir() {
+            true => std::fs::remove_dir_all(&path).unwrap(),
+            false => std::fs::remove_file(&path).unwrap(),
+        }
+    }
+    second.start_again();
+    let caught_up = wait_for(Duration::from_secs(60), || {
+        let end = failover::commit_log_end(&first)?;
+        (failover::commit_log_end(&second)? == end).then_some(end)
+    });
+    let output = second.process.output();
+    assert!(caught_up.is_some(), "the slave never caught up\n{output}");
+    assert!(
+        output.contains("runs as a slave: nothing is restored"),
+        "{output}"
+    );
+    assert!(!output.contains("empty store was restored"), "{output}");
+    pull_all(&mut second.connect(), &topic, "a", 300);
 }

@@ -17,10 +17,10 @@ use ferrocket_protocol::properties::{self, Properties};
 use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 use harness::process::free_port;
-use harness::requests::{create_topic, pull_request, send_header, send_request};
+use harness::requests::{create_topic, send_header, send_request};
 use harness::tier::{
-    self, body, posix, s3s_fs_binary, send_range, start_broker, start_s3, wait_dropped_locally,
-    SEGMENT_BYTES, SET_PREFIX,
+    self, body, posix, pull_all, s3s_fs_binary, send_range, start_broker, start_s3,
+    wait_dropped_locally, SEGMENT_BYTES, SET_PREFIX,
 };
 use harness::{unique_name, wait_for, Namesrv, RemotingConn};
 
@@ -60,28 +60,6 @@ fn remote_manifest(remote: &Path) -> Vec<i64> {
         .iter()
         .map(|entry| entry["start"].as_i64().unwrap())
         .collect()
-}
-
-/// A new group pulls queue 0 from offset 0: `count` messages, in order.
-fn pull_all(conn: &mut RemotingConn, topic: &str, count: i64) {
-    let group = unique_name("restore_cg");
-    let mut offset = 0;
-    let pulled = wait_for(Duration::from_secs(60), || {
-        let answer = conn.request(pull_request(&group, topic, 0, offset, 32, 0));
-        if answer.code == response_code::SUCCESS {
-            for record in records(&answer.body, true) {
-                let record = record.unwrap();
-                assert_eq!(record.queue_offset, offset);
-                assert_eq!(record.body, body(offset), "message {offset}");
-                offset += 1;
-            }
-        }
-        (offset >= count).then_some(())
-    });
-    assert!(
-        pulled.is_some(),
-        "read {offset} of {count} after the restore"
-    );
 }
 
 /// QUERY_MESSAGE by key: the queue offsets found.

@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ferrocket_protocol::codes::{request_code, response_code};
+use ferrocket_protocol::record::records;
 use ferrocket_protocol::RemotingCommand;
 
 use super::process::ServerProcess;
-use super::requests::{send_header, send_request};
-use super::{wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
+use super::requests::{pull_request, send_header, send_request};
+use super::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
 
 /// CommitLog segment size of a tiered test broker.
 pub const SEGMENT_BYTES: u64 = 64 * 1024;
@@ -50,6 +51,13 @@ pub fn first_remote(remote: &Path) -> Option<PathBuf> {
     let mut found = segment_objects(&remote.join(SET_PREFIX), 0);
     assert!(found.len() <= 1, "one uploader, several objects: {found:?}");
     found.pop()
+}
+
+/// The uploader id of a broker's store (the first line of `tier/uploader`;
+/// the second names the directory it is bound to).
+pub fn uploader_id(broker: &Broker) -> String {
+    let file = std::fs::read_to_string(broker.store_dir().join("tier/uploader")).unwrap();
+    file.lines().next().unwrap_or_default().to_string()
 }
 
 /// The backend keys of a directory as the object store.
@@ -121,6 +129,48 @@ pub fn send_range(conn: &mut RemotingConn, topic: &str, from: i64, to: i64) {
             Some(n.to_string().as_str())
         );
     }
+}
+
+/// A consumer of a new group pulls queue 0 of `topic` from offset 0 to
+/// `count`: every message, in order, with its [`body`].
+pub fn pull_all(conn: &mut RemotingConn, topic: &str, count: i64) {
+    pull_expecting(conn, topic, count, &body);
+}
+
+/// As [`pull_all`], each body as `expect` says.
+pub fn pull_expecting(
+    conn: &mut RemotingConn,
+    topic: &str,
+    count: i64,
+    expect: &dyn Fn(i64) -> Vec<u8>,
+) {
+    let group = unique_name("tier_cg");
+    let mut offset = 0;
+    let mut last = String::new();
+    let pulled = wait_for(Duration::from_secs(60), || {
+        let answer = conn.request(pull_request(&group, topic, 0, offset, 32, 0));
+        last = format!(
+            "{} {:?} {:?}",
+            answer.code, answer.remark, answer.ext_fields
+        );
+        if answer.code == response_code::SUCCESS {
+            for record in records(&answer.body, true) {
+                let record = record.unwrap();
+                assert_eq!(record.queue_offset, offset);
+                assert_eq!(
+                    String::from_utf8_lossy(record.body),
+                    String::from_utf8_lossy(&expect(offset)),
+                    "message {offset}"
+                );
+                offset += 1;
+            }
+        }
+        (offset >= count).then_some(())
+    });
+    assert!(
+        pulled.is_some(),
+        "a new consumer read only {offset} of {count} messages; last answer: {last}"
+    );
 }
 
 /// The broker's runtime info table (`GET_BROKER_RUNTIME_INFO`).

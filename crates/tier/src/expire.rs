@@ -2,8 +2,9 @@
 //! ([`ferrocket_store::CommitLogReader::remote_expired`]) are first
 //! forgotten in the manifest (durably), then deleted from object storage.
 //! A crash or a failed delete between the two leaves an object no entry
-//! names: [`sweep`] deletes such leftovers below the local start (at start,
-//! and after a failed delete).
+//! names: [`sweep`] deletes such leftovers below the local start, and a
+//! deposed master's copies of segments this master uploaded itself (at
+//! the start of each term as master, and after a failed delete).
 
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -84,10 +85,12 @@ async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool 
 
 /// Deletes the segment objects of this replica set that the manifest does
 /// not name: below the local start (left by a crash or a failed delete),
-/// and at or past the CommitLog's end (copies of a tail cut back by a fork
-/// point or recovery, forgotten then). Objects in between may be uploads
-/// about to be recorded: never touched (and none is in flight: the sweep
-/// runs between upload passes). Whoever uploaded them: an object of
+/// at or past the CommitLog's end (copies of a tail cut back by a fork
+/// point or recovery, forgotten then), and in between at the starts this
+/// store uploaded and recorded itself (another uploader's object there:
+/// a deposed master's copy of that segment). Other objects in between may
+/// be uploads about to be recorded: never touched (and none is in
+/// flight: the sweep runs between upload passes). Whoever uploaded them: an object of
 /// another uploader (a former master of the set, or a deposed one still
 /// reaching the store) that this master's manifest does not name is never
 /// read through it either, so it is garbage too; one the manifest names
@@ -116,11 +119,17 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
         if let Some(start) = start {
             let seg_end = start + tier.offloaded.segment_bytes() as i64;
             let stale = seg_end <= local_min || start >= end;
-            let named = tier
-                .offloaded
-                .get(start)
+            let entry = tier.offloaded.get(start);
+            let named = entry
+                .as_ref()
                 .is_some_and(|entry| entry.key == meta.location.as_ref());
-            if stale && !named {
+            // A segment this store uploaded itself: another object of its
+            // start (a deposed master's copy, which may diverge) is
+            // never read through this manifest.
+            let own = entry.is_some_and(|entry| {
+                entry.key == backend.segment_key(start, &tier.uploader).as_ref()
+            });
+            if (stale || own) && !named {
                 leftovers.push(meta.location);
             }
         }

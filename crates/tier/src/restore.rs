@@ -27,6 +27,15 @@
 //! uploads overwrite its objects, and the crash sweep delete those past
 //! the log's end. A manifest that does name segments keeps writes held:
 //! the next start (its store still empty) restores them.
+//!
+//! A controller-mode slave restores nothing: its CommitLog is the set's
+//! master's copy, which HA sends it (reading through the tier where the
+//! master dropped a segment). Segments restored under it could diverge
+//! from the master's log, and its role is known before the store opens
+//! (the controller gives it first; a broker with an empty store and no
+//! epoch file has no claim to be elected). A leftover
+//! [`UNRESTORED_MARKER`] is removed then: the master's bytes cannot
+//! collide with the set's objects.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -62,6 +71,16 @@ pub fn restore_lost_store(config: &StoreConfig) -> Result<usize, TierError> {
     };
     let commitlog = config.commitlog_dir();
     let marker = config.root_dir.join(TIER_DIR).join(UNRESTORED_MARKER);
+    if config.replica {
+        // Only a controller-mode slave keeps the tier as a replica.
+        if !has_segments(&commitlog)? {
+            tracing::info!(
+                "tiered storage: the store is empty and this broker runs as a slave: \
+                 nothing is restored from the object store, HA copies the master's log"
+            );
+        }
+        return remove_marker(&marker).map(|()| 0);
+    }
     if has_segments(&commitlog)? {
         // A start held by the marker took no writes: its log is empty.
         if !(marker.exists() && holds_no_record(&commitlog)?) {

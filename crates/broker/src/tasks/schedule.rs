@@ -15,6 +15,7 @@ use crate::clock::now_ms;
 use crate::services::delay_levels::{DelayOffsetFile, DelayOffsets, DELAY_OFFSET_FILE};
 use crate::services::delivery::{DeliverError, Parked};
 use crate::services::records::try_read_bytes_through;
+use crate::services::schedule::HeadDue;
 use crate::services::topics::SCHEDULE_TOPIC;
 use crate::shard::Shard;
 
@@ -65,6 +66,9 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
         let Some(entry) = queue.entry(offset) else {
             break;
         };
+        if state.head_waits(level, offset, entry.physical_offset, now_ms(), delay_ms) {
+            break;
+        }
         match deliver_entry(shard, level, delay_ms, offset, &entry).await {
             Step::Delivered => delivered += 1,
             Step::Skipped => {}
@@ -134,6 +138,12 @@ async fn deliver_entry(
         due = now;
     }
     if due > now {
+        let head = HeadDue {
+            offset,
+            physical_offset: entry.physical_offset,
+            due_ms: due,
+        };
+        shard.schedule.remember_head(level, head);
         return Step::Wait;
     }
     // An acting master's go to another set (`tasks::acting_escape`).

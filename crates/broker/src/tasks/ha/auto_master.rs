@@ -114,9 +114,12 @@ async fn push(
     let ha_config = &shard.config().replication;
     let reported = ha.first_report(link).await;
     let reader = shard.store.reader();
-    // A slave with nothing copies from the master's first byte.
+    // A slave with nothing copies from the master's first byte, offloaded
+    // segments included (served from object storage, `frame_body`): a lost
+    // disk comes back from its master rather than restored from the object
+    // store, with ConsumeQueues for everything the master's cover.
     let mut next = match reported {
-        0 => reader.min_offset(),
+        0 => reader.logical_min_offset(),
         reported => start_offset(shard, reported)?,
     };
     let heartbeat = Duration::from_millis(ha_config.ha_heartbeat_interval_ms);
