@@ -41,7 +41,7 @@ impl Shard {
         &self,
         group: &str,
     ) -> Result<SubscriptionGroupConfig, Reject> {
-        if let Some(found) = self.groups.with(|t| t.get(group).cloned()) {
+        if let Some(found) = self.groups().with(|t| t.get(group).cloned()) {
             return Ok(found);
         }
         let missing = || {

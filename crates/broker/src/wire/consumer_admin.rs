@@ -65,7 +65,7 @@ pub(crate) async fn consumer_connections(
 ) -> Result<RemotingCommand, Reject> {
     let group = request.ext_fields.required("consumerGroup")?.to_string();
     let Some(info) = shard
-        .clients
+        .clients()
         .with(|clients| clients.consumers.get(&group).cloned())
         .filter(|g| !g.clients.is_empty())
     else {
@@ -106,7 +106,7 @@ pub(crate) async fn consumer_connections(
 
 /// Every shard's committed offsets, merged.
 pub(crate) async fn all_offsets(shard: &Shard) -> Result<OffsetMap, Reject> {
-    let mut parts = Vec::with_capacity(shard.count);
+    let mut parts = Vec::with_capacity(shard.count());
     for answer in shard.call_all(PeekOffsets).await {
         parts.push(answer?);
     }
@@ -121,7 +121,7 @@ impl ShardCall<Shard> for PeekOffsets {
     type Reply = OffsetMap;
 
     async fn run(self, shard: Rc<Shard>) -> OffsetMap {
-        shard.offsets.borrow().entries().clone()
+        shard.offsets().borrow().entries().clone()
     }
 }
 
@@ -177,11 +177,11 @@ fn queue_stats_owned(shard: &Shard, group: &str, queues: &[(String, i32)]) -> Ve
         .iter()
         .map(|(topic, queue_id)| {
             let broker_offset = shard
-                .store
+                .store()
                 .consume_queue(topic, *queue_id)
                 .map_or(0, |q| q.max_offset().max(0));
             let consumer_offset = shard
-                .offsets
+                .offsets()
                 .borrow()
                 .query(group, topic, *queue_id)
                 .unwrap_or(0)
@@ -195,7 +195,7 @@ fn queue_stats_owned(shard: &Shard, group: &str, queues: &[(String, i32)]) -> Ve
             };
             // A popped queue's committed offset says "popped up to".
             let pending = shard
-                .pop
+                .pop()
                 .state
                 .borrow()
                 .first_pending(group, topic, *queue_id);
@@ -283,7 +283,7 @@ pub(crate) async fn consume_stats(
         }
     };
     // Java keeps only topics the online group subscribes to, if any.
-    let subscribed: BTreeSet<String> = shard.clients.with(|clients| {
+    let subscribed: BTreeSet<String> = shard.clients().with(|clients| {
         clients
             .consumers
             .get(&group)

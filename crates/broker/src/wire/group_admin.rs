@@ -25,7 +25,7 @@ pub(crate) fn check_readable(shard: &Shard) -> Result<(), Reject> {
     if ferrocket_protocol::body::perm::is_readable(shard.config().broker_permission) {
         return Ok(());
     }
-    let ip = shard.env.store_host.ip();
+    let ip = shard.env().store_host.ip();
     Err(Reject::new(
         response_code::NO_PERMISSION,
         format!("the broker[{ip}] pulling message is forbidden"),
@@ -38,7 +38,8 @@ pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Rej
     check_readable(shard)?;
     // The common case reads two flags of this shard's copy, no clone.
     let flags = |c: &SubscriptionGroupConfig| (c.consume_enable, c.consume_broadcast_enable);
-    let (consume_enable, broadcast_enable) = match shard.groups.with(|t| t.get(group).map(flags)) {
+    let (consume_enable, broadcast_enable) = match shard.groups().with(|t| t.get(group).map(flags))
+    {
         Some(found) => found,
         None => flags(&shard.find_or_create_group(group).await?),
     };
@@ -49,7 +50,7 @@ pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Rej
         ));
     }
     if !broadcast_enable {
-        let broadcasting = shard.clients.with(|clients| {
+        let broadcasting = shard.clients().with(|clients| {
             clients
                 .consumers
                 .get(group)
@@ -87,7 +88,7 @@ pub(crate) async fn update_and_create(
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole table with its version.
 pub(crate) fn all_configs(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
-    let body = shard.groups.with(encode_json);
+    let body = shard.groups().with(encode_json);
     ok(request).with_body(body)
 }
 
@@ -139,6 +140,6 @@ impl ShardCall<Shard> for ForgetGroupOffsets {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
-        shard.offsets.borrow_mut().forget_group(&self.0);
+        shard.offsets().borrow_mut().forget_group(&self.0);
     }
 }

@@ -219,7 +219,7 @@ pub(crate) async fn answer(
         response_code: response.code,
         oneway: request.is_oneway(),
     };
-    shard.metrics.observe_rpc(key, started.elapsed());
+    shard.metrics().observe_rpc(key, started.elapsed());
     response
 }
 
@@ -230,7 +230,7 @@ impl RequestHandler for Shard {
 
     fn handoff(&self) -> Option<&ferrocket_runtime::server::Handoff> {
         // Fixed at start: not an online setting.
-        self.env.config.grpc_handoff.as_ref()
+        self.env().config.grpc_handoff.as_ref()
     }
 
     fn on_open(&self, conn: &Rc<Connection>) {

@@ -25,7 +25,7 @@ impl ShardCall<Shard> for HaStatus {
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         let control = shard.control()?;
         let config = &shard.config().replication;
-        let written = shard.store.reader().written_offset();
+        let written = shard.store().reader().written_offset();
         let info = control.ha.runtime_info(
             !config.broker_role.is_slave(),
             written,
@@ -64,7 +64,7 @@ pub(crate) fn epoch_cache(
         .epoch_file()
         .read()
         .map_err(|e| Reject::system(e.to_string()))?;
-    let max_offset = shard.store.reader().written_offset();
+    let max_offset = shard.store().reader().written_offset();
     let entries = cache.entries();
     let list: Vec<serde_json::Value> = entries
         .iter()

@@ -54,7 +54,7 @@ pub(crate) async fn end_transaction(
         ));
     }
     check_half_topic(shard, conn, request, end.commit_log_offset).await?;
-    let target = txn_shard(shard.count);
+    let target = txn_shard(shard.count());
     shard.call(target, end).await??;
     Ok(RemotingCommand::response_to(
         request,
@@ -78,7 +78,7 @@ async fn check_half_topic(
     }
     // Read through tiered storage: an offloaded half message is checked
     // too (a store error is answered; the producer's check-back retries).
-    let Some(record) = try_read_record_through(&shard.store, offset).await? else {
+    let Some(record) = try_read_record_through(shard.store(), offset).await? else {
         return Ok(());
     };
     let view = view(&record)?;

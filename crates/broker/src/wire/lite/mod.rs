@@ -82,7 +82,7 @@ pub(crate) async fn subscription_ctl(
     if body.subscription_set.is_empty() {
         return Err(illegal("LiteSubscriptionCtlRequestBody is empty.".into()));
     }
-    let registry = &shard.env.lite;
+    let registry = &shard.env().lite;
     for dto in &body.subscription_set {
         let action = Action::parse(&dto.action)
             .ok_or_else(|| illegal(format!("unknown lite subscription action {}", dto.action)))?;
@@ -174,7 +174,7 @@ pub(crate) async fn pop_lite_message(
     loop {
         let pop_time = now_ms();
         let found = look(shard, &header, read_queues, pop_time).await?;
-        let over = now_ms() >= deadline || conn.is_closed() || shard.stopping.is_triggered();
+        let over = now_ms() >= deadline || conn.is_closed() || shard.stopping().is_triggered();
         if !found.counts.is_empty() || over {
             return Ok(answer(request, &header, found, pop_time));
         }
@@ -183,7 +183,7 @@ pub(crate) async fn pop_lite_message(
         // hold on that only its messages wake.
         let pause = LOOK_PAUSE_MS.min((deadline - now_ms()).max(1) as u64);
         if shard
-            .stopping
+            .stopping()
             .interrupts_sleep(std::time::Duration::from_millis(pause))
             .await
         {
@@ -225,7 +225,7 @@ async fn look(
     pop_time: i64,
 ) -> Result<Found, Reject> {
     let mut found = Found::default();
-    let lites = shard.env.lite.round(
+    let lites = shard.env().lite.round(
         &header.consumer_group,
         &header.client_id,
         &header.topic,
@@ -269,7 +269,7 @@ async fn look(
                         .push(popped.counts.get(i).copied().unwrap_or(0));
                 }
             }
-            shard.metrics.count_out(
+            shard.metrics().count_out(
                 &header.consumer_group,
                 &header.topic,
                 false,
