@@ -13,7 +13,10 @@ Fails (exit 1) on:
   member of the component;
 - a non-test function longer than 100 lines (from its `fn` line to its
   closing brace);
-- a Rust file (any, tests included) longer than 600 lines.
+- a Rust file (any, tests included) longer than 600 lines;
+- a public field (`pub`, `pub(crate)`, `pub(super)`, ...) of a struct
+  whose state is reached only through its methods (PRIVATE_STATE: the
+  broker's `Shard`, the Seastar `sharded<T>` idea).
 
 Usage: scripts/check-structure.py [--report] [ROOT]
   --report  print the numbers (largest component per crate, functions over
@@ -36,6 +39,9 @@ FILE_LINES_MAX = 600
 # Folders the file-length check does not walk: build output and packages.
 SKIPPED_DIRS = {"target", "node_modules", ".git"}
 FN_LINES_REPORTED = 70
+
+# Structs whose fields stay private: (file, struct name).
+PRIVATE_STATE = [("crates/broker/src/shard/mod.rs", "Shard")]
 
 Path = tuple[str, ...]  # a module path below the crate root; () is the root
 
@@ -494,8 +500,31 @@ def long_files(root: str) -> list[str]:
     return out
 
 
+def public_fields(root: str) -> list[str]:
+    """Each public field of a PRIVATE_STATE struct (or the struct missing)."""
+    out = []
+    for rel, struct in PRIVATE_STATE:
+        path = os.path.join(root, rel)
+        if not os.path.isfile(path):
+            out.append(f"{rel}: missing (declares struct {struct})")
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        code = blank_out(text)
+        m = re.search(r"\bstruct\s+" + struct + r"\b[^{;(]*\{", code)
+        if not m:
+            out.append(f"{rel}: struct {struct} not found")
+            continue
+        end = matching_brace(code, m.end() - 1)
+        body = code[m.end() : end]
+        for field in re.finditer(r"(?:^|[,{])\s*(?:#\[[^\]]*\]\s*)*(pub\b(?:\s*\([^)]*\))?)\s*(\w+)\s*:", body, re.M):
+            line = text.count("\n", 0, m.end() + field.start(1)) + 1
+            out.append(f"{rel}:{line} public field `{field.group(2)}` of {struct} (reach it through a method)")
+    return out
+
+
 def check(root: str, report: bool) -> int:
-    failures = long_files(root)
+    failures = long_files(root) + public_fields(root)
     long_70 = long_100 = 0
     for crate in workspace_crates(root):
         graph = {p: references(m, crate.modules) for p, m in crate.modules.items()}
