@@ -7,9 +7,11 @@
 //! in `state` (tables, owned queues, lifecycle, access rules, counters,
 //! connections) and reached through its methods.
 
+pub(crate) mod access;
 pub(crate) mod append;
 pub(crate) mod clients;
 pub(crate) mod compaction;
+pub(crate) mod consume_stats;
 pub(crate) mod delivery;
 pub(crate) mod groups;
 pub(crate) mod metrics;

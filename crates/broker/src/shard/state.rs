@@ -69,7 +69,7 @@ pub(super) struct Lifecycle {
     pub(super) control: Option<ControlPlane>,
 }
 
-/// This shard's copies of the access rules (`wire::acl`).
+/// This shard's copies of the access rules (`shard::access`).
 #[derive(Default)]
 pub(super) struct Security {
     /// The ACL 1.0 config in force.

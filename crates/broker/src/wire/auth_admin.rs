@@ -155,7 +155,7 @@ fn denied(message: String) -> Reject {
 }
 
 fn current(shard: &Shard) -> std::sync::Arc<AuthMetadata> {
-    crate::wire::acl::users(shard)
+    crate::shard::access::users(shard)
 }
 
 async fn change(

@@ -11,9 +11,9 @@ use serde::Serialize;
 
 use crate::error::Reject;
 use crate::services::broker_stats::{StatsName, Window};
+use crate::shard::consume_stats::{all_offsets, consume_stats_body, group_queue_stats};
 use crate::shard::stats::{group_get_tps, stats_windows};
 use crate::shard::Shard;
-use crate::wire::consumer_admin::{all_offsets, consume_stats_body, group_queue_stats};
 
 /// `BrokerStatsData`, each window a `BrokerStatsItem` (`avgpt`, `sum`,
 /// `tps`).

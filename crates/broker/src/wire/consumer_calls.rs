@@ -54,7 +54,7 @@ pub(crate) async fn consume_message_directly(
     let record = try_read_record_through(shard.store(), offset)
         .await?
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
-    super::acl::check_stored(shard, conn, request, view(&record)?.topic)?;
+    crate::shard::access::check_stored(shard, conn, request, view(&record)?.topic)?;
     let mut forwarded = RemotingCommand::request(request_code::CONSUME_MESSAGE_DIRECTLY);
     forwarded.ext_fields = request.ext_fields.clone();
     forwarded

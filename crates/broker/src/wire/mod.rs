@@ -3,7 +3,6 @@
 //! REQUEST_CODE_NOT_SUPPORTED, with a remark naming it (`unsupported`); a processor's rejection becomes an error
 //! response, never a dropped connection.
 
-pub(crate) mod acl;
 mod admin_lists;
 pub(crate) mod assignment;
 mod auth_admin;
@@ -186,7 +185,7 @@ pub(crate) async fn answer(
 ) -> RemotingCommand {
     let started = Instant::now();
     let refusal = match caller {
-        Caller::Remote => acl::refusal(shard, conn, request),
+        Caller::Remote => crate::shard::access::refusal(shard, conn, request),
         Caller::InProcess => None,
     };
     let response = match refusal {

@@ -103,7 +103,7 @@ pub(crate) async fn pull_message(
             ),
         ));
     }
-    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    crate::shard::groups::check_pull(shard, &header.consumer_group).await?;
     let filter = filter_for(shard, &header)?;
     let config = shard.config();
     let suspend_ms = if header.sys_flag & pull_sys_flag::SUSPEND != 0 && config.long_polling_enable

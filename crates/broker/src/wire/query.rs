@@ -98,7 +98,7 @@ pub(crate) async fn query_message(
     let answer = shard.call(target, query).await??;
     if answer.count > 0 {
         // Every record kept is of `topic` (the query drops others).
-        super::acl::check_stored(shard, conn, request, &topic)?;
+        crate::shard::access::check_stored(shard, conn, request, &topic)?;
     }
     let code = if answer.count > 0 {
         response_code::SUCCESS
@@ -220,7 +220,7 @@ pub(crate) async fn view_message_by_id(
         .await
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
     let view = crate::services::records::view(&record)?;
-    super::acl::check_stored(shard, conn, request, view.topic)?;
+    crate::shard::access::check_stored(shard, conn, request, view.topic)?;
     let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     response.body = record;
     Ok(response)

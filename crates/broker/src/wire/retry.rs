@@ -96,7 +96,7 @@ pub(crate) async fn send_msg_back(
     })?;
     // The offset may name any topic's message: the caller must be allowed
     // to consume the one it names before it is copied where it consumes.
-    super::acl::check_stored(shard, conn, request, source.topic)?;
+    crate::shard::access::check_stored(shard, conn, request, source.topic)?;
     let mut props = source.properties();
     if props.get(properties::RETRY_TOPIC).is_none() {
         props.insert(properties::RETRY_TOPIC, source.topic);

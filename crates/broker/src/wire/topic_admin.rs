@@ -8,7 +8,6 @@ use std::rc::Rc;
 use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig, TopicList};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
-use ferrocket_protocol::limits::validate_topic;
 use ferrocket_protocol::RemotingCommand;
 
 use ferrocket_runtime::shard::ShardCall;
@@ -17,7 +16,7 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::delay_levels::DelayOffsetFile;
 use crate::services::topic_attributes;
-use crate::services::topics::{is_system_topic, TopicChange};
+use crate::services::topics::{check_admin_topic, is_system_topic, TopicChange};
 use crate::shard::{stats, Shard};
 
 /// Version string reported by GET_BROKER_RUNTIME_INFO.
@@ -25,16 +24,6 @@ pub const BROKER_VERSION_DESC: &str = concat!("ferrocket-", env!("CARGO_PKG_VERS
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
-}
-
-pub(crate) fn check_admin_topic(topic: &str) -> Result<(), Reject> {
-    validate_topic(topic).map_err(|e| Reject::system(e.to_string()))?;
-    if is_system_topic(topic) {
-        return Err(Reject::system(format!(
-            "The topic[{topic}] is conflict with system topic."
-        )));
-    }
-    Ok(())
 }
 
 /// UPDATE_AND_CREATE_TOPIC.

@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use crate::error::Reject;
 use crate::services::locks::MessageQueue;
+use crate::shard::consume_stats::all_offsets;
 use crate::shard::Shard;
-use crate::wire::consumer_admin::all_offsets;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)

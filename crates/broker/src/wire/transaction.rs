@@ -73,7 +73,7 @@ async fn check_half_topic(
     request: &RemotingCommand,
     offset: i64,
 ) -> Result<(), Reject> {
-    if !super::acl::stored_checks_on(shard) {
+    if !crate::shard::access::stored_checks_on(shard) {
         return Ok(());
     }
     // Read through tiered storage: an offloaded half message is checked
@@ -84,5 +84,5 @@ async fn check_half_topic(
     let view = view(&record)?;
     let properties = view.properties();
     let topic = properties.get(REAL_TOPIC).unwrap_or(view.topic);
-    super::acl::check_stored(shard, conn, request, topic)
+    crate::shard::access::check_stored(shard, conn, request, topic)
 }

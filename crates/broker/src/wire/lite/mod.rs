@@ -169,7 +169,7 @@ pub(crate) async fn pop_lite_message(
 ) -> Result<RemotingCommand, Reject> {
     let header = PopLiteMessageRequestHeader::from_ext(&request.ext_fields)?;
     let read_queues = check_pop(shard, &header)?;
-    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    crate::shard::groups::check_pull(shard, &header.consumer_group).await?;
     let deadline = now_ms() + header.poll_time.clamp(0, POP_POLL_MS_MAX);
     loop {
         let pop_time = now_ms();
@@ -235,7 +235,7 @@ async fn look(
     let enable_property_filter = shard.config().enable_property_filter;
     for lite in lites {
         let group = lite_group(&header.consumer_group, &header.topic, &lite);
-        crate::wire::group_admin::check_pull(shard, &group).await?;
+        crate::shard::groups::check_pull(shard, &group).await?;
         let filter = pull_filter(&lite, Some(LITE_EXPRESSION_TYPE), enable_property_filter)?;
         let lmq = lmq_name(&header.topic, &lite);
         for queue_id in 0..read_queues {

@@ -149,7 +149,7 @@ pub(crate) async fn pop_message(
 ) -> Result<RemotingCommand, Reject> {
     let header = PopMessageRequestHeader::from_ext(&request.ext_fields)?;
     let read_queues = check_pop(shard, &header)?;
-    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    crate::shard::groups::check_pull(shard, &header.consumer_group).await?;
     let filter = crate::services::filter::sql::pull_filter(
         header.exp.as_deref().unwrap_or("*"),
         header.exp_type.as_deref(),
