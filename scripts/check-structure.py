@@ -16,7 +16,11 @@ Fails (exit 1) on:
 - a Rust file (any, tests included) longer than 600 lines;
 - a public field (`pub`, `pub(crate)`, `pub(super)`, ...) of a struct
   whose state is reached only through its methods (PRIVATE_STATE: the
-  broker's `Shard`, the Seastar `sharded<T>` idea).
+  broker's `Shard`, the Seastar `sharded<T>` idea);
+- a module of one family (a child of a SEPARATE_FAMILIES folder, e.g. the
+  broker's `wire::pull`) referencing another family of that folder
+  (`wire::pop`): what handlers share lives in a layer below. The
+  family's parent (the dispatch table) may be referenced.
 
 Usage: scripts/check-structure.py [--report] [ROOT]
   --report  print the numbers (largest component per crate, functions over
@@ -42,6 +46,15 @@ FN_LINES_REPORTED = 70
 
 # Structs whose fields stay private: (file, struct name).
 PRIVATE_STATE = [("crates/broker/src/shard/mod.rs", "Shard")]
+
+# Folders whose child modules (families) do not reference one another:
+# (crate root, folder module path).
+SEPARATE_FAMILIES = [("crates/broker/src/lib.rs", ("wire",))]
+# Known edges between families, to be removed (module, family it reaches).
+FAMILY_EDGES_KNOWN = {
+    ("crate::wire::lite", "crate::wire::pop"),
+    ("crate::wire::lite::start", "crate::wire::reset"),
+}
 
 Path = tuple[str, ...]  # a module path below the crate root; () is the root
 
@@ -523,12 +536,35 @@ def public_fields(root: str) -> list[str]:
     return out
 
 
+def family_edges(crate: Crate, graph: dict[Path, set[Path]]) -> list[str]:
+    """Each reference from one family of a SEPARATE_FAMILIES folder to
+    another, less FAMILY_EDGES_KNOWN."""
+    out = []
+    for label, folder in SEPARATE_FAMILIES:
+        if crate.label != label:
+            continue
+        depth = len(folder) + 1
+        for path, targets in sorted(graph.items()):
+            if len(path) < depth or path[: len(folder)] != folder:
+                continue
+            for target in sorted(targets):
+                if len(target) < depth or target[: len(folder)] != folder:
+                    continue
+                if target[:depth] == path[:depth]:
+                    continue
+                edge = (name(path), name(target[:depth]))
+                if edge not in FAMILY_EDGES_KNOWN:
+                    out.append(f"{label}: {edge[0]} references {name(target)} (another family of {name(folder)})")
+    return out
+
+
 def check(root: str, report: bool) -> int:
     failures = long_files(root) + public_fields(root)
     long_70 = long_100 = 0
     for crate in workspace_crates(root):
         graph = {p: references(m, crate.modules) for p, m in crate.modules.items()}
         comps = [c for c in components(graph) if len(c) > 1]
+        failures += family_edges(crate, graph)
         largest = max(comps, key=len, default=[])
         for comp in comps:
             if not allowed(comp):
