@@ -18,6 +18,13 @@ Fails (exit 1) on:
   or OFFSET_MOVERS_NAMED) with fewer than two assertions (`assert!`,
   `debug_assert!`, their `_eq`/`_ne` forms, or a call of an `assert_*`
   helper): TigerBeetle's rule, where the invariants of positions live.
+- a public field (`pub`, `pub(crate)`, `pub(super)`, ...) of a struct
+  whose state is reached only through its methods (PRIVATE_STATE: the
+  broker's `Shard`, the Seastar `sharded<T>` idea);
+- a module of one family (a child of a SEPARATE_FAMILIES folder, e.g. the
+  broker's `wire::pull`) referencing another family of that folder
+  (`wire::pop`): what handlers share lives in a layer below. The
+  family's parent (the dispatch table) may be referenced.
 
 Usage: scripts/check-structure.py [--report] [ROOT]
   --report  print the numbers (largest component per crate, functions over
@@ -40,6 +47,18 @@ FILE_LINES_MAX = 600
 # Folders the file-length check does not walk: build output and packages.
 SKIPPED_DIRS = {"target", "node_modules", ".git"}
 FN_LINES_REPORTED = 70
+
+# Structs whose fields stay private: (file, struct name).
+PRIVATE_STATE = [("crates/broker/src/shard/mod.rs", "Shard")]
+
+# Folders whose child modules (families) do not reference one another:
+# (crate root, folder module path).
+SEPARATE_FAMILIES = [("crates/broker/src/lib.rs", ("wire",))]
+# Known edges between families, to be removed (module, family it reaches).
+FAMILY_EDGES_KNOWN = {
+    ("crate::wire::lite", "crate::wire::pop"),
+    ("crate::wire::lite::start", "crate::wire::reset"),
+}
 
 Path = tuple[str, ...]  # a module path below the crate root; () is the root
 
@@ -546,12 +565,58 @@ def long_files(root: str) -> list[str]:
     return out
 
 
+def public_fields(root: str) -> list[str]:
+    """Each public field of a PRIVATE_STATE struct (or the struct missing)."""
+    out = []
+    for rel, struct in PRIVATE_STATE:
+        path = os.path.join(root, rel)
+        if not os.path.isfile(path):
+            out.append(f"{rel}: missing (declares struct {struct})")
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        code = blank_out(text)
+        m = re.search(r"\bstruct\s+" + struct + r"\b[^{;(]*\{", code)
+        if not m:
+            out.append(f"{rel}: struct {struct} not found")
+            continue
+        end = matching_brace(code, m.end() - 1)
+        body = code[m.end() : end]
+        for field in re.finditer(r"(?:^|[,{])\s*(?:#\[[^\]]*\]\s*)*(pub\b(?:\s*\([^)]*\))?)\s*(\w+)\s*:", body, re.M):
+            line = text.count("\n", 0, m.end() + field.start(1)) + 1
+            out.append(f"{rel}:{line} public field `{field.group(2)}` of {struct} (reach it through a method)")
+    return out
+
+
+def family_edges(crate: Crate, graph: dict[Path, set[Path]]) -> list[str]:
+    """Each reference from one family of a SEPARATE_FAMILIES folder to
+    another, less FAMILY_EDGES_KNOWN."""
+    out = []
+    for label, folder in SEPARATE_FAMILIES:
+        if crate.label != label:
+            continue
+        depth = len(folder) + 1
+        for path, targets in sorted(graph.items()):
+            if len(path) < depth or path[: len(folder)] != folder:
+                continue
+            for target in sorted(targets):
+                if len(target) < depth or target[: len(folder)] != folder:
+                    continue
+                if target[:depth] == path[:depth]:
+                    continue
+                edge = (name(path), name(target[:depth]))
+                if edge not in FAMILY_EDGES_KNOWN:
+                    out.append(f"{label}: {edge[0]} references {name(target)} (another family of {name(folder)})")
+    return out
+
+
 def check(root: str, report: bool) -> int:
-    failures = long_files(root) + offset_movers_short_of_asserts(root)
+    failures = long_files(root) + offset_movers_short_of_asserts(root) + public_fields(root)
     long_70 = long_100 = 0
     for crate in workspace_crates(root):
         graph = {p: references(m, crate.modules) for p, m in crate.modules.items()}
         comps = [c for c in components(graph) if len(c) > 1]
+        failures += family_edges(crate, graph)
         largest = max(comps, key=len, default=[])
         for comp in comps:
             if not allowed(comp):

@@ -418,7 +418,7 @@ async fn shard_main(ctx: ShardContext, input: ShardInput) {
         }
     }
     crate::tasks::stop(&shard).await;
-    shard.store.shutdown().await;
+    shard.store().shutdown().await;
     if let Some(mesh) = shard.mesh() {
         mesh.close();
     }
@@ -440,7 +440,7 @@ async fn prepare(
         .max(MESH_IN_FLIGHT_MAX_DEFAULT);
     shard.set_mesh(mesh.connect(handler, in_flight_max).await?);
     crate::tasks::start(shard)?;
-    let addr = shard.env.listen;
+    let addr = shard.env().listen;
     let listener = bind_listener(addr, true).map_err(|source| BrokerError::Bind {
         addr,
         source,
@@ -474,14 +474,14 @@ async fn serve_until_stopped(
         let flag = Arc::clone(&ctx.stop);
         async move {
             flag_set(flag, Duration::from_millis(STOP_POLL_INTERVAL_MS)).await;
-            shard.stopping.trigger();
-            shard.polls.close();
+            shard.stopping().trigger();
+            shard.polls().close();
         }
     };
     let server = ServerConfig {
         shard_index: ctx.index as u16,
         limits: shard.config().server_limits,
-        tls: shard.env.tls.clone(),
+        tls: shard.env().tls.clone(),
     };
     let main = serve(listener, shard.clone(), server.clone(), stopped);
     match fast {

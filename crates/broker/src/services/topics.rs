@@ -358,6 +358,18 @@ pub(crate) fn creation_for_send(name: &str, template: &str, queue_nums: i32) -> 
     }
 }
 
+/// A topic an admin request may create or delete: a valid name, not a
+/// system topic's.
+pub(crate) fn check_admin_topic(topic: &str) -> Result<(), Reject> {
+    validate_topic(topic).map_err(|e| Reject::system(e.to_string()))?;
+    if is_system_topic(topic) {
+        return Err(Reject::system(format!(
+            "The topic[{topic}] is conflict with system topic."
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,7 +108,7 @@ impl Shard {
         for group in ClientTable::clustering_groups(&data) {
             // A retry topic only for a group that exists (the receiving shard
             // created it when allowed), as Java's heartBeat does.
-            let exists = self.groups.with(|t| t.get(group).is_some());
+            let exists = self.groups().with(|t| t.get(group).is_some());
             let retry = retry_topic(group);
             if exists
                 && !control
@@ -160,7 +160,7 @@ impl Shard {
             return;
         };
         let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
-        for conn_id in self.clients.with(|table| table.group_connections(&group)) {
+        for conn_id in self.clients().with(|table| table.group_connections(&group)) {
             by_shard
                 .entry(usize::from(shard_of_conn_id(conn_id)))
                 .or_default()
@@ -192,7 +192,7 @@ impl ShardCall<Shard> for ConnInfos {
     type Reply = Vec<(u64, ConnInfo)>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        let conns = shard.conn_infos.borrow();
+        let conns = shard.conn_infos().borrow();
         self.0
             .into_iter()
             .filter_map(|id| conns.get(&id).map(|info| (id, info.clone())))

@@ -20,7 +20,7 @@ impl Shard {
             return None;
         }
         // `with`: no reference count written on the read path.
-        let compacted = self.topics.with(|topics| {
+        let compacted = self.topics().with(|topics| {
             topics
                 .topic_config_table
                 .get(topic)
@@ -29,7 +29,8 @@ impl Shard {
         if !compacted {
             return None;
         }
-        self.compaction.file(self.store.root_dir(), topic, queue_id)
+        self.compaction()
+            .file(self.store.root_dir(), topic, queue_id)
     }
 
     /// The first offset a read of the queue finds (its compacted file's
@@ -61,14 +62,14 @@ impl Shard {
 
     /// The compaction-topic queues this shard owns and has opened.
     fn compaction_queues(&self) -> Vec<(String, i32)> {
-        let topics = self.topics.get();
+        let topics = self.topics().get();
         let compacted = |topic: &str| {
             topics
                 .topic_config_table
                 .get(topic)
                 .is_some_and(compaction::is_compaction_topic)
         };
-        self.compaction.retain_topics(compacted);
+        self.compaction().retain_topics(compacted);
         self.store
             .open_queues()
             .into_iter()
@@ -88,7 +89,7 @@ impl Shard {
             return Vec::new();
         }
         let mut pins: HashMap<Arc<str>, HashMap<i32, i64>> = HashMap::new();
-        let topics = self.topics.get();
+        let topics = self.topics().get();
         for (topic, config) in &topics.topic_config_table {
             if compaction::is_compaction_topic(config) {
                 pins.entry(Arc::from(topic.as_str())).or_default();
@@ -96,7 +97,7 @@ impl Shard {
         }
         for (topic, queue_id) in self.compaction_queues() {
             let upto = self
-                .compaction
+                .compaction()
                 .file(self.store.root_dir(), &topic, queue_id);
             if let (Some(queues), Some(file)) = (pins.get_mut(topic.as_str()), upto) {
                 queues.insert(queue_id, file.upto());
@@ -108,7 +109,7 @@ impl Shard {
     /// A deleted topic's compacted files go (a re-created topic restarts
     /// at offset 0).
     pub fn forget_compacted_topic(&self, topic: &str) {
-        self.compaction.retain_topics(|t| t != topic);
+        self.compaction().retain_topics(|t| t != topic);
         match compaction::file::topic_dir(self.store.root_dir(), topic) {
             Ok(dir) => match std::fs::remove_dir_all(&dir) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -132,8 +133,13 @@ impl Shard {
         for (topic, queue_id) in self.compaction_queues() {
             let queue = (topic.as_str(), queue_id);
             for _ in 0..compaction::PASSES_PER_ROUND_MAX {
-                match compaction::compact_queue(&self.store, &self.compaction, queue, key_map_bytes)
-                    .await
+                match compaction::compact_queue(
+                    &self.store,
+                    self.compaction(),
+                    queue,
+                    key_map_bytes,
+                )
+                .await
                 {
                     Ok(true) => continue,
                     Ok(false) => break,

@@ -107,6 +107,6 @@ impl ShardCall<Shard> for DelayProgress {
     type Reply = (DelayOffsets, bool);
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.schedule.progress(self.take_changed)
+        shard.schedule().progress(self.take_changed)
     }
 }

@@ -1,8 +1,10 @@
 //! Subscription group changes through shard 0, the group table's one
-//! writer, and finding (or auto-creating) a group.
+//! writer, finding (or auto-creating) a group, and the group checks the
+//! pull, pop and lite handlers make before reading.
 
 use std::rc::Rc;
 
+use ferrocket_protocol::body::MessageModel;
 use ferrocket_protocol::codes::response_code;
 use ferrocket_runtime::shard::ShardCall;
 
@@ -41,7 +43,7 @@ impl Shard {
         &self,
         group: &str,
     ) -> Result<SubscriptionGroupConfig, Reject> {
-        if let Some(found) = self.groups.with(|t| t.get(group).cloned()) {
+        if let Some(found) = self.groups().with(|t| t.get(group).cloned()) {
             return Ok(found);
         }
         let missing = || {
@@ -57,4 +59,51 @@ impl Shard {
             .await?
             .ok_or_else(missing)
     }
+}
+
+/// A broker whose brokerPermission lacks read takes no pulls, pops,
+/// peeks, notifications or polling-info requests (Java's words).
+pub(crate) fn check_readable(shard: &Shard) -> Result<(), Reject> {
+    if ferrocket_protocol::body::perm::is_readable(shard.config().broker_permission) {
+        return Ok(());
+    }
+    let ip = shard.env().store_host.ip();
+    Err(Reject::new(
+        response_code::NO_PERMISSION,
+        format!("the broker[{ip}] pulling message is forbidden"),
+    ))
+}
+
+/// The checks of `PullMessageProcessor`: the group exists (or is created)
+/// and may consume, and a broadcasting group may consume by broadcast.
+pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Reject> {
+    check_readable(shard)?;
+    // The common case reads two flags of this shard's copy, no clone.
+    let flags = |c: &SubscriptionGroupConfig| (c.consume_enable, c.consume_broadcast_enable);
+    let (consume_enable, broadcast_enable) = match shard.groups().with(|t| t.get(group).map(flags))
+    {
+        Some(found) => found,
+        None => flags(&shard.find_or_create_group(group).await?),
+    };
+    if !consume_enable {
+        return Err(Reject::new(
+            response_code::NO_PERMISSION,
+            format!("subscription group no permission, {group}"),
+        ));
+    }
+    if !broadcast_enable {
+        let broadcasting = shard.clients().with(|clients| {
+            clients
+                .consumers
+                .get(group)
+                .is_some_and(|g| g.message_model == MessageModel::Broadcasting)
+        });
+        if broadcasting {
+            return Err(Reject::new(
+                response_code::NO_PERMISSION,
+                format!("the consumer group[{group}] can not consume by broadcast way"),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -29,7 +29,7 @@ impl ShardCall<Shard> for Collect {
     type Reply = (Counters, ShardGauges);
 
     async fn run(self, shard: Rc<Shard>) -> (Counters, ShardGauges) {
-        (shard.metrics.snapshot(), shard_gauges(&shard))
+        (shard.metrics().snapshot(), shard_gauges(&shard))
     }
 }
 
@@ -70,8 +70,8 @@ fn broker_gauges(shard: &Shard) -> BrokerGauges {
         permission &= !PERM_WRITE;
     }
     BrokerGauges {
-        topics: shard.topics.with(|t| t.topic_config_table.len()) as u64,
-        groups: shard.groups.with(|g| g.subscription_group_table.len()) as u64,
+        topics: shard.topics().with(|t| t.topic_config_table.len()) as u64,
+        groups: shard.groups().with(|g| g.subscription_group_table.len()) as u64,
         permission,
         storage_used_bytes: ferrocket_store::disk_used_bytes(shard.store.root_dir()),
         written_offset: reader.written_offset(),
@@ -106,11 +106,11 @@ fn shard_gauges(shard: &Shard) -> ShardGauges {
     ShardGauges {
         shard: shard.index,
         connections: shard.connection_count() as u64,
-        held_pulls: shard.polls.held_count() as u64,
+        held_pulls: shard.polls().held_count() as u64,
         held_bytes: ferrocket_runtime::server::held_bytes() as u64,
         dispatched_offset: shard.store.dispatched_offset(),
-        pop_checkpoints: shard.pop.state.borrow().len() as u64,
-        in_process_calls: shard.metrics.in_process_calls(),
+        pop_checkpoints: shard.pop().state.borrow().len() as u64,
+        in_process_calls: shard.metrics().in_process_calls(),
         producers,
         consumers,
         lag: owned_lag(shard),
@@ -126,7 +126,7 @@ type ConnectionCounts = (
 /// language and version (Java's lower-cased names), and for consumers
 /// group and consume mode.
 fn connection_counts(shard: &Shard) -> ConnectionCounts {
-    let infos = shard.conn_infos.borrow();
+    let infos = shard.conn_infos().borrow();
     let labels = |conn_id: u64| {
         infos.get(&conn_id).map(|info| {
             (
@@ -137,7 +137,7 @@ fn connection_counts(shard: &Shard) -> ConnectionCounts {
     };
     let mut producers: HashMap<(String, String), u64> = HashMap::new();
     let mut consumers = HashMap::new();
-    shard.clients.with(|table| {
+    shard.clients().with(|table| {
         for channels in table.producers.values() {
             for channel in channels.values() {
                 if let Some(key) = labels(channel.conn_id) {
@@ -165,8 +165,8 @@ fn connection_counts(shard: &Shard) -> ConnectionCounts {
 /// consumer's in-flight messages are not known to the broker (Java keeps
 /// a pull-offset table), so they count as ready.
 fn owned_lag(shard: &Shard) -> HashMap<LagKey, Lag> {
-    let pending = shard.pop.state.borrow().first_pending_all();
-    let offsets = shard.offsets.borrow();
+    let pending = shard.pop().state.borrow().first_pending_all();
+    let offsets = shard.offsets().borrow();
     let now = now_ms();
     let mut reads_left = LAG_TIMESTAMP_READS_MAX;
     let mut total: HashMap<LagKey, Lag> = HashMap::new();

@@ -3,11 +3,15 @@
 //! locks). Feature state and logic live in `services`; the operations
 //! that cross shards are `impl Shard` blocks in this module's children
 //! (`tables`, `topics`, `groups`, `clients`) and typed calls
-//! ([`Shard::call`]).
+//! ([`Shard::call`]). The shard's fields are private, grouped by concern
+//! in `state` (tables, owned queues, lifecycle, access rules, counters,
+//! connections) and reached through its methods.
 
+pub(crate) mod access;
 pub(crate) mod append;
 pub(crate) mod clients;
 pub(crate) mod compaction;
+pub(crate) mod consume_stats;
 pub(crate) mod delivery;
 pub(crate) mod groups;
 pub(crate) mod metrics;
@@ -18,13 +22,13 @@ pub(crate) mod replication;
 pub(crate) mod role;
 pub(crate) mod routes;
 pub(crate) mod settings;
+mod state;
 pub(crate) mod stats;
 pub(crate) mod tables;
 pub(crate) mod topics;
 pub(crate) mod transactions;
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
@@ -40,7 +44,7 @@ use ferrocket_store::{ConfigDir, ShardStore, StoreHandle};
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::Reject;
-use crate::services::clients::{ClientTable, ConnInfo};
+use crate::services::clients::ClientTable;
 use crate::services::control::ControlPlane;
 use crate::services::delay_levels::{DelayLevels, DelayOffsets};
 use crate::services::groups::GroupTable;
@@ -119,57 +123,26 @@ struct LiveConfig {
     config: Rc<BrokerConfig>,
 }
 
-/// One shard.
+/// One shard. Its state is private and grouped by concern (`state`);
+/// handlers reach it through methods.
 pub(crate) struct Shard {
-    pub index: usize,
-    pub count: usize,
-    pub env: Arc<BrokerEnv>,
+    index: usize,
+    count: usize,
+    env: Arc<BrokerEnv>,
     /// The settings in force; see [`Shard::config`].
     config: RefCell<LiveConfig>,
-    pub store: ShardStore,
+    store: ShardStore,
     mesh: OnceCell<Rc<ShardMesh>>,
-    pub topics: Replica<TopicTable>,
-    pub clients: Replica<ClientTable>,
-    pub groups: Replica<GroupTable>,
-    pub request_modes: Replica<RequestModeTable>,
-    /// Offsets of the queues this shard owns.
-    pub offsets: RefCell<OffsetTable>,
-    pub polls: LongPolls,
-    pub stats: Cell<ShardStats>,
+    tables: state::Tables,
+    queues: state::Queues,
+    lifecycle: state::Lifecycle,
+    security: state::Security,
+    counters: state::Counters,
+    connections: state::Connections,
+    /// Timer, index and transaction services this shard runs (`system`).
+    services: PlacedServices,
     uniq: RefCell<UniqueKeyGenerator>,
     rng: Cell<u64>,
-    /// Open connections of this shard, by id.
-    conns: RefCell<HashMap<u64, Weak<Connection>>>,
-    /// Fired when the shard starts stopping (background loops end).
-    pub stopping: StopSignal,
-    /// The shard's background loops (`tasks`).
-    pub tasks: TaskSet,
-    /// Shard 0: the loops of the role in force (controller mode changes it
-    /// in place).
-    pub(crate) role: role::RoleTasks,
-    /// The control-plane writer; on shard 0 only.
-    pub control: Option<ControlPlane>,
-    /// What this shard's connections said about themselves in heartbeats.
-    pub conn_infos: RefCell<HashMap<u64, ConnInfo>>,
-    /// Order locks of the queues this shard owns.
-    pub locks: RefCell<LockTable>,
-    /// Delay-level progress of the levels this shard owns.
-    pub schedule: ScheduleState,
-    /// Timer, index and transaction services this shard runs (`system`).
-    pub services: PlacedServices,
-    /// Pop checkpoints of the queues this shard owns (`pop`).
-    pub pop: pop::PopStore,
-    /// This shard's copy of the ACL in force (`wire::acl`).
-    pub acl: crate::services::acl::VersionedCopy<ferrocket_acl::AclConfig>,
-    /// This shard's copy of the users and ACLs (`wire::acl`).
-    pub auth: crate::services::acl::VersionedCopy<ferrocket_acl::auth::AuthMetadata>,
-    /// What this shard counts for `/metrics` (`services::metrics`).
-    pub metrics: crate::services::metrics::ShardMetrics,
-    /// The minute, hour and day windows of this shard's counters
-    /// (VIEW_BROKER_STATS_DATA).
-    pub broker_stats: crate::services::broker_stats::BrokerStats,
-    /// Compacted files of the compaction-topic queues this shard owns.
-    pub compaction: crate::services::compaction::Compactions,
 }
 
 impl Shard {
@@ -212,36 +185,38 @@ impl Shard {
         let shard = Rc::new(Self {
             index,
             count,
-            topics: Replica::new(env.initial_topics.clone()),
-            clients: Replica::new(clients),
-            groups: Replica::new(groups),
-            request_modes: Replica::new(request_modes),
-            offsets: RefCell::new(offsets),
-            polls: LongPolls::new(env.config.long_poll_waiters_max),
-            stats: Cell::new(ShardStats::default()),
+            tables: state::Tables {
+                topics: Replica::new(env.initial_topics.clone()),
+                clients: Replica::new(clients),
+                groups: Replica::new(groups),
+                request_modes: Replica::new(request_modes),
+            },
+            queues: state::Queues {
+                offsets: RefCell::new(offsets),
+                locks: RefCell::new(LockTable::default()),
+                polls: LongPolls::new(env.config.long_poll_waiters_max),
+                schedule: ScheduleState::new(
+                    index,
+                    count,
+                    &env.loaded.delay_levels,
+                    &env.loaded.delay_offsets,
+                ),
+                pop: pop::PopStore::default(),
+                compaction: Default::default(),
+            },
+            lifecycle: state::Lifecycle {
+                stopping: StopSignal::new(),
+                tasks: TaskSet::new(),
+                role: Default::default(),
+                control,
+            },
+            security: Default::default(),
+            counters: Default::default(),
+            connections: Default::default(),
+            services: PlacedServices::default(),
             uniq: RefCell::new(uniq),
             rng: Cell::new(seed | 1),
-            stopping: StopSignal::new(),
-            tasks: TaskSet::new(),
-            role: Default::default(),
-            control,
-            conn_infos: RefCell::new(HashMap::new()),
-            locks: RefCell::new(LockTable::default()),
-            schedule: ScheduleState::new(
-                index,
-                count,
-                &env.loaded.delay_levels,
-                &env.loaded.delay_offsets,
-            ),
-            services: PlacedServices::default(),
-            pop: pop::PopStore::default(),
-            acl: Default::default(),
-            auth: Default::default(),
-            metrics: Default::default(),
-            broker_stats: Default::default(),
-            compaction: Default::default(),
             mesh: OnceCell::new(),
-            conns: RefCell::new(HashMap::new()),
             config: RefCell::new(LiveConfig {
                 version: 0,
                 changed_ms: env.boot_ms,
@@ -262,7 +237,7 @@ impl Shard {
         shard.store.set_dispatch_listener(move |entry| {
             if let Some(shard) = weak.upgrade() {
                 shard
-                    .polls
+                    .polls()
                     .notify(&entry.topic, entry.queue_id, entry.tags_code);
                 shard.services.on_dispatch(entry);
             }
@@ -270,7 +245,7 @@ impl Shard {
         let weak = Rc::downgrade(shard);
         shard.store.set_topic_retention_source(move || {
             weak.upgrade().map_or_else(Vec::new, |shard| {
-                shard.topics.with(|table| {
+                shard.topics().with(|table| {
                     crate::services::topic_attributes::retention_rules(
                         table.topic_config_table.values(),
                     )
@@ -328,7 +303,7 @@ impl Shard {
     /// Reads a topic's config in place (no clone: the send path asks on
     /// every message).
     pub fn with_topic<R>(&self, name: &str, read: impl FnOnce(&TopicConfig) -> R) -> Option<R> {
-        self.topics
+        self.topics()
             .with(|table| table.topic_config_table.get(name).map(read))
     }
 
@@ -375,22 +350,27 @@ impl Shard {
 
     /// Open connections of this shard.
     pub fn connection_count(&self) -> usize {
-        self.conns.borrow().len()
+        self.connections.open.borrow().len()
     }
 
     pub fn connection_opened(&self, conn: &Rc<Connection>) {
-        self.conns
+        self.connections
+            .open
             .borrow_mut()
             .insert(conn.id(), Rc::downgrade(conn));
     }
 
     /// An open connection of this shard.
     pub fn connection(&self, conn_id: u64) -> Option<Rc<Connection>> {
-        self.conns.borrow().get(&conn_id).and_then(Weak::upgrade)
+        self.connections
+            .open
+            .borrow()
+            .get(&conn_id)
+            .and_then(Weak::upgrade)
     }
 
     pub fn connection_closed(&self, conn_id: u64) {
-        self.conns.borrow_mut().remove(&conn_id);
+        self.connections.open.borrow_mut().remove(&conn_id);
     }
 
     /// A new UNIQ_KEY for a message sent without one, at the time the
@@ -411,21 +391,21 @@ impl Shard {
     }
 
     pub fn count_put(&self, messages: u64, bytes: u64) {
-        let mut stats = self.stats.get();
+        let mut stats = self.stats().get();
         stats.put_messages += messages;
         stats.put_bytes += bytes;
-        self.stats.set(stats);
+        self.stats().set(stats);
     }
 
     pub fn count_skipped_redelivery(&self) {
-        let mut stats = self.stats.get();
+        let mut stats = self.stats().get();
         stats.skipped_redeliveries += 1;
-        self.stats.set(stats);
+        self.stats().set(stats);
     }
 
     pub fn count_got(&self, messages: u64) {
-        let mut stats = self.stats.get();
+        let mut stats = self.stats().get();
         stats.got_messages += messages;
-        self.stats.set(stats);
+        self.stats().set(stats);
     }
 }

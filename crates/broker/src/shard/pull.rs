@@ -14,6 +14,13 @@ impl ShardCall<Shard> for PullQuery {
         shard.assert_owns(&self.topic, self.queue_id);
         let (topic, queue_id) = (self.topic.clone(), self.queue_id);
         let compacted = || shard.compacted_file(&topic, queue_id);
-        execute(&shard.offsets, &shard.polls, &shard.store, self, compacted).await
+        execute(
+            shard.offsets(),
+            shard.polls(),
+            &shard.store,
+            self,
+            compacted,
+        )
+        .await
     }
 }

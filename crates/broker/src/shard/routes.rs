@@ -26,7 +26,7 @@ impl ShardCall<Shard> for TopicQueues {
     type Reply = Option<Vec<Queue>>;
 
     async fn run(self, shard: Rc<Shard>) -> Option<Vec<Queue>> {
-        let control = shard.control.as_ref()?;
+        let control = shard.control_plane()?;
         if let Some(queues) = control.routes.borrow().get(&self.topic) {
             return Some(queues);
         }

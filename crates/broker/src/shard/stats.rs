@@ -18,8 +18,8 @@ impl ShardCall<Shard> for Stats {
     type Reply = ShardStats;
 
     async fn run(self, shard: Rc<Shard>) -> ShardStats {
-        let mut stats = shard.stats.get();
-        stats.held_pulls = shard.polls.held_count() as u64;
+        let mut stats = shard.stats().get();
+        stats.held_pulls = shard.polls().held_count() as u64;
         stats
     }
 }
@@ -48,7 +48,7 @@ impl ShardCall<Shard> for Rates {
     type Reply = (String, String);
 
     async fn run(self, shard: Rc<Shard>) -> (String, String) {
-        match &shard.control {
+        match shard.control_plane() {
             Some(control) => control.throughput.borrow().report(),
             None => Default::default(),
         }
@@ -62,7 +62,7 @@ impl ShardCall<Shard> for MorningTotals {
     type Reply = Mornings;
 
     async fn run(self, shard: Rc<Shard>) -> Mornings {
-        match &shard.control {
+        match shard.control_plane() {
             Some(control) => control.throughput.borrow().mornings,
             None => Mornings::default(),
         }
@@ -80,7 +80,7 @@ pub(crate) async fn throughput_sample_loop(shard: Rc<Shard>) {
         // A sample missing a shard would read as a drop, then a jump.
         let replies = shard.call_all(Stats).await.into_iter();
         let answers: Option<Vec<ShardStats>> = replies.map(Result::ok).collect();
-        let Some(control) = &shard.control else {
+        let Some(control) = shard.control_plane() else {
             return;
         };
         if let Some(answers) = answers {
@@ -96,7 +96,7 @@ pub(crate) async fn throughput_sample_loop(shard: Rc<Shard>) {
                 .mornings
                 .observe(day, total.put_messages, total.got_messages);
         }
-        if shard.stopping.interrupts_sleep(interval).await {
+        if shard.stopping().interrupts_sleep(interval).await {
             return;
         }
     }
@@ -110,9 +110,9 @@ pub(crate) async fn broker_stats_sample_loop(shard: Rc<Shard>) {
         let cluster = shard.config().broker_cluster_name.clone();
         let now = crate::clock::now_ms().max(0) as u64;
         shard
-            .metrics
-            .with(|counters| shard.broker_stats.sample(counters, &cluster, now));
-        if shard.stopping.interrupts_sleep(interval).await {
+            .metrics()
+            .with(|counters| shard.broker_stats().sample(counters, &cluster, now));
+        if shard.stopping().interrupts_sleep(interval).await {
             return;
         }
     }
@@ -130,9 +130,9 @@ impl ShardCall<Shard> for StatsQuery {
 
     async fn run(self, shard: Rc<Shard>) -> Option<[Part; 3]> {
         let cluster = shard.config().broker_cluster_name.clone();
-        shard.metrics.with(|counters| {
+        shard.metrics().with(|counters| {
             shard
-                .broker_stats
+                .broker_stats()
                 .query(counters, &cluster, self.name, &self.key)
         })
     }

@@ -37,7 +37,7 @@ impl Replicated for TopicTable {
         &control.topics
     }
     fn replica(shard: &Shard) -> &Replica<Self> {
-        &shard.topics
+        shard.topics()
     }
 }
 
@@ -50,7 +50,7 @@ impl Replicated for ClientTable {
         &control.clients
     }
     fn replica(shard: &Shard) -> &Replica<Self> {
-        &shard.clients
+        shard.clients()
     }
 }
 
@@ -62,7 +62,7 @@ impl Replicated for RequestModeTable {
         &control.request_modes
     }
     fn replica(shard: &Shard) -> &Replica<Self> {
-        &shard.request_modes
+        shard.request_modes()
     }
 }
 
@@ -74,7 +74,7 @@ impl Replicated for GroupTable {
         &control.groups
     }
     fn replica(shard: &Shard) -> &Replica<Self> {
-        &shard.groups
+        shard.groups()
     }
 }
 
@@ -93,8 +93,7 @@ impl<T: Replicated> ShardCall<Shard> for Install<T> {
 impl Shard {
     /// The control plane's writer state: on shard 0 only.
     pub fn control(&self) -> Result<&ControlPlane, Reject> {
-        self.control
-            .as_ref()
+        self.control_plane()
             .ok_or_else(|| Reject::system("not the control shard"))
     }
 

@@ -74,7 +74,7 @@ pub(crate) async fn end_owned(shard: &Rc<Shard>, end: EndTxnRequest) -> Result<(
         Ok(()) => {
             let age_s = (now_ms() - half.store_ms).max(0) as f64 / 1_000.0;
             let topic = topic.as_deref().unwrap_or("");
-            shard.metrics.count_end_transaction(topic, commit, age_s);
+            shard.metrics().count_end_transaction(topic, commit, age_s);
             Ok(())
         }
         Err(reject) => {
@@ -177,7 +177,7 @@ pub(crate) async fn settle(
         let delayed = match &timer {
             Some(_) => None,
             None => crate::services::delivery::redirect_delayed(
-                &shard.schedule.levels,
+                &shard.schedule().levels,
                 &mut props,
                 &real_topic,
                 real_queue,

@@ -8,12 +8,12 @@ use crate::shard::Shard;
 
 /// Shard 0's loop: reads the ACL files again when they change.
 pub(crate) async fn reload_loop(shard: Rc<Shard>) {
-    let Some(store) = shard.env.acl.clone() else {
+    let Some(store) = shard.env().acl.clone() else {
         return;
     };
     let interval = std::time::Duration::from_millis(ferrocket_acl::RELOAD_INTERVAL_MS);
     loop {
-        if shard.stopping.interrupts_sleep(interval).await {
+        if shard.stopping().interrupts_sleep(interval).await {
             return;
         }
         match store.reload_if_changed() {

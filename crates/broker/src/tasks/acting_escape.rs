@@ -206,7 +206,7 @@ async fn topic_route(shard: &Shard, topic: &str) -> Result<TopicRouteData, Rejec
     let mut request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC);
     request.ext_fields = header.to_ext();
     let timeout_ms = shard.config().register_broker_timeout_ms;
-    for addr in &shard.env.namesrvs {
+    for addr in &shard.env().namesrvs {
         let answer = call(shard, &addr.to_string(), request.clone(), timeout_ms).await;
         let Ok(answer) = answer else { continue };
         if answer.code != response_code::SUCCESS {

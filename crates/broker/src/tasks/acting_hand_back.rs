@@ -39,7 +39,7 @@ pub(crate) async fn answer(
     shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
-    let acting = &shard.env.acting;
+    let acting = &shard.env().acting;
     if !acting.enabled() {
         // Never acted (a master, or a slave without the flag).
         let body =
@@ -59,9 +59,9 @@ pub(crate) async fn answer(
         waited += 5;
     }
     let (delay_offsets, _) = shard.delay_progress(false).await.unwrap_or_default();
-    let timer_shard = crate::services::topics::timer_shard(shard.count);
+    let timer_shard = crate::services::topics::timer_shard(shard.count());
     let timer_delivered = shard.call(timer_shard, TakeTimerLedger).await?;
-    let txn_shard = crate::services::topics::txn_shard(shard.count);
+    let txn_shard = crate::services::topics::txn_shard(shard.count());
     let half_escaped = shard.call(txn_shard, TakeEscapedHalves).await?;
     tracing::info!(
         timers = timer_delivered.len(),
@@ -85,7 +85,7 @@ impl ShardCall<Shard> for TakeTimerLedger {
 
     async fn run(self, shard: Rc<Shard>) -> Vec<i64> {
         shard
-            .services
+            .services()
             .timer
             .get()
             .map(|timer| timer.take_acting_ledger())
@@ -102,7 +102,7 @@ impl ShardCall<Shard> for TakeEscapedHalves {
 
     async fn run(self, shard: Rc<Shard>) -> Vec<i64> {
         shard
-            .services
+            .services()
             .txn
             .get()
             .map(|txn| txn.take_escaped())
@@ -131,7 +131,7 @@ pub(crate) async fn reclaim(shard: Rc<Shard>) {
                 "could not ask a slave what it delivered while acting; what it did may be delivered again"),
         }
     }
-    shard.env.acting.finish_hand_back(handed);
+    shard.env().acting.finish_hand_back(handed);
 }
 
 async fn ask(shard: &Shard, addr: &str) -> Result<HandBack, Reject> {
@@ -139,7 +139,7 @@ async fn ask(shard: &Shard, addr: &str) -> Result<HandBack, Reject> {
     let target = crate::config::parse_host_port(addr, "slave address")
         .map_err(|e| Reject::system(e.to_string()))?;
     let request =
-        RemotingCommand::request(HAND_BACK).with_ext("brokerAddr", &shard.env.broker_addr);
+        RemotingCommand::request(HAND_BACK).with_ext("brokerAddr", &shard.env().broker_addr);
     let answer = (control
         .namesrv
         .call(target, request, HAND_BACK_TIMEOUT_MS)

@@ -30,7 +30,7 @@ pub(crate) async fn member_group_loop(shard: Rc<Shard>) {
         .sync_broker_member_group_period_ms;
     loop {
         let stopped = shard
-            .stopping
+            .stopping()
             .interrupts_sleep(Duration::from_millis(period))
             .await;
         if stopped {
@@ -47,14 +47,14 @@ pub(crate) async fn member_group_loop(shard: Rc<Shard>) {
 /// `enableSlaveActingMaster`): with the 10 s expiry this broker then
 /// announces, a hung master leaves the route in seconds, not minutes.
 pub(crate) async fn heartbeat_loop(shard: Rc<Shard>) {
-    let Some(control) = shard.control.as_ref() else {
+    let Some(control) = shard.control_plane() else {
         return;
     };
     let config = shard.config();
     let period = Duration::from_millis(config.controller_mode.broker_heartbeat_interval_ms);
     let header = BrokerIdentityHeader {
         broker_name: config.broker_name.clone(),
-        broker_addr: shard.env.broker_addr.clone(),
+        broker_addr: shard.env().broker_addr.clone(),
         cluster_name: config.broker_cluster_name.clone(),
         broker_id: Some(config.broker_id),
     };
@@ -62,10 +62,10 @@ pub(crate) async fn heartbeat_loop(shard: Rc<Shard>) {
     request.ext_fields = header.to_ext();
     let timeout_ms = config.register_broker_timeout_ms;
     loop {
-        if shard.stopping.interrupts_sleep(period).await {
+        if shard.stopping().interrupts_sleep(period).await {
             return;
         }
-        for addr in &shard.env.namesrvs {
+        for addr in &shard.env().namesrvs {
             if let Err(err) = control
                 .namesrv
                 .call(*addr, request.clone(), timeout_ms)
@@ -86,7 +86,7 @@ async fn lowest_member(shard: &Shard) -> Option<(i64, String)> {
 /// The set's members (id -> address) from the first name server that
 /// answers with a non-empty group (GET_BROKER_MEMBER_GROUP).
 pub(crate) async fn member_group(shard: &Shard) -> Option<BTreeMap<i64, String>> {
-    let control = shard.control.as_ref()?;
+    let control = shard.control_plane()?;
     let config = shard.config();
     let header = BrokerMemberGroupRequestHeader {
         cluster_name: config.broker_cluster_name.clone(),
@@ -94,7 +94,7 @@ pub(crate) async fn member_group(shard: &Shard) -> Option<BTreeMap<i64, String>>
     };
     let mut request = RemotingCommand::request(request_code::GET_BROKER_MEMBER_GROUP);
     request.ext_fields = header.to_ext();
-    for addr in &shard.env.namesrvs {
+    for addr in &shard.env().namesrvs {
         let timeout_ms = config.register_broker_timeout_ms;
         let answer = match control
             .namesrv
@@ -125,7 +125,7 @@ pub(crate) async fn member_group(shard: &Shard) -> Option<BTreeMap<i64, String>>
 
 /// Applies a lowest id learnt by either way (shard 0).
 fn apply(shard: &Shard, min_id: i64, min_addr: Option<String>) {
-    let acting = &shard.env.acting;
+    let acting = &shard.env().acting;
     let Some(transition) = acting.update(min_id, min_addr.as_deref()) else {
         return;
     };
@@ -144,7 +144,7 @@ fn apply(shard: &Shard, min_id: i64, min_addr: Option<String>) {
         }
     }
     // The next registration learns the returning master's HA address.
-    if let Some(control) = shard.control.as_ref() {
+    if let Some(control) = shard.control_plane() {
         control.register_now.notify();
     }
 }
@@ -156,7 +156,7 @@ pub(crate) async fn notified(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = NotifyMinBrokerIdChangeRequestHeader::from_ext(&request.ext_fields)?;
-    shard.env.acting.count_notice();
+    shard.env().acting.count_notice();
     tracing::info!(min_id = ?header.min_broker_id, min_addr = ?header.min_broker_addr,
         offline = ?header.offline_broker_addr, "the name server says the set's lowest id changed");
     if let Some(min_id) = header.min_broker_id {
@@ -203,7 +203,7 @@ impl ShardCall<Shard> for RegisterNow {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
-        if let Some(control) = shard.control.as_ref() {
+        if let Some(control) = shard.control_plane() {
             control.register_now.notify();
         }
     }

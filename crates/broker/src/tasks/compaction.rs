@@ -11,7 +11,7 @@ use crate::shard::Shard;
 pub(crate) async fn compaction_loop(shard: Rc<Shard>) {
     loop {
         let interval = Duration::from_millis(shard.config().compaction.interval_ms.max(1));
-        if shard.stopping.interrupts_sleep(interval).await {
+        if shard.stopping().interrupts_sleep(interval).await {
             return;
         }
         shard.compact_round().await;

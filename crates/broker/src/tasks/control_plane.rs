@@ -49,7 +49,7 @@ impl ShardCall<Shard> for SnapshotOffsets {
     type Reply = (OffsetMap, bool);
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.offsets.borrow_mut().snapshot()
+        shard.offsets().borrow_mut().snapshot()
     }
 }
 
@@ -57,7 +57,7 @@ impl ShardCall<Shard> for SnapshotOffsets {
 pub(crate) async fn client_expiry_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(CLIENT_SCAN_INTERVAL_MS);
     loop {
-        if shard.stopping.interrupts_sleep(interval).await {
+        if shard.stopping().interrupts_sleep(interval).await {
             return;
         }
         let expiry = shard.config().client_expiry_ms;
@@ -77,10 +77,10 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(shard.config().offset_persist_interval_ms);
     let mut unsaved = false;
     loop {
-        if shard.stopping.interrupts_sleep(interval).await {
+        if shard.stopping().interrupts_sleep(interval).await {
             return;
         }
-        let mut parts = Vec::with_capacity(shard.count);
+        let mut parts = Vec::with_capacity(shard.count());
         let mut changed = false;
         let mut complete = true;
         for answer in shard.call_all(SnapshotOffsets).await {
@@ -100,7 +100,7 @@ pub(crate) async fn offset_persist_loop(shard: Rc<Shard>) {
             let file = OffsetFile {
                 offset_table: merge(parts),
             };
-            unsaved = write_config(&shard.env.config_dir, OFFSETS_FILE, Arc::new(file))
+            unsaved = write_config(&shard.env().config_dir, OFFSETS_FILE, Arc::new(file))
                 .await
                 .is_err();
         }
@@ -113,9 +113,9 @@ async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
     let Ok(control) = shard.control() else {
         return;
     };
-    control.stopped.borrow_mut().insert(shard.index, own);
+    control.stopped.borrow_mut().insert(shard.index(), own);
     let all_in = async {
-        while control.stopped.borrow().len() < shard.count {
+        while control.stopped.borrow().len() < shard.count() {
             control.stopped_notify.wait().await;
         }
         true
@@ -127,12 +127,12 @@ async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
     if !future::or(all_in, timeout).await {
         tracing::warn!(
             reported = control.stopped.borrow().len(),
-            shards = shard.count,
+            shards = shard.count(),
             "not every shard reported its offsets at shutdown; keeping the last file"
         );
         // Logged inside; nothing is left to answer at shutdown.
         let _ = write_config(
-            &shard.env.config_dir,
+            &shard.env().config_dir,
             TOPICS_FILE,
             control.topics.published().value,
         )
@@ -145,9 +145,9 @@ async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
     let file = OffsetFile {
         offset_table: merge(parts),
     };
-    let _ = write_config(&shard.env.config_dir, OFFSETS_FILE, Arc::new(file)).await;
+    let _ = write_config(&shard.env().config_dir, OFFSETS_FILE, Arc::new(file)).await;
     let _ = write_config(
-        &shard.env.config_dir,
+        &shard.env().config_dir,
         TOPICS_FILE,
         control.topics.published().value,
     )
@@ -158,10 +158,10 @@ async fn final_persist(shard: &Rc<Shard>, own: OffsetMap) {
 /// them (then unregisters from the name servers, unless the stop is a
 /// controller-mode role change); the others hand theirs to shard 0.
 pub(crate) async fn hand_over_offsets(shard: &Rc<Shard>) {
-    let (own, _) = shard.offsets.borrow_mut().snapshot();
-    if shard.index == 0 {
+    let (own, _) = shard.offsets().borrow_mut().snapshot();
+    if shard.index() == 0 {
         final_persist(shard, own).await;
-        if shard.env.role.handover.is_set() {
+        if shard.env().role.handover.is_set() {
             tracing::info!("stopping for a role change: staying registered");
         } else {
             crate::tasks::namesrv_register::unregister_all(shard).await;
@@ -169,11 +169,11 @@ pub(crate) async fn hand_over_offsets(shard: &Rc<Shard>) {
         return;
     }
     let stopped = ShardStopped {
-        shard: shard.index,
+        shard: shard.index(),
         offsets: own,
     };
     if let Err(reject) = shard.call(0, stopped).await.and_then(|done| done) {
-        tracing::warn!(shard = shard.index, remark = %reject.remark,
+        tracing::warn!(shard = shard.index(), remark = %reject.remark,
             "could not hand offsets to shard 0");
     }
 }

@@ -12,18 +12,18 @@ use crate::shard::Shard;
 pub(crate) async fn feed_loop(shard: Rc<Shard>, feed: Rc<IndexFeed>) {
     let mut last_flush = std::time::Instant::now();
     loop {
-        feed.catch_up(&shard.store).await;
+        feed.catch_up(shard.store()).await;
         if last_flush.elapsed() >= Duration::from_millis(INDEX_FLUSH_INTERVAL_MS) {
-            feed.delete_expired(shard.store.reader().min_offset());
+            feed.delete_expired(shard.store().reader().min_offset());
             feed.flush().await;
             last_flush = std::time::Instant::now();
         }
         if shard
-            .stopping
+            .stopping()
             .interrupts_sleep(Duration::from_millis(SCAN_INTERVAL_MS))
             .await
         {
-            feed.catch_up(&shard.store).await;
+            feed.catch_up(shard.store()).await;
             return;
         }
     }

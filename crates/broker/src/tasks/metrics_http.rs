@@ -42,7 +42,7 @@ pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
 /// Serves scrapes until the shard stops.
 pub(crate) async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
     let stopping = Rc::clone(&shard);
-    let stop = async move { stopping.stopping.wait().await };
+    let stop = async move { stopping.stopping().wait().await };
     let scrape_of = move || {
         let shard = Rc::clone(&shard);
         async move { render(scrape(&shard).await) }

@@ -43,7 +43,7 @@ fn resource(config: &crate::config::BrokerConfig) -> Vec<(String, String)> {
 /// Gathers and offers the figures every interval until the shard stops.
 pub(crate) async fn push_loop(shard: Rc<Shard>, pusher: Pusher) {
     loop {
-        if shard.stopping.interrupts_sleep(pusher.interval).await {
+        if shard.stopping().interrupts_sleep(pusher.interval).await {
             return;
         }
         let figures = families(&scrape(&shard).await);

@@ -39,27 +39,27 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
             reason,
         })?;
     let compaction = compaction::compaction_loop(shard.clone());
-    shard.tasks.spawn("compaction", compaction);
-    if shard.index == 0 {
+    shard.tasks().spawn("compaction", compaction);
+    if shard.index() == 0 {
         start_replication(shard, false)?;
         if shard.config().controller_mode.enabled {
             shard
-                .tasks
+                .tasks()
                 .spawn("role changes", ha::role::switch_loop(shard.clone()));
             shard
-                .tasks
+                .tasks()
                 .spawn("HA progress", ha::progress::publish_loop(shard.clone()));
         }
         if shard.config().metrics.enabled() {
             let listener = metrics_http::bind(shard)?;
-            shard.tasks.spawn(
+            shard.tasks().spawn(
                 "metrics endpoint",
                 metrics_http::accept_loop(shard.clone(), listener),
             );
         }
         if let Some(pusher) = metrics_push::start(shard)? {
             let push = metrics_push::push_loop(shard.clone(), pusher);
-            shard.tasks.spawn("metrics export", push);
+            shard.tasks().spawn("metrics export", push);
         }
     }
     Ok(())
@@ -70,8 +70,8 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
 /// metadata sync. `resume`: after a role change in place (the dispatch
 /// gate stays where it is until moved).
 pub(crate) fn start_replication(shard: &Rc<Shard>, resume: bool) -> Result<(), BrokerError> {
-    let tasks = &shard.tasks;
-    let role = &shard.role;
+    let tasks = &shard.tasks();
+    let role = &shard.role();
     if shard.config().dispatch_gated() {
         let gate = ha::gate::gate_loop(shard.clone(), resume);
         tasks.spawn("confirm offset", role.scoped(gate));
@@ -85,8 +85,8 @@ pub(crate) fn start_replication(shard: &Rc<Shard>, resume: bool) -> Result<(), B
     }
     let listener = ha::master::bind(shard)?;
     let weak = Rc::downgrade(shard);
-    shard.store.set_written_listener(move || {
-        if let Some(control) = weak.upgrade().as_ref().and_then(|s| s.control.as_ref()) {
+    shard.store().set_written_listener(move || {
+        if let Some(control) = weak.upgrade().as_ref().and_then(|s| s.control_plane()) {
             control.ha.written.notify_all();
         }
     });
@@ -98,8 +98,8 @@ pub(crate) fn start_replication(shard: &Rc<Shard>, resume: bool) -> Result<(), B
 /// Once the shard listens: the control-plane loops (shard 0) and the
 /// delay-level scheduler.
 pub(crate) fn start_serving(shard: &Rc<Shard>) {
-    if shard.index == 0 {
-        let tasks = &shard.tasks;
+    if shard.index() == 0 {
+        let tasks = &shard.tasks();
         tasks.spawn(
             "name server registration",
             namesrv_register::registration_loop(shard.clone()),
@@ -113,7 +113,7 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
             control_plane::client_expiry_loop(shard.clone()),
         );
         tasks.spawn("ACL reload", acl_reload::reload_loop(shard.clone()));
-        if shard.env.acting.enabled() {
+        if shard.env().acting.enabled() {
             let poll = acting_master::member_group_loop(shard.clone());
             tasks.spawn("broker member group", poll);
         }
@@ -121,7 +121,7 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
             let beat = acting_master::heartbeat_loop(shard.clone());
             tasks.spawn("name server heartbeat", beat);
         }
-        if shard.env.acting.awaiting_hand_back() {
+        if shard.env().acting.awaiting_hand_back() {
             let reclaim = acting_hand_back::reclaim(shard.clone());
             tasks.spawn("hand-back from acting slaves", reclaim);
         }
@@ -131,13 +131,15 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
         );
     }
     schedule::spawn(shard);
-    shard.tasks.spawn(
+    shard.tasks().spawn(
         "broker stats sampling",
         crate::shard::stats::broker_stats_sample_loop(shard.clone()),
     );
     if !shard.config().replication.broker_role.is_slave() {
         let revive = pop_revive::revive_loop(shard.clone());
-        shard.tasks.spawn("pop revive", shard.role.scoped(revive));
+        shard
+            .tasks()
+            .spawn("pop revive", shard.role().scoped(revive));
     }
 }
 
@@ -146,15 +148,15 @@ pub(crate) fn start_serving(shard: &Rc<Shard>) {
 /// consumer offsets (gathered on shard 0, which also unregisters from the
 /// name servers), and the placed services' state. The store stops after.
 pub(crate) async fn stop(shard: &Rc<Shard>) {
-    shard.stopping.trigger();
-    shard.polls.close();
+    shard.stopping().trigger();
+    shard.polls().close();
     let late = shard
-        .tasks
+        .tasks()
         .join(Duration::from_millis(TASKS_STOP_TIMEOUT_MS))
         .await;
     if !late.is_empty() {
         tracing::warn!(
-            shard = shard.index,
+            shard = shard.index(),
             ?late,
             "background tasks did not stop in time"
         );

@@ -15,7 +15,7 @@ use crate::services::namesrv::HEARTBEAT_TIMEOUT_MS;
 use crate::shard::Shard;
 
 fn register_request(shard: &Shard) -> Option<RemotingCommand> {
-    let control = shard.control.as_ref()?;
+    let control = shard.control_plane()?;
     let config = shard.config();
     // RocketMQ's compressed form (`compressedRegister`): the JSON form of a
     // broker with ~100,000 topics passes the 16 MiB frame limit, and a
@@ -25,7 +25,7 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
     // differs: each disk-state change is a new one (Java bumps the topic
     // table's version when the broker permission changes).
     // So is each online settings change (brokerPermission among them).
-    let changes = shard.store.disk_full_changes() + shard.config_version().0;
+    let changes = shard.store().disk_full_changes() + shard.config_version().0;
     topics.data_version.counter = topics
         .data_version
         .counter
@@ -35,7 +35,7 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
     // brokers and consumers keep reading; a `brokerPermission` without
     // read or write masks every topic's perm with it, as Java's does.
     let mut mask = config.broker_permission | perm::INHERIT;
-    if shard.store.is_disk_full() {
+    if shard.store().is_disk_full() {
         mask &= !perm::WRITE;
     }
     if mask & perm::READ_WRITE != perm::READ_WRITE {
@@ -49,7 +49,7 @@ fn register_request(shard: &Shard) -> Option<RemotingCommand> {
     });
     let header = RegisterBrokerRequestHeader {
         broker_name: config.broker_name.clone(),
-        broker_addr: shard.env.broker_addr.clone(),
+        broker_addr: shard.env().broker_addr.clone(),
         cluster_name: config.broker_cluster_name.clone(),
         ha_server_addr: ha_server_addr(shard),
         broker_id: config.broker_id,
@@ -78,10 +78,10 @@ fn heartbeat_timeout_ms(replication: &crate::config::ReplicationConfig) -> i64 {
 pub(crate) fn ha_server_addr(shard: &Shard) -> Option<String> {
     let config = shard.config();
     let ip = config.ha_ip().ok()?;
-    let bound = shard.control.as_ref().and_then(|c| c.ha.listen.get());
+    let bound = shard.control_plane().and_then(|c| c.ha.listen.get());
     let port = match bound {
         Some(addr) => addr.port(),
-        None => config.replication.ha_port(shard.env.listen.port()).ok()?,
+        None => config.replication.ha_port(shard.env().listen.port()).ok()?,
     };
     (port != 0).then(|| std::net::SocketAddr::new(ip, port).to_string())
 }
@@ -89,7 +89,7 @@ pub(crate) fn ha_server_addr(shard: &Shard) -> Option<String> {
 /// A slave learns its master from the answer (`haServerAddr`, `masterAddr`:
 /// filled when the name server lists a live master of the same name).
 fn learn_master(shard: &Shard, answer: &RemotingCommand) {
-    let Some(control) = shard.control.as_ref() else {
+    let Some(control) = shard.control_plane() else {
         return;
     };
     if !shard.config().replication.broker_role.is_slave() {
@@ -123,10 +123,10 @@ pub(crate) async fn register_all(shard: &Shard) -> usize {
     };
     let timeout_ms = shard.config().register_broker_timeout_ms;
     let mut accepted = 0;
-    let Some(control) = shard.control.as_ref() else {
+    let Some(control) = shard.control_plane() else {
         return 0;
     };
-    for addr in &shard.env.namesrvs {
+    for addr in &shard.env().namesrvs {
         match control
             .namesrv
             .call(*addr, request.clone(), timeout_ms)
@@ -150,16 +150,16 @@ pub(crate) async fn unregister_all(shard: &Shard) {
     let config = shard.config();
     let header = BrokerIdentityHeader {
         broker_name: config.broker_name.clone(),
-        broker_addr: shard.env.broker_addr.clone(),
+        broker_addr: shard.env().broker_addr.clone(),
         cluster_name: config.broker_cluster_name.clone(),
         broker_id: Some(config.broker_id),
     };
     let mut request = RemotingCommand::request(request_code::UNREGISTER_BROKER);
     request.ext_fields = header.to_ext();
-    let Some(control) = shard.control.as_ref() else {
+    let Some(control) = shard.control_plane() else {
         return;
     };
-    for addr in &shard.env.namesrvs {
+    for addr in &shard.env().namesrvs {
         let answer = control
             .namesrv
             .call(*addr, request.clone(), config.register_broker_timeout_ms)
@@ -176,10 +176,10 @@ const REGISTER_RETRY_MS_MIN: u64 = 500;
 /// Registers at start, then every interval and whenever topics change,
 /// until the shard stops. Shard 0 only.
 pub(crate) async fn registration_loop(shard: Rc<Shard>) {
-    let Some(control) = shard.control.as_ref() else {
+    let Some(control) = shard.control_plane() else {
         return;
     };
-    if shard.env.namesrvs.is_empty() {
+    if shard.env().namesrvs.is_empty() {
         return;
     }
     let interval = Duration::from_millis(shard.config().register_broker_interval_ms);
@@ -187,9 +187,9 @@ pub(crate) async fn registration_loop(shard: Rc<Shard>) {
     // both at once) is tried again soon, backing off to the interval.
     let mut retry = Duration::from_millis(REGISTER_RETRY_MS_MIN);
     loop {
-        let disk_full = shard.store.is_disk_full();
+        let disk_full = shard.store().is_disk_full();
         let accepted = register_all(&shard).await;
-        let total = shard.env.namesrvs.len();
+        let total = shard.env().namesrvs.len();
         tracing::debug!(accepted, total, disk_full, "registered with name servers");
         let wait = match accepted < total {
             true => retry.min(interval),
@@ -201,7 +201,7 @@ pub(crate) async fn registration_loop(shard: Rc<Shard>) {
         };
         let wake = future::or(glommio::timer::sleep(wait), control.register_now.wait());
         let wake = future::or(wake, disk_state_change(&shard, disk_full));
-        if shard.stopping.interrupts(wake).await {
+        if shard.stopping().interrupts(wake).await {
             return;
         }
     }
@@ -211,7 +211,7 @@ pub(crate) async fn registration_loop(shard: Rc<Shard>) {
 /// the routes must say at once whether this broker takes writes.
 async fn disk_state_change(shard: &Shard, registered: bool) {
     const DISK_POLL_MS: u64 = 500;
-    while shard.store.is_disk_full() == registered {
+    while shard.store().is_disk_full() == registered {
         glommio::timer::sleep(Duration::from_millis(DISK_POLL_MS)).await;
     }
 }

@@ -27,36 +27,39 @@ use crate::shard::Shard;
 /// Opens the services this shard owns and starts their loops. Called once
 /// the shard's mesh is connected.
 pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
-    let services = &shard.services;
-    if shard.index == crate::services::topics::timer_shard(shard.count) {
+    let services = &shard.services();
+    if shard.index() == crate::services::topics::timer_shard(shard.count()) {
         let root = &shard.config().store_path_root_dir;
-        let index = IndexFeed::open(root, &shard.store).map_err(service("message index"))?;
+        let index = IndexFeed::open(root, shard.store()).map_err(service("message index"))?;
         let index = Rc::new(index);
         let timer =
-            TimerService::open(&shard.config(), &shard.store).map_err(service("timer store"))?;
+            TimerService::open(&shard.config(), shard.store()).map_err(service("timer store"))?;
         let timer = Rc::new(timer);
         let _ = services.index.set(Rc::clone(&index));
         let _ = services.timer.set(Rc::clone(&timer));
         let feed = crate::tasks::index_feed::feed_loop(shard.clone(), index);
-        shard.tasks.spawn("message index", feed);
+        shard.tasks().spawn("message index", feed);
         // A slave stores nothing of its own: its master delivers timers,
         // or, while it acts as master, another set takes them.
         if !is_slave(shard) || escapes(shard) {
             let run = crate::tasks::timer::run(shard.clone(), timer);
-            shard.tasks.spawn("timer", shard.role.scoped(run));
+            shard.tasks().spawn("timer", shard.role().scoped(run));
         }
     }
-    if shard.index == crate::services::topics::txn_shard(shard.count) {
-        let txn = TxnService::open(&shard.env.config_dir).map_err(service("transaction state"))?;
+    if shard.index() == crate::services::topics::txn_shard(shard.count()) {
+        let txn =
+            TxnService::open(&shard.env().config_dir).map_err(service("transaction state"))?;
         let txn = Rc::new(txn);
         let _ = services.txn.set(Rc::clone(&txn));
         if !is_slave(shard) {
             let check = crate::tasks::transactions::run(shard.clone(), txn);
-            shard.tasks.spawn("transactions", shard.role.scoped(check));
+            shard
+                .tasks()
+                .spawn("transactions", shard.role().scoped(check));
         } else if escapes(shard) {
             let escape = crate::tasks::transactions::acting::run(shard.clone(), txn);
-            let scoped = shard.role.scoped(escape);
-            shard.tasks.spawn("acting-master transactions", scoped);
+            let scoped = shard.role().scoped(escape);
+            shard.tasks().spawn("acting-master transactions", scoped);
         }
     }
     Ok(())
@@ -65,20 +68,22 @@ pub(crate) fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
 /// A slave that became master in place: the loops `start` leaves to a
 /// master (timer delivery, transaction checks) on the shards that own them.
 pub(crate) fn start_master_loops(shard: &Rc<Shard>) {
-    if let Some(timer) = shard.services.timer.get() {
+    if let Some(timer) = shard.services().timer.get() {
         let run = crate::tasks::timer::run(shard.clone(), Rc::clone(timer));
-        shard.tasks.spawn("timer", shard.role.scoped(run));
+        shard.tasks().spawn("timer", shard.role().scoped(run));
     }
-    if let Some(txn) = shard.services.txn.get() {
+    if let Some(txn) = shard.services().txn.get() {
         let check = crate::tasks::transactions::run(shard.clone(), Rc::clone(txn));
-        shard.tasks.spawn("transactions", shard.role.scoped(check));
+        shard
+            .tasks()
+            .spawn("transactions", shard.role().scoped(check));
     }
 }
 
 /// A slave with `enableSlaveActingMaster` and `enableRemoteEscape`: while
 /// it acts, its timers and open transactions go to another set.
 fn escapes(shard: &Shard) -> bool {
-    shard.env.acting.enabled() && shard.config().replication.enable_remote_escape
+    shard.env().acting.enabled() && shard.config().replication.enable_remote_escape
 }
 
 fn is_slave(shard: &Shard) -> bool {
@@ -88,14 +93,14 @@ fn is_slave(shard: &Shard) -> bool {
 /// Makes the services' state durable once their loops ended. Call before
 /// the store shuts down.
 pub(crate) async fn stop(shard: &Rc<Shard>) {
-    if let Some(timer) = shard.services.timer.get() {
+    if let Some(timer) = shard.services().timer.get() {
         timer.flush().await;
     }
-    if let Some(index) = shard.services.index.get() {
+    if let Some(index) = shard.services().index.get() {
         index.flush().await;
     }
-    if let Some(txn) = shard.services.txn.get() {
-        txn.persist(&shard.env.config_dir).await;
+    if let Some(txn) = shard.services().txn.get() {
+        txn.persist(&shard.env().config_dir).await;
     }
 }
 

@@ -13,11 +13,11 @@ pub const REVIVE_INTERVAL_MS: u64 = 1_000;
 
 pub(crate) async fn revive_loop(shard: Rc<Shard>) {
     let interval = Duration::from_millis(REVIVE_INTERVAL_MS);
-    while !shard.stopping.interrupts_sleep(interval).await {
+    while !shard.stopping().interrupts_sleep(interval).await {
         let revived = shard.revive_due().await;
         if revived > 0 {
             tracing::debug!(
-                shard = shard.index,
+                shard = shard.index(),
                 revived,
                 "pop messages back after their invisible time"
             );

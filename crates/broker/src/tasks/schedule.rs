@@ -29,18 +29,18 @@ pub const STOP_GATHER_TIMEOUT_MS: u64 = 10_000;
 /// Sleeps `ms` unless the shard stops first; returns whether it stopped.
 async fn pause(shard: &Shard, ms: u64) -> bool {
     shard
-        .stopping
+        .stopping()
         .interrupts_sleep(Duration::from_millis(ms))
         .await
 }
 
 /// Delivers the due messages of one level; returns how many.
 async fn deliver_level(shard: &Shard, level: i32) -> usize {
-    let state = &shard.schedule;
+    let state = &shard.schedule();
     let Some(delay_ms) = state.levels.delay_ms(level) else {
         return 0;
     };
-    let queue = match shard.store.consume_queue(SCHEDULE_TOPIC, level - 1) {
+    let queue = match shard.store().consume_queue(SCHEDULE_TOPIC, level - 1) {
         Ok(queue) => queue,
         Err(err) => {
             tracing::warn!(level, %err, "delay level queue unavailable");
@@ -54,12 +54,12 @@ async fn deliver_level(shard: &Shard, level: i32) -> usize {
     let mut delivered = 0;
     let slave = shard.config().replication.broker_role.is_slave();
     while offset < queue.max_offset() && delivered < DELIVER_BATCH_MAX {
-        if shard.stopping.is_triggered() {
+        if shard.stopping().is_triggered() {
             break;
         }
         // An acting slave's delivery and its progress are one step that a
         // hand-back to the returning master waits for.
-        let flight = shard.env.acting.flight();
+        let flight = shard.env().acting.flight();
         if slave && flight.is_none() {
             break;
         }
@@ -112,7 +112,7 @@ async fn deliver_entry(
     let size = usize::try_from(entry.size).unwrap_or(0);
     // Read through tiered storage: the message's segment may have left
     // the local disk before it came due. A store error leaves it due.
-    let read = try_read_bytes_through(&shard.store, entry.physical_offset, size).await;
+    let read = try_read_bytes_through(shard.store(), entry.physical_offset, size).await;
     let Ok(Some(bytes)) = read else {
         let remark = read.err().map(|reject| reject.remark);
         tracing::error!(
@@ -143,11 +143,11 @@ async fn deliver_entry(
             physical_offset: entry.physical_offset,
             due_ms: due,
         };
-        shard.schedule.remember_head(level, head);
+        shard.schedule().remember_head(level, head);
         return Step::Wait;
     }
     // An acting master's go to another set (`tasks::acting_escape`).
-    let delivered = match shard.env.acting.is_acting() {
+    let delivered = match shard.env().acting.is_acting() {
         true => crate::tasks::acting_escape::escape(shard, &record, Parked::DelayLevel).await,
         false => (shard
             .deliver_to_real_topic(&record, Parked::DelayLevel)
@@ -160,7 +160,7 @@ async fn deliver_entry(
             tracing::error!(level, offset, %reason, "scheduled message dropped");
             Step::Skipped
         }
-        Err(DeliverError::Store(reject)) if shard.env.acting.is_acting() => {
+        Err(DeliverError::Store(reject)) if shard.env().acting.is_acting() => {
             crate::tasks::acting_escape::report_failure(level, offset, &reject);
             Step::Wait
         }
@@ -174,16 +174,16 @@ async fn deliver_entry(
 
 /// Delivers this shard's levels until the shard stops.
 async fn deliver_loop(shard: Rc<Shard>) {
-    let levels: Vec<i32> = shard.schedule.progress.borrow().keys().copied().collect();
+    let levels: Vec<i32> = shard.schedule().progress.borrow().keys().copied().collect();
     // A master whose slaves may have acted: first what they delivered.
-    while shard.env.acting.awaiting_hand_back() {
+    while shard.env().acting.awaiting_hand_back() {
         if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
             return;
         }
     }
-    let handed = shard.env.acting.handed_delay_offsets();
+    let handed = shard.env().acting.handed_delay_offsets();
     for level in &levels {
-        let own = shard.schedule.progress.borrow().get(level).copied();
+        let own = shard.schedule().progress.borrow().get(level).copied();
         if let (Some(own), Some(theirs)) = (own, handed.get(level)) {
             if *theirs > own {
                 tracing::info!(
@@ -192,7 +192,7 @@ async fn deliver_loop(shard: Rc<Shard>) {
                     theirs,
                     "an acting slave delivered this level further"
                 );
-                shard.schedule.advance(*level, *theirs);
+                shard.schedule().advance(*level, *theirs);
             }
         }
     }
@@ -210,13 +210,13 @@ async fn deliver_loop(shard: Rc<Shard>) {
 /// delivers this shard's levels while it acts as master (to another set,
 /// `tasks::acting_escape`), until the shard stops.
 async fn acting_deliver_loop(shard: Rc<Shard>) {
-    let levels: Vec<i32> = shard.schedule.progress.borrow().keys().copied().collect();
+    let levels: Vec<i32> = shard.schedule().progress.borrow().keys().copied().collect();
     let mut was_acting = false;
     loop {
         if pause(&shard, DELIVER_POLL_INTERVAL_MS).await {
             return;
         }
-        let acting = shard.env.acting.is_acting();
+        let acting = shard.env().acting.is_acting();
         if acting && !was_acting {
             // Start where the master was, as the last metadata sync said.
             reload(&shard);
@@ -240,14 +240,14 @@ impl ShardCall<Shard> for DelayStopped {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
-        let state = &shard.schedule;
+        let state = &shard.schedule();
         state.reports.borrow_mut().insert(self.shard, self.offsets);
         state.reported.notify();
     }
 }
 
 fn offset_file(shard: &Shard, offsets: DelayOffsets) -> DelayOffsetFile {
-    let mut version = shard.schedule.data_version.borrow_mut();
+    let mut version = shard.schedule().data_version.borrow_mut();
     version.next(now_ms());
     DelayOffsetFile {
         offset_table: offsets,
@@ -275,7 +275,7 @@ async fn persist_loop(shard: Rc<Shard>) {
         if unsaved {
             let file = offset_file(&shard, offsets);
             unsaved = crate::services::persist::write_config(
-                &shard.env.config_dir,
+                &shard.env().config_dir,
                 DELAY_OFFSET_FILE,
                 Arc::new(file),
             )
@@ -288,14 +288,14 @@ async fn persist_loop(shard: Rc<Shard>) {
 /// A slave that became master in place: the delivery progress its
 /// metadata sync wrote to delayOffset.json (as a start would read it).
 pub(crate) fn reload(shard: &Shard) {
-    let stored = match crate::services::delay_levels::load_offsets(&shard.env.config_dir) {
+    let stored = match crate::services::delay_levels::load_offsets(&shard.env().config_dir) {
         Ok(stored) => stored,
         Err(e) => {
             tracing::warn!("reading delayOffset.json at the role change: {e}");
             return;
         }
     };
-    let mut progress = shard.schedule.progress.borrow_mut();
+    let mut progress = shard.schedule().progress.borrow_mut();
     for (level, offset) in progress.iter_mut() {
         if let Some(stored) = stored.get(level) {
             *offset = *stored;
@@ -310,23 +310,26 @@ pub(crate) fn spawn(shard: &Rc<Shard>) {
     // it delivers only while it acts as master, and never writes the file.
     if shard.config().replication.broker_role.is_slave() {
         let escape = shard.config().replication.enable_remote_escape;
-        if escape && shard.env.acting.enabled() && !shard.schedule.progress.borrow().is_empty() {
+        if escape && shard.env().acting.enabled() && !shard.schedule().progress.borrow().is_empty()
+        {
             let deliver = acting_deliver_loop(shard.clone());
-            shard.tasks.spawn("acting-master delay delivery", deliver);
+            shard.tasks().spawn("acting-master delay delivery", deliver);
         }
         return;
     }
     // Both end when a master turns slave in place (`tasks::ha::role`).
-    let role = &shard.role;
-    if !shard.schedule.progress.borrow().is_empty() {
+    let role = &shard.role();
+    if !shard.schedule().progress.borrow().is_empty() {
         let deliver = deliver_loop(shard.clone());
         shard
-            .tasks
+            .tasks()
             .spawn("delay-level delivery", role.scoped(deliver));
     }
-    if shard.index == 0 {
+    if shard.index() == 0 {
         let persist = persist_loop(shard.clone());
-        shard.tasks.spawn("delayOffset.json", role.scoped(persist));
+        shard
+            .tasks()
+            .spawn("delayOffset.json", role.scoped(persist));
     }
 }
 
@@ -337,22 +340,22 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
     if shard.config().replication.broker_role.is_slave() {
         return;
     }
-    let state = &shard.schedule;
+    let state = &shard.schedule();
     let (own, _) = state.progress(true);
-    if shard.index != 0 {
+    if shard.index() != 0 {
         let report = DelayStopped {
-            shard: shard.index,
+            shard: shard.index(),
             offsets: own,
         };
         if let Err(reject) = shard.call(0, report).await {
-            tracing::warn!(shard = shard.index, remark = %reject.remark,
+            tracing::warn!(shard = shard.index(), remark = %reject.remark,
                 "could not hand delay progress to shard 0");
         }
         return;
     }
     state.reports.borrow_mut().insert(0, own);
     let all_in = async {
-        while state.reports.borrow().len() < shard.count {
+        while state.reports.borrow().len() < shard.count() {
             state.reported.wait().await;
         }
         true
@@ -372,7 +375,7 @@ pub(crate) async fn stop(shard: &Rc<Shard>) {
     let file = offset_file(shard, all);
     // Logged inside; nothing is left to answer at shutdown.
     let _ = crate::services::persist::write_config(
-        &shard.env.config_dir,
+        &shard.env().config_dir,
         DELAY_OFFSET_FILE,
         Arc::new(file),
     )

@@ -70,7 +70,7 @@ pub(crate) async fn update_topics(
     let body: TopicListBody = decode_json(&request.body)?;
     check_size(&request.body, body.topic_config_list.len())?;
     for topic in &body.topic_config_list {
-        super::topic_admin::check_admin_topic(&topic.topic_name)?;
+        crate::services::topics::check_admin_topic(&topic.topic_name)?;
     }
     for topic in body.topic_config_list {
         shard.change_topic(TopicChange::Upsert(topic)).await?;

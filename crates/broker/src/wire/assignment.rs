@@ -118,7 +118,7 @@ pub(crate) async fn query_assignment(
         ));
     }
     let entry = shard
-        .request_modes
+        .request_modes()
         .with(|t| t.entry(&query.topic, &query.consumer_group).cloned());
     let mode = entry.as_ref().map_or(RequestMode::Pull, |e| e.mode);
     let mine = match query.message_model.as_deref() {
@@ -176,7 +176,7 @@ fn clustering_share(
         tracing::warn!(strategy = ?query.strategy_name, "QUERY_ASSIGNMENT: unsupported strategy, no assignment");
         return Vec::new();
     };
-    let mut clients: Vec<String> = shard.clients.with(|c| {
+    let mut clients: Vec<String> = shard.clients().with(|c| {
         c.consumers
             .get(&query.consumer_group)
             .map(|g| g.clients.keys().cloned().collect())
@@ -199,7 +199,7 @@ pub(crate) fn all_request_modes(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let body = shard
-        .request_modes
+        .request_modes()
         .with(serde_json::to_vec)
         .map_err(|e| Reject::system(e.to_string()))?;
     Ok(RemotingCommand::response_to(request, response_code::SUCCESS, None).with_body(body))

@@ -35,7 +35,7 @@ pub(crate) async fn handle(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     use auth_code::*;
-    if !shard.env.config.auth.enabled() {
+    if !shard.env().config.auth.enabled() {
         return Err(auth::reject(AuthError::Denied(OFF.into())));
     }
     let field = |name: &str| request.ext_fields.get(name).unwrap_or("").to_string();
@@ -155,14 +155,14 @@ fn denied(message: String) -> Reject {
 }
 
 fn current(shard: &Shard) -> std::sync::Arc<AuthMetadata> {
-    crate::wire::acl::users(shard)
+    crate::shard::access::users(shard)
 }
 
 async fn change(
     shard: &Shard,
     f: impl FnOnce(&mut AuthMetadata) -> Result<(), AuthError> + Send + 'static,
 ) -> Result<(), Reject> {
-    auth::update(&shard.env.auth, &shard.env.config_dir, f)
+    auth::update(&shard.env().auth, &shard.env().config_dir, f)
         .await
         .map_err(auth::reject)
 }

@@ -11,9 +11,9 @@ use serde::Serialize;
 
 use crate::error::Reject;
 use crate::services::broker_stats::{StatsName, Window};
+use crate::shard::consume_stats::{all_offsets, consume_stats_body, group_queue_stats};
 use crate::shard::stats::{group_get_tps, stats_windows};
 use crate::shard::Shard;
-use crate::wire::consumer_admin::{all_offsets, consume_stats_body, group_queue_stats};
 
 /// `BrokerStatsData`, each window a `BrokerStatsItem` (`avgpt`, `sum`,
 /// `tps`).
@@ -66,7 +66,7 @@ pub(crate) async fn broker_consume_stats(
         .eq_ignore_ascii_case("true");
     let offsets = all_offsets(shard).await?;
     let groups: Vec<String> = shard
-        .groups
+        .groups()
         .with(|t| t.subscription_group_table.keys().cloned().collect());
     // Each group's topics, from the `topic@group` keys, in one pass.
     let mut by_group: std::collections::HashMap<&str, BTreeSet<String>> = Default::default();
@@ -107,8 +107,8 @@ pub(crate) async fn broker_consume_stats(
         let name = serde_json::to_string(&group).map_err(|e| Reject::system(e.to_string()))?;
         lists.push(format!("{{{name}:[{}]}}", entries.join(",")));
     }
-    let addr =
-        serde_json::to_string(&shard.env.broker_addr).map_err(|e| Reject::system(e.to_string()))?;
+    let addr = serde_json::to_string(&shard.env().broker_addr)
+        .map_err(|e| Reject::system(e.to_string()))?;
     let body = format!(
         r#"{{"brokerAddr":{addr},"consumeStatsList":[{}],"totalDiff":{total_diff},"totalInflightDiff":{total_inflight}}}"#,
         lists.join(",")
@@ -120,7 +120,7 @@ pub(crate) async fn broker_consume_stats(
 }
 
 fn subscriptions(shard: &Shard, group: &str) -> BTreeSet<String> {
-    shard.clients.with(|clients| {
+    shard.clients().with(|clients| {
         clients
             .consumers
             .get(group)

@@ -112,7 +112,7 @@ pub(crate) fn consumer_list(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let header = ConsumerGroupRequestHeader::from_ext(&request.ext_fields)?;
-    let clients = shard.clients.get();
+    let clients = shard.clients().get();
     let ids: Vec<String> = clients
         .consumers
         .get(&header.consumer_group)
@@ -165,7 +165,7 @@ pub(crate) fn check_client_config(
 /// when this shard's copy knows a client on it).
 pub(crate) fn connection_closed(shard: &Shard, conn_id: u64) {
     if !shard
-        .clients
+        .clients()
         .with(|clients| clients.has_connection(conn_id))
     {
         return;
@@ -193,7 +193,7 @@ pub(crate) async fn on_heartbeat(
     conn: &Rc<Connection>,
     request: &RemotingCommand,
 ) {
-    shard.conn_infos.borrow_mut().insert(
+    shard.conn_infos().borrow_mut().insert(
         conn.id(),
         ConnInfo {
             addr: conn.peer_addr().to_string(),
@@ -217,5 +217,5 @@ pub(crate) async fn on_heartbeat(
 
 /// A connection closed: forget what it said about itself.
 pub(crate) fn forget_conn_info(shard: &Shard, conn_id: u64) {
-    shard.conn_infos.borrow_mut().remove(&conn_id);
+    shard.conn_infos().borrow_mut().remove(&conn_id);
 }

@@ -51,10 +51,10 @@ pub(crate) async fn consume_message_directly(
         )
     })?;
     let offset = id.commit_log_offset;
-    let record = try_read_record_through(&shard.store, offset)
+    let record = try_read_record_through(shard.store(), offset)
         .await?
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
-    super::acl::check_stored(shard, conn, request, view(&record)?.topic)?;
+    crate::shard::access::check_stored(shard, conn, request, view(&record)?.topic)?;
     let mut forwarded = RemotingCommand::request(request_code::CONSUME_MESSAGE_DIRECTLY);
     forwarded.ext_fields = request.ext_fields.clone();
     forwarded
@@ -78,7 +78,7 @@ async fn call_consumer(
 ) -> Result<RemotingCommand, Reject> {
     let group = request.ext_fields.required("consumerGroup")?.to_string();
     let client_id = request.ext_fields.get("clientId").unwrap_or("").to_string();
-    let conn_id = shard.clients.with(|clients| {
+    let conn_id = shard.clients().with(|clients| {
         let channel = clients.consumers.get(&group)?.clients.get(&client_id)?;
         Some(channel.conn_id)
     });

@@ -1,12 +1,12 @@
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG
-//! (201), DELETE_SUBSCRIPTIONGROUP (207), and the group checks other
+//! (201), DELETE_SUBSCRIPTIONGROUP (207). The group checks other
 //! processors make (`SubscriptionGroupManager.findSubscriptionGroupConfig`:
 //! an unknown group is created on first use while
-//! `autoCreateSubscriptionGroup` is on).
+//! `autoCreateSubscriptionGroup` is on) live in `shard::groups`.
 
 use std::rc::Rc;
 
-use ferrocket_protocol::body::{decode_json, encode_json, MessageModel};
+use ferrocket_protocol::body::{decode_json, encode_json};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::RemotingCommand;
 use ferrocket_runtime::shard::ShardCall;
@@ -17,52 +17,6 @@ use crate::shard::Shard;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
-}
-
-/// A broker whose brokerPermission lacks read takes no pulls, pops,
-/// peeks, notifications or polling-info requests (Java's words).
-pub(crate) fn check_readable(shard: &Shard) -> Result<(), Reject> {
-    if ferrocket_protocol::body::perm::is_readable(shard.config().broker_permission) {
-        return Ok(());
-    }
-    let ip = shard.env.store_host.ip();
-    Err(Reject::new(
-        response_code::NO_PERMISSION,
-        format!("the broker[{ip}] pulling message is forbidden"),
-    ))
-}
-
-/// The checks of `PullMessageProcessor`: the group exists (or is created)
-/// and may consume, and a broadcasting group may consume by broadcast.
-pub(crate) async fn check_pull(shard: &Rc<Shard>, group: &str) -> Result<(), Reject> {
-    check_readable(shard)?;
-    // The common case reads two flags of this shard's copy, no clone.
-    let flags = |c: &SubscriptionGroupConfig| (c.consume_enable, c.consume_broadcast_enable);
-    let (consume_enable, broadcast_enable) = match shard.groups.with(|t| t.get(group).map(flags)) {
-        Some(found) => found,
-        None => flags(&shard.find_or_create_group(group).await?),
-    };
-    if !consume_enable {
-        return Err(Reject::new(
-            response_code::NO_PERMISSION,
-            format!("subscription group no permission, {group}"),
-        ));
-    }
-    if !broadcast_enable {
-        let broadcasting = shard.clients.with(|clients| {
-            clients
-                .consumers
-                .get(group)
-                .is_some_and(|g| g.message_model == MessageModel::Broadcasting)
-        });
-        if broadcasting {
-            return Err(Reject::new(
-                response_code::NO_PERMISSION,
-                format!("the consumer group[{group}] can not consume by broadcast way"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the body is the group's config.
@@ -87,7 +41,7 @@ pub(crate) async fn update_and_create(
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole table with its version.
 pub(crate) fn all_configs(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
-    let body = shard.groups.with(encode_json);
+    let body = shard.groups().with(encode_json);
     ok(request).with_body(body)
 }
 
@@ -139,6 +93,6 @@ impl ShardCall<Shard> for ForgetGroupOffsets {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
-        shard.offsets.borrow_mut().forget_group(&self.0);
+        shard.offsets().borrow_mut().forget_group(&self.0);
     }
 }

@@ -21,18 +21,18 @@ pub(crate) fn start(shard: &Rc<Shard>) {
     let Some(port) = shard.config().local_port.clone() else {
         return;
     };
-    let inbox = port.open_door(shard.index, shard.count, &shard.env.broker_addr);
-    let listen: SocketAddr = shard.env.listen;
-    let conn = Connection::in_process(shard.index as u16, listen, listen);
+    let inbox = port.open_door(shard.index(), shard.count(), &shard.env().broker_addr);
+    let listen: SocketAddr = shard.env().listen;
+    let conn = Connection::in_process(shard.index() as u16, listen, listen);
     // Registered as an accepted connection is: transaction checks for the
     // producers whose heartbeats came in on it find it by id.
     RequestHandler::on_open(&**shard, &conn);
-    shard.tasks.spawn(
+    shard.tasks().spawn(
         "in-process calls",
         serve_calls(shard.clone(), conn.clone(), inbox, port.clone()),
     );
     shard
-        .tasks
+        .tasks()
         .spawn("in-process requests out", forward_sent(conn, port));
 }
 
@@ -44,8 +44,8 @@ async fn serve_calls(shard: Rc<Shard>, conn: Rc<Connection>, inbox: DoorInbox, p
             glommio::spawn_local(answering).detach();
         }
     };
-    shard.stopping.interrupts(serving).await;
-    port.detach(shard.index);
+    shard.stopping().interrupts(serving).await;
+    port.detach(shard.index());
     conn.close();
     RequestHandler::on_close(&*shard, &conn);
 }
@@ -55,7 +55,7 @@ async fn answer(shard: Rc<Shard>, conn: Rc<Connection>, call: LocalCall, open: O
     let opaque = request.opaque;
     let mut response = super::answer(&shard, &conn, &request, super::Caller::InProcess).await;
     open.answered();
-    shard.metrics.count_in_process();
+    shard.metrics().count_in_process();
     response.opaque = opaque;
     response.flag = (response.flag | FLAG_RESPONSE) & !FLAG_ONEWAY;
     // The front end gave up waiting (timeout): nobody reads it.

@@ -91,7 +91,7 @@ impl ShardCall<Shard> for Lock {
         for queue in &self.queues {
             shard.assert_owns(&queue.topic, queue.queue_id);
         }
-        let mut table = shard.locks.borrow_mut();
+        let mut table = shard.locks().borrow_mut();
         table.try_lock(&self.group, &self.client_id, &self.queues, now_ms())
     }
 }
@@ -107,7 +107,7 @@ impl ShardCall<Shard> for Unlock {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
-        let mut table = shard.locks.borrow_mut();
+        let mut table = shard.locks().borrow_mut();
         table.unlock(&self.group, &self.client_id, &self.queues);
     }
 }

@@ -3,7 +3,6 @@
 //! REQUEST_CODE_NOT_SUPPORTED, with a remark naming it (`unsupported`); a processor's rejection becomes an error
 //! response, never a dropped connection.
 
-pub(crate) mod acl;
 mod admin_lists;
 pub(crate) mod assignment;
 mod auth_admin;
@@ -186,7 +185,7 @@ pub(crate) async fn answer(
 ) -> RemotingCommand {
     let started = Instant::now();
     let refusal = match caller {
-        Caller::Remote => acl::refusal(shard, conn, request),
+        Caller::Remote => crate::shard::access::refusal(shard, conn, request),
         Caller::InProcess => None,
     };
     let response = match refusal {
@@ -219,7 +218,7 @@ pub(crate) async fn answer(
         response_code: response.code,
         oneway: request.is_oneway(),
     };
-    shard.metrics.observe_rpc(key, started.elapsed());
+    shard.metrics().observe_rpc(key, started.elapsed());
     response
 }
 
@@ -230,7 +229,7 @@ impl RequestHandler for Shard {
 
     fn handoff(&self) -> Option<&ferrocket_runtime::server::Handoff> {
         // Fixed at start: not an online setting.
-        self.env.config.grpc_handoff.as_ref()
+        self.env().config.grpc_handoff.as_ref()
     }
 
     fn on_open(&self, conn: &Rc<Connection>) {

@@ -43,7 +43,7 @@ pub(crate) fn query_owned(
     queue_id: i32,
     set_zero_if_not_found: bool,
 ) -> Result<i64, Reject> {
-    if let Some(offset) = shard.offsets.borrow().query(group, topic, queue_id) {
+    if let Some(offset) = shard.offsets().borrow().query(group, topic, queue_id) {
         return Ok(offset);
     }
     if !set_zero_if_not_found {
@@ -52,9 +52,9 @@ pub(crate) fn query_owned(
             "Not found, do not set to zero, maybe this group boot first",
         ));
     }
-    let queue = shard.store.consume_queue(topic, queue_id)?;
-    let written = shard.env.store.written_offset();
-    if first_message_in_memory(&queue, written, shard.env.in_memory_bytes) {
+    let queue = shard.store().consume_queue(topic, queue_id)?;
+    let written = shard.env().store.written_offset();
+    if first_message_in_memory(&queue, written, shard.env().in_memory_bytes) {
         Ok(0)
     } else {
         Err(Reject::new(
@@ -70,7 +70,7 @@ pub(crate) fn bounds_owned(
     topic: &str,
     queue_id: i32,
 ) -> Result<(i64, i64), Reject> {
-    let queue = shard.store.consume_queue(topic, queue_id)?;
+    let queue = shard.store().consume_queue(topic, queue_id)?;
     Ok((queue.min_offset(), queue.max_offset()))
 }
 
@@ -175,7 +175,7 @@ impl ShardCall<Shard> for CommitOffset {
     async fn run(self, shard: Rc<Shard>) {
         shard.assert_owns(&self.topic, self.queue_id);
         shard
-            .offsets
+            .offsets()
             .borrow_mut()
             .commit(&self.group, &self.topic, self.queue_id, self.offset);
     }

@@ -69,7 +69,7 @@ impl ShardCall<Shard> for PeekProducers {
     type Reply = ProducerGroups;
 
     async fn run(self, shard: Rc<Shard>) -> ProducerGroups {
-        shard.clients.with(|clients| clients.producers.clone())
+        shard.clients().with(|clients| clients.producers.clone())
     }
 }
 

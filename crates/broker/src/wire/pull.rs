@@ -32,7 +32,7 @@ fn filter_for(shard: &Shard, header: &PullMessageRequestHeader) -> Result<TagFil
             header.expression_type.as_deref(),
         );
     }
-    let found = shard.clients.with(|clients| {
+    let found = shard.clients().with(|clients| {
         clients
             .subscription(&header.consumer_group, &header.topic)
             .map(|s| (s.sub_string.clone(), s.expression_type.clone()))
@@ -52,13 +52,13 @@ fn suggest_broker(shard: &Shard, group: &str, behind_bytes: i64) -> i64 {
         return MASTER_ID;
     }
     let (home, slow) = shard
-        .groups
+        .groups()
         .with(|t| {
             t.get(group)
                 .map(|g| (g.broker_id, g.which_broker_when_consume_slowly))
         })
         .unwrap_or((MASTER_ID, 1));
-    if behind_bytes > shard.env.in_memory_bytes {
+    if behind_bytes > shard.env().in_memory_bytes {
         slow
     } else {
         home
@@ -103,7 +103,7 @@ pub(crate) async fn pull_message(
             ),
         ));
     }
-    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    crate::shard::groups::check_pull(shard, &header.consumer_group).await?;
     let filter = filter_for(shard, &header)?;
     let config = shard.config();
     let suspend_ms = if header.sys_flag & pull_sys_flag::SUSPEND != 0 && config.long_polling_enable
@@ -146,7 +146,7 @@ pub(crate) async fn pull_message(
     if !labels::retry_or_dlq(&topic) {
         let bytes = answer.body.len() as u64;
         shard
-            .metrics
+            .metrics()
             .count_out(&group, &topic, false, messages, bytes);
     }
     let mut response = RemotingCommand::response_to(request, answer.code, answer.remark);

@@ -94,11 +94,11 @@ pub(crate) async fn query_message(
         begin_ms,
         end_ms,
     };
-    let target = timer_shard(shard.count);
+    let target = timer_shard(shard.count());
     let answer = shard.call(target, query).await??;
     if answer.count > 0 {
         // Every record kept is of `topic` (the query drops others).
-        super::acl::check_stored(shard, conn, request, &topic)?;
+        crate::shard::access::check_stored(shard, conn, request, &topic)?;
     }
     let code = if answer.count > 0 {
         response_code::SUCCESS
@@ -142,7 +142,7 @@ impl ShardCall<Shard> for SearchOffset {
     type Reply = Result<i64, Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        search_offset_owned(&shard.store, &self.topic, self.queue_id, self.timestamp_ms).await
+        search_offset_owned(shard.store(), &self.topic, self.queue_id, self.timestamp_ms).await
     }
 }
 
@@ -156,18 +156,18 @@ impl ShardCall<Shard> for EarliestTime {
     type Reply = Result<i64, Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        earliest_time_owned(&shard.store, &self.topic, self.queue_id).await
+        earliest_time_owned(shard.store(), &self.topic, self.queue_id).await
     }
 }
 
 pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<QueryAnswer, Reject> {
     let feed = shard
-        .services
+        .services()
         .index
         .get()
         .cloned()
         .ok_or_else(|| Reject::system("the message index is not on this shard"))?;
-    feed.catch_up(&shard.store).await;
+    feed.catch_up(shard.store()).await;
     let (offsets, (last_update_ms, last_update_offset)) = feed.query(
         &query.topic,
         &query.key,
@@ -180,7 +180,7 @@ pub(crate) async fn execute(shard: &Rc<Shard>, query: QueryRequest) -> Result<Qu
     for offset in offsets {
         // Offloaded records come back through the tier (fetched off this
         // shard's executor, which serves others meanwhile).
-        let Some(record) = read_record_through(&shard.store, offset).await else {
+        let Some(record) = read_record_through(shard.store(), offset).await else {
             continue;
         };
         if body.len() + record.len() > QUERY_BYTES_MAX && count > 0 {
@@ -216,11 +216,11 @@ pub(crate) async fn view_message_by_id(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let offset = request.ext_fields.required_i64("offset")?;
-    let record = crate::services::records::read_record_through(&shard.store, offset)
+    let record = crate::services::records::read_record_through(shard.store(), offset)
         .await
         .ok_or_else(|| Reject::system(format!("can not find message by the offset, {offset}")))?;
     let view = crate::services::records::view(&record)?;
-    super::acl::check_stored(shard, conn, request, view.topic)?;
+    crate::shard::access::check_stored(shard, conn, request, view.topic)?;
     let mut response = RemotingCommand::response_to(request, response_code::SUCCESS, None);
     response.body = record;
     Ok(response)

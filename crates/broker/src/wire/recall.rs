@@ -60,7 +60,7 @@ pub(crate) async fn recall_message(
         born_timestamp_ms: now,
         born_host: conn.peer_addr(),
         store_timestamp_ms: now,
-        store_host: shard.env.store_host,
+        store_host: shard.env().store_host,
         reconsume_times: 0,
         prepared_transaction_offset: 0,
         body: MARKER_BODY,

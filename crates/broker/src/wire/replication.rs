@@ -26,7 +26,7 @@ impl ShardCall<Shard> for HaStatus {
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         let control = shard.control()?;
         let config = &shard.config().replication;
-        let written = shard.store.reader().written_offset();
+        let written = shard.store().reader().written_offset();
         let info = control.ha.runtime_info(
             !config.broker_role.is_slave(),
             written,
@@ -47,7 +47,7 @@ pub(crate) fn role_changed(shard: &Rc<Shard>, request: &RemotingCommand) -> Remo
             epoch = request.ext_fields.get("masterEpoch").unwrap_or("?"),
             "the controller says the master changed"
         );
-        shard.env.role.notices.notify();
+        shard.env().role.notices.notify();
     }
     RemotingCommand::response_to(request, 0, None)
 }
@@ -65,7 +65,7 @@ pub(crate) fn epoch_cache(
         .epoch_file()
         .read()
         .map_err(|e| Reject::system(e.to_string()))?;
-    let max_offset = shard.store.reader().written_offset();
+    let max_offset = shard.store().reader().written_offset();
     let entries = cache.entries();
     let epoch_list = entries
         .iter()

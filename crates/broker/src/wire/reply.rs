@@ -30,7 +30,7 @@ pub const PUSH_TIMEOUT_MS: u64 = 3_000;
 
 /// The client id's connection among the registered producers.
 fn producer_connection(shard: &Shard, client_id: &str) -> Option<u64> {
-    shard.clients.with(|clients| {
+    shard.clients().with(|clients| {
         clients
             .producers
             .values()
@@ -86,8 +86,8 @@ pub(crate) async fn send_reply(
             "storeHost",
             format!(
                 "{}:{}",
-                shard.env.store_host.ip(),
-                shard.env.store_host.port()
+                shard.env().store_host.ip(),
+                shard.env().store_host.port()
             ),
         )
         .with_ext("storeTimestamp", now_ms());
@@ -115,10 +115,10 @@ pub(crate) async fn send_reply(
 /// the requester's answer code.
 async fn push_to(shard: &Shard, conn_id: u64, push: RemotingCommand) -> Result<i32, Reject> {
     let target = usize::from(shard_of_conn_id(conn_id));
-    if target == shard.index {
+    if target == shard.index() {
         return push_here(shard, conn_id, push).await;
     }
-    if target >= shard.count {
+    if target >= shard.count() {
         return Err(Reject::system(format!("connection {conn_id} has no shard")));
     }
     shard.call(target, PushReply { conn_id, push }).await?

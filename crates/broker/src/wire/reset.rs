@@ -66,10 +66,10 @@ async fn reset_owned(
     let mut table = Vec::with_capacity(queues.len());
     for &queue_id in queues {
         let target = if timestamp_ms == TIMESTAMP_LATEST {
-            shard.store.consume_queue(topic, queue_id)?.max_offset()
+            shard.store().consume_queue(topic, queue_id)?.max_offset()
         } else {
             crate::services::search::search_offset_owned(
-                &shard.store,
+                shard.store(),
                 topic,
                 queue_id,
                 timestamp_ms,
@@ -77,11 +77,11 @@ async fn reset_owned(
             .await?
         }
         .max(0);
-        let committed = shard.offsets.borrow().query(group, topic, queue_id);
+        let committed = shard.offsets().borrow().query(group, topic, queue_id);
         let offset = reset_to(committed, target, force);
         if committed != Some(offset) {
             shard
-                .offsets
+                .offsets()
                 .borrow_mut()
                 .commit(group, topic, queue_id, offset);
         }
@@ -215,7 +215,7 @@ pub(crate) async fn reset_offset(
         ));
     };
     let conn_ids: Vec<u64> = shard
-        .clients
+        .clients()
         .with(|clients| clients.group_connections(&header.group));
     if conn_ids.is_empty() {
         return Err(Reject::new(

@@ -83,7 +83,7 @@ pub(crate) async fn send_msg_back(
     }
     let retry_config = writable_retry_topic(shard, &header.group).await?;
     // A consumer may send back a message it read from object storage.
-    let bytes = try_read_record_through(&shard.store, header.offset)
+    let bytes = try_read_record_through(shard.store(), header.offset)
         .await?
         .ok_or_else(|| {
             Reject::system(format!("look message by offset failed, {}", header.offset))
@@ -96,7 +96,7 @@ pub(crate) async fn send_msg_back(
     })?;
     // The offset may name any topic's message: the caller must be allowed
     // to consume the one it names before it is copied where it consumes.
-    super::acl::check_stored(shard, conn, request, source.topic)?;
+    crate::shard::access::check_stored(shard, conn, request, source.topic)?;
     let mut props = source.properties();
     if props.get(properties::RETRY_TOPIC).is_none() {
         props.insert(properties::RETRY_TOPIC, source.topic);
@@ -124,7 +124,7 @@ pub(crate) async fn send_msg_back(
         .to_string();
     store_retry_copy(shard, &source, props, topic, queue_id).await?;
     if to_dlq {
-        shard.metrics.count_dlq(&header.group, &original);
+        shard.metrics().count_dlq(&header.group, &original);
     }
     Ok(success)
 }
@@ -209,7 +209,7 @@ async fn store_retry_copy(
     topic: String,
     queue_id: i32,
 ) -> Result<(), Reject> {
-    let levels = &shard.schedule.levels;
+    let levels = &shard.schedule().levels;
     let redirect = redirect_delayed(levels, &mut props, &topic, queue_id, source.sys_flag);
     let (store_topic, store_queue) = match redirect {
         Some(r) => (r.topic.to_string(), r.queue_id),
@@ -219,7 +219,7 @@ async fn store_retry_copy(
     let tags = schedule_tags_code(levels, &store_topic, store_queue, now)
         .unwrap_or_else(|| tag_hash(&props));
     let props_bytes = props.to_bytes();
-    let store = (now, shard.env.store_host);
+    let store = (now, shard.env().store_host);
     let record = NewRecord {
         reconsume_times: source.reconsume_times.saturating_add(1),
         prepared_transaction_offset: 0,

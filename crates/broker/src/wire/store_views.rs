@@ -42,7 +42,7 @@ impl ShardCall<Shard> for PeekTimer {
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         let timer = shard
-            .services
+            .services()
             .timer
             .get()
             .cloned()
@@ -82,7 +82,7 @@ pub(crate) async fn timer_check_point(
     shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
-    let position = shard.call(timer_shard(shard.count), PeekTimer).await??;
+    let position = shard.call(timer_shard(shard.count()), PeekTimer).await??;
     Ok(
         RemotingCommand::response_to(request, response_code::SUCCESS, None)
             .with_body(encode_checkpoint(&position, now_ms())),
@@ -129,7 +129,7 @@ impl ShardCall<Shard> for ReadQueue {
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         shard.assert_owns(&self.topic, self.queue_id);
-        let queue = shard.store.consume_queue(&self.topic, self.queue_id)?;
+        let queue = shard.store().consume_queue(&self.topic, self.queue_id)?;
         let entries = queue
             .get(self.index, self.count)
             .into_iter()
@@ -201,7 +201,7 @@ fn subscription(
     topic: &str,
 ) -> (Option<SubscriptionData>, Option<String>) {
     let found = shard
-        .clients
+        .clients()
         .with(|clients| clients.subscription(group, topic).ok().cloned());
     let Some(sub) = found else {
         return (None, Some(format!("{group}@{topic} is not online!")));

@@ -8,7 +8,6 @@ use std::rc::Rc;
 use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig, TopicList};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::{CreateTopicRequestHeader, TopicRequestHeader};
-use ferrocket_protocol::limits::validate_topic;
 use ferrocket_protocol::RemotingCommand;
 
 use ferrocket_runtime::shard::ShardCall;
@@ -17,7 +16,7 @@ use crate::clock::now_ms;
 use crate::error::Reject;
 use crate::services::delay_levels::DelayOffsetFile;
 use crate::services::topic_attributes;
-use crate::services::topics::{is_system_topic, TopicChange};
+use crate::services::topics::{check_admin_topic, is_system_topic, TopicChange};
 use crate::shard::{stats, Shard};
 
 /// Version string reported by GET_BROKER_RUNTIME_INFO.
@@ -25,16 +24,6 @@ pub const BROKER_VERSION_DESC: &str = concat!("ferrocket-", env!("CARGO_PKG_VERS
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
-}
-
-pub(crate) fn check_admin_topic(topic: &str) -> Result<(), Reject> {
-    validate_topic(topic).map_err(|e| Reject::system(e.to_string()))?;
-    if is_system_topic(topic) {
-        return Err(Reject::system(format!(
-            "The topic[{topic}] is conflict with system topic."
-        )));
-    }
-    Ok(())
 }
 
 /// UPDATE_AND_CREATE_TOPIC.
@@ -62,7 +51,7 @@ pub(crate) async fn update_and_create_topic(
 
 /// GET_ALL_TOPIC_CONFIG: the table with its data version.
 pub(crate) fn all_topic_config(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
-    ok(request).with_body(encode_json(&*shard.topics.get()))
+    ok(request).with_body(encode_json(&*shard.topics().get()))
 }
 
 /// RocketMQ's GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
@@ -74,7 +63,7 @@ pub(crate) const GET_SYSTEM_TOPIC_LIST_FROM_BROKER: i32 = 305;
 /// system topic set, which holds the same names).
 pub(crate) fn system_topics(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
     let config = shard.config();
-    let topic_list = shard.topics.with(|table| {
+    let topic_list = shard.topics().with(|table| {
         table
             .topic_config_table
             .keys()
@@ -135,10 +124,10 @@ impl ShardCall<Shard> for ForgetTopic {
 
     async fn run(self, shard: Rc<Shard>) {
         let topic = self.0;
-        shard.offsets.borrow_mut().forget_topic(&topic);
+        shard.offsets().borrow_mut().forget_topic(&topic);
         // The topic's ConsumeQueues this shard owns go too, so a re-created
         // topic starts at offset 0.
-        if let Err(e) = shard.store.delete_topic_queues(&topic) {
+        if let Err(e) = shard.store().delete_topic_queues(&topic) {
             tracing::error!(%topic, error = %e, "cannot delete ConsumeQueues");
         }
         shard.forget_compacted_topic(&topic);
@@ -184,8 +173,8 @@ fn tier_info(reader: &ferrocket_store::CommitLogReader, put: &mut impl FnMut(&st
 pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -> RemotingCommand {
     let total = stats::broker_totals(shard).await;
     let (put_tps, got_tps) = shard.call(0, stats::Rates).await.unwrap_or_default();
-    let env = &shard.env;
-    let reader = shard.store.reader();
+    let env = &shard.env();
+    let reader = shard.store().reader();
     let mut table = KvTable::default();
     let mut put = |key: &str, value: String| {
         table.table.insert(key.to_string(), value);
@@ -235,7 +224,7 @@ pub(crate) async fn runtime_info(shard: &Rc<Shard>, request: &RemotingCommand) -
         "commitLogFlushedOffset",
         reader.durable_offset().to_string(),
     );
-    put("shardCount", shard.count.to_string());
+    put("shardCount", shard.count().to_string());
     // Java's key: whether the master's special services run here (a
     // master's always; a slave's while it acts as master).
     let acting = &env.acting;
@@ -266,7 +255,7 @@ pub(crate) async fn all_delay_offsets(
         .ok_or_else(|| Reject::system("a shard did not report its delay progress"))?;
     let file = DelayOffsetFile {
         offset_table: offsets,
-        data_version: *shard.schedule.data_version.borrow(),
+        data_version: *shard.schedule().data_version.borrow(),
     };
     Ok(
         RemotingCommand::response_to(request, response_code::SUCCESS, None)

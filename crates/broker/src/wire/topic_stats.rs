@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use crate::error::Reject;
 use crate::services::locks::MessageQueue;
+use crate::shard::consume_stats::all_offsets;
 use crate::shard::Shard;
-use crate::wire::consumer_admin::all_offsets;
 
 fn ok(request: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(request, response_code::SUCCESS, None)
@@ -42,7 +42,7 @@ impl ShardCall<Shard> for QueueOffsets {
 
     async fn run(self, shard: Rc<Shard>) -> TopicOffset {
         shard.assert_owns(&self.topic, self.queue_id);
-        let queue = shard.store.consume_queue(&self.topic, self.queue_id).ok();
+        let queue = shard.store().consume_queue(&self.topic, self.queue_id).ok();
         let (min, max) = queue.map_or((0, 0), |q| (q.min_offset().max(0), q.max_offset().max(0)));
         let last = if max > 0 {
             shard.store_timestamp_at(&self.topic, self.queue_id, max - 1)
@@ -104,7 +104,7 @@ pub(crate) async fn topic_consumed_by(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     let topic = request.ext_fields.required("topic")?.to_string();
-    let mut groups: BTreeSet<String> = shard.clients.with(|clients| {
+    let mut groups: BTreeSet<String> = shard.clients().with(|clients| {
         let subscribing = clients.consumers.iter();
         subscribing
             .filter(|(_, g)| g.subscriptions.contains_key(&topic))
@@ -143,7 +143,7 @@ pub(crate) async fn topics_consumed(
         .collect();
     let body = TopicListBody {
         topic_list: topics,
-        broker_addr: shard.env.broker_addr.clone(),
+        broker_addr: shard.env().broker_addr.clone(),
     };
     Ok(ok(request).with_body(encode_json(&body)))
 }

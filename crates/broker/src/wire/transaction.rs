@@ -54,7 +54,7 @@ pub(crate) async fn end_transaction(
         ));
     }
     check_half_topic(shard, conn, request, end.commit_log_offset).await?;
-    let target = txn_shard(shard.count);
+    let target = txn_shard(shard.count());
     shard.call(target, end).await??;
     Ok(RemotingCommand::response_to(
         request,
@@ -73,16 +73,16 @@ async fn check_half_topic(
     request: &RemotingCommand,
     offset: i64,
 ) -> Result<(), Reject> {
-    if !super::acl::stored_checks_on(shard) {
+    if !crate::shard::access::stored_checks_on(shard) {
         return Ok(());
     }
     // Read through tiered storage: an offloaded half message is checked
     // too (a store error is answered; the producer's check-back retries).
-    let Some(record) = try_read_record_through(&shard.store, offset).await? else {
+    let Some(record) = try_read_record_through(shard.store(), offset).await? else {
         return Ok(());
     };
     let view = view(&record)?;
     let properties = view.properties();
     let topic = properties.get(REAL_TOPIC).unwrap_or(view.topic);
-    super::acl::check_stored(shard, conn, request, topic)
+    crate::shard::access::check_stored(shard, conn, request, topic)
 }

@@ -104,9 +104,9 @@ impl ShardCall<Shard> for ChangeInvisible {
                 self.key.queue_id,
             );
             let visible_at = self.now_ms + self.invisible_time_ms;
-            let mut state = shard.pop.state.borrow_mut();
+            let mut state = shard.pop().state.borrow_mut();
             if state.extend_order(&queue_key, self.key.pop_time_ms, visible_at) {
-                if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
+                if let Some(log) = shard.pop().log.borrow_mut().as_mut() {
                     log.order(&queue_key, state.order(&queue_key));
                 }
             }
@@ -124,10 +124,10 @@ impl ShardCall<Shard> for ChangeInvisible {
 
             reput_times: 0,
         };
-        if let Some(log) = shard.pop.log.borrow_mut().as_mut() {
+        if let Some(log) = shard.pop().log.borrow_mut().as_mut() {
             log.checkpoint(&key, &ck);
         }
-        shard.pop.state.borrow_mut().add(key, ck);
+        shard.pop().state.borrow_mut().add(key, ck);
         shard.ack_pop(&self.key, &[self.offset]);
         Ok(())
     }
@@ -172,7 +172,10 @@ impl ShardCall<Shard> for HoldQueues {
             if start < queue.max_offset() {
                 return;
             }
-            if let Some(hold) = shard.polls.hold(&self.topic, queue_id, self.filter.clone()) {
+            if let Some(hold) = shard
+                .polls()
+                .hold(&self.topic, queue_id, self.filter.clone())
+            {
                 held.holds.push((queue_id, hold));
             }
         }
@@ -210,7 +213,7 @@ struct Holds<'a> {
 impl Drop for Holds<'_> {
     fn drop(&mut self) {
         for (queue_id, hold) in self.holds.drain(..) {
-            self.shard.polls.forget(self.topic, queue_id, hold.id);
+            self.shard.polls().forget(self.topic, queue_id, hold.id);
         }
     }
 }

@@ -90,7 +90,7 @@ impl ShardCall<Shard> for WaitingPops {
 
     async fn run(self, shard: Rc<Shard>) -> i32 {
         shard
-            .pop
+            .pop()
             .waiting
             .borrow()
             .get(&self.0)
@@ -152,8 +152,12 @@ impl Shard {
     /// Where a group's next pop of a queue starts, once it has one: its
     /// committed offset or what this shard popped since, the later.
     pub(crate) fn popped_up_to(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
-        let committed = self.offsets.borrow().query(group, topic, queue_id);
-        let popped = self.pop.state.borrow().next_offset(group, topic, queue_id);
+        let committed = self.offsets().borrow().query(group, topic, queue_id);
+        let popped = self
+            .pop()
+            .state
+            .borrow()
+            .next_offset(group, topic, queue_id);
         committed.max(popped)
     }
 
@@ -208,7 +212,7 @@ impl Shard {
                 ..Popped::default()
             });
         }
-        if self.pop.state.borrow().len() >= CHECKPOINTS_MAX {
+        if self.pop().state.borrow().len() >= CHECKPOINTS_MAX {
             return Err(Reject::new(
                 response_code::POLLING_FULL,
                 "too many messages in flight on this broker",
@@ -238,17 +242,17 @@ impl Shard {
 
                 reput_times: 0,
             };
-            if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+            if let Some(log) = self.pop().log.borrow_mut().as_mut() {
                 log.checkpoint(&key, &ck);
             }
-            self.pop.state.borrow_mut().add(key, ck);
+            self.pop().state.borrow_mut().add(key, ck);
         }
         // The committed offset of a popped queue means "popped up to".
-        self.pop
+        self.pop()
             .state
             .borrow_mut()
             .set_next(&pop.group, &pop.topic, pop.queue_id, found.next);
-        self.offsets
+        self.offsets()
             .borrow_mut()
             .commit(&pop.group, &pop.topic, pop.queue_id, found.next);
         Ok(Popped {
@@ -268,9 +272,9 @@ impl Shard {
             queue.max_offset(),
         );
         let key = (pop.group.clone(), pop.topic.clone(), pop.queue_id);
-        let previous = self.pop.state.borrow().order(&key).cloned();
+        let previous = self.pop().state.borrow().order(&key).cloned();
         let committed = self
-            .offsets
+            .offsets()
             .borrow()
             .query(&pop.group, &pop.topic, pop.queue_id);
         let start = committed.map_or_else(|| self.initial_pop_offset(pop, queue), |o| o.max(min));
@@ -295,7 +299,7 @@ impl Shard {
         let offsets: Vec<i64> = found.records.iter().map(|r| queue_offset_of(r)).collect();
         if offsets.is_empty() {
             // Only filtered-out messages: nothing to hold the queue for.
-            self.offsets
+            self.offsets()
                 .borrow_mut()
                 .commit(&pop.group, &pop.topic, pop.queue_id, found.next);
             return Ok(Popped {
@@ -321,12 +325,12 @@ impl Shard {
             counts: counts.clone(),
             attempt_id: pop.attempt_id.clone(),
         };
-        if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+        if let Some(log) = self.pop().log.borrow_mut().as_mut() {
             log.order(&key, Some(&order));
         }
-        self.pop.state.borrow_mut().set_order(key, Some(order));
+        self.pop().state.borrow_mut().set_order(key, Some(order));
         if committed.is_none() {
-            self.offsets
+            self.offsets()
                 .borrow_mut()
                 .commit(&pop.group, &pop.topic, pop.queue_id, start);
         }
@@ -344,18 +348,18 @@ impl Shard {
     fn ack_in_order(&self, key: &CkKey, offset: i64) {
         let queue_key = (key.group.clone(), key.topic.clone(), key.queue_id);
         let commit = self
-            .pop
+            .pop()
             .state
             .borrow_mut()
             .ack_order(&queue_key, offset, key.pop_time_ms);
         let Some(commit) = commit else {
             return;
         };
-        self.offsets
+        self.offsets()
             .borrow_mut()
             .commit(&key.group, &key.topic, key.queue_id, commit);
-        let state = self.pop.state.borrow();
-        if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+        let state = self.pop().state.borrow();
+        if let Some(log) = self.pop().log.borrow_mut().as_mut() {
             log.order(&queue_key, state.order(&queue_key));
         }
     }
@@ -381,14 +385,14 @@ impl Shard {
     /// the log as one line.
     fn ack_pop(&self, key: &CkKey, offsets: &[i64]) {
         let acked: Vec<i64> = {
-            let mut state = self.pop.state.borrow_mut();
+            let mut state = self.pop().state.borrow_mut();
             offsets
                 .iter()
                 .copied()
                 .filter(|offset| state.ack(key, *offset) == AckOutcome::Acked)
                 .collect()
         };
-        if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+        if let Some(log) = self.pop().log.borrow_mut().as_mut() {
             log.acks(key, &acked);
         }
     }
@@ -396,14 +400,14 @@ impl Shard {
     /// One revive pass: every checkpoint whose invisible time ended gives
     /// its un-acked messages back; returns how many messages.
     pub async fn revive_due(&self) -> usize {
-        let due = self.pop.state.borrow_mut().take_due(now_ms());
+        let due = self.pop().state.borrow_mut().take_due(now_ms());
         let mut revived = 0;
         for (key, ck) in due {
             let pending = ck.pending();
             match self.revive(&key, &pending).await {
                 Ok(()) => {
                     revived += pending.len();
-                    if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+                    if let Some(log) = self.pop().log.borrow_mut().as_mut() {
                         log.done(&key);
                     }
                 }
@@ -411,10 +415,10 @@ impl Shard {
                     tracing::warn!(group = %key.group, topic = %key.topic, remark = %reject.remark,
                         "pop revive failed; trying again later");
                     let again = ck.after_failed_revive();
-                    if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+                    if let Some(log) = self.pop().log.borrow_mut().as_mut() {
                         log.checkpoint(&key, &again);
                     }
-                    self.pop.state.borrow_mut().add(key, again);
+                    self.pop().state.borrow_mut().add(key, again);
                 }
             }
         }
@@ -473,7 +477,7 @@ impl Shard {
             };
             self.store_record(&record, tag_hash(&props)).await?;
             if to_dlq {
-                self.metrics.count_dlq(&key.group, &original);
+                self.metrics().count_dlq(&key.group, &original);
             }
         }
         Ok(())
@@ -501,8 +505,8 @@ impl Shard {
                 "pop state recovered"
             );
         }
-        *self.pop.state.borrow_mut() = state;
-        *self.pop.log.borrow_mut() = Some(log);
+        *self.pop().state.borrow_mut() = state;
+        *self.pop().log.borrow_mut() = Some(log);
         Ok(())
     }
 
@@ -510,7 +514,7 @@ impl Shard {
     /// grew past its limit).
     pub async fn sync_pop_log(&self) {
         let file = self
-            .pop
+            .pop()
             .log
             .borrow_mut()
             .as_mut()
@@ -524,14 +528,14 @@ impl Shard {
             }
         }
         let big = self
-            .pop
+            .pop()
             .log
             .borrow()
             .as_ref()
             .is_some_and(|l| l.written() > LOG_COMPACT_BYTES);
         if big {
-            let state = self.pop.state.borrow();
-            if let Some(log) = self.pop.log.borrow_mut().as_mut() {
+            let state = self.pop().state.borrow();
+            if let Some(log) = self.pop().log.borrow_mut().as_mut() {
                 if let Err(e) = log.compact(&state) {
                     tracing::error!(error = %e, "pop log rewrite failed");
                 }

@@ -46,7 +46,7 @@ pub(crate) async fn serve(
     link.broker_id.set(Some(hello.broker_id));
     // The epochs are fixed while this broker is master: read them once.
     let epochs = master_epochs(shard)?;
-    let written = shard.store.reader().written_offset();
+    let written = shard.store().reader().written_offset();
     let answer = MasterMessage::Handshake {
         max_offset: written,
         last_epoch: epochs.last_epoch(),
@@ -113,7 +113,7 @@ async fn push(
 ) -> io::Result<()> {
     let ha_config = &shard.config().replication;
     let reported = ha.first_report(link).await;
-    let reader = shard.store.reader();
+    let reader = shard.store().reader();
     // A slave with nothing copies from the master's first byte, offloaded
     // segments included (served from object storage, `frame_body`): a lost
     // disk comes back from its master rather than restored from the object

@@ -73,7 +73,7 @@ pub(crate) async fn handshake(shard: &Shard, stream: &HaStream) -> io::Result<()
     };
     let master = EpochCache::from_entries(&epochs).map_err(|e| bad(e.to_string()))?;
     let local = read_epochs(shard)?;
-    let local_end = shard.store.reader().written_offset();
+    let local_end = shard.store().reader().written_offset();
     match fork_point(&local, local_end, &master, max_offset) {
         ForkPoint::At(point) if point < local_end => Err(bad(format!(
             "this log forked from the master's at {point} (it ends at {local_end}); it is cut back before a broker follows a new master"
@@ -108,7 +108,7 @@ fn note_epoch(shard: &Shard, epochs: &mut EpochCache, epoch: EpochEntry) -> io::
 /// Takes frames and appends their whole records.
 pub(crate) async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<()> {
     let housekeeping_ms = shard.config().replication.ha_housekeeping_interval_ms;
-    let mut intake = Intake::new(shard.store.reader().written_offset());
+    let mut intake = Intake::new(shard.store().reader().written_offset());
     let mut epochs = read_epochs(shard)?;
     loop {
         let mut head = [0u8; MASTER_TRANSFER_HEADER_BYTES];

@@ -29,7 +29,7 @@ impl ShardCall<Shard> for SetDispatchGate {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.store.set_dispatch_gate(self.0);
+        shard.store().set_dispatch_gate(self.0);
     }
 }
 
@@ -53,7 +53,7 @@ pub(crate) async fn gate_loop(shard: Rc<Shard>, resume: bool) {
     let slave = shard.config().replication.broker_role.is_slave();
     // Where the stores' gates started.
     if !resume {
-        ha.set_gate(shard.store.reader().written_offset());
+        ha.set_gate(shard.store().reader().written_offset());
     }
     let mut published = ha.gate();
     loop {
@@ -85,7 +85,7 @@ pub(crate) async fn gate_loop(shard: Rc<Shard>, resume: bool) {
             false
         };
         let stopped = async {
-            shard.stopping.wait().await;
+            shard.stopping().wait().await;
             true
         };
         if future::or(stopped, changed).await {
@@ -98,13 +98,13 @@ pub(crate) async fn gate_loop(shard: Rc<Shard>, resume: bool) {
 /// in-sync replica; else what every connected in-sync slave acked, or
 /// `previous` while one of them is not connected.
 fn master_gate(shard: &Shard, ha: &HaState, previous: i64) -> i64 {
-    let role = &shard.env.role;
+    let role = &shard.env().role;
     let in_sync = role.in_sync.ids();
     let own = role.controller_id;
     if in_sync.iter().all(|id| Some(*id) == own) {
         return i64::MAX;
     }
-    let written = shard.store.reader().written_offset();
+    let written = shard.store().reader().written_offset();
     ha.confirm_offset(written, &in_sync, own)
         .unwrap_or(previous)
 }

@@ -21,12 +21,12 @@ use crate::shard::Shard;
 /// Binds the HA listener (shard 0 of a master); a busy port fails the start.
 pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
     let config = shard.config();
-    if config.replication.ha_tls_enable && shard.env.tls.is_none() {
+    if config.replication.ha_tls_enable && shard.env().tls.is_none() {
         return Err(BrokerError::Config(
             "haTlsEnable needs TLS on the broker: tls.server.mode permissive or enforcing".into(),
         ));
     }
-    let port = config.replication.ha_port(shard.env.listen.port())?;
+    let port = config.replication.ha_port(shard.env().listen.port())?;
     let addr = SocketAddr::new(config.listen_addr, port);
     let listener =
         bind_waiting(addr, || bind_listener(addr, false)).map_err(|source| BrokerError::Bind {
@@ -39,7 +39,7 @@ pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
         port_key: "haListenPort",
         source: std::io::Error::other(e.to_string()),
     })?;
-    if let Some(control) = shard.control.as_ref() {
+    if let Some(control) = shard.control_plane() {
         control.ha.listen.set(Some(bound));
     }
     tracing::info!(%bound, "HA listener for slaves bound");
@@ -50,19 +50,19 @@ pub(crate) fn bind(shard: &Shard) -> Result<TcpListener, BrokerError> {
 pub(crate) async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
     loop {
         // (Finishes the accept in flight at stop: see `accept_unless`.)
-        let stopping = std::pin::pin!(shard.stopping.wait());
+        let stopping = std::pin::pin!(shard.stopping().wait());
         match ferrocket_runtime::server::accept_unless(&listener, stopping).await {
             None => return,
             Some(Ok(stream)) => {
                 let link = serve_slave(Rc::clone(&shard), stream);
                 shard
-                    .tasks
-                    .spawn("HA link to a slave", shard.role.scoped(link));
+                    .tasks()
+                    .spawn("HA link to a slave", shard.role().scoped(link));
             }
             Some(Err(e)) => {
                 tracing::warn!("HA accept failed: {e}");
                 if shard
-                    .stopping
+                    .stopping()
                     .interrupts_sleep(Duration::from_millis(100))
                     .await
                 {
@@ -101,7 +101,7 @@ async fn serve_slave(shard: Rc<Shard>, stream: TcpStream) {
         .await
     };
     let stopped = async {
-        shard.stopping.wait().await;
+        shard.stopping().wait().await;
         Ok(())
     };
     // Removed however this ends (a master turning slave in place drops it):
@@ -163,7 +163,7 @@ async fn push_log(
 ) -> io::Result<()> {
     let ha_config = &shard.config().replication;
     let mut next = start_offset(shard, ha.first_report(link).await)?;
-    let reader = shard.store.reader();
+    let reader = shard.store().reader();
     let heartbeat = Duration::from_millis(ha_config.ha_heartbeat_interval_ms);
     let write_ms = ha_config.ha_housekeeping_interval_ms;
     let mut last_write = Instant::now();

@@ -34,7 +34,7 @@ pub(crate) async fn sync_loop(shard: Rc<Shard>) {
     let mut wait_ms = FIRST_SYNC_MS;
     loop {
         if shard
-            .stopping
+            .stopping()
             .interrupts_sleep(Duration::from_millis(wait_ms))
             .await
         {
@@ -75,7 +75,7 @@ pub(crate) async fn sync_all(shard: &Rc<Shard>, master: &str) -> Result<(), Reje
     let delay = ask(shard, master, request_code::GET_ALL_DELAY_OFFSET).await?;
     if !delay.body.is_empty() {
         shard
-            .env
+            .env()
             .config_dir
             .write_bytes(DELAY_OFFSET_FILE, &delay.body)
             .map_err(|e| Reject::system(e.to_string()))?;
@@ -159,13 +159,13 @@ impl ShardCall<Shard> for MergeOffsets {
     type Reply = Result<(), Reject>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        let mut offsets = shard.offsets.borrow_mut();
+        let mut offsets = shard.offsets().borrow_mut();
         for (key, queues) in self.0.iter() {
             let Some((topic, group)) = key.split_once('@') else {
                 continue;
             };
             for (queue_id, offset) in queues {
-                if shard.owner_of(topic, *queue_id) == shard.index {
+                if shard.owner_of(topic, *queue_id) == shard.index() {
                     offsets.commit(group, topic, *queue_id, *offset);
                 }
             }

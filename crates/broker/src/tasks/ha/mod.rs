@@ -117,7 +117,7 @@ pub(crate) async fn within<T>(
 /// Where a new link starts: the reported offset, or for a report of 0 the
 /// start of the master's last segment.
 fn start_offset(shard: &Shard, reported: i64) -> io::Result<i64> {
-    let reader = shard.store.reader();
+    let reader = shard.store().reader();
     let written = reader.written_offset();
     let segment = reader.segment_bytes() as i64;
     let start = if reported == 0 {
@@ -221,7 +221,7 @@ impl Intake {
         .await?;
         note_read(shard, body.len());
         for (start, chunk) in self.assembler.push(&body).map_err(invalid)? {
-            shard.store.replicate(start, chunk).await.map_err(|e| {
+            shard.store().replicate(start, chunk).await.map_err(|e| {
                 io::Error::other(format!("appending the master's bytes at {start}: {e}"))
             })?;
             grew.notify();
@@ -233,7 +233,7 @@ impl Intake {
 /// The end of the next frame from `next`: within its segment, at most
 /// `haTransferBatchSize`, and not past `limit` (an epoch's end).
 fn frame_end(shard: &Shard, next: i64, written: i64, limit: i64) -> i64 {
-    let segment = shard.store.reader().segment_bytes() as i64;
+    let segment = shard.store().reader().segment_bytes() as i64;
     let batch = shard.config().replication.ha_transfer_batch_bytes as i64;
     written
         .min(next - next % segment + segment)
@@ -255,14 +255,14 @@ async fn frame_body(shard: &Shard, next: i64, end: i64) -> io::Result<bytes::Byt
     }
     let len = (end - next) as usize;
     for _ in 0..OFFLOADED_READ_TRIES {
-        if let Some(bytes) = shard.store.read_records(next, len) {
+        if let Some(bytes) = shard.store().read_records(next, len) {
             return Ok(bytes);
         }
-        if !shard.store.reader().is_offloaded(next) {
+        if !shard.store().reader().is_offloaded(next) {
             break;
         }
         shard
-            .store
+            .store()
             .fetch_offloaded(next, len)
             .await
             .map_err(|e| io::Error::other(format!("serving a slave from object storage: {e}")))?;

@@ -22,19 +22,19 @@ pub(crate) async fn publish_loop(shard: Rc<Shard>) {
     let poll = Duration::from_millis(PUBLISH_MS);
     loop {
         publish_now(&shard, &control.ha);
-        if shard.stopping.interrupts_sleep(poll).await {
+        if shard.stopping().interrupts_sleep(poll).await {
             break;
         }
     }
-    shard.env.role.progress.clear();
+    shard.env().role.progress.clear();
 }
 
 /// Publishes at once: after a role change in place, before the
 /// supervisor hears of it, so that what it then compares with the new
 /// master is the log's end after the change, never an older one.
 pub(crate) fn publish_now(shard: &Shard, ha: &HaState) {
-    shard.env.role.progress.publish(Progress {
-        written: shard.store.reader().written_offset(),
+    shard.env().role.progress.publish(Progress {
+        written: shard.store().reader().written_offset(),
         followers: followers(ha),
     });
 }

@@ -27,9 +27,9 @@ const ANSWER_TIMEOUT_MS: u64 = 10_000;
 
 /// Shard 0 in controller mode: carries out the supervisor's role orders.
 pub(crate) async fn switch_loop(shard: Rc<Shard>) {
-    let switch = shard.env.role.switch.clone();
+    let switch = shard.env().role.switch.clone();
     let poll = Duration::from_millis(ORDER_POLL_MS);
-    while !shard.stopping.interrupts_sleep(poll).await {
+    while !shard.stopping().interrupts_sleep(poll).await {
         let Some((seq, order)) = switch.take() else {
             continue;
         };
@@ -58,7 +58,7 @@ async fn change_role(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String>
         return demote(shard, order).await;
     }
     let control = shard.control().map_err(|r| r.remark)?;
-    shard.role.stop_all().await?;
+    shard.role().stop_all().await?;
     // A chunk of the old master's sent before the HA link ended lands first.
     all_answered(shard).await?;
     if order.role.is_slave() {
@@ -67,10 +67,10 @@ async fn change_role(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String>
         master.ha_addr = Some(order.master_ha_addr.clone());
     } else {
         // Nothing of the old master's reaches the appender any more.
-        shard.env.store.set_replica(false);
+        shard.env().store.set_replica(false);
         let mut epoch = (*shard.config()).clone();
         epoch.controller_mode.master_epoch = order.master_epoch;
-        crate::services::master_epoch::record(&epoch, shard.env.store.written_offset())
+        crate::services::master_epoch::record(&epoch, shard.env().store.written_offset())
             .map_err(|e| e.to_string())?;
     }
     shard.install_role(order).await?;
@@ -101,7 +101,7 @@ async fn demote(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String> {
         reply.map_err(|r| r.remark)??;
     }
     all_answered(shard).await?;
-    shard.env.store.set_replica(true);
+    shard.env().store.set_replica(true);
     {
         let mut master = control.ha.master.borrow_mut();
         master.broker_addr = Some(order.master_addr.clone());
@@ -116,7 +116,7 @@ async fn demote(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String> {
 /// Waits until the appender answered everything this shard sent it.
 async fn all_answered(shard: &Shard) -> Result<(), String> {
     let until = std::time::Instant::now() + Duration::from_millis(ANSWER_TIMEOUT_MS);
-    while shard.store.unanswered() > 0 {
+    while shard.store().unanswered() > 0 {
         if std::time::Instant::now() >= until {
             return Err("the appender did not answer in time".into());
         }
@@ -133,7 +133,7 @@ impl ShardCall<Shard> for StopRoleLoops {
     type Reply = Result<(), String>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard.role.stop_all().await
+        shard.role().stop_all().await
     }
 }
 
@@ -149,6 +149,8 @@ impl ShardCall<Shard> for StartMasterLoops {
         crate::tasks::schedule::spawn(&shard);
         crate::tasks::placed::start_master_loops(&shard);
         let revive = crate::tasks::pop_revive::revive_loop(shard.clone());
-        shard.tasks.spawn("pop revive", shard.role.scoped(revive));
+        shard
+            .tasks()
+            .spawn("pop revive", shard.role().scoped(revive));
     }
 }

@@ -40,7 +40,7 @@ pub(crate) async fn accept(shard: &Shard, tcp: TcpStream) -> io::Result<HaIo> {
     let replication = &shard.config().replication;
     let work = async {
         let mut io = if replication.ha_tls_enable {
-            let tls = shard.env.tls.as_ref().ok_or_else(|| {
+            let tls = shard.env().tls.as_ref().ok_or_else(|| {
                 io::Error::other("haTlsEnable needs TLS on the broker (tls.server.mode)")
             })?;
             let stream = TlsAcceptor::from(tls.config()).accept(tcp).await?;

@@ -74,7 +74,7 @@ pub(crate) async fn client_loop(shard: Rc<Shard>) {
             }
         }
         if shard
-            .stopping
+            .stopping()
             .interrupts_sleep(Duration::from_millis(backoff_ms))
             .await
         {
@@ -105,7 +105,7 @@ async fn link(shard: &Rc<Shard>, addr: SocketAddr) -> io::Result<()> {
     })
     .await?;
     let stream = HaStream::new(super::secure::connect(shard, stream, addr).await?);
-    tracing::info!(master = %addr, end = shard.store.reader().written_offset(), "HA link to the master open");
+    tracing::info!(master = %addr, end = shard.store().reader().written_offset(), "HA link to the master open");
     set_connected(shard, true);
     let grew = Notify::default();
     let work = async {
@@ -126,7 +126,7 @@ async fn link(shard: &Rc<Shard>, addr: SocketAddr) -> io::Result<()> {
         .await
     };
     let stopped = async {
-        shard.stopping.wait().await;
+        shard.stopping().wait().await;
         Ok(())
     };
     future::or(work, stopped).await
@@ -143,7 +143,7 @@ async fn report(
 ) -> io::Result<()> {
     let heartbeat = Duration::from_millis(shard.config().replication.ha_heartbeat_interval_ms);
     let write_ms = shard.config().replication.ha_housekeeping_interval_ms;
-    let reader = shard.store.reader();
+    let reader = shard.store().reader();
     loop {
         let end = reader.written_offset();
         within(
@@ -162,7 +162,7 @@ async fn report(
 /// Takes frames and appends their whole records.
 async fn receive(shard: &Shard, stream: &HaStream, grew: &Notify) -> io::Result<()> {
     let housekeeping_ms = shard.config().replication.ha_housekeeping_interval_ms;
-    let mut intake = Intake::new(shard.store.reader().written_offset());
+    let mut intake = Intake::new(shard.store().reader().written_offset());
     loop {
         let mut head = [0u8; FRAME_HEADER_BYTES];
         within(

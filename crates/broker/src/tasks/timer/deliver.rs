@@ -62,7 +62,7 @@ pub(super) async fn deliver_due(
         }
         // An acting slave's delivery and its ledger entry are one step that
         // a hand-back to the returning master waits for.
-        let flight = shard.env.acting.flight();
+        let flight = shard.env().acting.flight();
         if slave && flight.is_none() {
             complete = false;
             break;
@@ -122,7 +122,7 @@ async fn deliver_one(
     }
     // Read through tiered storage (the segment may have left the local
     // disk before the timer came due); a store error is retried.
-    let Some(record) = try_read_record_through(&shard.store, entry.physical_offset).await? else {
+    let Some(record) = try_read_record_through(shard.store(), entry.physical_offset).await? else {
         tracing::error!(
             physical_offset = entry.physical_offset,
             "timer points at no stored message; dropping it"
@@ -221,7 +221,7 @@ async fn already_delivered(
     held: &ferrocket_protocol::record::RecordView<'_>,
     real_topic: &str,
 ) -> Result<bool, Reject> {
-    let Some(feed) = shard.services.index.get().cloned() else {
+    let Some(feed) = shard.services().index.get().cloned() else {
         return Ok(false);
     };
     let props = held.properties();
@@ -229,7 +229,7 @@ async fn already_delivered(
     else {
         return Ok(false);
     };
-    feed.catch_up(&shard.store).await;
+    feed.catch_up(shard.store()).await;
     let (offsets, _) = feed.query(
         real_topic,
         uniq,
@@ -238,7 +238,7 @@ async fn already_delivered(
         i64::MAX,
     );
     for offset in offsets.into_iter().filter(|o| *o > held.physical_offset) {
-        let Some(record) = try_read_record_through(&shard.store, offset).await? else {
+        let Some(record) = try_read_record_through(shard.store(), offset).await? else {
             continue;
         };
         let same = view(&record).is_ok_and(|copy| {

@@ -29,11 +29,11 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
         return;
     }
     loop {
-        let (ingested, skipped) = timer.ingest(&shard.store, &shard.config()).await;
+        let (ingested, skipped) = timer.ingest(shard.store(), &shard.config()).await;
         for _ in 0..skipped {
             shard.count_skipped_redelivery();
         }
-        let delivering = !slave || shard.env.acting.is_acting();
+        let delivering = !slave || shard.env().acting.is_acting();
         let delivered = match delivering {
             true => deliver::deliver_due(&shard, &timer, &mut recalls).await,
             false => timer.settle_before(now_ms() - SLAVE_SETTLE_GRACE_MS).await,
@@ -42,7 +42,7 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
             timer.flush().await;
             last_flush = Instant::now();
         }
-        if shard.stopping.is_triggered() {
+        if shard.stopping().is_triggered() {
             return;
         }
         if ingested >= INGEST_BATCH_MAX || delivered >= DELIVER_BATCH_MAX {
@@ -58,7 +58,7 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
         });
         let idle = glommio::timer::sleep(Duration::from_millis(idle_ms as u64));
         if shard
-            .stopping
+            .stopping()
             .interrupts(future::or(timer.woken(), idle))
             .await
         {
@@ -71,13 +71,13 @@ pub(crate) async fn run(shard: Rc<Shard>, timer: Rc<TimerService>) {
 /// they delivered (`tasks::acting_hand_back`) and takes their timers;
 /// false when the shard stopped first.
 async fn await_hand_back(shard: &Shard, timer: &TimerService) -> bool {
-    while shard.env.acting.awaiting_hand_back() {
+    while shard.env().acting.awaiting_hand_back() {
         let pause = Duration::from_millis(HAND_BACK_POLL_MS);
-        if shard.stopping.interrupts_sleep(pause).await {
+        if shard.stopping().interrupts_sleep(pause).await {
             return false;
         }
     }
-    timer.note_handed(shard.env.acting.take_handed_timers());
+    timer.note_handed(shard.env().acting.take_handed_timers());
     true
 }
 

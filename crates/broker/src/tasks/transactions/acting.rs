@@ -29,10 +29,10 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
     let mut recovered = false;
     loop {
         let pause = Duration::from_millis(ROUND_MS);
-        if shard.stopping.interrupts_sleep(pause).await {
+        if shard.stopping().interrupts_sleep(pause).await {
             return;
         }
-        if !shard.env.acting.is_acting() {
+        if !shard.env().acting.is_acting() {
             recovered = false;
             continue;
         }
@@ -45,7 +45,7 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
             recovered = true;
         }
         let timeout_ms = shard.config().transaction_timeout_ms;
-        crate::services::transaction::ingest_all(&txn, &shard.store, timeout_ms).await;
+        crate::services::transaction::ingest_all(&txn, shard.store(), timeout_ms).await;
         escape_round(&shard, &txn).await;
     }
 }
@@ -57,11 +57,11 @@ async fn escape_round(shard: &Shard, txn: &TxnService) {
         .map(|(offset, half)| (*offset, half.physical_offset))
         .collect();
     for (offset, physical_offset) in pending {
-        let Some(flight) = shard.env.acting.flight() else {
+        let Some(flight) = shard.env().acting.flight() else {
             return;
         };
         // Through tiered storage; a store error ends the round.
-        let record = match try_read_record_through(&shard.store, physical_offset).await {
+        let record = match try_read_record_through(shard.store(), physical_offset).await {
             Ok(Some(record)) => record,
             Ok(None) => continue,
             Err(reject) => {

@@ -38,7 +38,7 @@ pub(super) async fn check_round(shard: &Shard, txn: &TxnService) {
         // The half message read through tiered storage first: while the
         // object store fails, the check waits (neither counted nor rolled
         // back); read, it stays in the read cache for what follows.
-        if let Err(reject) = try_read_record_through(&shard.store, half.physical_offset).await {
+        if let Err(reject) = try_read_record_through(shard.store(), half.physical_offset).await {
             tracing::warn!(offset, remark = %reject.remark, "half message not readable yet; checked later");
             continue;
         }
@@ -100,7 +100,7 @@ async fn roll_back_unanswered(shard: &Shard, txn: &TxnService, offset: i64, half
 /// Sends CHECK_TRANSACTION_STATE for one half message to a connection of
 /// its producer group (a different one each check when there are several).
 async fn send_check(shard: &Shard, offset: i64, half: &Half) -> Result<(), Reject> {
-    let conns: Vec<u64> = shard.clients.with(|clients| {
+    let conns: Vec<u64> = shard.clients().with(|clients| {
         clients
             .producers
             .get(&half.group)
@@ -122,7 +122,7 @@ async fn send_check(shard: &Shard, offset: i64, half: &Half) -> Result<(), Rejec
 /// half message as the producer sent it (real topic and queue, the half
 /// message's offsets).
 async fn check_command(shard: &Shard, offset: i64, half: &Half) -> Result<RemotingCommand, Reject> {
-    let record = try_read_record_through(&shard.store, half.physical_offset)
+    let record = try_read_record_through(shard.store(), half.physical_offset)
         .await?
         .ok_or_else(|| Reject::system("half message unreadable"))?;
     let held = view(&record)?;
@@ -139,7 +139,7 @@ async fn check_command(shard: &Shard, offset: i64, half: &Half) -> Result<Remoti
         prepared_transaction_offset: held.prepared_transaction_offset,
         properties: &props,
     };
-    let mut body: BytesMut = encode_copy(shard.env.store_host, &held, &target)?;
+    let mut body: BytesMut = encode_copy(shard.env().store_host, &held, &target)?;
     patch_offsets(&mut body, offset, half.physical_offset);
     let uniq = props.unique_key().unwrap_or("").to_string();
     let mut command = RemotingCommand::request(request_code::CHECK_TRANSACTION_STATE)
@@ -150,7 +150,7 @@ async fn check_command(shard: &Shard, offset: i64, half: &Half) -> Result<Remoti
         .with_ext("transactionId", &uniq)
         .with_ext(
             "offsetMsgId",
-            offset_msg_id(shard.env.store_host, half.physical_offset),
+            offset_msg_id(shard.env().store_host, half.physical_offset),
         )
         .with_ext("brokerName", &shard.config().broker_name);
     command.body = body.freeze();

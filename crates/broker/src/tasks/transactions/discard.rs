@@ -43,7 +43,7 @@ async fn ensure_topic(shard: &Shard) -> Result<TopicConfig, Reject> {
 /// in `TRANS_CHECK_MAX_TIME_TOPIC`.
 pub(super) async fn keep_discarded(shard: &Shard, half: &Half) -> Result<i64, Reject> {
     ensure_topic(shard).await?;
-    let record = try_read_record_through(&shard.store, half.physical_offset)
+    let record = try_read_record_through(shard.store(), half.physical_offset)
         .await?
         .ok_or_else(|| Reject::system("half message unreadable"))?;
     let held = view(&record)?;

@@ -50,34 +50,34 @@ pub(crate) async fn run(shard: Rc<Shard>, txn: Rc<TxnService>) {
         tracing::error!(remark = %reject.remark, "transaction recovery failed; starting from the half queue only");
     }
     // A master whose slaves may have acted: end what they sent elsewhere.
-    while shard.env.acting.awaiting_hand_back() {
+    while shard.env().acting.awaiting_hand_back() {
         if shard
-            .stopping
+            .stopping()
             .interrupts_sleep(Duration::from_millis(50))
             .await
         {
             return;
         }
     }
-    acting::end_escaped(&shard, &txn, shard.env.acting.take_handed_txns()).await;
+    acting::end_escaped(&shard, &txn, shard.env().acting.take_handed_txns()).await;
     txn.ready.set(true);
     let interval = Duration::from_millis(shard.config().transaction_check_interval_ms);
     let mut next_check = std::time::Instant::now() + interval;
     loop {
         crate::services::transaction::ingest_all(
             &txn,
-            &shard.store,
+            shard.store(),
             shard.config().transaction_timeout_ms,
         )
         .await;
         if std::time::Instant::now() >= next_check {
             check::check_round(&shard, &txn).await;
-            txn.persist(&shard.env.config_dir).await;
+            txn.persist(&shard.env().config_dir).await;
             next_check = std::time::Instant::now() + interval;
         }
         let wait = next_check.saturating_duration_since(std::time::Instant::now());
         let wake = future::or(txn.wake.wait(), glommio::timer::sleep(wait));
-        if shard.stopping.interrupts(wake).await {
+        if shard.stopping().interrupts(wake).await {
             return;
         }
     }

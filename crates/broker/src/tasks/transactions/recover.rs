@@ -64,7 +64,7 @@ pub(crate) async fn recover(shard: &Shard, txn: &TxnService) -> Result<(), Rejec
     }
     crate::services::transaction::ingest_all(
         txn,
-        &shard.store,
+        shard.store(),
         shard.config().transaction_timeout_ms,
     )
     .await;

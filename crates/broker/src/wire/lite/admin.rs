@@ -65,7 +65,7 @@ struct BrokerLiteInfo {
 /// topics subscribed (`topicMeta`, where Java gives the lite topics' TTL)
 /// and its groups (`groupMeta`).
 pub(crate) fn broker_lite_info(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
-    let summary = shard.env.lite.summary();
+    let summary = shard.env().lite.summary();
     let mut group_meta: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (group, topics) in &summary.groups {
         for topic in topics {
@@ -116,7 +116,7 @@ pub(crate) fn parent_topic_info(
         .unwrap_or_default()
         .to_string();
     check_parent(shard, &topic)?;
-    let summary = shard.env.lite.summary();
+    let summary = shard.env().lite.summary();
     let groups = summary
         .groups
         .iter()
@@ -169,7 +169,7 @@ pub(crate) fn lite_topic_info(
     let header = GetLiteTopicInfoRequestHeader::from_ext(&request.ext_fields)?;
     check_parent(shard, &header.parent_topic)?;
     let subscriber = shard
-        .env
+        .env()
         .lite
         .subscribers(&header.parent_topic, &header.lite_topic)
         .into_iter()
@@ -211,7 +211,7 @@ pub(crate) fn lite_client_info(
         .max_count
         .map_or(LIST_MAX, |m| (m.max(0) as usize).min(LIST_MAX));
     let found = shard
-        .env
+        .env()
         .lite
         .client(header.group.as_deref(), &header.client_id);
     let (count, set, access) = match &found {
@@ -257,7 +257,7 @@ pub(crate) fn lite_group_info(
 ) -> Result<RemotingCommand, Reject> {
     let header = GetLiteGroupInfoRequestHeader::from_ext(&request.ext_fields)?;
     let group = &header.group;
-    let bound = shard.groups.with(|t| {
+    let bound = shard.groups().with(|t| {
         t.get(group)
             .map(|c| c.attributes.get(LITE_BIND_TOPIC).cloned())
     });

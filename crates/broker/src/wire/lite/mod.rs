@@ -82,7 +82,7 @@ pub(crate) async fn subscription_ctl(
     if body.subscription_set.is_empty() {
         return Err(illegal("LiteSubscriptionCtlRequestBody is empty.".into()));
     }
-    let registry = &shard.env.lite;
+    let registry = &shard.env().lite;
     for dto in &body.subscription_set {
         let action = Action::parse(&dto.action)
             .ok_or_else(|| illegal(format!("unknown lite subscription action {}", dto.action)))?;
@@ -170,12 +170,12 @@ pub(crate) async fn pop_lite_message(
 ) -> Result<RemotingCommand, Reject> {
     let header = PopLiteMessageRequestHeader::from_ext(&request.ext_fields)?;
     let read_queues = check_pop(shard, &header)?;
-    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    crate::shard::groups::check_pull(shard, &header.consumer_group).await?;
     let deadline = now_ms() + header.poll_time.clamp(0, POP_POLL_MS_MAX);
     loop {
         let pop_time = now_ms();
         let found = look(shard, &header, read_queues, pop_time).await?;
-        let over = now_ms() >= deadline || conn.is_closed() || shard.stopping.is_triggered();
+        let over = now_ms() >= deadline || conn.is_closed() || shard.stopping().is_triggered();
         if !found.counts.is_empty() || over {
             return Ok(answer(request, &header, found, pop_time));
         }
@@ -184,7 +184,7 @@ pub(crate) async fn pop_lite_message(
         // hold on that only its messages wake.
         let pause = LOOK_PAUSE_MS.min((deadline - now_ms()).max(1) as u64);
         if shard
-            .stopping
+            .stopping()
             .interrupts_sleep(std::time::Duration::from_millis(pause))
             .await
         {
@@ -226,7 +226,7 @@ async fn look(
     pop_time: i64,
 ) -> Result<Found, Reject> {
     let mut found = Found::default();
-    let lites = shard.env.lite.round(
+    let lites = shard.env().lite.round(
         &header.consumer_group,
         &header.client_id,
         &header.topic,
@@ -236,7 +236,7 @@ async fn look(
     let enable_property_filter = shard.config().enable_property_filter;
     for lite in lites {
         let group = lite_group(&header.consumer_group, &header.topic, &lite);
-        crate::wire::group_admin::check_pull(shard, &group).await?;
+        crate::shard::groups::check_pull(shard, &group).await?;
         let filter = pull_filter(&lite, Some(LITE_EXPRESSION_TYPE), enable_property_filter)?;
         let lmq = lmq_name(&header.topic, &lite);
         for queue_id in 0..read_queues {
@@ -270,7 +270,7 @@ async fn look(
                         .push(popped.counts.get(i).copied().unwrap_or(0));
                 }
             }
-            shard.metrics.count_out(
+            shard.metrics().count_out(
                 &header.consumer_group,
                 &header.topic,
                 false,

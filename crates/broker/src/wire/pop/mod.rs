@@ -149,7 +149,7 @@ pub(crate) async fn pop_message(
 ) -> Result<RemotingCommand, Reject> {
     let header = PopMessageRequestHeader::from_ext(&request.ext_fields)?;
     let read_queues = check_pop(shard, &header)?;
-    crate::wire::group_admin::check_pull(shard, &header.consumer_group).await?;
+    crate::shard::groups::check_pull(shard, &header.consumer_group).await?;
     let filter = crate::services::filter::sql::pull_filter(
         header.exp.as_deref().unwrap_or("*"),
         header.exp_type.as_deref(),
@@ -166,7 +166,7 @@ pub(crate) async fn pop_message(
             return Ok(answer(request, &header, Look::default(), pop_time));
         }
         let look = look_once(shard, &header, read_queues, &filter, pop_time).await?;
-        if look.count > 0 || now_ms() >= deadline || shard.stopping.is_triggered() {
+        if look.count > 0 || now_ms() >= deadline || shard.stopping().is_triggered() {
             return Ok(answer(request, &header, look, pop_time));
         }
         if waiting.is_none() {
@@ -175,13 +175,13 @@ pub(crate) async fn pop_message(
                 header.topic.clone(),
                 header.queue_id.max(-1),
             );
-            if shard.pop.polling_full(&key) {
+            if shard.pop().polling_full(&key) {
                 let mut full = answer(request, &header, Look::default(), pop_time);
                 full.code = response_code::POLLING_FULL;
                 full.remark = Some("POLLING_FULL".into());
                 return Ok(full);
             }
-            waiting = Some(Waiting::new(&shard.pop, key));
+            waiting = Some(Waiting::new(shard.pop(), key));
         }
         let queues = (
             header.consumer_group.as_str(),
@@ -250,7 +250,7 @@ pub(crate) async fn wait_for_messages(
         })
         .await
     };
-    shard.stopping.interrupts(first_woken).await
+    shard.stopping().interrupts(first_woken).await
 }
 
 fn answer(
@@ -381,7 +381,7 @@ async fn pop_from(
     let messages = popped.offsets.len() as u64;
     let group = &header.consumer_group;
     shard
-        .metrics
+        .metrics()
         .count_out(group, &header.topic, from_retry, messages, bytes);
     Ok(())
 }

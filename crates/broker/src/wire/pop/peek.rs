@@ -52,7 +52,7 @@ pub(crate) async fn peek_message(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     refuse_on_slave(shard)?;
-    crate::wire::group_admin::check_readable(shard)?;
+    crate::shard::groups::check_readable(shard)?;
     let header = PeekMessageRequestHeader::from_ext(&request.ext_fields)?;
     if header.max_msg_nums <= 0 || header.max_msg_nums as usize > POP_MESSAGES_MAX {
         return Err(Reject::new(
@@ -128,7 +128,7 @@ pub(crate) async fn notification(
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
     refuse_on_slave(shard)?;
-    crate::wire::group_admin::check_readable(shard)?;
+    crate::shard::groups::check_readable(shard)?;
     let header = NotificationRequestHeader::from_ext(&request.ext_fields)?;
     let read = readable_queues(shard, &header.topic)?;
     let deadline = now_ms() + header.poll_time.clamp(0, POP_POLL_MS_MAX);
@@ -170,7 +170,7 @@ pub(crate) async fn polling_info(
     shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
-    crate::wire::group_admin::check_readable(shard)?;
+    crate::shard::groups::check_readable(shard)?;
     let header = PollingInfoRequestHeader::from_ext(&request.ext_fields)?;
     readable_queues(shard, &header.topic)?;
     let key = (header.consumer_group, header.topic, header.queue_id.max(-1));

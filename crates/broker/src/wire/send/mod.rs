@@ -213,7 +213,7 @@ pub(crate) async fn send_message(
     // record agree on it.
     let now = now_ms();
     let (place, mut props) = stored_properties(shard, &header, (&mut queue_id, &topic), now)?;
-    let levels = &shard.schedule.levels;
+    let levels = &shard.schedule().levels;
     if let Some(code) = schedule_tags_code(levels, place.topic, place.queue_id, now) {
         props.tags_code = code;
     }
@@ -237,10 +237,10 @@ pub(crate) async fn send_message(
     let mut result = shard.store_record(&record, props.tags_code).await?;
     let stored_bytes = u64::from(result.total_bytes);
     shard
-        .metrics
+        .metrics()
         .count_in(header.topic, props.kind, 1, stored_bytes);
     shard.await_replicas(&mut result, props.wait_store_ok).await;
-    let msg_id = offset_msg_id(shard.env.store_host, result.physical_offset);
+    let msg_id = offset_msg_id(shard.env().store_host, result.physical_offset);
     Ok(success(
         shard,
         request,
@@ -329,7 +329,7 @@ fn sent_record<'a>(
         born_timestamp_ms: header.born_timestamp.unwrap_or(now),
         born_host,
         store_timestamp_ms: now,
-        store_host: shard.env.store_host,
+        store_host: shard.env().store_host,
         reconsume_times: header.reconsume_times.unwrap_or(0),
         prepared_transaction_offset: 0,
         body: &[],
@@ -364,7 +364,7 @@ fn placement<'a>(
             sys_flag: to.sys_flag,
         });
     }
-    let levels = &shard.schedule.levels;
+    let levels = &shard.schedule().levels;
     Ok(
         match redirect_delayed(levels, props, topic, queue_id, sys_flag) {
             Some(to) => Placement {
@@ -447,7 +447,7 @@ pub(crate) async fn send_batch(
     let (kind, stored_bytes) = (MessageType::of(&batch_props), u64::from(result.total_bytes));
     let messages = items.len() as u64;
     shard
-        .metrics
+        .metrics()
         .count_in(header.topic, kind, messages, stored_bytes);
     shard
         .await_replicas(&mut result, wait_store_ok(&batch_props))
@@ -455,7 +455,7 @@ pub(crate) async fn send_batch(
     let mut ids = Vec::with_capacity(sizes.len());
     let mut position = result.physical_offset;
     for size in sizes {
-        ids.push(offset_msg_id(shard.env.store_host, position));
+        ids.push(offset_msg_id(shard.env().store_host, position));
         position += size as i64;
     }
     assert_eq!(ids.len(), items.len(), "one message id per batch item");

@@ -32,9 +32,9 @@ pub(crate) fn refusal(
     request: &RemotingCommand,
 ) -> Option<RemotingCommand> {
     let peer = conn.peer_addr().ip();
-    if let Some(store) = shard.env.acl.as_ref() {
-        let config = shard.acl.current(store.version(), || store.current());
-        let window = shard.env.config.acl_admin_signature_window_ms;
+    if let Some(store) = shard.env().acl.as_ref() {
+        let config = shard.acl().current(store.version(), || store.current());
+        let window = shard.env().config.acl_admin_signature_window_ms;
         let checked = config.check(request, peer);
         let checked = checked.and_then(|()| config.check_admin_stamp(request, peer, window));
         if let Err(denied) = checked {
@@ -42,12 +42,12 @@ pub(crate) fn refusal(
             return Some(Reject::new(response_code::SYSTEM_ERROR, remark).to_response(request));
         }
     }
-    let settings = &shard.env.config.auth;
+    let settings = &shard.env().config.auth;
     if !settings.enabled() {
         return None;
     }
     let meta = users(shard);
-    let cluster = &shard.env.config.broker_cluster_name;
+    let cluster = &shard.env().config.broker_cluster_name;
     let denied = check_v2(&meta, settings, cluster, request, peer).err()?;
     Some(Reject::new(response_code::NO_PERMISSION, denied.0).to_response(request))
 }
@@ -55,7 +55,7 @@ pub(crate) fn refusal(
 /// Whether either ACL is on, so that a handler whose request names an
 /// offset must read the record it reaches before acting on it.
 pub(crate) fn stored_checks_on(shard: &Shard) -> bool {
-    shard.env.acl.is_some() || shard.env.config.auth.authorization_enabled
+    shard.env().acl.is_some() || shard.env().config.auth.authorization_enabled
 }
 
 /// After a handler has read a stored message of `topic` for `request` (a
@@ -69,14 +69,14 @@ pub(crate) fn check_stored(
     topic: &str,
 ) -> Result<(), Reject> {
     let peer = conn.peer_addr().ip();
-    if let Some(store) = shard.env.acl.as_ref() {
-        let config = shard.acl.current(store.version(), || store.current());
+    if let Some(store) = shard.env().acl.as_ref() {
+        let config = shard.acl().current(store.version(), || store.current());
         if let Err(denied) = config.check_stored(request, peer, topic) {
             let remark = format!("{ACL_EXCEPTION}: {}", denied.0);
             return Err(Reject::new(response_code::SYSTEM_ERROR, remark));
         }
     }
-    let settings = &shard.env.config.auth;
+    let settings = &shard.env().config.auth;
     if settings.authorization_enabled && !settings.authorization_whitelist.has_code(request.code) {
         let meta = users(shard);
         let username = request.ext_fields.get(ACCESS_KEY);
@@ -110,6 +110,6 @@ fn check_v2(
 
 /// This shard's copy of ACL 2.0's users and ACLs in force.
 pub(crate) fn users(shard: &Shard) -> std::sync::Arc<AuthMetadata> {
-    let store = &shard.env.auth;
-    shard.auth.current(store.version(), || store.current())
+    let store = &shard.env().auth;
+    shard.auth().current(store.version(), || store.current())
 }
