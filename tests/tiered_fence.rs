@@ -231,7 +231,10 @@ fn a_cut_slave_takes_no_older_epochs_entry_past_the_cut() {
     std::thread::sleep(Duration::from_millis(1500));
     let taken = adopted(&slave);
     assert!(!taken.is_empty(), "the slave took nothing");
-    assert!(taken.iter().all(|start| *start < cut), "{taken:?} (cut {cut})");
+    assert!(
+        taken.iter().all(|start| *start < cut),
+        "{taken:?} (cut {cut})"
+    );
     // The newer master's copy (one epoch up) is taken past the cut.
     let mut newer = published.clone();
     newer["epoch"] = serde_json::json!(epoch + 1);

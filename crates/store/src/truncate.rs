@@ -28,7 +28,11 @@ pub fn commitlog_end(config: &StoreConfig) -> Result<i64, StoreError> {
 /// past it from a manifest of that epoch or older are never adopted.
 /// Returns how many bytes were dropped (0 when the log ends at or before
 /// `offset`).
-pub fn truncate_commitlog(config: &StoreConfig, offset: i64, epoch: i32) -> Result<i64, StoreError> {
+pub fn truncate_commitlog(
+    config: &StoreConfig,
+    offset: i64,
+    epoch: i32,
+) -> Result<i64, StoreError> {
     assert!(offset >= 0, "a cut below zero");
     let end = commitlog_end(config)?;
     if end <= offset {

@@ -44,7 +44,9 @@ pub(crate) async fn pass(
     }
     // Demoted in place: the new master publishes and deletes.
     // A fenced master learns it from the next pass's publish.
-    if reader.is_replica() || crate::follow::publish(tier, backend).await != crate::follow::Step::Done {
+    if reader.is_replica()
+        || crate::follow::publish(tier, backend).await != crate::follow::Step::Done
+    {
         *unpublished = true;
         return false;
     }

@@ -115,8 +115,10 @@ pub(crate) async fn publish(tier: &TierHandle, backend: &Backend) -> Step {
             }
             Step::Done
         }
-        Err(e @ (object_store::Error::Precondition { .. }
-        | object_store::Error::AlreadyExists { .. })) => {
+        Err(
+            e @ (object_store::Error::Precondition { .. }
+            | object_store::Error::AlreadyExists { .. }),
+        ) => {
             tracing::info!(error = %explain(&e),
                 "tiered storage: the published manifest changed while publishing; read again next pass");
             Step::Retry
@@ -261,10 +263,14 @@ mod tests {
         let binary = std::env::var_os("FERROCKET_S3S_FS")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| {
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../../target/s3s/bin/s3s-fs")
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/s3s/bin/s3s-fs")
             });
         if !binary.exists() {
+            assert!(
+                std::env::var_os("FERROCKET_TEST_ALL").is_none(),
+                "scripts/test-all.sh should have installed s3s-fs at {}",
+                binary.display()
+            );
             eprintln!("SKIPPED: no s3s-fs at {}", binary.display());
             return;
         }

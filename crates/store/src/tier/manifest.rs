@@ -271,7 +271,7 @@ impl Offloaded {
             e.size == self.segment_bytes && e.start % seg == 0 && e.start + seg <= end
         };
         let cut = current.cut.filter(|cut| file.epoch <= cut.epoch);
-        let before_cut = |e: &OffloadEntry| cut.is_none_or(|cut| e.start + seg <= cut.offset);
+        let before_cut = |e: &OffloadEntry| cut.map_or(true, |cut| e.start + seg <= cut.offset);
         let mut next = State {
             entries: match keep_own {
                 true => current.entries.clone(),
@@ -394,10 +394,19 @@ mod tests {
         // A replica takes a published manifest, up to its own end.
         let other = tempfile::tempdir().unwrap();
         let replica = Offloaded::load(other.path(), 100).unwrap();
-        assert_eq!(replica.adopt(&m.encode(0).unwrap(), 300, false).unwrap(), Adopted::Changed);
+        assert_eq!(
+            replica.adopt(&m.encode(0).unwrap(), 300, false).unwrap(),
+            Adopted::Changed
+        );
         assert_eq!(replica.entries().len(), 2);
-        assert_eq!(replica.adopt(&m.encode(0).unwrap(), 300, false).unwrap(), Adopted::Same);
-        assert_eq!(replica.adopt(&m.encode(0).unwrap(), 250, false).unwrap(), Adopted::Changed);
+        assert_eq!(
+            replica.adopt(&m.encode(0).unwrap(), 300, false).unwrap(),
+            Adopted::Same
+        );
+        assert_eq!(
+            replica.adopt(&m.encode(0).unwrap(), 250, false).unwrap(),
+            Adopted::Changed
+        );
         assert_eq!(replica.entries().len(), 1);
         // A master keeps its own entries (recorded, not yet published).
         replica.record(entry(0)).unwrap();
@@ -469,16 +478,22 @@ mod tests {
         // The old master's manifest (epoch 1) still names [100, 300): the
         // log holds the new master's bytes there now, and takes nothing
         // past the cut from it.
-        slave.adopt(&published(1, &[0, 100, 200]), 400, false).unwrap();
+        slave
+            .adopt(&published(1, &[0, 100, 200]), 400, false)
+            .unwrap();
         assert_eq!(slave.entries(), vec![entry(0)]);
         // The new master's (epoch 2) is taken whole, and lifts the cut.
-        slave.adopt(&published(2, &[0, 100, 200]), 400, false).unwrap();
+        slave
+            .adopt(&published(2, &[0, 100, 200]), 400, false)
+            .unwrap();
         assert_eq!(slave.entries().len(), 3);
         assert_eq!(slave.cut(), None);
         // Outside controller mode (epoch 0) no cut is kept.
         slave.forget_from(150, 0).unwrap();
         assert_eq!(slave.cut(), None);
-        slave.adopt(&published(2, &[0, 100, 200]), 400, false).unwrap();
+        slave
+            .adopt(&published(2, &[0, 100, 200]), 400, false)
+            .unwrap();
         assert_eq!(slave.entries().len(), 3);
     }
 }
