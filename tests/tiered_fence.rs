@@ -59,13 +59,15 @@ fn read_json(path: &Path) -> Option<serde_json::Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-/// Waits until `master` published every segment it recorded (it
-/// publishes again only after its next upload): the set's manifest.
+/// Waits until `master` uploaded every sealed segment (all but the one its
+/// CommitLog ends in) and published them (it publishes again only after
+/// its next upload): the set's manifest.
 fn wait_published(master: &Broker, set_dir: &Path) -> serde_json::Value {
     let published = wait_for(Duration::from_secs(60), || {
+        let sealed = (failover::commit_log_end(master)? - 1) / SEGMENT_BYTES as i64;
         let local = read_json(&master.store_dir().join("tier/manifest.json"))?;
         let remote = read_json(&set_dir.join("manifest.json"))?;
-        let all = !starts(&local).is_empty() && starts(&local) == starts(&remote);
+        let all = starts(&local).len() as i64 >= sealed && starts(&local) == starts(&remote);
         all.then_some(remote)
     });
     published.expect("the master did not publish what it offloaded")
@@ -163,7 +165,7 @@ fn newest_local_offloaded(store: &Path, published: &[i64]) -> i64 {
         .copied()
         .filter(|start| has(*start) && has(start - seg))
         .max()
-        .unwrap_or_else(|| panic!("no published segment is local: {local:?}"))
+        .unwrap_or_else(|| panic!("no published segment of {published:?} is local: {local:?}"))
 }
 
 /// The segment starts the slave's own manifest (`tier/manifest.json`) names.

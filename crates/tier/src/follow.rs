@@ -78,13 +78,19 @@ async fn read_published(tier: &TierHandle, backend: &Backend) -> Result<Option<P
     }
 }
 
+/// Whether a published copy of `published` epoch fences this master: a
+/// higher epoch than its own, in controller mode (outside it, epoch 0,
+/// nothing is fenced).
+fn fences(tier: &TierHandle, published: i32) -> bool {
+    let epoch = tier.master_epoch();
+    epoch > 0 && published > epoch
+}
+
 /// Whether this master may still act: no published copy carries a higher
 /// epoch than its own (asked before it deletes what the copy may name).
 pub(crate) async fn check(tier: &TierHandle, backend: &Backend) -> Step {
     match read_published(tier, backend).await {
-        Ok(Some(published)) if published.epoch > tier.master_epoch() => {
-            Step::Fenced(published.epoch)
-        }
+        Ok(Some(published)) if fences(tier, published.epoch) => Step::Fenced(published.epoch),
         Ok(_) => Step::Done,
         Err(()) => Step::Retry,
     }
@@ -98,7 +104,7 @@ pub(crate) async fn publish(tier: &TierHandle, backend: &Backend) -> Step {
         Ok(prior) => prior,
         Err(()) => return Step::Retry,
     };
-    if let Some(prior) = prior.as_ref().filter(|prior| prior.epoch > epoch) {
+    if let Some(prior) = prior.as_ref().filter(|prior| fences(tier, prior.epoch)) {
         return Step::Fenced(prior.epoch);
     }
     let bytes = match tier.offloaded.encode(epoch) {
@@ -179,7 +185,7 @@ pub(crate) async fn adopt(
         Ok(None) => return Step::Done,
         Err(()) => return Step::Retry,
     };
-    if as_master && published.epoch > tier.master_epoch() {
+    if as_master && fences(tier, published.epoch) {
         return Step::Fenced(published.epoch);
     }
     let end = reader.written_offset();

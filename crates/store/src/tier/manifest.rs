@@ -255,12 +255,14 @@ impl Offloaded {
     /// locally, before a crash kept them from being published). A manifest
     /// of an epoch older than one seen here is ignored; one of the kept
     /// cut's epoch or older gives nothing past the cut; a newer one lifts
-    /// the cut.
+    /// the cut. One of epoch 0 (published outside controller mode) is taken
+    /// as it is, and leaves the epoch and cut kept here as they are.
     pub fn adopt(&self, bytes: &[u8], end: i64, keep_own: bool) -> Result<Adopted, StoreError> {
         let file: ManifestFile = serde_json::from_slice(bytes)
             .map_err(|e| StoreError::Corrupt(format!("published tier manifest: {e}")))?;
         let current = self.read().clone();
-        if file.epoch < current.epoch {
+        let controlled = file.epoch > 0;
+        if controlled && file.epoch < current.epoch {
             return Ok(Adopted::Stale {
                 published: file.epoch,
                 seen: current.epoch,
@@ -270,14 +272,17 @@ impl Offloaded {
         let below = |e: &OffloadEntry| {
             e.size == self.segment_bytes && e.start % seg == 0 && e.start + seg <= end
         };
-        let cut = current.cut.filter(|cut| file.epoch <= cut.epoch);
-        let before_cut = |e: &OffloadEntry| cut.map_or(true, |cut| e.start + seg <= cut.offset);
+        let cut = current
+            .cut
+            .filter(|cut| !controlled || file.epoch <= cut.epoch);
+        let before_cut =
+            |e: &OffloadEntry| !controlled || cut.map_or(true, |cut| e.start + seg <= cut.offset);
         let mut next = State {
             entries: match keep_own {
                 true => current.entries.clone(),
                 false => BTreeMap::new(),
             },
-            epoch: file.epoch,
+            epoch: current.epoch.max(file.epoch),
             cut,
         };
         next.entries.retain(|_, e| below(e));
@@ -495,5 +500,14 @@ mod tests {
             .adopt(&published(2, &[0, 100, 200]), 400, false)
             .unwrap();
         assert_eq!(slave.entries().len(), 3);
+        // A manifest of epoch 0 (a set out of controller mode) is taken as
+        // before, past a cut too; the epoch and the cut stay.
+        slave.forget_from(150, 2).unwrap();
+        slave
+            .adopt(&published(0, &[0, 100, 200]), 400, false)
+            .unwrap();
+        assert_eq!(slave.entries().len(), 3);
+        let kept = (slave.epoch(), slave.cut().map(|c| c.offset));
+        assert_eq!(kept, (2, Some(150)));
     }
 }
