@@ -245,4 +245,12 @@ fn a_cut_slave_takes_no_older_epochs_entry_past_the_cut() {
         adopted(&slave).contains(&cut).then_some(())
     });
     assert!(past.is_some(), "{:?} (cut {cut})", adopted(&slave));
+    // The old epoch's copy again (a deposed master writing over the newer
+    // one): ignored, older than the epoch taken.
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&stale).unwrap()).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let own = read_json(&slave.store_dir().join("tier/manifest.json")).unwrap();
+    assert_eq!(starts(&own), starts(&newer));
+    assert!(!own.to_string().contains(".stale"), "{own}");
+    assert_eq!(own["epoch"].as_i64(), Some(i64::from(epoch) + 1));
 }
