@@ -49,10 +49,11 @@ PREFETCH_PID=$!
 trap 'kill -- -"$PREFETCH_PID" 2>/dev/null || true' EXIT
 step "fetching the Java and Go clients in the background (pid $PREFETCH_PID, log $PREFETCH_LOG)"
 
-# tests/tiered.rs, tiered_retention.rs, tiered_readers.rs and tiered_restore.rs run
-# a real S3-compatible server as its own process: the crate s3s-fs
-# (pinned), installed once into target/s3s while the workspace builds
-# (cargo install skips it when that version is there).
+# tests/tiered.rs, tiered_retention.rs, tiered_readers.rs, tiered_restore.rs,
+# tiered_fence.rs and ferrocket-tier's unit tests run a real S3-compatible
+# server as its own process: the crate s3s-fs (pinned), installed once into
+# target/s3s while the workspace builds (cargo install skips it when that
+# version is there).
 S3S_FS_VERSION=0.14.1
 S3S_LOG="$TARGET_DIR/s3s-install.log"
 mkdir -p "$TARGET_DIR/s3s"

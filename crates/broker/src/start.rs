@@ -158,6 +158,9 @@ pub fn run_in_role(
         .map_err(|e| BrokerError::Config(e.to_string()))?;
     let (store, parts) = MessageStore::open(store_config)?;
     crate::services::master_epoch::record(&config, store.written_offset())?;
+    if let (Some(tier), Some(epoch)) = (store.tier(), config.controller_mode.master_epoch) {
+        tier.set_master_epoch(epoch);
+    }
     let files = ConfigFiles::load(&store, &config)?;
     // Uploads and remote reads run on a thread of their own.
     let tier = ferrocket_tier::TierService::start(&store)

@@ -44,7 +44,10 @@ pub(crate) async fn pass(
         return true;
     }
     // Demoted in place: the new master publishes and deletes.
-    if reader.is_replica() || !crate::follow::publish(tier, backend).await {
+    // A fenced master learns it from the next pass's publish.
+    if reader.is_replica()
+        || crate::follow::publish(tier, backend).await != crate::follow::Step::Done
+    {
         *unpublished = true;
         return false;
     }

@@ -28,6 +28,7 @@ use ferrocket_store::tier::TierHandle;
 use ferrocket_store::StoreHandle;
 
 pub use backend::{open_backend, Backend};
+use follow::Step;
 pub use restore::restore_lost_store;
 
 /// Name of the tier's thread.
@@ -141,6 +142,36 @@ struct MasterState {
     swept: bool,
     /// The local manifest changed since it was last published.
     unpublished: bool,
+    /// The set's published manifest carries this epoch, above this
+    /// master's: it uploads, publishes and deletes nothing (`fence`).
+    fenced_by: Option<i32>,
+}
+
+/// Whether a fenced master is still below the epoch that fenced it (one
+/// promoted in place since starts over).
+fn still_fenced(tier: &TierHandle, state: &mut MasterState) -> bool {
+    let Some(by) = state.fenced_by else {
+        return false;
+    };
+    if tier.master_epoch() < by {
+        return true;
+    }
+    *state = MasterState::default();
+    false
+}
+
+/// A newer master of the set publishes: this one (deposed, still reaching
+/// the store) stops uploading, publishing and deleting.
+fn fence(tier: &TierHandle, state: &mut MasterState, by: i32) {
+    let epoch = tier.master_epoch();
+    let why = format!(
+        "the replica set's published manifest carries controller epoch {by}, above this \
+         master's epoch {epoch}: a newer master publishes it; this broker uploads, publishes \
+         and deletes nothing more"
+    );
+    tracing::error!(published = by, epoch, "tiered storage: fenced: {why}");
+    tier.status.set_error(Some(why));
+    state.fenced_by = Some(by);
 }
 
 async fn master_pass(
@@ -150,6 +181,9 @@ async fn master_pass(
     stop: &AtomicBool,
     state: &mut MasterState,
 ) {
+    if still_fenced(tier, state) {
+        return;
+    }
     if !state.settled {
         state.settled = restore::settled(tier, backend, reader, &mut state.unsettled_logged).await;
         if !state.settled {
@@ -157,8 +191,10 @@ async fn master_pass(
         }
     }
     if !state.adopted {
-        if !follow::adopt(tier, backend, reader, true).await {
-            return;
+        match follow::adopt(tier, backend, reader, true).await {
+            Step::Done => {}
+            Step::Retry => return,
+            Step::Fenced(by) => return fence(tier, state, by),
         }
         state.adopted = true;
         state.unpublished = true;
@@ -167,7 +203,11 @@ async fn master_pass(
     // Each step asks the role again: a master demoted in place mid-pass
     // must not publish over the new master's manifest or delete.
     if state.unpublished && !reader.is_replica() {
-        state.unpublished = !follow::publish(tier, backend).await;
+        match follow::publish(tier, backend).await {
+            Step::Done => state.unpublished = false,
+            Step::Retry => {}
+            Step::Fenced(by) => return fence(tier, state, by),
+        }
     }
     // Nothing leaves object storage while the published manifest may
     // still name it.
@@ -175,7 +215,13 @@ async fn master_pass(
         return;
     }
     if !state.swept {
-        state.swept = expire::sweep(tier, backend, reader).await;
+        // The sweep deletes what this manifest does not name: never once
+        // a newer master publishes.
+        match follow::check(tier, backend).await {
+            Step::Done => state.swept = expire::sweep(tier, backend, reader).await,
+            Step::Retry => return,
+            Step::Fenced(by) => return fence(tier, state, by),
+        }
     }
     state.swept &= expire::pass(tier, backend, reader, &mut state.unpublished).await;
 }

@@ -10,7 +10,7 @@ mod expiry;
 mod manifest;
 mod uploader;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -18,7 +18,7 @@ use futures_channel::{mpsc, oneshot};
 
 pub use config::*;
 pub use expiry::REMOTE_DELETE_PER_PASS_MAX;
-pub use manifest::{OffloadEntry, Offloaded, MANIFEST_FILE};
+pub use manifest::{Adopted, Cut, OffloadEntry, Offloaded, MANIFEST_FILE};
 pub use uploader::UPLOADER_FILE;
 
 /// Directory of the tier's files under the store root.
@@ -39,21 +39,38 @@ pub const UNRESTORED_REASON: &str =
 /// The CommitLog of the store at `root` now ends at `end` (cut back, the
 /// store closed): the manifest, when there is one, durably forgets every
 /// remote copy reaching past it (whether or not tiering is on now: a
-/// replica keeps the manifest of its time as master). Returns how many.
+/// replica keeps the manifest of its time as master), and keeps the cut
+/// with the newest epoch of the bytes cut ([`Offloaded::forget_from`]):
+/// `cut_epoch` for a fork point in controller mode; `None` for recovery
+/// cutting a torn tail, which keeps a cut (at the highest epoch adopted or
+/// published) only when it took recorded segments. Returns how many copies
+/// were forgotten.
 pub fn forget_past(
     root: &std::path::Path,
     segment_bytes: u64,
     end: i64,
+    cut_epoch: Option<i32>,
 ) -> Result<usize, crate::StoreError> {
     let dir = root.join(TIER_DIR);
-    if !dir.join(MANIFEST_FILE).exists() {
+    if !dir.exists() {
         return Ok(0);
     }
-    let forgotten = Offloaded::load(&dir, segment_bytes)?.forget_from(end)?;
-    if !forgotten.is_empty() {
+    let manifest = Offloaded::load(&dir, segment_bytes)?;
+    let forgotten = match cut_epoch {
+        Some(epoch) => manifest.forget_from(end, epoch)?,
+        None => {
+            let forgotten = manifest.forget_from(end, 0)?;
+            if !forgotten.is_empty() {
+                manifest.forget_from(end, manifest.epoch())?;
+            }
+            forgotten
+        }
+    };
+    if !forgotten.is_empty() || manifest.cut().is_some_and(|cut| cut.offset == end) {
         tracing::warn!(
             end,
             segments = forgotten.len(),
+            cut = ?manifest.cut(),
             "tiered storage: the CommitLog was cut back; remote copies past the cut are forgotten"
         );
     }
@@ -115,6 +132,9 @@ pub struct TierShared {
     /// object key it uploads.
     pub uploader: String,
     pub status: TierStatus,
+    /// The controller epoch this broker is master of (0 outside controller
+    /// mode, and on a slave): what it publishes its manifest under.
+    master_epoch: AtomicI32,
     cache: Mutex<cache::ChunkCache>,
     fetcher: OnceLock<mpsc::UnboundedSender<FetchRequest>>,
 }
@@ -133,12 +153,24 @@ impl TierShared {
             config,
             offloaded,
             status: TierStatus::default(),
+            master_epoch: AtomicI32::new(0),
             fetcher: OnceLock::new(),
         })
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, cache::ChunkCache> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Controller mode: this broker is now master of `epoch` (set before
+    /// the CommitLog takes appends, so no pass publishes under an older one).
+    pub fn set_master_epoch(&self, epoch: i32) {
+        self.master_epoch.store(epoch, Ordering::Release);
+    }
+
+    /// The epoch this broker publishes its manifest under.
+    pub fn master_epoch(&self) -> i32 {
+        self.master_epoch.load(Ordering::Acquire)
     }
 
     /// Connects the fetcher (once, at start).

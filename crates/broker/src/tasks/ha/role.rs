@@ -66,6 +66,10 @@ async fn change_role(shard: &Rc<Shard>, order: &RoleOrder) -> Result<(), String>
         master.broker_addr = Some(order.master_addr.clone());
         master.ha_addr = Some(order.master_ha_addr.clone());
     } else {
+        // The tier publishes under the new epoch from its first pass as master.
+        if let (Some(tier), Some(epoch)) = (shard.env().store.tier(), order.master_epoch) {
+            tier.set_master_epoch(epoch);
+        }
         // Nothing of the old master's reaches the appender any more.
         shard.env().store.set_replica(false);
         let mut epoch = (*shard.config()).clone();
