@@ -6,7 +6,7 @@
 
 use ferrocket_runtime::decl;
 use ferrocket_runtime::settings::{
-    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Group, Table,
+    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Part, Table,
 };
 
 use ferrocket_metrics::config::{MetricsExporter, NAMESRV_METRICS_PROM_PORT_DEFAULT};
@@ -21,16 +21,28 @@ pub static NAMESRV_SETTINGS: Table<NamesrvConfig> = Table {
         METRICS,
         ferrocket_runtime::server_limit_settings!(limits),
         ferrocket_metrics::prom_settings!(metrics, NAMESRV_METRICS_PROM_PORT_DEFAULT, "5558"),
+        &TLS,
     ],
-    groups: &[Group {
-        keys: &ferrocket_tls::KEYS,
-        apply: |c, k, s| {
-            c.tls
-                .set(k, &s.value)
-                .map_err(|e| format!("{}: {e}", s.origin))
-        },
-    }],
 };
+
+/// The `tls.*` keys, declared in `ferrocket_tls`, on the name server's
+/// `tls`.
+struct TlsPart;
+
+impl Part<NamesrvConfig> for TlsPart {
+    type Of = ferrocket_tls::TlsSettings;
+    const DECLS: &'static [Decl<Self::Of>] = &ferrocket_tls::TLS_SETTINGS;
+    fn part(config: &mut NamesrvConfig) -> &mut Self::Of {
+        &mut config.tls
+    }
+}
+
+static TLS: [Decl<NamesrvConfig>; ferrocket_tls::TLS_SETTINGS.len()] =
+    ferrocket_runtime::settings::nest::<
+        NamesrvConfig,
+        TlsPart,
+        { ferrocket_tls::TLS_SETTINGS.len() },
+    >();
 
 /// Where it listens, how it keeps brokers, acting master.
 static OWN: &[Decl<NamesrvConfig>] = &[
