@@ -16,6 +16,6 @@ pub mod settings {
 pub use ferrocket_settings::decl;
 mod server_limits;
 pub mod shard;
-pub mod suggest;
+pub use ferrocket_settings::suggest;
 pub mod sync;
 pub mod task_set;

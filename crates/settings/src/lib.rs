@@ -11,7 +11,11 @@
 //! the same way: where the value came from, the key, the value and what
 //! the key takes.
 
+mod online;
+pub mod suggest;
 mod values;
+
+pub use online::{Online, OnlineRefusal};
 
 pub use values::{
     core_list, invalid, non_empty, parse_bool, parse_port, parse_value, percent, positive,

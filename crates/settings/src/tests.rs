@@ -1,6 +1,6 @@
 use super::*;
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Toy {
     port: u16,
     on: bool,
@@ -8,7 +8,7 @@ struct Toy {
 }
 
 /// A part with its own keys, declared apart.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Inner {
     level: u8,
 }
@@ -80,4 +80,34 @@ fn a_table_applies_by_name_alias_and_group() {
         vec![("port".to_string(), "9".to_string())]
     );
     assert!(TOY.help().contains("[false] a switch"), "{}", TOY.help());
+}
+
+#[test]
+fn online_changes_take_online_keys_only_and_all_or_nothing() {
+    let toy = Toy::default();
+    let to = Online {
+        server: "toy",
+        file: "toy.conf",
+        origin: "UPDATE",
+        black_list: &["secret"],
+    };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let on = TOY
+        .apply_online(&toy, &pairs(&[("on", "true")]), &to)
+        .unwrap();
+    assert!(on.on);
+    let start = TOY.apply_online(&toy, &pairs(&[("on", "true"), ("port", "1")]), &to);
+    assert!(
+        matches!(start, Err(OnlineRefusal::Invalid(why)) if why.contains("`port` is read at start"))
+    );
+    let typo = TOY.apply_online(&toy, &pairs(&[("onn", "true")]), &to);
+    assert!(matches!(typo, Err(OnlineRefusal::Invalid(why)) if why.contains("did you mean `on`?")));
+    let bad = TOY.apply_online(&toy, &pairs(&[("on", "maybe")]), &to);
+    assert!(matches!(bad, Err(OnlineRefusal::Invalid(why)) if why.starts_with("UPDATE: ")));
+    let black = TOY.apply_online(&toy, &pairs(&[("secret", "1")]), &to);
+    assert_eq!(black.err(), Some(OnlineRefusal::BlackListed));
 }

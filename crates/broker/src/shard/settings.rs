@@ -11,6 +11,7 @@ use ferrocket_runtime::shard::{ChangeError, ShardCall, Versioned};
 
 use super::Shard;
 use crate::clock::now_ms;
+use crate::config::keys::BROKER_SETTINGS;
 use crate::config::{apply_online, rewrite_properties, BrokerConfig, Refusal, RoleOrder};
 
 /// On shard 0: apply `pairs` (key, value) online.
@@ -61,7 +62,7 @@ impl Shard {
             });
         };
         let apply = |config: &mut BrokerConfig| {
-            let updated = apply_online(config, &pairs)?;
+            let updated = apply_online(&BROKER_SETTINGS, config, &pairs)?;
             let changed = updated != *config;
             *config = updated;
             Ok(((), changed))

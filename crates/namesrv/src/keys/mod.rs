@@ -6,7 +6,8 @@
 
 use ferrocket_runtime::decl;
 use ferrocket_runtime::settings::{
-    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Part, Table,
+    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Part, Setting,
+    Table,
 };
 
 use ferrocket_metrics::config::{MetricsExporter, NAMESRV_METRICS_PROM_PORT_DEFAULT};
@@ -24,6 +25,18 @@ pub static NAMESRV_SETTINGS: Table<NamesrvConfig> = Table {
         &TLS,
     ],
 };
+
+/// `orderMessageEnable`: Java's default is `false`, so a file's `false` is
+/// taken (and changes nothing); an online change to `false` is refused, as
+/// it could not be honoured.
+fn order_message_enable(key: &str, setting: &Setting) -> Result<(), String> {
+    if !parse_bool(key, setting)? && setting.origin == crate::settings::ONLINE_ORIGIN {
+        return Err("orderMessageEnable cannot be turned off: Ferrocket always \
+                    serves a topic's order config (ORDER_TOPIC_CONFIG) with its route"
+            .into());
+    }
+    Ok(())
+}
 
 /// The `tls.*` keys, declared in `ferrocket_tls`, on the name server's
 /// `tls`.
@@ -151,8 +164,8 @@ static KV_AND_ACL: &[Decl<NamesrvConfig>] = &[
         "orderMessageEnable",
         "`true`",
         online,
-        "no effect: a topic's order config is always served",
-        |_, _, _| {},
+        "no effect: a topic's order config is always served; `false` is refused online",
+        |_, k, s| order_message_enable(k, s)?,
         |_| "true".to_string(),
     ),
     decl!(

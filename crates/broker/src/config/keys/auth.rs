@@ -7,7 +7,6 @@
 //! in memory).
 
 use super::*;
-use crate::config::Whitelist;
 
 /// A cache knob of Java's: a whole number, no effect here.
 macro_rules! cache {

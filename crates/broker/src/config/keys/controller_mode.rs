@@ -1,6 +1,6 @@
 //! Controller mode's keys (Java's `BrokerConfig`, `MessageStoreConfig`),
 //! each declared once (see `keys`), into
-//! [`crate::config::ControllerModeConfig`].
+//! the config's `ControllerModeConfig`.
 
 use std::path::PathBuf;
 

@@ -23,7 +23,7 @@ use ferrocket_runtime::settings::{
 };
 
 use super::{BrokerConfig, BrokerRole, CommitLogWriteMode, FlushDiskType, MetricsConfig};
-use super::{MetricsExporter, ProxyMode};
+use super::{MetricsExporter, ProxyMode, Whitelist};
 
 /// Every key the broker takes.
 pub static BROKER_SETTINGS: Table<BrokerConfig> = Table {

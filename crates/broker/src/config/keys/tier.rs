@@ -2,7 +2,7 @@
 //! tiered store names where it has them (`tieredStorageLevel`,
 //! `tieredBackendServiceProvider`, `tieredStoreFilePath`, `objectStore*`),
 //! Ferrocket's own for the local budget, the cache and S3's region.
-//! Collected raw into [`crate::config::tier::TierKeys`], checked together
+//! Collected raw into the config's `TierKeys`, checked together
 //! at start.
 
 use super::*;
