@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ferrocket_broker::{BrokerConfig, BrokerRole, MasterLease, RoleHandover};
+use ferrocket_broker::{BrokerConfig, BrokerHandles, BrokerRole, MasterLease, RoleHandover};
 use ferrocket_controller::member::{ControllerClient, MasterInfo, Member, MemberError};
 use ferrocket_protocol::codes::response_code;
 use ferrocket_protocol::header::controller::BrokerHeartbeatRequestHeader;
@@ -41,7 +41,11 @@ const TICK_MS: u64 = 50;
 const RETRY_MS: u64 = 1_000;
 
 /// Runs the broker in controller mode until `stop` is set.
-pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+pub fn run(
+    config: BrokerConfig,
+    handles: BrokerHandles,
+    stop: Arc<AtomicBool>,
+) -> Result<(), String> {
     if config.listen_port == 0 {
         return Err(
             "controller mode needs a fixed listenPort: the controller records the broker's address"
@@ -53,7 +57,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("controller mode: {e}"))?;
-    runtime.block_on(Supervisor::new(config, stop)?.run())
+    runtime.block_on(Supervisor::new(config, handles, stop)?.run())
 }
 
 /// One run of the broker's data plane, on its own thread.
@@ -64,14 +68,14 @@ struct BrokerRun {
 }
 
 impl BrokerRun {
-    fn start(config: BrokerConfig) -> Result<Self, String> {
+    fn start(config: BrokerConfig, handles: BrokerHandles) -> Result<Self, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let handover = config.controller_mode.handover.clone();
         let run_stop = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("broker-run".into())
             .spawn(move || {
-                ferrocket_broker::run(config, run_stop).map_err(|e| format!("broker: {e}"))
+                ferrocket_broker::run(config, handles, run_stop).map_err(|e| format!("broker: {e}"))
             })
             .map_err(|e| format!("cannot start the broker thread: {e}"))?;
         Ok(Self {
@@ -112,6 +116,8 @@ enum Outcome {
 
 pub(crate) struct Supervisor {
     base: BrokerConfig,
+    /// Handed to each run beside its config.
+    handles: BrokerHandles,
     stop: Arc<AtomicBool>,
     client: ControllerClient,
     member: Member,
@@ -124,7 +130,11 @@ pub(crate) struct Supervisor {
 }
 
 impl Supervisor {
-    fn new(base: BrokerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+    fn new(
+        base: BrokerConfig,
+        handles: BrokerHandles,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Self, String> {
         let controllers = base.controller_mode.controllers();
         let address = format!(
             "{}:{}",
@@ -143,6 +153,7 @@ impl Supervisor {
             client: ControllerClient::with_config(controllers, timeout, connections),
             isr: isr::IsrKeeper::default(),
             base,
+            handles,
             stop,
             member,
             id: 0,
@@ -216,7 +227,7 @@ impl Supervisor {
             }
             let config = self.config_for(&current, follow_at);
             let lease = config.controller_mode.lease.clone();
-            let run = BrokerRun::start(config)?;
+            let run = BrokerRun::start(config, self.handles.clone())?;
             let mut current = current;
             let outcome = loop {
                 let outcome = self.watch(&current, &run, &lease).await;

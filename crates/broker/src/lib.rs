@@ -30,6 +30,7 @@
 mod clock;
 mod config;
 mod error;
+mod handles;
 mod local_port;
 mod services;
 mod shard;
@@ -47,6 +48,7 @@ pub use config::{
     DEFAULT_TOPIC_QUEUE_NUMS, LISTEN_PORT_DEFAULT, METRICS_PROM_PORT_DEFAULT,
 };
 pub use error::BrokerError;
+pub use handles::BrokerHandles;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};
 pub use services::compaction::CompactionConfig;
 pub use start::{outbound_tls, run};

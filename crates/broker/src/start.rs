@@ -119,9 +119,14 @@ fn physical_memory_bytes() -> Option<i64> {
     Some(i64::from(pages).saturating_mul(i64::from(page_size)))
 }
 
-/// Runs a broker until `stop` is set; blocking. Prints
-/// `ferrocket broker listening on {addr}` to stderr once every shard serves.
-pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerError> {
+/// Runs a broker of `config`, with the runner's live `handles`, until
+/// `stop` is set; blocking. Prints `ferrocket broker listening on {addr}`
+/// to stderr once every shard serves.
+pub fn run(
+    config: BrokerConfig,
+    handles: crate::BrokerHandles,
+    stop: Arc<AtomicBool>,
+) -> Result<(), BrokerError> {
     config.validate()?;
     let plan = config.shards_config().plan()?;
     let count = plan.shard_count();
@@ -152,7 +157,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerErro
     let tier = ferrocket_tier::TierService::start(&store)
         .map_err(|e| BrokerError::Config(e.to_string()))?;
     let (appender, ports) = start_appender(&config, parts, count)?;
-    let env = Arc::new(files.into_env(config, store, listen)?);
+    let env = Arc::new(files.into_env((config, handles), store, listen)?);
     // Ends by itself within one interval of the stop flag.
     let _tls_reloader = match &env.tls {
         Some(tls) => Some(tls.watch(Arc::clone(&stop)).map_err(|e| {
@@ -301,7 +306,7 @@ impl ConfigFiles {
 
     fn into_env(
         self,
-        config: BrokerConfig,
+        (config, handles): (BrokerConfig, crate::BrokerHandles),
         store: StoreHandle,
         listen: SocketAddr,
     ) -> Result<BrokerEnv, BrokerError> {
@@ -336,6 +341,7 @@ impl ConfigFiles {
             ),
             lite: Default::default(),
             config,
+            handles,
         })
     }
 }

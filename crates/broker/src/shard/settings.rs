@@ -55,7 +55,7 @@ impl Shard {
     async fn update_settings(&self, pairs: Vec<(String, String)>) -> Result<(), Refusal> {
         assert_eq!(self.index, 0, "only shard 0 writes the settings");
         let control = self.control().map_err(|r| system(r.remark))?;
-        let Some(keys) = self.env.config.online_keys.clone() else {
+        let Some(keys) = self.env.handles.online_keys.clone() else {
             return Err(Refusal {
                 code: response_code::REQUEST_CODE_NOT_SUPPORTED,
                 remark: "this broker has no key table for online changes".into(),
