@@ -34,7 +34,7 @@ pub struct Decl<C: 'static> {
     /// Other spellings taken for it (Java's older names).
     pub aliases: &'static [&'static str],
     /// The default, as the README's key tables write it (`` `true` ``,
-    /// `72`, `1 GiB`); empty: none (unset).
+    /// `72`, `1 GiB`); empty or `-`: none (unset).
     pub default: &'static str,
     /// Read at each use, so UPDATE_BROKER_CONFIG may change it.
     pub online: bool,
@@ -165,7 +165,7 @@ impl<C> Table<C> {
         let mut out = String::new();
         for decl in self.decls() {
             let default = match decl.default {
-                "" => "unset".to_string(),
+                "" | "-" => "unset".to_string(),
                 text => text.replace('`', ""),
             };
             let online = if decl.online { " (online)" } else { "" };

@@ -32,12 +32,6 @@ pub use rustls;
 /// Why TLS settings could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("{key}={value}: expected {expected}")]
-    BadValue {
-        key: String,
-        value: String,
-        expected: String,
-    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -31,16 +31,12 @@ impl TlsMode {
     /// Java matches the lower-case names exactly and reads anything else as
     /// permissive; here any case is accepted and anything else is refused,
     /// so a typo never weakens a server silently.
-    pub fn parse(value: &str) -> Result<Self, TlsError> {
+    pub fn parse(value: &str) -> Option<Self> {
         match value.trim().to_ascii_lowercase().as_str() {
-            "disabled" => Ok(TlsMode::Disabled),
-            "permissive" => Ok(TlsMode::Permissive),
-            "enforcing" => Ok(TlsMode::Enforcing),
-            _ => Err(bad_value(
-                "tls.server.mode",
-                value,
-                "disabled, permissive or enforcing",
-            )),
+            "disabled" => Some(TlsMode::Disabled),
+            "permissive" => Some(TlsMode::Permissive),
+            "enforcing" => Some(TlsMode::Enforcing),
+            _ => None,
         }
     }
 
@@ -65,16 +61,12 @@ pub enum ClientAuth {
 impl ClientAuth {
     /// Java upper-cases and matches Netty's names, reading anything else as
     /// none; here anything else is refused.
-    pub fn parse(value: &str) -> Result<Self, TlsError> {
+    pub fn parse(value: &str) -> Option<Self> {
         match value.trim().to_ascii_lowercase().as_str() {
-            "none" => Ok(ClientAuth::None),
-            "optional" => Ok(ClientAuth::Optional),
-            "require" => Ok(ClientAuth::Require),
-            _ => Err(bad_value(
-                "tls.server.need.client.auth",
-                value,
-                "none, optional or require",
-            )),
+            "none" => Some(ClientAuth::None),
+            "optional" => Some(ClientAuth::Optional),
+            "require" => Some(ClientAuth::Require),
+            _ => None,
         }
     }
 }
@@ -132,7 +124,8 @@ pub static TLS_SETTINGS: [Decl<TlsSettings>; 15] = [
         "`permissive`",
         start,
         "`disabled` (plaintext only), `permissive` (TLS and plaintext on one port) or `enforcing` (TLS only)",
-        |c, k, s| c.mode = TlsMode::parse(&s.value).map_err(|e| refused(k, s, e))?,
+        |c, k, s| c.mode = TlsMode::parse(&s.value)
+            .ok_or_else(|| invalid(k, s, "expected disabled, permissive or enforcing"))?,
     ),
     decl!(
         "tls.enable",
@@ -160,7 +153,8 @@ pub static TLS_SETTINGS: [Decl<TlsSettings>; 15] = [
         "`none`",
         start,
         "`none`, `optional` or `require` a client certificate",
-        |c, k, s| c.need_client_auth = ClientAuth::parse(&s.value).map_err(|e| refused(k, s, e))?,
+        |c, k, s| c.need_client_auth = ClientAuth::parse(&s.value)
+            .ok_or_else(|| invalid(k, s, "expected none, optional or require"))?,
     ),
     decl!(
         "tls.server.keyPath",
@@ -318,37 +312,28 @@ fn path(setting: &Setting) -> Option<PathBuf> {
     non_empty(&setting.value).map(PathBuf::from)
 }
 
-/// A refused mode, in the words every key's refusal uses.
-fn refused(key: &str, setting: &Setting, error: TlsError) -> String {
-    match error {
-        TlsError::BadValue { expected, .. } => {
-            invalid(key, setting, &format!("expected {expected}"))
-        }
-        other => format!("{}: {other}", setting.origin),
-    }
-}
-
-fn bad_value(key: &str, value: &str, expected: &str) -> TlsError {
-    TlsError::BadValue {
-        key: key.to_string(),
-        value: value.to_string(),
-        expected: expected.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn modes_parse_in_any_case_and_typos_are_refused() {
-        assert_eq!(TlsMode::parse("enforcing").unwrap(), TlsMode::Enforcing);
-        assert_eq!(TlsMode::parse(" ENFORCING ").unwrap(), TlsMode::Enforcing);
-        assert_eq!(TlsMode::parse("Disabled").unwrap(), TlsMode::Disabled);
-        let error = TlsMode::parse("enforce").unwrap_err().to_string();
-        assert!(error.contains("tls.server.mode"), "{error}");
-        assert!(ClientAuth::parse("requier").is_err());
-        assert_eq!(ClientAuth::parse("REQUIRE").unwrap(), ClientAuth::Require);
+        assert_eq!(TlsMode::parse("enforcing"), Some(TlsMode::Enforcing));
+        assert_eq!(TlsMode::parse(" ENFORCING "), Some(TlsMode::Enforcing));
+        assert_eq!(TlsMode::parse("Disabled"), Some(TlsMode::Disabled));
+        let mut settings = TlsSettings::default();
+        let error = settings
+            .set("tls.server.mode", "enforce")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.ends_with("for tls.server.mode: expected disabled, permissive or enforcing"),
+            "{error}"
+        );
+        assert!(settings
+            .set("tls.server.need.client.auth", "requier")
+            .is_err());
+        assert_eq!(ClientAuth::parse("REQUIRE"), Some(ClientAuth::Require));
     }
 
     #[test]

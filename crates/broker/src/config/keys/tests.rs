@@ -178,8 +178,12 @@ fn the_readme_tables_match_the_declarations() {
         rows.insert(decl.name);
     }
     assert!(rows.len() > 40, "only {} README rows found", rows.len());
-    // The tables of tiering and controller mode are among those checked.
+    // The tables of tiering, controller mode, TLS and ACL 2.0 are among
+    // those checked.
     for key in [
+        "tls.server.mode",
+        "tls.client.trustCertPath",
+        "authorizationWhitelist",
         "tieredStorageLevel",
         "objectStoreSecretKey",
         "enableControllerMode",
