@@ -243,12 +243,7 @@ pub fn broker_config(
         ),
     ];
     let settings = collect(&args.common, flags)?;
-    let mut config = ferrocket_broker::BrokerConfig {
-        online_keys: Some(ferrocket_broker::ConfigKeys {
-            file: args.common.config_file.clone(),
-        }),
-        ..ferrocket_broker::BrokerConfig::default()
-    };
+    let mut config = ferrocket_broker::BrokerConfig::default();
     let mut grpc = ferrocket_grpc::GrpcLimits::default();
     for (key, setting) in &settings {
         let grpc_key = grpc

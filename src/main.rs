@@ -124,15 +124,22 @@ fn run(cli: Cli) -> Result<(), String> {
             ferrocket_controller::run(config, stop_flag()?).map_err(|e| format!("controller: {e}"))
         }
         Command::Broker(args) => {
-            let (mut config, grpc_limits) = config::broker_config(&args)?;
+            let (config, grpc_limits) = config::broker_config(&args)?;
+            // GET/UPDATE_BROKER_CONFIG on, online changes written to `-c`.
+            let mut handles = ferrocket_broker::BrokerHandles {
+                online_keys: Some(ferrocket_broker::ConfigKeys {
+                    file: args.common.config_file.clone(),
+                }),
+                ..Default::default()
+            };
             let stop = stop_flag()?;
             let endpoint = match config.enable_proxy {
-                true => Some(start_endpoint(&mut config, grpc_limits, &stop)?),
+                true => Some(start_endpoint(&config, &mut handles, grpc_limits, &stop)?),
                 false => None,
             };
             let ran = match config.controller_mode.enabled {
-                true => ferrocket_broker::run_controller_mode(config, Arc::clone(&stop)),
-                false => ferrocket_broker::run(config, Arc::clone(&stop))
+                true => ferrocket_broker::run_controller_mode(config, handles, Arc::clone(&stop)),
+                false => ferrocket_broker::run(config, handles, Arc::clone(&stop))
                     .map_err(|e| format!("broker: {e}")),
             };
             if let Some(thread) = endpoint {
@@ -157,9 +164,10 @@ fn run(cli: Cli) -> Result<(), String> {
 
 /// The in-broker gRPC endpoint (`enableProxy=true`) on its own thread,
 /// given the broker port's HTTP/2 connections and, in local mode, the
-/// broker's in-process door (both put into `config`).
+/// broker's in-process door (both put into `handles`).
 fn start_endpoint(
-    config: &mut ferrocket_broker::BrokerConfig,
+    config: &ferrocket_broker::BrokerConfig,
+    handles: &mut ferrocket_broker::BrokerHandles,
     limits: ferrocket_grpc::GrpcLimits,
     stop: &Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
@@ -170,7 +178,7 @@ fn start_endpoint(
     let broker = match config.proxy_mode {
         ferrocket_broker::ProxyMode::Local => {
             let port = ferrocket_broker::LocalPort::new();
-            config.local_port = Some(port.clone());
+            handles.local_port = Some(port.clone());
             Some(Arc::new(grpc_local::BrokerDoor(port)) as Arc<dyn ferrocket_grpc::LocalBroker>)
         }
         ferrocket_broker::ProxyMode::Cluster => None,
@@ -183,7 +191,7 @@ fn start_endpoint(
     };
     let (handoff, thread) =
         proxy::in_broker(&config.namesrv_addr, security, endpoint, Arc::clone(stop))?;
-    config.grpc_handoff = Some(handoff);
+    handles.grpc_handoff = Some(handoff);
     Ok(thread)
 }
 

@@ -141,7 +141,10 @@ fn config_errors_name_their_source_and_say_what_is_allowed() {
     // Java would read a mistyped TLS mode as permissive; here it stops.
     let mode = refused(&["broker", "--set", "tls.server.mode=enforce"]);
     assert!(
-        mode.contains("tls.server.mode=enforce: expected disabled, permissive or enforcing"),
+        mode.contains(
+            "--set tls.server.mode=enforce: invalid value `enforce` for tls.server.mode: \
+             expected disabled, permissive or enforcing"
+        ),
         "{mode}"
     );
     // A certificate that is not there stops the start, naming the key.

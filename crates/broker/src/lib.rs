@@ -53,6 +53,7 @@
 mod clock;
 mod config;
 mod error;
+mod handles;
 mod local_port;
 mod role;
 mod services;
@@ -71,6 +72,7 @@ pub use config::{
     METRICS_PROM_PORT_DEFAULT,
 };
 pub use error::BrokerError;
+pub use handles::BrokerHandles;
 pub use local_port::{LocalError, LocalPort, LocalReply, RequestSink, LOCAL_CALLS_MAX};
 pub use role::state::RoleState;
 pub use role::supervisor::run as run_controller_mode;

@@ -120,16 +120,22 @@ fn physical_memory_bytes() -> Option<i64> {
     Some(i64::from(pages).saturating_mul(i64::from(page_size)))
 }
 
-/// Runs a broker until `stop` is set; blocking. Prints
-/// `ferrocket broker listening on {addr}` to stderr once every shard serves.
-pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), BrokerError> {
-    run_in_role(config, RoleState::default(), stop)
+/// Runs a broker of `config`, with the runner's live `handles`, until
+/// `stop` is set; blocking. Prints `ferrocket broker listening on {addr}`
+/// to stderr once every shard serves.
+pub fn run(
+    config: BrokerConfig,
+    handles: crate::BrokerHandles,
+    stop: Arc<AtomicBool>,
+) -> Result<(), BrokerError> {
+    run_in_role(config, handles, RoleState::default(), stop)
 }
 
 /// [`run`] with controller mode's live handles (`role`), which the
 /// supervisor (`role::supervisor`) shares with this run.
 pub fn run_in_role(
     config: BrokerConfig,
+    handles: crate::BrokerHandles,
     role: RoleState,
     stop: Arc<AtomicBool>,
 ) -> Result<(), BrokerError> {
@@ -166,7 +172,7 @@ pub fn run_in_role(
     let tier = ferrocket_tier::TierService::start(&store)
         .map_err(|e| BrokerError::Config(e.to_string()))?;
     let (appender, ports) = start_appender(&config, parts, count)?;
-    let env = Arc::new(files.into_env(config, role, store, listen)?);
+    let env = Arc::new(files.into_env((config, handles), role, store, listen)?);
     // Ends by itself within one interval of the stop flag.
     let _tls_reloader = match &env.tls {
         Some(tls) => Some(tls.watch(Arc::clone(&stop)).map_err(|e| {
@@ -315,7 +321,7 @@ impl ConfigFiles {
 
     fn into_env(
         self,
-        config: BrokerConfig,
+        (config, handles): (BrokerConfig, crate::BrokerHandles),
         role: RoleState,
         store: StoreHandle,
         listen: SocketAddr,
@@ -352,6 +358,7 @@ impl ConfigFiles {
             lite: Default::default(),
             role,
             config,
+            handles,
         })
     }
 }

@@ -63,7 +63,7 @@ fn a_taken_fast_port_stops_the_start_naming_the_setting() {
     let _taken = TcpListener::bind(("127.0.0.1", port - 2)).unwrap();
     config.listen_port = port;
     config.fast_listen_port_enable = true;
-    let error = ferrocket_broker::run(config, Default::default()).unwrap_err();
+    let error = ferrocket_broker::run(config, Default::default(), Default::default()).unwrap_err();
     assert!(
         error.to_string().contains("fastListenPortEnable"),
         "{error}"

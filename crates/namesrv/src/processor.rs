@@ -161,7 +161,7 @@ impl NamesrvHandler {
 
     /// UPDATE_NAMESRV_CONFIG: every line applied, or none.
     fn update_settings(&self, request: &RemotingCommand) -> RemotingCommand {
-        match settings::update(self.live.get(), &request.body) {
+        match settings::update(&self.config, self.live.get(), &request.body) {
             Ok(next) => {
                 self.live.set(next);
                 self.routes

@@ -15,16 +15,15 @@
 use ferrocket_protocol::body::{parse_update, show_text, UpdateRefusal, BLACK_LIST_REMARK};
 use ferrocket_protocol::codes::response_code as rc;
 
+use ferrocket_runtime::settings::{Online, OnlineRefusal};
+
+use crate::keys::NAMESRV_SETTINGS;
 use crate::NamesrvConfig;
 
 /// Keys no update may touch (Java's name server `configBlackList` default).
 pub const BLACK_LIST: &[&str] = &["configBlackList", "configStorePath", "kvConfigPath"];
-/// The keys an update may change.
-pub const LIVE_KEYS: &[&str] = &[
-    "deleteTopicWithBrokerRegistration",
-    "unregisterOnDisconnect",
-    "orderMessageEnable",
-];
+/// Where an online change's errors say it came from.
+pub(crate) const ONLINE_ORIGIN: &str = "UPDATE_NAMESRV_CONFIG";
 
 /// The settings read while running, as an update leaves them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,63 +61,52 @@ impl Refusal {
 /// (printed by each key's declaration), the live ones as updates left
 /// them.
 pub fn show(config: &NamesrvConfig, live: LiveSettings) -> String {
-    let mut config = config.clone();
-    config.delete_topic_with_broker_registration = live.delete_topic_with_broker_registration;
-    config.unregister_on_disconnect = live.unregister_on_disconnect;
-    let mut lines = crate::keys::render_own(&config);
+    let mut lines = crate::keys::render_own(&in_force(config, live));
     lines.push(("configBlackList".into(), BLACK_LIST.join(";")));
     let lines: Vec<(&str, String)> = lines.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     show_text(&lines)
 }
 
-/// UPDATE_NAMESRV_CONFIG: the settings after every line of `body`, or the
-/// refusal of the first bad one (then nothing changes).
-pub fn update(live: LiveSettings, body: &[u8]) -> Result<LiveSettings, Refusal> {
+/// `config` with the live settings as updates left them.
+fn in_force(config: &NamesrvConfig, live: LiveSettings) -> NamesrvConfig {
+    let mut config = config.clone();
+    config.delete_topic_with_broker_registration = live.delete_topic_with_broker_registration;
+    config.unregister_on_disconnect = live.unregister_on_disconnect;
+    config
+}
+
+/// UPDATE_NAMESRV_CONFIG: the settings after every line of `body`, each
+/// applied by its declaration (only keys declared online may change), or
+/// the refusal of the first bad one (then nothing changes).
+pub fn update(
+    config: &NamesrvConfig,
+    live: LiveSettings,
+    body: &[u8],
+) -> Result<LiveSettings, Refusal> {
     let pairs = parse_update(body, BLACK_LIST).map_err(|refusal| match refusal {
         UpdateRefusal::Malformed(why) => Refusal::invalid(why),
-        UpdateRefusal::BlackListed => Refusal {
-            code: rc::NO_PERMISSION,
-            remark: BLACK_LIST_REMARK.into(),
-        },
+        UpdateRefusal::BlackListed => black_listed(),
     })?;
-    let mut next = live;
-    for (key, value) in &pairs {
-        apply_live(&mut next, key, value).map_err(Refusal::invalid)?;
-    }
-    Ok(next)
+    let to = Online {
+        server: "name server",
+        file: "the name server's config",
+        origin: ONLINE_ORIGIN,
+        black_list: BLACK_LIST,
+    };
+    let updated = NAMESRV_SETTINGS
+        .apply_online(&in_force(config, live), &pairs, &to)
+        .map_err(|refusal| match refusal {
+            OnlineRefusal::BlackListed => black_listed(),
+            OnlineRefusal::Invalid(why) => Refusal::invalid(why),
+        })?;
+    Ok(LiveSettings::of(&updated))
 }
 
-fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
-    match value {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(format!("{key}: expected true or false, got `{value}`")),
+fn black_listed() -> Refusal {
+    Refusal {
+        code: rc::NO_PERMISSION,
+        remark: BLACK_LIST_REMARK.into(),
     }
-}
-
-/// One change to a live key, checked.
-fn apply_live(next: &mut LiveSettings, key: &str, value: &str) -> Result<(), String> {
-    match key {
-        "deleteTopicWithBrokerRegistration" => {
-            next.delete_topic_with_broker_registration = parse_bool(key, value)?
-        }
-        "unregisterOnDisconnect" => next.unregister_on_disconnect = parse_bool(key, value)?,
-        "orderMessageEnable" => {
-            if !parse_bool(key, value)? {
-                return Err("orderMessageEnable cannot be turned off: Ferrocket always \
-                            serves a topic's order config (ORDER_TOPIC_CONFIG) with its route"
-                    .into());
-            }
-        }
-        _ => {
-            return Err(format!(
-                "`{key}` cannot change while the name server runs: set it in the name \
-                 server's config and restart (online keys: {})",
-                LIVE_KEYS.join(", ")
-            ))
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -138,8 +126,10 @@ mod tests {
 
     #[test]
     fn live_keys_change_and_the_rest_is_refused_whole() {
-        let live = LiveSettings::of(&NamesrvConfig::default());
+        let config = NamesrvConfig::default();
+        let live = LiveSettings::of(&config);
         let next = update(
+            &config,
             live,
             b"# admin\ndeleteTopicWithBrokerRegistration=true\nunregisterOnDisconnect: false\norderMessageEnable=true\n",
         )
@@ -147,7 +137,7 @@ mod tests {
         assert!(next.delete_topic_with_broker_registration);
         assert!(!next.unregister_on_disconnect);
 
-        let black = update(live, b"kvConfigPath=/tmp/x\n").unwrap_err();
+        let black = update(&config, live, b"kvConfigPath=/tmp/x\n").unwrap_err();
         assert_eq!(black.code, rc::NO_PERMISSION);
         for bad in [
             &b"unregisterOnDisconnect=false\nlistenPort=1"[..],
@@ -157,11 +147,11 @@ mod tests {
             b"unregisterOnDisconnect",
             b"\xff=1",
         ] {
-            let refused = update(live, bad).unwrap_err();
+            let refused = update(&config, live, bad).unwrap_err();
             assert_eq!(refused.code, rc::INVALID_PARAMETER, "{bad:?}");
             assert!(!refused.remark.is_empty());
         }
-        let named = update(live, b"listenPort=1").unwrap_err();
+        let named = update(&config, live, b"listenPort=1").unwrap_err();
         assert!(named.remark.contains("`listenPort`"), "{}", named.remark);
     }
 

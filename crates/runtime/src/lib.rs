@@ -13,8 +13,14 @@
 
 pub mod lock;
 pub mod server;
-pub mod settings;
+/// Declared settings (`ferrocket_settings`), with the server limits'
+/// declarations (`server_limit_settings!`).
+pub mod settings {
+    pub use ferrocket_settings::*;
+}
+pub use ferrocket_settings::decl;
+mod server_limits;
 pub mod shard;
-pub mod suggest;
+pub use ferrocket_settings::suggest;
 pub mod sync;
 pub mod task_set;

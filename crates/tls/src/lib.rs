@@ -22,7 +22,7 @@ use std::path::PathBuf;
 pub use client::{client_config, server_name};
 pub use reload::{ServerTls, RELOAD_INTERVAL_MS};
 pub use server::server_config;
-pub use settings::{ClientAuth, Side, TlsMode, TlsSettings, KEYS, TLS_CONFIG_FILE_DEFAULT};
+pub use settings::{ClientAuth, Side, TlsMode, TlsSettings, TLS_CONFIG_FILE_DEFAULT, TLS_SETTINGS};
 pub use sniff::{client_hello_alpn, HelloAlpn, CLIENT_HELLO_BYTES_MAX, TLS_HANDSHAKE_BYTE};
 pub use stream::MaybeTls;
 
@@ -32,12 +32,6 @@ pub use rustls;
 /// Why TLS settings could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("{key}={value}: expected {expected}")]
-    BadValue {
-        key: String,
-        value: String,
-        expected: String,
-    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

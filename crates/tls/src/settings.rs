@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use ferrocket_settings::{decl, invalid, parse_bool, Decl, Setting, Table};
+
 use crate::TlsError;
 
 /// Java's default `tls.config.file`.
@@ -29,16 +31,12 @@ impl TlsMode {
     /// Java matches the lower-case names exactly and reads anything else as
     /// permissive; here any case is accepted and anything else is refused,
     /// so a typo never weakens a server silently.
-    pub fn parse(value: &str) -> Result<Self, TlsError> {
+    pub fn parse(value: &str) -> Option<Self> {
         match value.trim().to_ascii_lowercase().as_str() {
-            "disabled" => Ok(TlsMode::Disabled),
-            "permissive" => Ok(TlsMode::Permissive),
-            "enforcing" => Ok(TlsMode::Enforcing),
-            _ => Err(bad_value(
-                "tls.server.mode",
-                value,
-                "disabled, permissive or enforcing",
-            )),
+            "disabled" => Some(TlsMode::Disabled),
+            "permissive" => Some(TlsMode::Permissive),
+            "enforcing" => Some(TlsMode::Enforcing),
+            _ => None,
         }
     }
 
@@ -63,16 +61,12 @@ pub enum ClientAuth {
 impl ClientAuth {
     /// Java upper-cases and matches Netty's names, reading anything else as
     /// none; here anything else is refused.
-    pub fn parse(value: &str) -> Result<Self, TlsError> {
+    pub fn parse(value: &str) -> Option<Self> {
         match value.trim().to_ascii_lowercase().as_str() {
-            "none" => Ok(ClientAuth::None),
-            "optional" => Ok(ClientAuth::Optional),
-            "require" => Ok(ClientAuth::Require),
-            _ => Err(bad_value(
-                "tls.server.need.client.auth",
-                value,
-                "none, optional or require",
-            )),
+            "none" => Some(ClientAuth::None),
+            "optional" => Some(ClientAuth::Optional),
+            "require" => Some(ClientAuth::Require),
+            _ => None,
         }
     }
 }
@@ -122,55 +116,139 @@ impl Default for TlsSettings {
     }
 }
 
-/// Every key [`TlsSettings::set`] takes.
-pub const KEYS: [&str; 15] = [
-    "tls.server.mode",
-    "tls.enable",
-    "tls.config.file",
-    "tls.test.mode.enable",
-    "tls.server.need.client.auth",
-    "tls.server.keyPath",
-    "tls.server.keyPassword",
-    "tls.server.certPath",
-    "tls.server.authClient",
-    "tls.server.trustCertPath",
-    "tls.client.keyPath",
-    "tls.client.keyPassword",
-    "tls.client.certPath",
-    "tls.client.authServer",
-    "tls.client.trustCertPath",
+/// Every `tls.*` key, declared once; a server takes them with
+/// `ferrocket_settings::nest` over its config's `TlsSettings`.
+pub static TLS_SETTINGS: [Decl<TlsSettings>; 15] = [
+    decl!(
+        "tls.server.mode",
+        "`permissive`",
+        start,
+        "`disabled` (plaintext only), `permissive` (TLS and plaintext on one port) or `enforcing` (TLS only)",
+        |c, k, s| c.mode = TlsMode::parse(&s.value)
+            .ok_or_else(|| invalid(k, s, "expected disabled, permissive or enforcing"))?,
+    ),
+    decl!(
+        "tls.enable",
+        "-",
+        start,
+        "dial out over TLS; unset: when the mode is enforcing",
+        |c, k, s| c.enable = Some(parse_bool(k, s)?),
+    ),
+    decl!(
+        "tls.config.file",
+        "`/etc/rocketmq/tls.properties`",
+        start,
+        "a properties file of the other `tls.*` keys, read (when present) before each context is built",
+        |c, _, s| c.config_file = PathBuf::from(s.value.trim()),
+    ),
+    decl!(
+        "tls.test.mode.enable",
+        "`true`",
+        start,
+        "the server serves a self-signed certificate and the client trusts any",
+        |c, k, s| c.test_mode_enable = parse_bool(k, s)?,
+    ),
+    decl!(
+        "tls.server.need.client.auth",
+        "`none`",
+        start,
+        "`none`, `optional` or `require` a client certificate",
+        |c, k, s| c.need_client_auth = ClientAuth::parse(&s.value)
+            .ok_or_else(|| invalid(k, s, "expected none, optional or require"))?,
+    ),
+    decl!(
+        "tls.server.keyPath",
+        "-",
+        start,
+        "the server's key (PEM: PKCS#8, RSA or EC)",
+        |c, _, s| c.server.key_path = path(s),
+    ),
+    decl!(
+        "tls.server.keyPassword",
+        "-",
+        start,
+        "the password of an encrypted PKCS#8 server key",
+        |c, _, s| c.server.key_password = non_empty(&s.value),
+    ),
+    decl!(
+        "tls.server.certPath",
+        "-",
+        start,
+        "the server's certificate chain (PEM, leaf first)",
+        |c, _, s| c.server.cert_path = path(s),
+    ),
+    decl!(
+        "tls.server.authClient",
+        "`false`",
+        start,
+        "verify client certificates against `tls.server.trustCertPath`",
+        |c, k, s| c.server.auth_peer = parse_bool(k, s)?,
+    ),
+    decl!(
+        "tls.server.trustCertPath",
+        "-",
+        start,
+        "the CA that signs client certificates (PEM)",
+        |c, _, s| c.server.trust_cert_path = path(s),
+    ),
+    decl!(
+        "tls.client.keyPath",
+        "-",
+        start,
+        "the key of the certificate sent to servers that ask for one",
+        |c, _, s| c.client.key_path = path(s),
+    ),
+    decl!(
+        "tls.client.keyPassword",
+        "-",
+        start,
+        "the password of an encrypted PKCS#8 client key",
+        |c, _, s| c.client.key_password = non_empty(&s.value),
+    ),
+    decl!(
+        "tls.client.certPath",
+        "-",
+        start,
+        "the certificate chain sent to servers that ask for one",
+        |c, _, s| c.client.cert_path = path(s),
+    ),
+    decl!(
+        "tls.client.authServer",
+        "`false`",
+        start,
+        "verify the server's certificate against `tls.client.trustCertPath`",
+        |c, k, s| c.client.auth_peer = parse_bool(k, s)?,
+    ),
+    decl!(
+        "tls.client.trustCertPath",
+        "-",
+        start,
+        "the CA that signs server certificates (PEM)",
+        |c, _, s| c.client.trust_cert_path = path(s),
+    ),
 ];
 
-/// Keys of [`KEYS`] only the server's own settings may set: the mode,
-/// `tls.enable` and the file's own name, as in Java.
+/// Keys of [`TLS_SETTINGS`] only the server's own settings may set: the
+/// mode, `tls.enable` and the file's own name, as in Java.
 const OWN_KEYS_COUNT: usize = 3;
 
 /// The keys `tls.config.file` may set: every other key.
-pub const FILE_KEYS: &[&str] = KEYS.split_at(OWN_KEYS_COUNT).1;
+static FILE_KEYS: Table<TlsSettings> = Table {
+    sections: &[TLS_SETTINGS.split_at(OWN_KEYS_COUNT).1],
+};
+
+/// Every key, for a server's table.
+static ALL_KEYS: Table<TlsSettings> = Table {
+    sections: &[&TLS_SETTINGS],
+};
 
 impl TlsSettings {
     /// Sets one `tls.*` key. `Ok(false)`: not a TLS key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, TlsError> {
-        let path = || non_empty(value).map(PathBuf::from);
-        match key {
-            "tls.server.mode" => self.mode = TlsMode::parse(value)?,
-            "tls.enable" => self.enable = Some(parse_bool(key, value)?),
-            "tls.config.file" => self.config_file = PathBuf::from(value.trim()),
-            "tls.test.mode.enable" => self.test_mode_enable = parse_bool(key, value)?,
-            "tls.server.need.client.auth" => self.need_client_auth = ClientAuth::parse(value)?,
-            "tls.server.keyPath" => self.server.key_path = path(),
-            "tls.server.keyPassword" => self.server.key_password = non_empty(value),
-            "tls.server.certPath" => self.server.cert_path = path(),
-            "tls.server.authClient" => self.server.auth_peer = parse_bool(key, value)?,
-            "tls.server.trustCertPath" => self.server.trust_cert_path = path(),
-            "tls.client.keyPath" => self.client.key_path = path(),
-            "tls.client.keyPassword" => self.client.key_password = non_empty(value),
-            "tls.client.certPath" => self.client.cert_path = path(),
-            "tls.client.authServer" => self.client.auth_peer = parse_bool(key, value)?,
-            "tls.client.trustCertPath" => self.client.trust_cert_path = path(),
-            _ => return Ok(false),
-        }
-        Ok(true)
+        let setting = Setting::from_flag(value.to_string(), "TLS setting".into());
+        ALL_KEYS
+            .apply(self, key, &setting)
+            .map_err(TlsError::Invalid)
     }
 
     /// Whether a client of these settings dials out over TLS: `explicit`
@@ -189,10 +267,13 @@ impl TlsSettings {
         let Some(text) = read_config_file(&self.config_file)? else {
             return Ok(merged);
         };
+        let origin = self.config_file.display().to_string();
         for (key, value) in ferrocket_protocol::body::parse_properties(&text) {
-            if FILE_KEYS.contains(&key.as_str()) {
-                merged.set(&key, &value)?;
-            } else if key.starts_with("tls.") {
+            let setting = Setting::from_flag(value, origin.clone());
+            let known = FILE_KEYS
+                .apply(&mut merged, &key, &setting)
+                .map_err(TlsError::Invalid)?;
+            if !known && key.starts_with("tls.") {
                 tracing::warn!(file = %self.config_file.display(), %key,
                     "ignored: tls.config.file cannot set this key (set it in the server's own settings)");
             }
@@ -227,20 +308,8 @@ fn non_empty(value: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.to_string())
 }
 
-fn parse_bool(key: &str, value: &str) -> Result<bool, TlsError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(bad_value(key, value, "true or false")),
-    }
-}
-
-fn bad_value(key: &str, value: &str, expected: &str) -> TlsError {
-    TlsError::BadValue {
-        key: key.to_string(),
-        value: value.to_string(),
-        expected: expected.to_string(),
-    }
+fn path(setting: &Setting) -> Option<PathBuf> {
+    non_empty(&setting.value).map(PathBuf::from)
 }
 
 #[cfg(test)]
@@ -249,19 +318,28 @@ mod tests {
 
     #[test]
     fn modes_parse_in_any_case_and_typos_are_refused() {
-        assert_eq!(TlsMode::parse("enforcing").unwrap(), TlsMode::Enforcing);
-        assert_eq!(TlsMode::parse(" ENFORCING ").unwrap(), TlsMode::Enforcing);
-        assert_eq!(TlsMode::parse("Disabled").unwrap(), TlsMode::Disabled);
-        let error = TlsMode::parse("enforce").unwrap_err().to_string();
-        assert!(error.contains("tls.server.mode"), "{error}");
-        assert!(ClientAuth::parse("requier").is_err());
-        assert_eq!(ClientAuth::parse("REQUIRE").unwrap(), ClientAuth::Require);
+        assert_eq!(TlsMode::parse("enforcing"), Some(TlsMode::Enforcing));
+        assert_eq!(TlsMode::parse(" ENFORCING "), Some(TlsMode::Enforcing));
+        assert_eq!(TlsMode::parse("Disabled"), Some(TlsMode::Disabled));
+        let mut settings = TlsSettings::default();
+        let error = settings
+            .set("tls.server.mode", "enforce")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.ends_with("for tls.server.mode: expected disabled, permissive or enforcing"),
+            "{error}"
+        );
+        assert!(settings
+            .set("tls.server.need.client.auth", "requier")
+            .is_err());
+        assert_eq!(ClientAuth::parse("REQUIRE"), Some(ClientAuth::Require));
     }
 
     #[test]
     fn every_key_sets_something_and_others_are_not_ours() {
         let mut settings = TlsSettings::default();
-        for key in KEYS {
+        for key in TLS_SETTINGS.iter().map(|decl| decl.name) {
             let value = match key {
                 "tls.server.mode" => "enforcing",
                 "tls.server.need.client.auth" => "optional",

@@ -102,75 +102,6 @@ impl ControllerModeConfig {
             .unwrap_or_else(|| store_root.join("brokerIdentity"))
     }
 
-    /// Applies one setting; `Ok(false)` for a key that is not one of these.
-    pub fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
-        let value = value.trim();
-        let number = || {
-            value
-                .parse::<u64>()
-                .ok()
-                .filter(|v| *v > 0)
-                .ok_or_else(|| format!("{key}=`{value}`: expected a positive number"))
-        };
-        let flag = || {
-            value
-                .parse::<bool>()
-                .map_err(|_| format!("{key}=`{value}`: expected true or false"))
-        };
-        let path = || Some(PathBuf::from(value)).filter(|_| !value.is_empty());
-        match key {
-            "enableControllerMode" => self.enabled = flag()?,
-            "controllerAddr" => self.controller_addr = value.to_string(),
-            "syncBrokerMetadataPeriod" => self.sync_broker_metadata_period_ms = number()?,
-            "checkSyncStateSetPeriod" => self.check_sync_state_set_period_ms = number()?,
-            "syncControllerMetadataPeriod" => self.sync_controller_metadata_period_ms = number()?,
-            "controllerHeartBeatTimeoutMills" => self.controller_heartbeat_timeout_ms = number()?,
-            "brokerElectionPriority" => {
-                self.broker_election_priority = value
-                    .parse()
-                    .map_err(|_| format!("{key}=`{value}`: expected an integer"))?
-            }
-            "brokerHeartbeatInterval" => self.broker_heartbeat_interval_ms = number()?,
-            "sendHeartbeatTimeoutMillis" => self.send_heartbeat_timeout_ms = number()?,
-            "allAckInSyncStateSet" => self.all_ack_in_sync_state_set = flag()?,
-            "minInSyncReplicas" => {
-                self.min_in_sync_replicas =
-                    u32::try_from(number()?).map_err(|_| format!("{key}=`{value}`: too large"))?
-            }
-            "haMaxTimeSlaveNotCatchup" => self.ha_max_time_slave_not_catchup_ms = number()?,
-            "storePathEpochFile" => self.store_path_epoch_file = path(),
-            "storePathBrokerIdentity" => self.store_path_broker_identity = path(),
-            // Java keys whose behaviour is fixed here: controller addresses
-            // are listed, never looked up in DNS.
-            "fetchControllerAddrByDnsLookup" => {
-                if flag()? {
-                    return Err(format!("{key}=true: DNS lookup of controllers is not supported; list them in controllerAddr"));
-                }
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// Every key [`Self::apply`] takes.
-    pub const KEYS: &'static [&'static str] = &[
-        "enableControllerMode",
-        "controllerAddr",
-        "syncBrokerMetadataPeriod",
-        "checkSyncStateSetPeriod",
-        "syncControllerMetadataPeriod",
-        "controllerHeartBeatTimeoutMills",
-        "brokerElectionPriority",
-        "brokerHeartbeatInterval",
-        "sendHeartbeatTimeoutMillis",
-        "allAckInSyncStateSet",
-        "minInSyncReplicas",
-        "haMaxTimeSlaveNotCatchup",
-        "storePathEpochFile",
-        "storePathBrokerIdentity",
-        "fetchControllerAddrByDnsLookup",
-    ];
-
     /// Java's start-up rules for controller mode.
     pub fn validate(&self) -> Result<(), String> {
         if !self.enabled {
@@ -192,9 +123,26 @@ impl ControllerModeConfig {
 mod tests {
     use super::*;
 
+    /// Sets `key` through the broker's declarations.
+    struct Keys(crate::config::BrokerConfig);
+
+    impl Keys {
+        fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
+            let setting = ferrocket_runtime::settings::Setting::from_flag(value.into(), "t".into());
+            crate::config::keys::BROKER_SETTINGS.apply(&mut self.0, key, &setting)
+        }
+    }
+
+    impl std::ops::Deref for Keys {
+        type Target = ControllerModeConfig;
+        fn deref(&self) -> &ControllerModeConfig {
+            &self.0.controller_mode
+        }
+    }
+
     #[test]
     fn keys_apply_with_java_defaults_and_validate() {
-        let mut config = ControllerModeConfig::default();
+        let mut config = Keys(Default::default());
         assert_eq!(config.broker_heartbeat_interval_ms, 1_000);
         assert!(config.apply("enableControllerMode", "true").unwrap());
         assert!(config.validate().is_err(), "no controllerAddr");
@@ -207,7 +155,7 @@ mod tests {
         assert!(config
             .apply("fetchControllerAddrByDnsLookup", "true")
             .is_err());
-        assert!(!config.apply("brokerRole", "SLAVE").unwrap());
+        assert!(!config.apply("noSuchKey", "SLAVE").unwrap());
         let root = Path::new("/s");
         assert_eq!(config.epoch_file(root), Path::new("/s/epochFileCheckpoint"));
         assert!(config.apply("storePathBrokerIdentity", "/x/id").unwrap());

@@ -240,24 +240,13 @@ pub struct BrokerConfig {
     /// the broker registers its topics read-only, so producers go
     /// elsewhere; without the read bit (4) it refuses pulls and pops.
     pub broker_permission: i32,
-    /// GET/UPDATE_BROKER_CONFIG on, and the file online changes are
-    /// written to (set by whoever runs the broker; the keys are
-    /// [`keys::BROKER_SETTINGS`]); `None`: both answer NOT_SUPPORTED.
-    pub online_keys: Option<ConfigKeys>,
     /// `enableProxy`: serve RocketMQ 5 (gRPC) clients on the broker's own
     /// port too, through an in-process proxy (see the README).
     pub enable_proxy: bool,
-    /// Where connections that open with HTTP/2 go: the in-broker gRPC
-    /// endpoint (`enableProxy`), set by whoever runs the broker. `None`:
-    /// the port is Remoting only.
-    pub grpc_handoff: Option<ferrocket_runtime::server::Handoff>,
     /// `proxyMode`: how the in-broker gRPC endpoint reaches this broker:
-    /// `local` (in process, through `local_port`) or `cluster` (Remoting
+    /// `local` (in process, through the runner's `LocalPort`) or `cluster` (Remoting
     /// through the name server, as `ferrocket proxy` does).
     pub proxy_mode: ProxyMode,
-    /// The in-process door the in-broker endpoint calls in `local` mode,
-    /// set by whoever runs the broker. `None`: no in-process calls.
-    pub local_port: Option<crate::local_port::LocalPort>,
     /// `tls.*`: TLS on the broker's port (Java's `tls.server.mode` and
     /// friends, JVM system properties there).
     pub tls: ferrocket_tls::TlsSettings,
@@ -335,11 +324,8 @@ impl Default for BrokerConfig {
             tier: tier::TierKeys::default(),
             metrics: MetricsConfig::default(),
             broker_permission: ferrocket_protocol::body::perm::READ_WRITE,
-            online_keys: None,
             enable_proxy: false,
-            grpc_handoff: None,
             proxy_mode: ProxyMode::Local,
-            local_port: None,
             tls: ferrocket_tls::TlsSettings::default(),
             use_tls: None,
         }

@@ -1,7 +1,7 @@
 //! Changing broker settings while it runs (UPDATE_BROKER_CONFIG, 25) and
 //! reading them (GET_BROKER_CONFIG, 26), `AdminBrokerProcessor`'s pair.
 //!
-//! Every key is declared once, in [`BROKER_SETTINGS`], with whether it is
+//! Every key is declared once, in `BROKER_SETTINGS`, with whether it is
 //! read at each use (so may change online: `online` there; the rest are
 //! read at start, or fixed into state made at start — TBW102's queue
 //! count caps `defaultTopicQueueNums`, each half message keeps the
@@ -12,9 +12,8 @@ use std::path::PathBuf;
 
 use ferrocket_protocol::body::parse_properties;
 
-use super::keys::BROKER_SETTINGS;
 use super::BrokerConfig;
-use ferrocket_runtime::settings::Setting;
+use ferrocket_runtime::settings::{Online, OnlineRefusal, Table};
 
 /// Where an online change's errors say it came from.
 const ONLINE_ORIGIN: &str = "UPDATE_BROKER_CONFIG";
@@ -26,7 +25,7 @@ pub const BLACK_LIST: &[&str] = &["brokerConfigPath", "rocketmqHome", "configBla
 pub use ferrocket_protocol::body::BLACK_LIST_REMARK;
 
 /// Where online changes are written back: present, the broker answers
-/// GET/UPDATE_BROKER_CONFIG from [`BROKER_SETTINGS`]; absent, both answer
+/// GET/UPDATE_BROKER_CONFIG from `BROKER_SETTINGS`; absent, both answer
 /// NOT_SUPPORTED.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConfigKeys {
@@ -42,60 +41,37 @@ pub struct Refusal {
     pub remark: String,
 }
 
-/// Applies `pairs` to a copy of `config`, all or nothing: a black-listed
-/// key is refused as Java refuses it (NO_PERMISSION), any other key that
-/// cannot change online, an unknown key or a bad value with
+/// Applies `pairs` to a copy of `config` by `table`'s declarations (the
+/// broker's `BROKER_SETTINGS`), all or nothing: a
+/// black-listed key is refused as Java refuses it (NO_PERMISSION), any
+/// other key that cannot change online, an unknown key or a bad value with
 /// INVALID_PARAMETER and words that say which and why.
 pub fn apply_online(
+    table: &Table<BrokerConfig>,
     config: &BrokerConfig,
     pairs: &[(String, String)],
 ) -> Result<BrokerConfig, Refusal> {
     use ferrocket_protocol::codes::response_code::{INVALID_PARAMETER, NO_PERMISSION};
     let refuse = |code, remark: String| Refusal { code, remark };
-    if pairs
-        .iter()
-        .any(|(key, _)| BLACK_LIST.contains(&key.as_str()))
-    {
-        return Err(refuse(NO_PERMISSION, BLACK_LIST_REMARK.into()));
+    // broker.conf would read a trailing `\` as joining the next line.
+    if let Some((key, _)) = pairs.iter().find(|(_, value)| value.ends_with('\\')) {
+        return Err(refuse(
+            INVALID_PARAMETER,
+            format!("the value of `{key}` ends with `\\`, which broker.conf reads as a line join"),
+        ));
     }
-    let online = BROKER_SETTINGS.online_keys();
-    let mut updated = config.clone();
-    for (key, value) in pairs {
-        // broker.conf would read a trailing `\` as joining the next line.
-        if value.ends_with('\\') {
-            return Err(refuse(
-                INVALID_PARAMETER,
-                format!(
-                    "the value of `{key}` ends with `\\`, which broker.conf reads as a line join"
-                ),
-            ));
-        }
-        let setting = Setting::from_flag(value.trim().to_string(), ONLINE_ORIGIN.into());
-        let known = BROKER_SETTINGS
-            .apply(&mut updated, key, &setting)
-            .map_err(|why| refuse(INVALID_PARAMETER, why))?;
-        if !known {
-            return Err(refuse(
-                INVALID_PARAMETER,
-                match ferrocket_runtime::suggest::closest(key, &online) {
-                    Some(meant) => {
-                        format!("unknown broker config key `{key}`: did you mean `{meant}`?")
-                    }
-                    None => format!("unknown broker config key `{key}`"),
-                },
-            ));
-        }
-        if !online.contains(&key.as_str()) {
-            return Err(refuse(
-                INVALID_PARAMETER,
-                format!(
-                    "`{key}` is read at start and cannot change while the broker runs: \
-                     set it in broker.conf and restart (online keys: {})",
-                    online.join(", ")
-                ),
-            ));
-        }
-    }
+    let to = Online {
+        server: "broker",
+        file: "broker.conf",
+        origin: ONLINE_ORIGIN,
+        black_list: BLACK_LIST,
+    };
+    let updated = table
+        .apply_online(config, pairs, &to)
+        .map_err(|refusal| match refusal {
+            OnlineRefusal::BlackListed => refuse(NO_PERMISSION, BLACK_LIST_REMARK.into()),
+            OnlineRefusal::Invalid(why) => refuse(INVALID_PARAMETER, why),
+        })?;
     updated
         .validate()
         .map_err(|e| refuse(INVALID_PARAMETER, e.to_string()))?;

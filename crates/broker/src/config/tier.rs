@@ -1,7 +1,5 @@
-//! Tiered storage's keys: RocketMQ's tiered store names where it has them
-//! (`tieredStorageLevel`, `tieredBackendServiceProvider`,
-//! `tieredStoreFilePath`, `objectStore*`), Ferrocket's own for the local
-//! budget, the cache and S3's region. Collected raw, checked together.
+//! Tiered storage's settings, collected raw (each key is declared in
+//! `config::keys::tier`) and checked together at start.
 
 use std::path::PathBuf;
 
@@ -38,70 +36,7 @@ pub fn owner(cluster: &str, broker: &str) -> String {
     format!("{}/{}", cluster.trim(), broker.trim())
 }
 
-fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| format!("{key}={value}: expected a non-negative number"))
-}
-
 impl TierKeys {
-    /// Every key [`Self::apply`] takes.
-    pub const KEYS: &'static [&'static str] = &[
-        "tieredStorageLevel",
-        "tieredBackendServiceProvider",
-        "tieredStoreFilePath",
-        "objectStoreEndpoint",
-        "objectStoreBucket",
-        "objectStoreRegion",
-        "objectStoreAccessKey",
-        "objectStoreSecretKey",
-        "tieredStoreLocalMaxBytes",
-        "tieredStoreLocalReservedTimeMs",
-        "tieredStoreFileReservedTime",
-        "tieredStoreFileReservedTimeMs",
-        "tieredStoreUploadIntervalMs",
-        "tieredStoreReadAheadBytes",
-        "tieredStoreReadCacheBytes",
-    ];
-
-    /// Takes one key; `Ok(false)` for a key not of the tier.
-    pub fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
-        let text = value.trim().to_owned();
-        match key {
-            "tieredStorageLevel" => {
-                self.enabled = match text.to_ascii_uppercase().as_str() {
-                    "DISABLE" | "0" => false,
-                    "NOT_IN_DISK" | "1" => true,
-                    _ => return Err(format!(
-                        "tieredStorageLevel={text}: expected DISABLE or NOT_IN_DISK (NOT_IN_MEM and FORCE are not supported)"
-                    )),
-                }
-            }
-            "tieredBackendServiceProvider" => self.provider = text,
-            "tieredStoreFilePath" => self.file_path = text,
-            "objectStoreEndpoint" => self.endpoint = text,
-            "objectStoreBucket" => self.bucket = text,
-            "objectStoreRegion" => self.region = text,
-            "objectStoreAccessKey" => self.access_key = text,
-            "objectStoreSecretKey" => self.secret_key = text,
-            "tieredStoreLocalMaxBytes" => self.local_max_bytes = Some(number(key, &text)?),
-            "tieredStoreLocalReservedTimeMs" => self.local_reserved_ms = Some(number(key, &text)?),
-            "tieredStoreFileReservedTime" => {
-                let hours: u64 = number(key, &text)?;
-                self.remote_reserved_ms = Some(hours.saturating_mul(3_600_000));
-            }
-            "tieredStoreFileReservedTimeMs" => {
-                self.remote_reserved_ms = Some(number(key, &text)?)
-            }
-            "tieredStoreUploadIntervalMs" => self.upload_interval_ms = Some(number(key, &text)?),
-            "tieredStoreReadAheadBytes" => self.read_ahead_bytes = Some(number(key, &text)?),
-            "tieredStoreReadCacheBytes" => self.read_cache_bytes = Some(number(key, &text)?),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
     /// The store's tier settings (`None`: off), or why they cannot work.
     pub fn store_config(&self) -> Result<Option<TierConfig>, String> {
         if !self.enabled {
@@ -166,9 +101,23 @@ impl TierKeys {
 mod tests {
     use super::*;
 
+    /// Sets `key` through the broker's declarations.
+    struct Keys(crate::config::BrokerConfig);
+
+    impl Keys {
+        fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
+            let setting = ferrocket_runtime::settings::Setting::from_flag(value.into(), "t".into());
+            crate::config::keys::BROKER_SETTINGS.apply(&mut self.0, key, &setting)
+        }
+
+        fn store_config(&self) -> Result<Option<TierConfig>, String> {
+            self.0.tier.store_config()
+        }
+    }
+
     #[test]
     fn keys_combine_into_a_backend() {
-        let mut keys = TierKeys::default();
+        let mut keys = Keys(Default::default());
         assert_eq!(keys.store_config(), Ok(None));
         assert!(keys.apply("tieredStorageLevel", "NOT_IN_DISK").unwrap());
         assert!(keys.apply("tieredStorageLevel", "FORCE").is_err());

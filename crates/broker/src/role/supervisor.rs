@@ -32,6 +32,7 @@ use ferrocket_protocol::header::controller::BrokerHeartbeatRequestHeader;
 use super::state::{MasterLease, RoleHandover, RoleState};
 use super::{isr, peers, truncate};
 use crate::config::{BrokerConfig, BrokerRole};
+use crate::BrokerHandles;
 
 /// How long a call to a controller may take.
 const CONTROLLER_CALL_TIMEOUT_MS: u64 = 3_000;
@@ -41,7 +42,11 @@ pub(super) const TICK_MS: u64 = 50;
 pub(super) const RETRY_MS: u64 = 1_000;
 
 /// Runs the broker in controller mode until `stop` is set.
-pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
+pub fn run(
+    config: BrokerConfig,
+    handles: BrokerHandles,
+    stop: Arc<AtomicBool>,
+) -> Result<(), String> {
     if config.listen_port == 0 {
         return Err(
             "controller mode needs a fixed listenPort: the controller records the broker's address"
@@ -53,7 +58,7 @@ pub fn run(config: BrokerConfig, stop: Arc<AtomicBool>) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("controller mode: {e}"))?;
-    runtime.block_on(Supervisor::new(config, stop)?.run())
+    runtime.block_on(Supervisor::new(config, handles, stop)?.run())
 }
 
 /// How the supervisor dials the servers it reports to as this broker (the
@@ -79,7 +84,11 @@ pub(super) struct BrokerRun {
 }
 
 impl BrokerRun {
-    fn start(config: BrokerConfig, role: RoleState) -> Result<Self, String> {
+    fn start(
+        config: BrokerConfig,
+        handles: BrokerHandles,
+        role: RoleState,
+    ) -> Result<Self, String> {
         let stop = Arc::new(AtomicBool::new(false));
         // Nothing of a previous run (whose log may since have been cut) is
         // reported until this one publishes.
@@ -88,7 +97,7 @@ impl BrokerRun {
         let thread = std::thread::Builder::new()
             .name("broker-run".into())
             .spawn(move || {
-                crate::start::run_in_role(config, run_role, run_stop)
+                crate::start::run_in_role(config, handles, run_role, run_stop)
                     .map_err(|e| format!("broker: {e}"))
             })
             .map_err(|e| format!("cannot start the broker thread: {e}"))?;
@@ -132,6 +141,8 @@ enum Outcome {
 
 pub(super) struct Supervisor {
     pub(super) base: BrokerConfig,
+    /// Handed to each run beside its config.
+    handles: BrokerHandles,
     /// The handles every run shares (role notices and orders, the in-sync
     /// set, the published HA progress); each run adds its own lease and
     /// handover flag.
@@ -148,7 +159,11 @@ pub(super) struct Supervisor {
 }
 
 impl Supervisor {
-    fn new(base: BrokerConfig, stop: Arc<AtomicBool>) -> Result<Self, String> {
+    fn new(
+        base: BrokerConfig,
+        handles: BrokerHandles,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Self, String> {
         let controllers = base.controller_mode.controllers();
         let address = format!(
             "{}:{}",
@@ -168,6 +183,7 @@ impl Supervisor {
             isr: isr::IsrKeeper::default(),
             shared: RoleState::default(),
             base,
+            handles,
             stop,
             member,
             id: 0,
@@ -241,7 +257,7 @@ impl Supervisor {
             }
             let (config, role) = self.config_for(&current, follow_at);
             let lease = role.lease.clone();
-            let run = BrokerRun::start(config, role)?;
+            let run = BrokerRun::start(config, self.handles.clone(), role)?;
             let mut current = current;
             let outcome = loop {
                 let outcome = self.watch(&current, &run, &lease).await;

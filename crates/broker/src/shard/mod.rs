@@ -68,6 +68,8 @@ pub(crate) struct LoadedState {
 /// What every shard shares, fixed at start. `Send + Sync`.
 pub(crate) struct BrokerEnv {
     pub config: BrokerConfig,
+    /// The runner's live handles, given beside the config.
+    pub handles: crate::BrokerHandles,
     /// Where every shard listens (the port is resolved when 0 was asked).
     pub listen: SocketAddr,
     /// The store host written into records and message ids.

@@ -11,6 +11,7 @@ use ferrocket_runtime::shard::{ChangeError, ShardCall, Versioned};
 
 use super::Shard;
 use crate::clock::now_ms;
+use crate::config::keys::BROKER_SETTINGS;
 use crate::config::{apply_online, rewrite_properties, BrokerConfig, Refusal};
 use crate::role::switch::RoleOrder;
 
@@ -55,14 +56,14 @@ impl Shard {
     async fn update_settings(&self, pairs: Vec<(String, String)>) -> Result<(), Refusal> {
         assert_eq!(self.index, 0, "only shard 0 writes the settings");
         let control = self.control().map_err(|r| system(r.remark))?;
-        let Some(keys) = self.env.config.online_keys.clone() else {
+        let Some(keys) = self.env.handles.online_keys.clone() else {
             return Err(Refusal {
                 code: response_code::REQUEST_CODE_NOT_SUPPORTED,
                 remark: "this broker has no key table for online changes".into(),
             });
         };
         let apply = |config: &mut BrokerConfig| {
-            let updated = apply_online(config, &pairs)?;
+            let updated = apply_online(&BROKER_SETTINGS, config, &pairs)?;
             let changed = updated != *config;
             *config = updated;
             Ok(((), changed))

@@ -19,7 +19,7 @@ const UPDATE_BODY_BYTES_MAX: usize = 64 * 1024;
 /// line each (Java's `MixAll.properties2String`), and the settings' data
 /// version in the `version` header.
 pub(crate) fn get_broker_config(shard: &Shard, request: &RemotingCommand) -> RemotingCommand {
-    if shard.env().config.online_keys.is_none() {
+    if shard.env().handles.online_keys.is_none() {
         return RemotingCommand::not_supported(request);
     }
     let config = shard.config();
@@ -40,7 +40,7 @@ pub(crate) async fn update_broker_config(
     shard: &Rc<Shard>,
     request: &RemotingCommand,
 ) -> Result<RemotingCommand, Reject> {
-    if shard.env().config.online_keys.is_none() {
+    if shard.env().handles.online_keys.is_none() {
         return Ok(RemotingCommand::not_supported(request));
     }
     if request.body.len() > UPDATE_BODY_BYTES_MAX {

@@ -18,7 +18,7 @@ use crate::shard::Shard;
 /// Opens this shard's door when the broker has a local port, and serves it
 /// until the shard stops.
 pub(crate) fn start(shard: &Rc<Shard>) {
-    let Some(port) = shard.config().local_port.clone() else {
+    let Some(port) = shard.env().handles.local_port.clone() else {
         return;
     };
     let inbox = port.open_door(shard.index(), shard.count(), &shard.env().broker_addr);

@@ -229,7 +229,7 @@ impl RequestHandler for Shard {
 
     fn handoff(&self) -> Option<&ferrocket_runtime::server::Handoff> {
         // Fixed at start: not an online setting.
-        self.env().config.grpc_handoff.as_ref()
+        self.env().handles.grpc_handoff.as_ref()
     }
 
     fn on_open(&self, conn: &Rc<Connection>) {

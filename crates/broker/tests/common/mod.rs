@@ -62,7 +62,8 @@ impl Broker {
         let addr = SocketAddr::new(config.listen_addr, config.listen_port);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::spawn(move || ferrocket_broker::run(config, flag));
+        let thread =
+            std::thread::spawn(move || ferrocket_broker::run(config, Default::default(), flag));
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if TcpStream::connect(addr).is_ok() {

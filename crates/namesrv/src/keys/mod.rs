@@ -6,7 +6,8 @@
 
 use ferrocket_runtime::decl;
 use ferrocket_runtime::settings::{
-    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Group, Table,
+    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Part, Setting,
+    Table,
 };
 
 use ferrocket_metrics::config::{MetricsExporter, NAMESRV_METRICS_PROM_PORT_DEFAULT};
@@ -21,16 +22,40 @@ pub static NAMESRV_SETTINGS: Table<NamesrvConfig> = Table {
         METRICS,
         ferrocket_runtime::server_limit_settings!(limits),
         ferrocket_metrics::prom_settings!(metrics, NAMESRV_METRICS_PROM_PORT_DEFAULT, "5558"),
+        &TLS,
     ],
-    groups: &[Group {
-        keys: &ferrocket_tls::KEYS,
-        apply: |c, k, s| {
-            c.tls
-                .set(k, &s.value)
-                .map_err(|e| format!("{}: {e}", s.origin))
-        },
-    }],
 };
+
+/// `orderMessageEnable`: Java's default is `false`, so a file's `false` is
+/// taken (and changes nothing); an online change to `false` is refused, as
+/// it could not be honoured.
+fn order_message_enable(key: &str, setting: &Setting) -> Result<(), String> {
+    if !parse_bool(key, setting)? && setting.origin == crate::settings::ONLINE_ORIGIN {
+        return Err("orderMessageEnable cannot be turned off: Ferrocket always \
+                    serves a topic's order config (ORDER_TOPIC_CONFIG) with its route"
+            .into());
+    }
+    Ok(())
+}
+
+/// The `tls.*` keys, declared in `ferrocket_tls`, on the name server's
+/// `tls`.
+struct TlsPart;
+
+impl Part<NamesrvConfig> for TlsPart {
+    type Of = ferrocket_tls::TlsSettings;
+    const DECLS: &'static [Decl<Self::Of>] = &ferrocket_tls::TLS_SETTINGS;
+    fn part(config: &mut NamesrvConfig) -> &mut Self::Of {
+        &mut config.tls
+    }
+}
+
+static TLS: [Decl<NamesrvConfig>; ferrocket_tls::TLS_SETTINGS.len()] =
+    ferrocket_runtime::settings::nest::<
+        NamesrvConfig,
+        TlsPart,
+        { ferrocket_tls::TLS_SETTINGS.len() },
+    >();
 
 /// Where it listens, how it keeps brokers, acting master.
 static OWN: &[Decl<NamesrvConfig>] = &[
@@ -139,8 +164,8 @@ static KV_AND_ACL: &[Decl<NamesrvConfig>] = &[
         "orderMessageEnable",
         "`true`",
         online,
-        "no effect: a topic's order config is always served",
-        |_, _, _| {},
+        "no effect: a topic's order config is always served; `false` is refused online",
+        |_, k, s| order_message_enable(k, s)?,
         |_| "true".to_string(),
     ),
     decl!(

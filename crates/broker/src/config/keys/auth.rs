@@ -6,112 +6,150 @@
 //! its cache sizes and expiries are read and have no effect (everything is
 //! in memory).
 
-use super::{invalid, parse_bool, parse_value, BrokerConfig, Setting};
-use crate::config::{AuthConfig, Whitelist};
+use super::*;
 
-/// Java's class names each provider or strategy key may name (the
-/// package is not compared).
-const CLASSES: [(&str, &[&str]); 6] = [
-    ("authenticationProvider", &["DefaultAuthenticationProvider"]),
-    ("authorizationProvider", &["DefaultAuthorizationProvider"]),
-    (
-        "authenticationMetadataProvider",
-        &["LocalAuthenticationMetadataProvider"],
-    ),
-    (
-        "authorizationMetadataProvider",
-        &["LocalAuthorizationMetadataProvider"],
-    ),
-    (
-        "authenticationStrategy",
-        &[
-            "StatelessAuthenticationStrategy",
-            "StatefulAuthenticationStrategy",
-        ],
-    ),
-    (
-        "authorizationStrategy",
-        &[
-            "StatelessAuthorizationStrategy",
-            "StatefulAuthorizationStrategy",
-        ],
-    ),
-];
-
-/// Cache knobs of Java's metadata providers and strategies.
-const CACHE_KEYS: [&str; 11] = [
-    "userCacheMaxNum",
-    "userCacheExpiredSecond",
-    "userCacheRefreshSecond",
-    "aclCacheMaxNum",
-    "aclCacheExpiredSecond",
-    "aclCacheRefreshSecond",
-    "statefulAuthenticationCacheMaxNum",
-    "statefulAuthenticationCacheExpiredSecond",
-    "statefulAuthorizationCacheMaxNum",
-    "statefulAuthorizationCacheExpiredSecond",
-    "authConfigPath",
-];
-
-/// Every key read here.
-pub(super) const KEYS: &[&str] = &[
-    "authenticationEnabled",
-    "authorizationEnabled",
-    "authenticationWhitelist",
-    "authorizationWhitelist",
-    "initAuthenticationUser",
-    "innerClientAuthenticationCredentials",
-    "migrateAuthFromV1Enabled",
-    "authenticationProvider",
-    "authorizationProvider",
-    "authenticationMetadataProvider",
-    "authorizationMetadataProvider",
-    "authenticationStrategy",
-    "authorizationStrategy",
-    "userCacheMaxNum",
-    "userCacheExpiredSecond",
-    "userCacheRefreshSecond",
-    "aclCacheMaxNum",
-    "aclCacheExpiredSecond",
-    "aclCacheRefreshSecond",
-    "statefulAuthenticationCacheMaxNum",
-    "statefulAuthenticationCacheExpiredSecond",
-    "statefulAuthorizationCacheMaxNum",
-    "statefulAuthorizationCacheExpiredSecond",
-    "authConfigPath",
-];
-
-pub(super) fn apply(
-    config: &mut BrokerConfig,
-    key: &str,
-    setting: &Setting,
-) -> Result<bool, String> {
-    let auth: &mut AuthConfig = &mut config.auth;
-    match key {
-        "authenticationEnabled" => auth.authentication_enabled = parse_bool(key, setting)?,
-        "authorizationEnabled" => auth.authorization_enabled = parse_bool(key, setting)?,
-        "authenticationWhitelist" => {
-            auth.authentication_whitelist = Whitelist::parse(&setting.value)
-        }
-        "authorizationWhitelist" => auth.authorization_whitelist = Whitelist::parse(&setting.value),
-        "initAuthenticationUser" => {
-            auth.init_user = credentials(key, setting, ("username", "password"))?
-        }
-        "innerClientAuthenticationCredentials" => {
-            config.inner_credentials = credentials(key, setting, ("accessKey", "secretKey"))?
-        }
-        "migrateAuthFromV1Enabled" => auth.migrate_from_v1 = parse_bool(key, setting)?,
-        "authConfigPath" => {}
-        key if CACHE_KEYS.contains(&key) => {
-            parse_value::<u64>(key, setting)?;
-        }
-        key => match CLASSES.iter().find(|(k, _)| *k == key) {
-            Some((_, classes)) => class(key, setting, classes)?,
-            None => return Ok(false),
-        },
-    }
-    Ok(true)
+/// A cache knob of Java's: a whole number, no effect here.
+macro_rules! cache {
+    ($name:literal) => {
+        decl!(
+            $name,
+            "",
+            start,
+            "no effect (Java's cache knob: everything is in memory)",
+            |_, k, s| {
+                parse_value::<u64>(k, s)?;
+            }
+        )
+    };
 }
+
+pub(super) static AUTH: &[Decl<BrokerConfig>] = &[
+    decl!(
+        "authenticationEnabled",
+        "`false`",
+        start,
+        "every request must be signed by an enabled user",
+        |c, k, s| c.auth.authentication_enabled = parse_bool(k, s)?,
+    ),
+    decl!(
+        "authorizationEnabled",
+        "`false`",
+        start,
+        "every request is checked against the signing user's ACL",
+        |c, k, s| c.auth.authorization_enabled = parse_bool(k, s)?,
+    ),
+    decl!(
+        "authenticationWhitelist",
+        "-",
+        start,
+        "request codes (or v5 request names), comma-separated, that need no signature",
+        |c, _, s| c.auth.authentication_whitelist = Whitelist::parse(&s.value),
+    ),
+    decl!(
+        "authorizationWhitelist",
+        "-",
+        start,
+        "request codes (or v5 request names), comma-separated, that need no ACL",
+        |c, _, s| c.auth.authorization_whitelist = Whitelist::parse(&s.value),
+    ),
+    decl!(
+        "initAuthenticationUser",
+        "-",
+        start,
+        "{\"username\":..,\"password\":..}: a super user made at start",
+        |c, k, s| c.auth.init_user = credentials(k, s, ("username", "password"))?,
+    ),
+    decl!(
+        "innerClientAuthenticationCredentials",
+        "-",
+        start,
+        "{\"accessKey\":..,\"secretKey\":..}: the broker's own calls' user, also a super user",
+        |c, k, s| c.inner_credentials = credentials(k, s, ("accessKey", "secretKey"))?,
+    ),
+    decl!(
+        "migrateAuthFromV1Enabled",
+        "`false`",
+        start,
+        "make users and ACLs of ACL 1.0's accounts (plain_acl.yml) at start",
+        |c, k, s| c.auth.migrate_from_v1 = parse_bool(k, s)?,
+    ),
+    decl!(
+        "authConfigPath",
+        "",
+        start,
+        "no effect (users and ACLs are kept in the store's config directory)",
+        |_, _, _| {}
+    ),
+];
+
+/// Java's provider and strategy class names: taken when they name what
+/// Ferrocket does (the package is not compared).
+pub(super) static AUTH_CLASSES: &[Decl<BrokerConfig>] = &[
+    decl!(
+        "authenticationProvider",
+        "",
+        start,
+        "Java's class; only its default is taken (DefaultAuthenticationProvider)",
+        |_, k, s| class(k, s, &["DefaultAuthenticationProvider"])?,
+    ),
+    decl!(
+        "authorizationProvider",
+        "",
+        start,
+        "Java's class; only its default is taken (DefaultAuthorizationProvider)",
+        |_, k, s| class(k, s, &["DefaultAuthorizationProvider"])?,
+    ),
+    decl!(
+        "authenticationMetadataProvider",
+        "",
+        start,
+        "Java's class; only LocalAuthenticationMetadataProvider is taken",
+        |_, k, s| class(k, s, &["LocalAuthenticationMetadataProvider"])?,
+    ),
+    decl!(
+        "authorizationMetadataProvider",
+        "",
+        start,
+        "Java's class; only LocalAuthorizationMetadataProvider is taken",
+        |_, k, s| class(k, s, &["LocalAuthorizationMetadataProvider"])?,
+    ),
+    decl!(
+        "authenticationStrategy",
+        "",
+        start,
+        "Java's class; either strategy is taken (every request is checked in memory)",
+        |_, k, s| class(k, s, &STRATEGIES[..2])?,
+    ),
+    decl!(
+        "authorizationStrategy",
+        "",
+        start,
+        "Java's class; either strategy is taken (every request is checked in memory)",
+        |_, k, s| class(k, s, &STRATEGIES[2..])?,
+    ),
+];
+
+const STRATEGIES: [&str; 4] = [
+    "StatelessAuthenticationStrategy",
+    "StatefulAuthenticationStrategy",
+    "StatelessAuthorizationStrategy",
+    "StatefulAuthorizationStrategy",
+];
+
+/// Cache knobs of Java's metadata providers and strategies: a number is
+/// taken and has no effect (everything is in memory).
+pub(super) static AUTH_CACHES: &[Decl<BrokerConfig>] = &[
+    cache!("userCacheMaxNum"),
+    cache!("userCacheExpiredSecond"),
+    cache!("userCacheRefreshSecond"),
+    cache!("aclCacheMaxNum"),
+    cache!("aclCacheExpiredSecond"),
+    cache!("aclCacheRefreshSecond"),
+    cache!("statefulAuthenticationCacheMaxNum"),
+    cache!("statefulAuthenticationCacheExpiredSecond"),
+    cache!("statefulAuthorizationCacheMaxNum"),
+    cache!("statefulAuthorizationCacheExpiredSecond"),
+];
 
 fn class(key: &str, setting: &Setting, classes: &[&str]) -> Result<(), String> {
     let value = setting.value.trim();
@@ -165,7 +203,10 @@ mod tests {
             value: value.into(),
             origin: "broker.conf:1".into(),
         };
-        assert!(apply(&mut config, key, &setting)?, "{key} unknown");
+        assert!(
+            super::super::BROKER_SETTINGS.apply(&mut config, key, &setting)?,
+            "{key} unknown"
+        );
         Ok(config)
     }
 

@@ -7,21 +7,23 @@
 mod auth;
 mod compaction;
 mod consume;
+mod controller_mode;
 mod identity;
 mod limits;
 mod metrics;
 mod replication;
 mod shards;
 mod store;
+mod tier;
 
 use ferrocket_runtime::decl;
 use ferrocket_runtime::settings::{
     core_list, invalid, non_empty, parse_bool, parse_port, parse_value, percent, positive,
-    positive_count, ratio_percent, Decl, Group, Setting, Table,
+    positive_count, ratio_percent, Decl, Part, Setting, Table,
 };
 
 use super::{BrokerConfig, BrokerRole, CommitLogWriteMode, FlushDiskType, MetricsConfig};
-use super::{MetricsExporter, ProxyMode};
+use super::{MetricsExporter, ProxyMode, Whitelist};
 
 /// Every key the broker takes.
 pub static BROKER_SETTINGS: Table<BrokerConfig> = Table {
@@ -36,39 +38,30 @@ pub static BROKER_SETTINGS: Table<BrokerConfig> = Table {
         limits::SERVER_LIMITS,
         consume::CONSUME,
         compaction::COMPACTION,
+        tier::TIER,
+        controller_mode::CONTROLLER_MODE,
+        auth::AUTH,
+        auth::AUTH_CLASSES,
+        auth::AUTH_CACHES,
+        &TLS,
         IGNORED,
     ],
-    groups: &[
-        Group {
-            keys: &ferrocket_tls::KEYS,
-            apply: |c, k, s| {
-                c.tls
-                    .set(k, &s.value)
-                    .map_err(|e| format!("{}: {e}", s.origin))
-            },
-        },
-        Group {
-            keys: super::ControllerModeConfig::KEYS,
-            apply: |c, k, s| {
-                c.controller_mode
-                    .apply(k, &s.value)
-                    .map_err(|e| format!("{}: {e}", s.origin))
-            },
-        },
-        Group {
-            keys: super::tier::TierKeys::KEYS,
-            apply: |c, k, s| {
-                c.tier
-                    .apply(k, &s.value)
-                    .map_err(|e| format!("{}: {e}", s.origin))
-            },
-        },
-        Group {
-            keys: auth::KEYS,
-            apply: auth::apply,
-        },
-    ],
 };
+
+/// The `tls.*` keys, declared in `ferrocket_tls`, on the broker's `tls`.
+struct TlsPart;
+
+impl Part<BrokerConfig> for TlsPart {
+    type Of = ferrocket_tls::TlsSettings;
+    const DECLS: &'static [Decl<Self::Of>] = &ferrocket_tls::TLS_SETTINGS;
+    fn part(config: &mut BrokerConfig) -> &mut Self::Of {
+        &mut config.tls
+    }
+}
+
+static TLS: [Decl<BrokerConfig>; ferrocket_tls::TLS_SETTINGS.len()] =
+    ferrocket_runtime::settings::nest::<BrokerConfig, TlsPart, { ferrocket_tls::TLS_SETTINGS.len() }>(
+    );
 
 /// RocketMQ settings with no effect here, taken so a Java broker.conf
 /// loads without noise.

@@ -146,7 +146,7 @@ class MqadminTest {
             "getNamesrvConfig", "-n", ns);
         works(printing("update name server config success"),
             "updateNamesrvConfig", "-n", ns, "-k", "deleteTopicWithBrokerRegistration", "-v", "false");
-        refused(29, printing("`listenPort` cannot change while the name server runs"),
+        refused(29, printing("`listenPort` is read at start and cannot change while the name server runs"),
             "updateNamesrvConfig", "-n", ns, "-k", "listenPort", "-v", "1");
         refused(16, printing("Can not update config in black list"),
             "updateNamesrvConfig", "-n", ns, "-k", "kvConfigPath", "-v", "/tmp/x");

@@ -4,12 +4,18 @@
 //! and printed). Properties files, `--set`, online changes, "did you
 //! mean", `--help` and the README's key tables all read the table.
 //!
+//! A part of a config with keys of its own, declared in the crate that
+//! owns it (TLS's `tls.*`), joins a server's table through [`nest`].
+//!
 //! The value helpers (`parse_value`, `parse_bool`, ...) word every refusal
 //! the same way: where the value came from, the key, the value and what
 //! the key takes.
 
-mod server_limits;
+mod online;
+pub mod suggest;
 mod values;
+
+pub use online::{Online, OnlineRefusal};
 
 pub use values::{
     core_list, invalid, non_empty, parse_bool, parse_port, parse_value, percent, positive,
@@ -28,7 +34,7 @@ pub struct Decl<C: 'static> {
     /// Other spellings taken for it (Java's older names).
     pub aliases: &'static [&'static str],
     /// The default, as the README's key tables write it (`` `true` ``,
-    /// `72`, `1 GiB`); empty: none (unset).
+    /// `72`, `1 GiB`); empty or `-`: none (unset).
     pub default: &'static str,
     /// Read at each use, so UPDATE_BROKER_CONFIG may change it.
     pub online: bool,
@@ -39,17 +45,74 @@ pub struct Decl<C: 'static> {
     pub show: Option<Show<C>>,
 }
 
-/// Keys whose parsing lives with another type (TLS, tiering, controller
-/// mode): `apply` answers `Ok(false)` for a key it does not know.
-pub struct Group<C: 'static> {
-    pub keys: &'static [&'static str],
-    pub apply: fn(&mut C, &str, &Setting) -> Result<bool, String>,
+impl<C> Clone for Decl<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-/// A server's settings: its declarations, by section, and its groups.
+impl<C> Copy for Decl<C> {}
+
+/// A part of a config with settings of its own, declared in the crate that
+/// owns the part (TLS's `tls.*` keys, over `TlsSettings`): a server whose
+/// config holds the part in a field takes them with [`nest`].
+pub trait Part<C: 'static>: 'static {
+    type Of: 'static;
+    /// The part's declarations.
+    const DECLS: &'static [Decl<Self::Of>];
+    /// Where the config holds the part.
+    fn part(config: &mut C) -> &mut Self::Of;
+}
+
+/// The part's declarations as the config's own (same names, aliases,
+/// defaults and descriptions), for a section of its [`Table`]. A part's
+/// keys are not printed by GET_*_CONFIG: each must have no `show`.
+pub const fn nest<C: 'static, P: Part<C>, const N: usize>() -> [Decl<C>; N] {
+    assert!(P::DECLS.len() == N, "N is the part's key count");
+    let mut out = [Decl {
+        name: "",
+        aliases: &[],
+        default: "",
+        online: false,
+        doc: "",
+        apply: apply_part::<C, P>,
+        show: None,
+    }; N];
+    let mut i = 0;
+    while i < N {
+        let decl = &P::DECLS[i];
+        assert!(decl.show.is_none(), "a nested key is not printed");
+        out[i].name = decl.name;
+        out[i].aliases = decl.aliases;
+        out[i].default = decl.default;
+        out[i].online = decl.online;
+        out[i].doc = decl.doc;
+        i += 1;
+    }
+    out
+}
+
+/// Sets a nested key: its declaration in the part, on the config's part.
+fn apply_part<C: 'static, P: Part<C>>(
+    config: &mut C,
+    key: &str,
+    setting: &Setting,
+) -> Result<(), String> {
+    match P::DECLS
+        .iter()
+        .find(|decl| decl.name == key || decl.aliases.contains(&key))
+    {
+        Some(decl) => (decl.apply)(P::part(config), key, setting),
+        None => Err(format!(
+            "{}: {key} is not a key of this part",
+            setting.origin
+        )),
+    }
+}
+
+/// A server's settings: its declarations, by section.
 pub struct Table<C: 'static> {
     pub sections: &'static [&'static [Decl<C>]],
-    pub groups: &'static [Group<C>],
 }
 
 impl<C> Table<C> {
@@ -67,26 +130,17 @@ impl<C> Table<C> {
     /// Sets `key` from `setting`: `Ok(false)` for a key the server does
     /// not know.
     pub fn apply(&self, config: &mut C, key: &str, setting: &Setting) -> Result<bool, String> {
-        if let Some(decl) = self.find(key) {
-            (decl.apply)(config, key, setting)?;
-            return Ok(true);
+        match self.find(key) {
+            Some(decl) => (decl.apply)(config, key, setting).map(|()| true),
+            None => Ok(false),
         }
-        for group in self.groups {
-            if (group.apply)(config, key, setting)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 
-    /// Every key taken (names, aliases, the groups' keys), for "did you
-    /// mean".
+    /// Every key taken (names and aliases), for "did you mean".
     pub fn keys(&self) -> Vec<&'static str> {
-        let declared = self
-            .decls()
-            .flat_map(|decl| std::iter::once(decl.name).chain(decl.aliases.iter().copied()));
-        let grouped = self.groups.iter().flat_map(|group| group.keys.iter());
-        declared.chain(grouped.copied()).collect()
+        self.decls()
+            .flat_map(|decl| std::iter::once(decl.name).chain(decl.aliases.iter().copied()))
+            .collect()
     }
 
     /// The keys that may change while the server runs.
@@ -105,14 +159,13 @@ impl<C> Table<C> {
     }
 
     /// `key  [default] description` lines, for `--help`: `(online)` on a
-    /// key that may change while the server runs, its aliases, then the
-    /// groups' keys.
+    /// key that may change while the server runs, its aliases.
     pub fn help(&self) -> String {
         let width = self.decls().map(|d| d.name.len()).max().unwrap_or(0);
         let mut out = String::new();
         for decl in self.decls() {
             let default = match decl.default {
-                "" => "unset".to_string(),
+                "" | "-" => "unset".to_string(),
                 text => text.replace('`', ""),
             };
             let online = if decl.online { " (online)" } else { "" };
@@ -124,15 +177,6 @@ impl<C> Table<C> {
                 "  {:width$}  [{default}] {}{online}{aliases}\n",
                 decl.name, decl.doc
             ));
-        }
-        let grouped: Vec<&str> = self
-            .groups
-            .iter()
-            .flat_map(|g| g.keys.iter())
-            .copied()
-            .collect();
-        if !grouped.is_empty() {
-            out.push_str(&format!("  and {} (see the README)\n", grouped.join(", ")));
         }
         out
     }
@@ -182,7 +226,7 @@ macro_rules! decl {
     ($name:literal $(| $alias:literal)*, $default:literal, $when:ident, $doc:literal,
      |$c:pat_param, $k:pat_param, $s:pat_param| $set:expr
      $(, |$sc:pat_param| $show:expr)? $(,)?) => {
-        $crate::settings::Decl {
+        $crate::Decl {
             name: $name,
             aliases: &[$($alias),*],
             default: $default,
