@@ -25,6 +25,11 @@ use super::state::RoleState;
 use super::truncate;
 use crate::config::BrokerConfig;
 
+/// Oldest HA snapshot a check uses (shard 0 renews it every 50 ms): an
+/// older one means shard 0 stalled, and the set is left as it is rather
+/// than a replica counted from acks that may have stopped.
+const PROGRESS_AGE_MAX: Duration = Duration::from_secs(1);
+
 #[derive(Default)]
 pub(crate) struct IsrKeeper {
     /// When each slave last reached the master's previous end.
@@ -102,7 +107,7 @@ impl IsrKeeper {
         id: i64,
         set: &ReplicasInfo,
     ) -> Option<BTreeSet<i64>> {
-        let progress = role.progress.get()?;
+        let progress = role.progress.fresh(PROGRESS_AGE_MAX)?;
         let (end, followers) = (progress.written, &progress.followers);
         let target = self.previous_end.unwrap_or(end);
         let epoch_start = truncate::last_epoch_start(config).unwrap_or(0);
