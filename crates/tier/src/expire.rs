@@ -6,6 +6,7 @@
 //! deposed master's copies of segments this master uploaded itself (at
 //! the start of each term as master, and after a failed delete).
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,6 +17,7 @@ use ferrocket_store::tier::TierHandle;
 use ferrocket_store::CommitLogReader;
 
 use crate::backend::{explain, segment_start, Backend};
+use crate::follow::Step;
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -98,9 +100,56 @@ async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool 
 /// reaching the store) that this master's manifest does not name is never
 /// read through it either, so it is garbage too; one the manifest names
 /// (adopted from the set's published manifest) is kept, as are objects
-/// of the layout before uploader ids that it names. Answers whether it
-/// completed.
-pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> bool {
+/// of the layout before uploader ids that it names.
+///
+/// Guard against being the deposed one (a zombie master not yet told):
+/// after listing, the set's published manifest is read again; nothing is
+/// deleted when it carries a higher epoch ([`Step::Fenced`]), and no key
+/// it names is ever deleted (the newer master's copy of a start both
+/// uploaded). Answers [`Step::Done`] when the sweep completed.
+pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitLogReader) -> Step {
+    let Some(leftovers) = leftovers(tier, backend, reader).await else {
+        return Step::Retry;
+    };
+    let named = match crate::follow::published_keys(tier, backend).await {
+        Ok(named) => named,
+        Err(step) => return step,
+    };
+    if reader.is_replica() {
+        return Step::Retry;
+    }
+    let doomed = unnamed(leftovers, &named);
+    let mut all = true;
+    for key in &doomed {
+        all &= delete(tier, backend, key).await;
+    }
+    if !doomed.is_empty() {
+        tracing::info!(
+            deleted = doomed.len(),
+            "tiered storage: deleted objects the manifest no longer names"
+        );
+    }
+    match all {
+        true => Step::Done,
+        false => Step::Retry,
+    }
+}
+
+/// The leftovers the sweep may delete: none the published manifest names.
+fn unnamed(leftovers: Vec<ObjectPath>, published: &HashSet<String>) -> Vec<ObjectPath> {
+    leftovers
+        .into_iter()
+        .filter(|key| !published.contains(key.as_ref()))
+        .collect()
+}
+
+/// The objects [`sweep`] would delete by this store's manifest alone;
+/// `None` when the store cannot be listed now.
+async fn leftovers(
+    tier: &TierHandle,
+    backend: &Backend,
+    reader: &CommitLogReader,
+) -> Option<Vec<ObjectPath>> {
     let local_min = reader.min_offset();
     let end = reader.written_offset();
     // Only this replica set's own sub-prefix: another set's objects (same
@@ -112,43 +161,98 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
         let meta = match item {
             Ok(meta) => meta,
             // Nothing uploaded yet (a directory not made yet).
-            Err(object_store::Error::NotFound { .. }) => return true,
+            Err(object_store::Error::NotFound { .. }) => return Some(Vec::new()),
             Err(e) => {
                 tracing::warn!(error = %explain(&e), "tiered storage: cannot list the object store");
-                return false;
+                return None;
             }
         };
-        let start = meta.location.filename().and_then(segment_start);
-        if let Some(start) = start {
-            let seg_end = start + tier.offloaded.segment_bytes() as i64;
-            let stale = seg_end <= local_min || start >= end;
-            let entry = tier.offloaded.get(start);
-            let named = entry
-                .as_ref()
-                .is_some_and(|entry| entry.key == meta.location.as_ref());
-            // A segment this store uploaded itself: another object of its
-            // start (a deposed master's copy, which may diverge) is
-            // never read through this manifest.
-            let own = entry.is_some_and(|entry| {
-                entry.key == backend.segment_key(start, &tier.uploader).as_ref()
-            });
-            if (stale || own) && !named {
-                leftovers.push(meta.location);
-            }
+        let Some(start) = meta.location.filename().and_then(segment_start) else {
+            continue;
+        };
+        let seg_end = start + tier.offloaded.segment_bytes() as i64;
+        let stale = seg_end <= local_min || start >= end;
+        let entry = tier.offloaded.get(start);
+        let named = entry
+            .as_ref()
+            .is_some_and(|entry| entry.key == meta.location.as_ref());
+        // A segment this store uploaded itself: another object of its
+        // start (a deposed master's copy, which may diverge) is never
+        // read through this manifest.
+        let own = entry
+            .is_some_and(|entry| entry.key == backend.segment_key(start, &tier.uploader).as_ref());
+        if (stale || own) && !named {
+            leftovers.push(meta.location);
         }
     }
-    if reader.is_replica() {
-        return false;
+    Some(leftovers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrocket_store::tier::{TierBackend, TierConfig};
+    use ferrocket_store::{MessageStore, StoreConfig};
+    use object_store::PutPayload;
+
+    /// The set's published manifest as a master of `epoch` naming `key`
+    /// at `start`.
+    fn manifest(epoch: i32, start: i64, key: &ObjectPath) -> PutPayload {
+        let json = format!(
+            r#"{{"epoch":{epoch},"segments":[{{"start":{start},"size":1,"crc32":0,"key":"{key}","uploadedMs":1}}]}}"#
+        );
+        PutPayload::from(json.into_bytes())
     }
-    let mut all = true;
-    for key in &leftovers {
-        all &= delete(tier, backend, key).await;
+
+    async fn exists(backend: &Backend, key: &ObjectPath) -> bool {
+        backend.store.head(key).await.is_ok()
     }
-    if !leftovers.is_empty() {
-        tracing::info!(
-            deleted = leftovers.len(),
-            "tiered storage: deleted objects the manifest no longer names"
+
+    /// A master of epoch 3 whose (empty) log makes both objects past its
+    /// end leftovers by its own manifest: while a newer master's copy is
+    /// published it deletes nothing; at its own epoch it still spares the
+    /// key the published copy names.
+    #[tokio::test]
+    async fn a_sweep_spares_what_the_published_manifest_names() {
+        let store_dir = tempfile::tempdir().unwrap();
+        let remote = tempfile::tempdir().unwrap();
+        let tier_config = TierConfig::new(TierBackend::Posix {
+            path: remote.path().to_path_buf(),
+        });
+        let backend = crate::open_backend(&tier_config).unwrap();
+        let mut config = StoreConfig::new(store_dir.path());
+        config.tier = Some(tier_config);
+        let (store, _parts) = MessageStore::open(config).unwrap();
+        let (tier, reader) = (store.tier().unwrap(), store.reader());
+        tier.set_master_epoch(3);
+        let seg = tier.offloaded.segment_bytes() as i64;
+        let own = backend.segment_key(0, "zombie");
+        let newer = backend.segment_key(seg, "newmaster");
+        for key in [&own, &newer] {
+            backend
+                .store
+                .put(key, PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
+        }
+        let published = backend.manifest_key();
+        backend
+            .store
+            .put(&published, manifest(4, seg, &newer))
+            .await
+            .unwrap();
+        assert_eq!(sweep(&tier, &backend, &reader).await, Step::Fenced(4));
+        assert!(exists(&backend, &own).await && exists(&backend, &newer).await);
+        backend
+            .store
+            .put(&published, manifest(3, seg, &newer))
+            .await
+            .unwrap();
+        assert_eq!(sweep(&tier, &backend, &reader).await, Step::Done);
+        assert!(!exists(&backend, &own).await, "the leftover stayed");
+        assert!(
+            exists(&backend, &newer).await,
+            "a published key was deleted"
         );
     }
-    all
 }

@@ -14,6 +14,8 @@
 //! store that does not (a local directory) the read before is the only
 //! check. Replicas ignore a copy of an epoch older than one they adopted.
 
+use std::collections::HashSet;
+
 use bytes::Bytes;
 use object_store::{PutMode, PutOptions, PutPayload, UpdateVersion};
 
@@ -86,13 +88,30 @@ fn fences(tier: &TierHandle, published: i32) -> bool {
     epoch > 0 && published > epoch
 }
 
-/// Whether this master may still act: no published copy carries a higher
-/// epoch than its own (asked before it deletes what the copy may name).
-pub(crate) async fn check(tier: &TierHandle, backend: &Backend) -> Step {
-    match read_published(tier, backend).await {
-        Ok(Some(published)) if fences(tier, published.epoch) => Step::Fenced(published.epoch),
-        Ok(_) => Step::Done,
-        Err(()) => Step::Retry,
+/// The keys the set's published manifest names now, read just before a
+/// sweep deletes (none of them is deleted): `Err(Step::Fenced)` when it
+/// carries a higher epoch than this master's (a deposed master sweeps
+/// nothing), `Err(Step::Retry)` when it cannot be read or taken now.
+pub(crate) async fn published_keys(
+    tier: &TierHandle,
+    backend: &Backend,
+) -> Result<HashSet<String>, Step> {
+    let Some(published) = read_published(tier, backend)
+        .await
+        .map_err(|()| Step::Retry)?
+    else {
+        return Ok(HashSet::new());
+    };
+    if fences(tier, published.epoch) {
+        return Err(Step::Fenced(published.epoch));
+    }
+    match Offloaded::decode(&published.bytes) {
+        Ok(entries) => Ok(entries.into_iter().map(|entry| entry.key).collect()),
+        Err(e) => {
+            tracing::warn!(error = %e, "tiered storage: cannot take the published manifest");
+            tier.status.set_error(Some(e.to_string()));
+            Err(Step::Retry)
+        }
     }
 }
 

@@ -215,11 +215,13 @@ async fn master_pass(
         return;
     }
     if !state.swept {
-        // The sweep deletes what this manifest does not name: never once
-        // a newer master publishes.
-        match follow::check(tier, backend).await {
-            Step::Done => state.swept = expire::sweep(tier, backend, reader).await,
-            Step::Retry => return,
+        // The sweep deletes what this manifest does not name: never what
+        // the published one names, nothing once a newer master publishes.
+        match expire::sweep(tier, backend, reader).await {
+            Step::Done => state.swept = true,
+            // Again after the next pass (the pass below may still delete
+            // what expired: it publishes first).
+            Step::Retry => {}
             Step::Fenced(by) => return fence(tier, state, by),
         }
     }

@@ -40,9 +40,6 @@ pub(crate) async fn pass(
         .into_iter()
         .filter(|(start, _)| !tier.offloaded.may_drop_locally(*start))
         .collect();
-    tier.status
-        .pending_segments
-        .store(pending.len() as u64, Ordering::Relaxed);
     let mut recorded = false;
     for (index, (start, path)) in pending.iter().enumerate() {
         // Demoted in place: only the set's master uploads and records.
@@ -59,8 +56,6 @@ pub(crate) async fn pass(
                     return recorded;
                 }
                 recorded = true;
-                let left = (pending.len() - index - 1) as u64;
-                tier.status.pending_segments.store(left, Ordering::Relaxed);
                 tier.status
                     .uploaded_segments
                     .fetch_add(1, Ordering::Relaxed);

@@ -77,9 +77,7 @@ fn broker_gauges(shard: &Shard) -> BrokerGauges {
         written_offset: reader.written_offset(),
         flushed_offset: reader.durable_offset(),
         reserve_time_ms: earliest_store_time(shard).map(|at| (now_ms() - at).max(0)),
-        tier_pending_segments: reader.tier().map(|tier| {
-            ferrocket_store::tier::TierStatus::get(&tier.status.pending_segments) as i64
-        }),
+        tier_pending_segments: reader.tier_pending_segments().map(|n| n as i64),
         tier_upload_failures: reader.tier().map(|tier| {
             ferrocket_store::tier::TierStatus::get(&tier.status.upload_failures) as i64
         }),

@@ -144,8 +144,9 @@ fn tier_info(reader: &ferrocket_store::CommitLogReader, put: &mut impl FnMut(&st
     put("tieredStorageLevel", "NOT_IN_DISK".to_string());
     put("tieredMinOffset", reader.logical_min_offset().to_string());
     put("tieredOffloadedSegments", tier.offloaded.len().to_string());
+    let pending = reader.tier_pending_segments().unwrap_or(0);
+    put("tieredPendingSegments", pending.to_string());
     let counters = [
-        ("tieredPendingSegments", &status.pending_segments),
         ("tieredUploadedSegments", &status.uploaded_segments),
         ("tieredUploadFailures", &status.upload_failures),
         ("tieredDroppedSegments", &status.dropped_segments),

@@ -67,6 +67,21 @@ impl crate::CommitLogReader {
         };
         expired(&view, self.shared.topic_keep.lowest_all())
     }
+
+    /// Sealed local segments (every one but the active segment, flushed or
+    /// not yet) with no verified remote copy recorded in the manifest,
+    /// counted now: a segment sealed since the uploader's last pass is
+    /// pending too. `None` without tiering.
+    pub fn tier_pending_segments(&self) -> Option<u64> {
+        let tier = self.shared.tier.get()?;
+        let list = self.shared.segment_list();
+        let sealed = list.len().saturating_sub(1);
+        let pending = list[..sealed]
+            .iter()
+            .filter(|segment| !tier.offloaded.may_drop_locally(segment.start))
+            .count();
+        Some(pending as u64)
+    }
 }
 
 #[cfg(test)]

@@ -94,8 +94,6 @@ pub struct TierStatus {
     pub uploaded_segments: AtomicU64,
     pub uploaded_bytes: AtomicU64,
     pub upload_failures: AtomicU64,
-    /// Sealed segments waiting for their upload at the last pass.
-    pub pending_segments: AtomicU64,
     pub dropped_segments: AtomicU64,
     /// Segments deleted from object storage by remote retention.
     pub remote_deleted_segments: AtomicU64,
