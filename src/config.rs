@@ -90,7 +90,11 @@ pub fn controller_config(
     let settings = collect(&args.common, Vec::new())?;
     let config = crate::config_controller::from_settings(&settings, &mut |key, setting| {
         if !matches!(key, "listenAddr" | "listenPort") {
-            warn_unknown(key, setting, ferrocket_controller::ControllerConfig::KEYS);
+            warn_unknown(
+                key,
+                setting,
+                &ferrocket_controller::CONTROLLER_SETTINGS.keys(),
+            );
         }
     })?;
     Ok(config)
@@ -176,10 +180,10 @@ pub fn namesrv_config(
         ..Default::default()
     };
     let embedded = crate::config_controller::embedded_wanted(&settings)?;
-    let controller_keys = ferrocket_controller::ControllerConfig::KEYS;
+    let controller_keys = &ferrocket_controller::CONTROLLER_SETTINGS;
     for (key, setting) in &settings {
         let ours = ferrocket_namesrv::NAMESRV_SETTINGS.apply(&mut config, key, setting)?;
-        let controller_key = controller_keys.contains(&key.as_str());
+        let controller_key = controller_keys.find(key).is_some();
         if !(ours || controller_key && embedded) {
             warn_unknown(key, setting, &ferrocket_namesrv::NAMESRV_SETTINGS.keys());
         }
