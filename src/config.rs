@@ -250,9 +250,7 @@ pub fn broker_config(
     let mut config = ferrocket_broker::BrokerConfig::default();
     let mut grpc = ferrocket_grpc::GrpcLimits::default();
     for (key, setting) in &settings {
-        let grpc_key = grpc
-            .set(key, &setting.value)
-            .map_err(|e| format!("{}: {e}", setting.origin))?;
+        let grpc_key = ferrocket_grpc::GRPC_SETTINGS.apply(&mut grpc, key, setting)?;
         if !grpc_key && !ferrocket_broker::BROKER_SETTINGS.apply(&mut config, key, setting)? {
             warn_unknown(key, setting, &broker_keys());
         }
@@ -264,7 +262,7 @@ pub fn broker_config(
 /// limits (the grpc crate's keys).
 fn broker_keys() -> Vec<&'static str> {
     let declared = ferrocket_broker::BROKER_SETTINGS.keys();
-    let grpc = ferrocket_grpc::GrpcLimits::KEYS.iter().copied();
+    let grpc = ferrocket_grpc::GRPC_SETTINGS.keys();
     declared.into_iter().chain(grpc).collect()
 }
 
@@ -279,8 +277,8 @@ mod tests {
     fn broker_keys_include_the_grpc_keys_once() {
         let keys = broker_keys();
         assert_eq!(closest("flushDiskTyp", &keys), Some("flushDiskType"));
-        for key in ferrocket_grpc::GrpcLimits::KEYS {
-            assert_eq!(keys.iter().filter(|k| *k == key).count(), 1, "{key}");
+        for key in ferrocket_grpc::GRPC_SETTINGS.keys() {
+            assert_eq!(keys.iter().filter(|k| **k == key).count(), 1, "{key}");
         }
     }
 }

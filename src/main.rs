@@ -259,8 +259,10 @@ fn quiet_on_closed_stdout() {
 /// declarations (`-h` keeps the short form).
 fn cli() -> Cli {
     let keys = format!(
-        "{BROKER_DEFAULTS}\n\nSettings (broker.conf or --set KEY=VALUE), [default]:\n{}",
-        ferrocket_broker::BROKER_SETTINGS.help()
+        "{BROKER_DEFAULTS}\n\nSettings (broker.conf or --set KEY=VALUE), [default]:\n{}\
+         \nThe gRPC endpoint's limits (enableProxy=true):\n{}",
+        ferrocket_broker::BROKER_SETTINGS.help(),
+        ferrocket_grpc::GRPC_SETTINGS.help()
     );
     let controller_keys = format!(
         "{CONTROLLER_DEFAULTS}\n\nSettings (controller.conf or --set KEY=VALUE), [default]:\n{}",
