@@ -1,5 +1,5 @@
 //! Controller settings, with RocketMQ's key names (`ControllerConfig`);
-//! each key is declared in [`crate::keys`].
+//! each key is declared in the `keys` module.
 
 use std::path::PathBuf;
 
@@ -182,13 +182,6 @@ impl ControllerConfig {
             .iter()
             .position(|p| p.id == self.self_id)
             .ok_or_else(|| ConfigError::SelfNotAPeer(self.self_id.clone()))
-    }
-
-    /// Applies one `key=value` setting (`origin`: where it came from, for
-    /// its error); false when the key is not a controller key.
-    pub fn apply(&mut self, key: &str, value: &str, origin: &str) -> Result<bool, String> {
-        let setting = ferrocket_settings::Setting::from_flag(value.to_string(), origin.into());
-        crate::keys::CONTROLLER_SETTINGS.apply(self, key, &setting)
     }
 }
 

@@ -17,6 +17,15 @@ pub static CONTROLLER_SETTINGS: Table<ControllerConfig> = Table {
     sections: &[GROUP, ELECTION, SECURITY, NO_EFFECT, &TLS],
 };
 
+impl ControllerConfig {
+    /// Applies one `key=value` setting (`origin`: where it came from, for
+    /// its error); false when the key is not a controller key.
+    pub fn apply(&mut self, key: &str, value: &str, origin: &str) -> Result<bool, String> {
+        let setting = Setting::from_flag(value.to_string(), origin.into());
+        CONTROLLER_SETTINGS.apply(self, key, &setting)
+    }
+}
+
 /// The `tls.*` keys, declared in `ferrocket_tls`, on the controller's
 /// `tls`.
 struct TlsPart;
