@@ -90,7 +90,11 @@ pub fn controller_config(
     let settings = collect(&args.common, Vec::new())?;
     let config = crate::config_controller::from_settings(&settings, &mut |key, setting| {
         if !matches!(key, "listenAddr" | "listenPort") {
-            warn_unknown(key, setting, ferrocket_controller::ControllerConfig::KEYS);
+            warn_unknown(
+                key,
+                setting,
+                &ferrocket_controller::CONTROLLER_SETTINGS.keys(),
+            );
         }
     })?;
     Ok(config)
@@ -176,10 +180,10 @@ pub fn namesrv_config(
         ..Default::default()
     };
     let embedded = crate::config_controller::embedded_wanted(&settings)?;
-    let controller_keys = ferrocket_controller::ControllerConfig::KEYS;
+    let controller_keys = &ferrocket_controller::CONTROLLER_SETTINGS;
     for (key, setting) in &settings {
         let ours = ferrocket_namesrv::NAMESRV_SETTINGS.apply(&mut config, key, setting)?;
-        let controller_key = controller_keys.contains(&key.as_str());
+        let controller_key = controller_keys.find(key).is_some();
         if !(ours || controller_key && embedded) {
             warn_unknown(key, setting, &ferrocket_namesrv::NAMESRV_SETTINGS.keys());
         }
@@ -246,9 +250,7 @@ pub fn broker_config(
     let mut config = ferrocket_broker::BrokerConfig::default();
     let mut grpc = ferrocket_grpc::GrpcLimits::default();
     for (key, setting) in &settings {
-        let grpc_key = grpc
-            .set(key, &setting.value)
-            .map_err(|e| format!("{}: {e}", setting.origin))?;
+        let grpc_key = ferrocket_grpc::GRPC_SETTINGS.apply(&mut grpc, key, setting)?;
         if !grpc_key && !ferrocket_broker::BROKER_SETTINGS.apply(&mut config, key, setting)? {
             warn_unknown(key, setting, &broker_keys());
         }
@@ -260,7 +262,7 @@ pub fn broker_config(
 /// limits (the grpc crate's keys).
 fn broker_keys() -> Vec<&'static str> {
     let declared = ferrocket_broker::BROKER_SETTINGS.keys();
-    let grpc = ferrocket_grpc::GrpcLimits::KEYS.iter().copied();
+    let grpc = ferrocket_grpc::GRPC_SETTINGS.keys();
     declared.into_iter().chain(grpc).collect()
 }
 
@@ -275,8 +277,8 @@ mod tests {
     fn broker_keys_include_the_grpc_keys_once() {
         let keys = broker_keys();
         assert_eq!(closest("flushDiskTyp", &keys), Some("flushDiskType"));
-        for key in ferrocket_grpc::GrpcLimits::KEYS {
-            assert_eq!(keys.iter().filter(|k| *k == key).count(), 1, "{key}");
+        for key in ferrocket_grpc::GRPC_SETTINGS.keys() {
+            assert_eq!(keys.iter().filter(|k| **k == key).count(), 1, "{key}");
         }
     }
 }

@@ -18,9 +18,7 @@ pub fn from_settings(
 ) -> Result<ControllerConfig, String> {
     let mut config = ControllerConfig::default();
     for (key, setting) in settings {
-        let known = config
-            .apply(key, &setting.value)
-            .map_err(|e| format!("{}: {e}", setting.origin))?;
+        let known = ferrocket_controller::CONTROLLER_SETTINGS.apply(&mut config, key, setting)?;
         if !known {
             unknown(key, setting);
         }

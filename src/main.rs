@@ -254,16 +254,23 @@ fn quiet_on_closed_stdout() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
-/// The command line, with `broker --help` listing every broker key, its
-/// default and what it does, from the broker's declarations (`-h` keeps
-/// the short form).
+/// The command line, with `broker --help` and `controller --help` listing
+/// every key, its default and what it does, from the servers'
+/// declarations (`-h` keeps the short form).
 fn cli() -> Cli {
     let keys = format!(
-        "{BROKER_DEFAULTS}\n\nSettings (broker.conf or --set KEY=VALUE), [default]:\n{}",
-        ferrocket_broker::BROKER_SETTINGS.help()
+        "{BROKER_DEFAULTS}\n\nSettings (broker.conf or --set KEY=VALUE), [default]:\n{}\
+         \nThe gRPC endpoint's limits (enableProxy=true):\n{}",
+        ferrocket_broker::BROKER_SETTINGS.help(),
+        ferrocket_grpc::GRPC_SETTINGS.help()
+    );
+    let controller_keys = format!(
+        "{CONTROLLER_DEFAULTS}\n\nSettings (controller.conf or --set KEY=VALUE), [default]:\n{}",
+        ferrocket_controller::CONTROLLER_SETTINGS.help()
     );
     let command = <Cli as clap::CommandFactory>::command()
-        .mut_subcommand("broker", |broker| broker.after_long_help(keys));
+        .mut_subcommand("broker", |broker| broker.after_long_help(keys))
+        .mut_subcommand("controller", |c| c.after_long_help(controller_keys));
     let matches = command.get_matches();
     <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }

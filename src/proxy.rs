@@ -62,7 +62,7 @@ fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, Strin
             .split_once('=')
             .ok_or_else(|| format!("--set {pair}: expected KEY=VALUE"))?;
         if AUTH_KEYS.contains(&key.trim())
-            || ferrocket_grpc::GrpcLimits::KEYS.contains(&key.trim())
+            || ferrocket_grpc::GRPC_SETTINGS.find(key.trim()).is_some()
             || ferrocket_grpc::renew::settings::KEYS.contains(&key.trim())
         {
             continue;
@@ -92,9 +92,7 @@ fn grpc_limits(settings: &[String]) -> Result<ferrocket_grpc::GrpcLimits, String
     let mut limits = ferrocket_grpc::GrpcLimits::default();
     for pair in settings {
         if let Some((key, value)) = pair.split_once('=') {
-            limits
-                .set(key.trim(), value)
-                .map_err(|e| format!("--set {pair}: {e}"))?;
+            limits.set(key.trim(), value, &format!("--set {pair}"))?;
         }
     }
     Ok(limits)

@@ -177,20 +177,6 @@ impl LocalPort {
     }
 }
 
-impl std::fmt::Debug for LocalPort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LocalPort")
-    }
-}
-
-impl PartialEq for LocalPort {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for LocalPort {}
-
 /// The shard owning the queue a send, pull, pop, ack or invisible-time
 /// change names; shard 0 for client registrations, so that every client
 /// of the endpoint has one connection, as over one Remoting connection;

@@ -1,4 +1,5 @@
-//! Controller settings, with RocketMQ's key names (`ControllerConfig`).
+//! Controller settings, with RocketMQ's key names (`ControllerConfig`);
+//! each key is declared in the `keys` module.
 
 use std::path::PathBuf;
 
@@ -143,23 +144,6 @@ pub fn peers_text(peers: &[Peer]) -> String {
     parts.join(";")
 }
 
-/// `{"accessKey":"...","secretKey":"..."}`; empty: none. The error does
-/// not repeat the value, which holds a secret.
-fn credentials(key: &str, value: &str) -> Result<Option<(String, String)>, String> {
-    if value.trim().is_empty() {
-        return Ok(None);
-    }
-    let refused =
-        || format!(r#"invalid value for {key}: expected {{"accessKey":"...","secretKey":"..."}}"#);
-    let json: serde_json::Value = serde_json::from_str(value).map_err(|_| refused())?;
-    match (json["accessKey"].as_str(), json["secretKey"].as_str()) {
-        (Some(access), Some(secret)) if !access.is_empty() && !secret.is_empty() => {
-            Ok(Some((access.to_string(), secret.to_string())))
-        }
-        _ => Err(refused()),
-    }
-}
-
 impl ControllerConfig {
     /// The RocketMQ home (`rocketmqHome`, else `$ROCKETMQ_HOME`), if any.
     pub fn rocketmq_home(&self) -> Option<PathBuf> {
@@ -199,83 +183,6 @@ impl ControllerConfig {
             .position(|p| p.id == self.self_id)
             .ok_or_else(|| ConfigError::SelfNotAPeer(self.self_id.clone()))
     }
-
-    /// Applies one `key=value` setting; false when the key is not a
-    /// controller key.
-    pub fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
-        let bool_value = || {
-            value
-                .trim()
-                .parse::<bool>()
-                .map_err(|e| format!("{key}={value}: {e}"))
-        };
-        let number = || {
-            value
-                .trim()
-                .parse::<u64>()
-                .map_err(|e| format!("{key}={value}: {e}"))
-        };
-        match key {
-            "controllerDLegerGroup" => self.group = value.trim().to_string(),
-            "controllerDLegerPeers" => {
-                self.peers = parse_peers(value).map_err(|e| e.to_string())?
-            }
-            "controllerDLegerSelfId" => self.self_id = value.trim().to_string(),
-            "controllerStorePath" => self.store_path = PathBuf::from(value.trim()),
-            "scanNotActiveBrokerInterval" => self.scan_not_active_broker_interval_ms = number()?,
-            "scanInactiveMasterInterval" => self.scan_inactive_master_interval_ms = number()?,
-            "enableElectUncleanMaster" => self.enable_elect_unclean_master = bool_value()?,
-            "notifyBrokerRoleChanged" => self.notify_broker_role_changed = bool_value()?,
-            "electMasterMaxRetryCount" => {
-                self.elect_master_max_retry_count =
-                    u32::try_from(number()?).map_err(|e| format!("{key}={value}: {e}"))?
-            }
-            "jRaftElectionTimeoutMs" | "controllerElectionTimeoutMs" => {
-                self.election_timeout_ms = number()?
-            }
-            "controllerSnapshotLogs" => self.snapshot_logs = number()?,
-            "aclEnable" => self.acl_enable = bool_value()?,
-            "aclAdminSignatureWindowMs" => self.acl_admin_signature_window_ms = number()?,
-            "rocketmqHome" => {
-                self.rocketmq_home = Some(value.trim())
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            }
-            "innerClientAuthenticationCredentials" => {
-                self.inner_credentials = credentials(key, value)?
-            }
-            key if key.starts_with("tls.") => {
-                return self.tls.set(key, value).map_err(|e| e.to_string())
-            }
-            // Java keys with no meaning here: the Raft library is ours.
-            "controllerType" | "isProcessReadEvent" | "mappedFileSize" => {}
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// The keys [`Self::apply`] knows, for "did you mean" hints.
-    pub const KEYS: &'static [&'static str] = &[
-        "controllerDLegerGroup",
-        "controllerDLegerPeers",
-        "controllerDLegerSelfId",
-        "controllerStorePath",
-        "scanNotActiveBrokerInterval",
-        "scanInactiveMasterInterval",
-        "enableElectUncleanMaster",
-        "notifyBrokerRoleChanged",
-        "electMasterMaxRetryCount",
-        "jRaftElectionTimeoutMs",
-        "controllerElectionTimeoutMs",
-        "controllerSnapshotLogs",
-        "aclEnable",
-        "aclAdminSignatureWindowMs",
-        "rocketmqHome",
-        "innerClientAuthenticationCredentials",
-        "controllerType",
-        "isProcessReadEvent",
-        "mappedFileSize",
-    ];
 }
 
 #[cfg(test)]
@@ -296,40 +203,55 @@ mod tests {
 
         let mut config = ControllerConfig::default();
         assert!(config
-            .apply("controllerDLegerPeers", "n0-127.0.0.1:1;n1-127.0.0.1:2")
+            .apply(
+                "controllerDLegerPeers",
+                "n0-127.0.0.1:1;n1-127.0.0.1:2",
+                "test"
+            )
             .unwrap());
-        assert!(config.apply("controllerDLegerSelfId", "n1").unwrap());
+        assert!(config
+            .apply("controllerDLegerSelfId", "n1", "test")
+            .unwrap());
         assert_eq!(config.validate(), Ok(1));
-        assert!(config.apply("controllerDLegerSelfId", "n7").unwrap());
+        assert!(config
+            .apply("controllerDLegerSelfId", "n7", "test")
+            .unwrap());
         assert!(config.validate().is_err());
-        assert!(!config.apply("listenPort", "1").unwrap());
-        assert!(config.apply("enableElectUncleanMaster", "maybe").is_err());
+        assert!(!config.apply("listenPort", "1", "test").unwrap());
+        assert!(config
+            .apply("enableElectUncleanMaster", "maybe", "test")
+            .is_err());
     }
 
     #[test]
     fn security_keys_are_the_name_servers() {
         let mut config = ControllerConfig::default();
-        assert!(config.apply("aclEnable", "true").unwrap());
-        assert!(config.apply("rocketmqHome", "/opt/rocketmq").unwrap());
+        assert!(config.apply("aclEnable", "true", "test").unwrap());
+        assert!(config
+            .apply("rocketmqHome", "/opt/rocketmq", "test")
+            .unwrap());
         assert_eq!(config.rocketmq_home(), Some(PathBuf::from("/opt/rocketmq")));
         let inner = r#"{"accessKey":"ak","secretKey":"sk"}"#;
         assert!(config
-            .apply("innerClientAuthenticationCredentials", inner)
+            .apply("innerClientAuthenticationCredentials", inner, "test")
             .unwrap());
         assert_eq!(config.inner_credentials, Some(("ak".into(), "sk".into())));
         let refused = config
             .apply(
                 "innerClientAuthenticationCredentials",
                 r#"{"accessKey":"ak","secretKey":"hidden"#,
+                "test",
             )
             .unwrap_err();
         assert!(
             !refused.contains("hidden"),
             "the secret is not repeated: {refused}"
         );
-        assert!(config.apply("tls.server.mode", "enforcing").unwrap());
+        assert!(config
+            .apply("tls.server.mode", "enforcing", "test")
+            .unwrap());
         assert_eq!(config.tls.mode, ferrocket_tls::TlsMode::Enforcing);
-        assert!(config.apply("tls.server.mode", "enforce").is_err());
-        assert!(!config.apply("tls.noSuchKey", "1").unwrap());
+        assert!(config.apply("tls.server.mode", "enforce", "test").is_err());
+        assert!(!config.apply("tls.noSuchKey", "1", "test").unwrap());
     }
 }

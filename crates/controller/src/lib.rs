@@ -10,7 +10,7 @@
 //! paths, elections, notifications) → [`rules`] (decisions) and [`raft`]
 //! (log, storage, transport) → [`state`] (what is replicated);
 //! [`settings`] shows and changes the settings read while running
-//! ([`config`] declares them); [`live`] is each controller's own table of
+//! ([`keys`] declares them); [`live`] is each controller's own table of
 //! broker heartbeats; [`auth`] says who may call (ACL 1.0, TLS).
 //! [`member`] is the other side: a broker's client of the controllers.
 //!
@@ -20,6 +20,7 @@
 pub mod auth;
 pub mod config;
 pub mod handler;
+pub mod keys;
 pub mod live;
 pub mod member;
 pub mod node;
@@ -31,4 +32,5 @@ pub mod start;
 pub mod state;
 
 pub use config::ControllerConfig;
+pub use keys::CONTROLLER_SETTINGS;
 pub use start::{run, start, start_on, ControllerError, ControllerHandle};

@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use ferrocket_protocol::body::{parse_update, show_text, UpdateRefusal, BLACK_LIST_REMARK};
 use ferrocket_protocol::codes::response_code as rc;
 
-use crate::config::{peers_text, ControllerConfig};
+use ferrocket_settings::Setting;
+
+use crate::config::ControllerConfig;
+use crate::keys::CONTROLLER_SETTINGS;
 use crate::rules::Reply;
 
 /// Keys no update may touch (Java's `configBlackList` default, and
@@ -74,41 +77,16 @@ impl LiveSettings {
     }
 }
 
-/// GET_CONTROLLER_CONFIG: every setting in force, one `key=value` a line.
+/// GET_CONTROLLER_CONFIG: every setting in force, one `key=value` a line
+/// (the declared keys that are printed, in declaration order).
 pub fn show(config: &ControllerConfig, live: &LiveSettings) -> Reply {
     let now = live.overlay(config);
-    let lines = [
-        ("controllerDLegerGroup", now.group.clone()),
-        ("controllerDLegerPeers", peers_text(&now.peers)),
-        ("controllerDLegerSelfId", now.self_id.clone()),
-        ("controllerStorePath", now.store_path.display().to_string()),
-        (
-            "scanNotActiveBrokerInterval",
-            now.scan_not_active_broker_interval_ms.to_string(),
-        ),
-        (
-            "scanInactiveMasterInterval",
-            now.scan_inactive_master_interval_ms.to_string(),
-        ),
-        (
-            "enableElectUncleanMaster",
-            now.enable_elect_unclean_master.to_string(),
-        ),
-        (
-            "notifyBrokerRoleChanged",
-            now.notify_broker_role_changed.to_string(),
-        ),
-        (
-            "electMasterMaxRetryCount",
-            now.elect_master_max_retry_count.to_string(),
-        ),
-        (
-            "jRaftElectionTimeoutMs",
-            now.election_timeout_ms.to_string(),
-        ),
-        ("controllerSnapshotLogs", now.snapshot_logs.to_string()),
-        ("configBlackList", BLACK_LIST[..2].join(";")),
-    ];
+    let rendered = CONTROLLER_SETTINGS.render(&now);
+    let mut lines: Vec<(&str, String)> = rendered
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    lines.push(("configBlackList", BLACK_LIST[..2].join(";")));
     let mut reply = Reply::ok(Default::default());
     reply.body = Some(show_text(&lines).into_bytes());
     reply
@@ -134,23 +112,18 @@ pub fn update(config: &ControllerConfig, live: &LiveSettings, body: &[u8]) -> Re
     Reply::ok(Default::default())
 }
 
-/// One change to a live key, checked.
+/// One change to a live key (one declared `online`), checked.
 fn apply_live(next: &mut ControllerConfig, key: &str, value: &str) -> Result<(), String> {
-    const LIVE_KEYS: &[&str] = &[
-        "enableElectUncleanMaster",
-        "notifyBrokerRoleChanged",
-        "electMasterMaxRetryCount",
-    ];
-    if LIVE_KEYS.contains(&key) {
-        next.apply(key, value)?;
-        return Ok(());
-    }
-    if ControllerConfig::KEYS.contains(&key) {
-        return Err(format!(
+    match CONTROLLER_SETTINGS.find(key) {
+        Some(decl) if decl.online => {
+            let setting = Setting::from_flag(value.to_string(), "UPDATE_CONTROLLER_CONFIG".into());
+            (decl.apply)(next, key, &setting)
+        }
+        Some(_) => Err(format!(
             "{key} is read at start only: change it in the controller's config and restart"
-        ));
+        )),
+        None => Err(format!("{key} is not a controller setting")),
     }
-    Err(format!("{key} is not a controller setting"))
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ pub mod pb {
 pub use auth::Access;
 pub use auth_v2::{AuthSettings, BrokerUsers};
 pub use backend::Backend;
-pub use limits::GrpcLimits;
+pub use limits::{GrpcLimits, GRPC_SETTINGS};
 pub use local::{BrokerRequests, LocalAnswer, LocalBroker};
 pub use renew::RenewSettings;
 pub use service::{serve, serve_incoming, ProxyConfig, Security};

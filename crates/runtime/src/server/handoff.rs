@@ -4,7 +4,6 @@
 //! that asks for `h2`, to the handoff as a plain std socket, bytes unread;
 //! everything else is served as Remoting (see `opening`).
 
-use std::fmt;
 use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::sync::Arc;
 
@@ -24,20 +23,6 @@ impl Handoff {
         Handoff(Arc::new(give))
     }
 }
-
-impl fmt::Debug for Handoff {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Handoff")
-    }
-}
-
-impl PartialEq for Handoff {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Handoff {}
 
 /// Gives the connection to `handoff` as a non-blocking std socket: a
 /// duplicate of its descriptor, so dropping glommio's stream (which closes
