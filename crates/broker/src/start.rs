@@ -167,6 +167,9 @@ pub fn run_in_role(
     if let (Some(tier), Some(epoch)) = (store.tier(), config.controller_mode.master_epoch) {
         tier.set_master_epoch(epoch);
     }
+    if let (Some(tier), true) = (store.tier(), config.controller_mode.enabled) {
+        tier.set_epoch_file(config.epoch_file().path().to_path_buf());
+    }
     let files = ConfigFiles::load(&store, &config)?;
     // Uploads and remote reads run on a thread of their own.
     let tier = ferrocket_tier::TierService::start(&store)
