@@ -25,10 +25,7 @@ pub fn commitlog_end(config: &StoreConfig) -> Result<i64, StoreError> {
 /// epoch's start or end): everything from it on is gone after this returns.
 /// The tier's manifest forgets the remote copies past it. Returns how many bytes were dropped (0 when the log ends at or before
 /// `offset`).
-pub fn truncate_commitlog(
-    config: &StoreConfig,
-    offset: i64,
-) -> Result<i64, StoreError> {
+pub fn truncate_commitlog(config: &StoreConfig, offset: i64) -> Result<i64, StoreError> {
     assert!(offset >= 0, "a cut below zero");
     let end = commitlog_end(config)?;
     if end <= offset {

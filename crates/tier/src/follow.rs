@@ -196,9 +196,10 @@ pub(crate) async fn adopt(
         return Step::Fenced(published.epoch);
     }
     let end = reader.written_offset();
-    let taken = tier
-        .epochs()
-        .and_then(|epochs| tier.offloaded.adopt(&published.bytes, end, &epochs, as_master));
+    let taken = tier.epochs().and_then(|epochs| {
+        tier.offloaded
+            .adopt(&published.bytes, end, &epochs, as_master)
+    });
     match taken {
         Ok(Adopted::Changed) => {
             tracing::info!(

@@ -401,26 +401,36 @@ mod tests {
         let other = tempfile::tempdir().unwrap();
         let replica = Offloaded::load(other.path(), 100).unwrap();
         assert_eq!(
-            replica.adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false).unwrap(),
+            replica
+                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+                .unwrap(),
             Adopted::Changed
         );
         assert_eq!(replica.entries().len(), 2);
         assert_eq!(
-            replica.adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false).unwrap(),
+            replica
+                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+                .unwrap(),
             Adopted::Same
         );
         assert_eq!(
-            replica.adopt(&m.encode(0, &none()).unwrap(), 250, &none(), false).unwrap(),
+            replica
+                .adopt(&m.encode(0, &none()).unwrap(), 250, &none(), false)
+                .unwrap(),
             Adopted::Changed
         );
         assert_eq!(replica.entries().len(), 1);
         // A master keeps its own entries (recorded, not yet published).
         replica.record(entry(0)).unwrap();
-        replica.adopt(&m.encode(0, &none()).unwrap(), 300, &none(), true).unwrap();
+        replica
+            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), true)
+            .unwrap();
         assert_eq!(replica.entries().len(), 3);
         let published = Offloaded::decode(&m.encode(0, &none()).unwrap()).unwrap();
         assert_eq!(published, m.entries());
-        replica.adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false).unwrap();
+        replica
+            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+            .unwrap();
         assert!(replica.get(0).is_none());
         m.forget(&[100, 200]).unwrap();
         let m = Offloaded::load(dir.path(), 100).unwrap();
@@ -445,7 +455,9 @@ mod tests {
         let slave = Offloaded::load(dir.path(), 100).unwrap();
         assert_eq!(Offloaded::decode_epoch(&published(3, &[0])).unwrap(), 3);
         assert_eq!(
-            slave.adopt(&published(3, &[0, 100]), 500, &none(), false).unwrap(),
+            slave
+                .adopt(&published(3, &[0, 100]), 500, &none(), false)
+                .unwrap(),
             Adopted::Changed
         );
         // A deposed master of epoch 2 wrote over the new master's copy.
@@ -504,8 +516,13 @@ mod tests {
             .unwrap();
         assert_eq!(starts(&m), vec![0, 100]);
         // Outside controller mode (no lineage): up to the end, as before.
-        m.adopt(&published_by(0, &[(1, 0)], &[0, 100, 200]), 300, &none(), false)
-            .unwrap();
+        m.adopt(
+            &published_by(0, &[(1, 0)], &[0, 100, 200]),
+            300,
+            &none(),
+            false,
+        )
+        .unwrap();
         assert_eq!(starts(&m), vec![0, 100, 200]);
     }
 
