@@ -200,7 +200,7 @@ fn a_cut_log_forgets_remote_copies_past_the_cut() {
         .unwrap_or_else(|| panic!("no offloaded segment is local: {local:?}"));
     let mut config = ferrocket_store::StoreConfig::new(broker.store_dir());
     config.segment_bytes = SEGMENT_BYTES;
-    assert!(ferrocket_store::truncate_commitlog(&config, cut, 0).unwrap() > 0);
+    assert!(ferrocket_store::truncate_commitlog(&config, cut).unwrap() > 0);
     assert!(!offloaded_starts(broker.store_dir()).contains(&cut));
     broker.start_again();
     let mut conn = broker.connect();

@@ -1,7 +1,7 @@
 //! Tiered storage in controller mode, the set's published manifest
 //! (`{cluster}/{brokerName}/manifest.json`) across epochs: a deposed master
-//! never publishes over a newer master's copy, and a replica cut back to a
-//! fork point never takes an old epoch's copy of what lies past the cut.
+//! never publishes over a newer master's copy, and a replica never takes a
+//! copy of what lies past the fork between its log and the publisher's.
 //! The newer master is simulated by writing its copy straight into the
 //! object store (a directory, or `s3s-fs`'s directory).
 
@@ -149,25 +149,6 @@ fn a_newer_masters_manifest_fences_the_old_master_on_s3() {
     s3.stop();
 }
 
-/// The newest offloaded segment start that the store at `store` still
-/// has, with the segment before it (a cut there leaves a log that is not
-/// empty).
-fn newest_local_offloaded(store: &Path, published: &[i64]) -> i64 {
-    let local: Vec<String> = std::fs::read_dir(store.join("commitlog"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    let has = |start: i64| local.contains(&format!("{start:020}"));
-    let seg = SEGMENT_BYTES as i64;
-    published
-        .iter()
-        .copied()
-        .filter(|start| has(*start) && has(start - seg))
-        .max()
-        .unwrap_or_else(|| panic!("no published segment of {published:?} is local: {local:?}"))
-}
-
 /// The segment starts the slave's own manifest (`tier/manifest.json`) names.
 fn adopted(broker: &Broker) -> Vec<i64> {
     read_json(&broker.store_dir().join("tier/manifest.json"))
@@ -184,14 +165,21 @@ fn wait_caught_up(master: &Broker, slave: &Broker) {
     assert!(same.is_some(), "the slave did not catch up");
 }
 
-/// A slave's log is cut back to a fork point inside what the set
-/// offloaded (its bytes past it were of the master's epoch, simulated by
-/// the store's cut): while the set's published manifest is still of that
-/// epoch (and names, past the cut, a copy of bytes this log will not
-/// have), the slave copies the master's log past the cut again but takes
-/// no entry past the cut from it; a copy of a newer epoch is taken whole.
+/// Writes `manifest` as the set's published copy.
+fn publish(root: &Path, manifest: &serde_json::Value) {
+    let path = set_dir(root).join("manifest.json");
+    std::fs::write(path, serde_json::to_vec_pretty(manifest).unwrap()).unwrap();
+}
+
+/// A deposed master of a higher epoch than any bytes the slave holds,
+/// whose log forked from the slave's inside a segment the set offloaded,
+/// publishes (simulated: the master's copy with one more epoch starting
+/// at the fork in its lineage, and other keys from the fork on): the slave
+/// takes none of its entries past the fork. A newer master's copy whose
+/// lineage agrees with the slave's log is taken whole; the deposed one's,
+/// written over it again, is ignored.
 #[test]
-fn a_cut_slave_takes_no_older_epochs_entry_past_the_cut() {
+fn a_slave_takes_no_entry_past_its_fork_with_the_publisher() {
     let dir = tempfile::tempdir().unwrap();
     let remote = tempfile::tempdir().unwrap();
     let controllers = failover::controllers(dir.path(), 1);
@@ -199,58 +187,73 @@ fn a_cut_slave_takes_no_older_epochs_entry_past_the_cut() {
     let namesrv = Namesrv::start();
     let backend = tier::posix(remote.path());
     let master = controller_broker(&namesrv, &addrs, &backend);
-    let mut slave = controller_broker(&namesrv, &addrs, &backend);
+    let slave = controller_broker(&namesrv, &addrs, &backend);
     let joined = wait_for(Duration::from_secs(60), || {
         failover::sync_state(&addrs).filter(|s| s.master == Some(1) && s.in_sync.len() == 2)
     });
     let epoch = joined.expect("the set did not form").master_epoch;
-    let topic = unique_name("TierForkCut");
+    let topic = unique_name("TierFork");
     harness::requests::create_topic(&mut slave.connect(), &topic, 1);
     let mut conn: RemotingConn = master.connect();
     harness::requests::create_topic(&mut conn, &topic, 1);
     send_range(&mut conn, &topic, 0, 400);
     tier::wait_offloaded_and_dropped(&mut conn, &master);
     let published = wait_published(&master, &set_dir(remote.path()));
+    let lineage = &published["lineage"]["epochs"];
+    let last = lineage.as_array().and_then(|l| l.last()).cloned();
+    let last = last.unwrap_or_else(|| panic!("no lineage published: {published}"));
+    assert_eq!(
+        last["epoch"].as_i64(),
+        Some(i64::from(epoch)),
+        "{published}"
+    );
     wait_caught_up(&master, &slave);
-    slave.process.kill();
-    let cut = newest_local_offloaded(slave.store_dir(), &starts(&published));
-    let mut config = ferrocket_store::StoreConfig::new(slave.store_dir());
-    config.segment_bytes = SEGMENT_BYTES;
-    assert!(ferrocket_store::truncate_commitlog(&config, cut, epoch).unwrap() > 0);
-    assert!(adopted(&slave).iter().all(|start| *start < cut));
-    // The copy still published (the old epoch's) names other bytes at the
-    // cut's segment.
+    let all = starts(&published);
+    let took = wait_for(Duration::from_secs(30), || {
+        (adopted(&slave) == all).then_some(())
+    });
+    assert!(took.is_some(), "{:?} of {all:?}", adopted(&slave));
+    // The fork: inside the newest published segment above the epoch's start.
+    let seg = SEGMENT_BYTES as i64;
+    let start = last["startOffset"].as_i64().unwrap();
+    let fork = all
+        .iter()
+        .copied()
+        .filter(|s| *s > start)
+        .max()
+        .expect("one segment")
+        + seg / 2;
     let mut stale = published.clone();
+    stale["epoch"] = serde_json::json!(epoch + 1);
+    let forked = serde_json::json!({"epoch": epoch + 1, "startOffset": fork});
+    stale["lineage"]["epochs"]
+        .as_array_mut()
+        .unwrap()
+        .push(forked);
     for entry in stale["segments"].as_array_mut().unwrap() {
-        if entry["start"].as_i64() == Some(cut) {
+        if entry["start"].as_i64().unwrap() + seg > fork {
             entry["key"] = serde_json::json!(format!("{}.stale", entry["key"].as_str().unwrap()));
         }
     }
-    let manifest = set_dir(remote.path()).join("manifest.json");
-    std::fs::write(&manifest, serde_json::to_vec_pretty(&stale).unwrap()).unwrap();
-    slave.start_again();
-    wait_caught_up(&master, &slave);
-    std::thread::sleep(Duration::from_millis(1500));
-    let taken = adopted(&slave);
-    assert!(!taken.is_empty(), "the slave took nothing");
-    assert!(
-        taken.iter().all(|start| *start < cut),
-        "{taken:?} (cut {cut})"
-    );
-    // The newer master's copy (one epoch up) is taken past the cut.
-    let mut newer = published.clone();
-    newer["epoch"] = serde_json::json!(epoch + 1);
-    std::fs::write(&manifest, serde_json::to_vec_pretty(&newer).unwrap()).unwrap();
-    let past = wait_for(Duration::from_secs(30), || {
-        adopted(&slave).contains(&cut).then_some(())
+    publish(remote.path(), &stale);
+    let below: Vec<i64> = all.iter().copied().filter(|s| s + seg <= fork).collect();
+    let left = wait_for(Duration::from_secs(30), || {
+        (adopted(&slave) == below).then_some(())
     });
-    assert!(past.is_some(), "{:?} (cut {cut})", adopted(&slave));
-    // The old epoch's copy again (a deposed master writing over the newer
-    // one): ignored, older than the epoch taken.
-    std::fs::write(&manifest, serde_json::to_vec_pretty(&stale).unwrap()).unwrap();
+    assert!(left.is_some(), "{:?} (fork {fork})", adopted(&slave));
+    // A newer master's copy (its lineage the slave's): taken whole.
+    let mut newer = published.clone();
+    newer["epoch"] = serde_json::json!(epoch + 2);
+    publish(remote.path(), &newer);
+    let whole = wait_for(Duration::from_secs(30), || {
+        (adopted(&slave) == all).then_some(())
+    });
+    assert!(whole.is_some(), "{:?} (fork {fork})", adopted(&slave));
+    // The deposed master's copy again: older than the epoch taken.
+    publish(remote.path(), &stale);
     std::thread::sleep(Duration::from_millis(1500));
     let own = read_json(&slave.store_dir().join("tier/manifest.json")).unwrap();
-    assert_eq!(starts(&own), starts(&newer));
+    assert_eq!(starts(&own), all);
     assert!(!own.to_string().contains(".stale"), "{own}");
-    assert_eq!(own["epoch"].as_i64(), Some(i64::from(epoch) + 1));
+    assert_eq!(own["epoch"].as_i64(), Some(i64::from(epoch) + 2));
 }

@@ -131,6 +131,20 @@ pub fn run(
     run_in_role(config, handles, RoleState::default(), stop)
 }
 
+/// Controller mode: the tier publishes under this master's epoch, and
+/// publishes and adopts by this broker's epoch file.
+fn controller_tier(config: &BrokerConfig, store: &StoreHandle) {
+    let Some(tier) = store.tier() else {
+        return;
+    };
+    if let Some(epoch) = config.controller_mode.master_epoch {
+        tier.set_master_epoch(epoch);
+    }
+    if config.controller_mode.enabled {
+        tier.set_epoch_file(config.epoch_file().path().to_path_buf());
+    }
+}
+
 /// [`run`] with controller mode's live handles (`role`), which the
 /// supervisor (`role::supervisor`) shares with this run.
 pub fn run_in_role(
@@ -164,9 +178,7 @@ pub fn run_in_role(
         .map_err(|e| BrokerError::Config(e.to_string()))?;
     let (store, parts) = MessageStore::open(store_config)?;
     crate::services::master_epoch::record(&config, store.written_offset())?;
-    if let (Some(tier), Some(epoch)) = (store.tier(), config.controller_mode.master_epoch) {
-        tier.set_master_epoch(epoch);
-    }
+    controller_tier(&config, &store);
     let files = ConfigFiles::load(&store, &config)?;
     // Uploads and remote reads run on a thread of their own.
     let tier = ferrocket_tier::TierService::start(&store)

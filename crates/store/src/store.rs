@@ -38,15 +38,8 @@ impl MessageStore {
         config.validate()?;
         let recovered = recover(&config)?;
         // Before anything can be offloaded again: remote copies past a cut
-        // tail are stale. A log without segments was not cut (it starts
-        // where its master's does): no cut is kept for it.
-        let cut_epoch = recovered.segments.is_empty().then_some(0);
-        crate::tier::forget_past(
-            &config.root_dir,
-            config.segment_bytes,
-            recovered.end,
-            cut_epoch,
-        )?;
+        // tail are stale.
+        crate::tier::forget_past(&config.root_dir, config.segment_bytes, recovered.end)?;
         let hot = (config.write_mode == WriteMode::Direct).then_some(config.hot_tail_bytes);
         let shared = Arc::new(CommitLogShared::new(
             config.segment_bytes,

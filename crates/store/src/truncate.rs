@@ -23,16 +23,9 @@ pub fn commitlog_end(config: &StoreConfig) -> Result<i64, StoreError> {
 
 /// Cuts the CommitLog at `offset`, which must be a record boundary (an
 /// epoch's start or end): everything from it on is gone after this returns.
-/// `epoch` is the newest controller epoch of the bytes cut (0 outside
-/// controller mode): the tier's manifest keeps the cut with it, so copies
-/// past it from a manifest of that epoch or older are never adopted.
-/// Returns how many bytes were dropped (0 when the log ends at or before
+/// The tier's manifest forgets the remote copies past it. Returns how many bytes were dropped (0 when the log ends at or before
 /// `offset`).
-pub fn truncate_commitlog(
-    config: &StoreConfig,
-    offset: i64,
-    epoch: i32,
-) -> Result<i64, StoreError> {
+pub fn truncate_commitlog(config: &StoreConfig, offset: i64) -> Result<i64, StoreError> {
     assert!(offset >= 0, "a cut below zero");
     let end = commitlog_end(config)?;
     if end <= offset {
@@ -40,7 +33,7 @@ pub fn truncate_commitlog(
     }
     // First, durably: the remote copies of what is cut (a crash after this
     // re-uploads segments still local; none is read stale).
-    crate::tier::forget_past(&config.root_dir, config.segment_bytes, offset, Some(epoch))?;
+    crate::tier::forget_past(&config.root_dir, config.segment_bytes, offset)?;
     let seg = config.segment_bytes as i64;
     for (start, path) in list_offset_files(&config.commitlog_dir())? {
         if start + seg <= offset {

@@ -271,7 +271,7 @@ fn cut_back_log_reopens_at_the_cut() {
             .filter(|(_, q)| *q == queue)
             .count()
     };
-    let dropped = ferrocket_store::truncate_commitlog(&config, cut, 0).unwrap();
+    let dropped = ferrocket_store::truncate_commitlog(&config, cut).unwrap();
     assert!(dropped > 0);
     let (handle, parts) = MessageStore::open(config.clone()).unwrap();
     assert_eq!(handle.written_offset(), cut);

@@ -13,6 +13,10 @@
 //! there was none) where the store supports conditional writes (S3); on a
 //! store that does not (a local directory) the read before is the only
 //! check. Replicas ignore a copy of an epoch older than one they adopted.
+//! The copy also carries the publisher's epoch list (its lineage): a
+//! replica, or a newly promoted master, takes only the entries that end
+//! where its own log and the publisher's still agree (the fork-point rule),
+//! so a deposed master's copy of bytes past the fork is never taken.
 
 use std::collections::HashSet;
 
@@ -126,7 +130,10 @@ pub(crate) async fn publish(tier: &TierHandle, backend: &Backend) -> Step {
     if let Some(prior) = prior.as_ref().filter(|prior| fences(tier, prior.epoch)) {
         return Step::Fenced(prior.epoch);
     }
-    let bytes = match tier.offloaded.encode(epoch) {
+    let bytes = match tier
+        .epochs()
+        .and_then(|epochs| tier.offloaded.encode(epoch, &epochs))
+    {
         Ok(bytes) => bytes,
         Err(e) => {
             tier.status.set_error(Some(e.to_string()));
@@ -208,7 +215,11 @@ pub(crate) async fn adopt(
         return Step::Fenced(published.epoch);
     }
     let end = reader.written_offset();
-    match tier.offloaded.adopt(&published.bytes, end, as_master) {
+    let taken = tier.epochs().and_then(|epochs| {
+        tier.offloaded
+            .adopt(&published.bytes, end, &epochs, as_master)
+    });
+    match taken {
         Ok(Adopted::Changed) => {
             tracing::info!(
                 segments = tier.offloaded.len(),

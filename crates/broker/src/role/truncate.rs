@@ -117,9 +117,7 @@ pub(super) async fn prepare_to_follow(
             master = master_addr,
             "this log ran past the master's: cutting it back"
         );
-        // The newest epoch of the bytes cut: the tier never takes copies
-        // past the cut from a manifest of that epoch or older.
-        ferrocket_store::truncate_commitlog(&store, cut, local.last_epoch())
+        ferrocket_store::truncate_commitlog(&store, cut)
             .map_err(|e| format!("cutting the CommitLog: {e}"))?;
         let mut kept = local;
         kept.truncate_from_offset(cut);

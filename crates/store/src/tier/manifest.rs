@@ -9,6 +9,8 @@ use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::lineage::{consistent_point, Lineage};
+use crate::epoch::EpochCache;
 use crate::error::{IoContext, StoreError};
 
 /// File name of the manifest in the store's `tier/` directory.
@@ -41,16 +43,6 @@ impl OffloadEntry {
     }
 }
 
-/// Where this store's CommitLog was cut back (a fork point in controller
-/// mode, or a torn tail that took recorded segments), and the newest epoch
-/// of the bytes cut: a published manifest of that epoch or older may name
-/// copies of those bytes, which this log no longer has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cut {
-    pub offset: i64,
-    pub epoch: i32,
-}
-
 #[derive(Default, Serialize, Deserialize)]
 struct ManifestFile {
     /// Published: the controller epoch of the master that published it (0
@@ -58,9 +50,12 @@ struct ManifestFile {
     /// Local: the highest published epoch this store adopted or published.
     #[serde(default)]
     epoch: i32,
-    /// Local only: the last cut, until a newer epoch's manifest is adopted.
+    /// Published in controller mode: the publisher's epochs over what its
+    /// entries cover ([`Lineage`]); an adopter takes only entries that end
+    /// where both logs still agree. Absent outside controller mode, in
+    /// local files, and in manifests written before it was published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    cut: Option<Cut>,
+    lineage: Option<Lineage>,
     segments: Vec<OffloadEntry>,
 }
 
@@ -69,7 +64,6 @@ struct ManifestFile {
 struct State {
     entries: BTreeMap<i64, OffloadEntry>,
     epoch: i32,
-    cut: Option<Cut>,
 }
 
 /// What [`Offloaded::adopt`] did with a published manifest.
@@ -107,7 +101,6 @@ impl Offloaded {
         let state = State {
             entries: file.segments.into_iter().map(|e| (e.start, e)).collect(),
             epoch: file.epoch,
-            cut: file.cut,
         };
         Ok(Self {
             path,
@@ -145,12 +138,11 @@ impl Offloaded {
     /// Forgets every copy of a segment that reaches past `end` (the
     /// CommitLog was cut back there: by a fork point, or recovery cutting a
     /// torn tail), durably, so the bytes written at those offsets next are
-    /// uploaded afresh and never read from the stale copy. With `epoch`
-    /// above 0 (controller mode: the newest epoch of the bytes cut) the cut
-    /// is kept too, so that [`Offloaded::adopt`] refuses copies past it from
-    /// a manifest published under that epoch or an older one. Returns the
-    /// forgotten entries.
-    pub fn forget_from(&self, end: i64, epoch: i32) -> Result<Vec<OffloadEntry>, StoreError> {
+    /// uploaded afresh and never read from the stale copy. (A published
+    /// copy of them is not adopted again unless the log holds the same
+    /// bytes there once more: [`Offloaded::adopt`].) Returns the forgotten
+    /// entries.
+    pub fn forget_from(&self, end: i64) -> Result<Vec<OffloadEntry>, StoreError> {
         let seg = self.segment_bytes as i64;
         let past: Vec<OffloadEntry> = self
             .read()
@@ -159,22 +151,11 @@ impl Offloaded {
             .filter(|entry| entry.start + seg > end)
             .cloned()
             .collect();
-        if past.is_empty() && epoch <= 0 {
+        if past.is_empty() {
             return Ok(past);
         }
         self.change(|state| {
             state.entries.retain(|_, entry| entry.start + seg <= end);
-            if epoch > 0 {
-                // Two cuts before a newer epoch's manifest: the lower
-                // offset and the newer epoch cover both.
-                state.cut = Some(match state.cut {
-                    Some(cut) => Cut {
-                        offset: cut.offset.min(end),
-                        epoch: cut.epoch.max(epoch),
-                    },
-                    None => Cut { offset: end, epoch },
-                });
-            }
         })?;
         Ok(past)
     }
@@ -187,12 +168,16 @@ impl Offloaded {
     }
 
     /// The copy a master of controller epoch `epoch` (0 outside controller
-    /// mode) publishes: its entries and that epoch.
-    pub fn encode(&self, epoch: i32) -> Result<Vec<u8>, StoreError> {
+    /// mode) publishes: its entries, that epoch and, in controller mode,
+    /// its lineage (`epochs`: its epoch file's list).
+    pub fn encode(&self, epoch: i32, epochs: &EpochCache) -> Result<Vec<u8>, StoreError> {
+        let segments = self.entries();
+        let seg = self.segment_bytes as i64;
+        let end = segments.last().map_or(0, |last| last.start + seg);
         let file = ManifestFile {
             epoch,
-            cut: None,
-            segments: self.entries(),
+            lineage: (epoch > 0 && !epochs.is_empty()).then(|| Lineage::of(epochs, end)),
+            segments,
         };
         serde_json::to_vec_pretty(&file)
             .map_err(|e| StoreError::Corrupt(format!("tier manifest encode: {e}")))
@@ -208,11 +193,6 @@ impl Offloaded {
     /// The highest epoch of a manifest this store adopted or published.
     pub fn epoch(&self) -> i32 {
         self.read().epoch
-    }
-
-    /// The last cut still kept (see [`Offloaded::forget_from`]).
-    pub fn cut(&self) -> Option<Cut> {
-        self.read().cut
     }
 
     /// Remembers, durably, that a manifest of `epoch` was published from
@@ -239,7 +219,7 @@ impl Offloaded {
         std::fs::create_dir_all(dir).io_context("create dir", dir)?;
         let file = ManifestFile {
             epoch: 0,
-            cut: None,
+            lineage: None,
             segments: entries.to_vec(),
         };
         let bytes = serde_json::to_vec_pretty(&file)
@@ -248,48 +228,53 @@ impl Offloaded {
     }
 
     /// Takes the set's published manifest (`bytes`), durably: its entries
-    /// of whole segments below `end` (this replica's CommitLog end; a copy
-    /// past it holds bytes this log does not have, or has differently after
-    /// a fork). A slave (`keep_own` false) takes exactly those; a master
-    /// keeps its own entries below `end` as well (recorded, maybe dropped
-    /// locally, before a crash kept them from being published). A manifest
-    /// of an epoch older than one seen here is ignored; one of the kept
-    /// cut's epoch or older gives nothing past the cut; a newer one lifts
-    /// the cut. One of epoch 0 (published outside controller mode) is taken
-    /// as it is, and leaves the epoch and cut kept here as they are.
-    pub fn adopt(&self, bytes: &[u8], end: i64, keep_own: bool) -> Result<Adopted, StoreError> {
+    /// of whole segments that end at or below `end` (this replica's
+    /// CommitLog end; a copy past it holds bytes this log does not have)
+    /// and, when it carries the publisher's lineage (controller mode), at
+    /// or below the last point where this log (its epochs: `epochs`) and
+    /// the publisher's agree: a copy past the fork between the two logs
+    /// holds other bytes than this log's. A slave (`keep_own` false) takes
+    /// exactly those; a master keeps its own entries below `end` as well
+    /// (recorded, maybe dropped locally, before a crash kept them from
+    /// being published). A manifest of an epoch older than one seen here is
+    /// ignored. One without a lineage (epoch 0, outside controller mode, or
+    /// written before lineages) is taken up to `end`.
+    pub fn adopt(
+        &self,
+        bytes: &[u8],
+        end: i64,
+        epochs: &EpochCache,
+        keep_own: bool,
+    ) -> Result<Adopted, StoreError> {
         let file: ManifestFile = serde_json::from_slice(bytes)
             .map_err(|e| StoreError::Corrupt(format!("published tier manifest: {e}")))?;
         let current = self.read().clone();
-        let controlled = file.epoch > 0;
-        if controlled && file.epoch < current.epoch {
+        if file.epoch > 0 && file.epoch < current.epoch {
             return Ok(Adopted::Stale {
                 published: file.epoch,
                 seen: current.epoch,
             });
         }
-        let seg = self.segment_bytes as i64;
-        let below = |e: &OffloadEntry| {
-            e.size == self.segment_bytes && e.start % seg == 0 && e.start + seg <= end
+        let agreed = match &file.lineage {
+            Some(lineage) => consistent_point(epochs, end, lineage).min(end),
+            None => end,
         };
-        let cut = current
-            .cut
-            .filter(|cut| !controlled || file.epoch <= cut.epoch);
-        let before_cut =
-            |e: &OffloadEntry| !controlled || cut.map_or(true, |cut| e.start + seg <= cut.offset);
+        let seg = self.segment_bytes as i64;
+        let below = |e: &OffloadEntry, limit: i64| {
+            e.size == self.segment_bytes && e.start % seg == 0 && e.start + seg <= limit
+        };
         let mut next = State {
             entries: match keep_own {
                 true => current.entries.clone(),
                 false => BTreeMap::new(),
             },
             epoch: current.epoch.max(file.epoch),
-            cut,
         };
-        next.entries.retain(|_, e| below(e));
+        next.entries.retain(|_, e| below(e, end));
         next.entries.extend(
             file.segments
                 .into_iter()
-                .filter(|e| below(e) && before_cut(e))
+                .filter(|e| below(e, agreed))
                 .map(|e| (e.start, e)),
         );
         if current == next {
@@ -306,7 +291,7 @@ impl Offloaded {
         edit(&mut next);
         let file = ManifestFile {
             epoch: next.epoch,
-            cut: next.cut,
+            lineage: None,
             segments: next.entries.values().cloned().collect(),
         };
         let bytes = serde_json::to_vec_pretty(&file)
@@ -365,6 +350,22 @@ impl Offloaded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::epoch::EpochEntry;
+
+    fn none() -> EpochCache {
+        EpochCache::new()
+    }
+
+    fn epochs(entries: &[(i32, i64)]) -> EpochCache {
+        let entries: Vec<EpochEntry> = entries
+            .iter()
+            .map(|&(epoch, start_offset)| EpochEntry {
+                epoch,
+                start_offset,
+            })
+            .collect();
+        EpochCache::from_entries(&entries).unwrap()
+    }
 
     fn entry(start: i64) -> OffloadEntry {
         OffloadEntry {
@@ -393,33 +394,43 @@ mod tests {
         assert_eq!(m.remote_floor(500), Some(400));
         assert_eq!(m.get(400).unwrap().crc32, 7);
         // A cut at 450 forgets the copy of [400, 500), durably.
-        assert_eq!(m.forget_from(450, 0).unwrap().len(), 1);
-        assert!(m.forget_from(450, 0).unwrap().is_empty());
+        assert_eq!(m.forget_from(450).unwrap().len(), 1);
+        assert!(m.forget_from(450).unwrap().is_empty());
         assert!(Offloaded::load(dir.path(), 100).unwrap().get(400).is_none());
         // A replica takes a published manifest, up to its own end.
         let other = tempfile::tempdir().unwrap();
         let replica = Offloaded::load(other.path(), 100).unwrap();
         assert_eq!(
-            replica.adopt(&m.encode(0).unwrap(), 300, false).unwrap(),
+            replica
+                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+                .unwrap(),
             Adopted::Changed
         );
         assert_eq!(replica.entries().len(), 2);
         assert_eq!(
-            replica.adopt(&m.encode(0).unwrap(), 300, false).unwrap(),
+            replica
+                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+                .unwrap(),
             Adopted::Same
         );
         assert_eq!(
-            replica.adopt(&m.encode(0).unwrap(), 250, false).unwrap(),
+            replica
+                .adopt(&m.encode(0, &none()).unwrap(), 250, &none(), false)
+                .unwrap(),
             Adopted::Changed
         );
         assert_eq!(replica.entries().len(), 1);
         // A master keeps its own entries (recorded, not yet published).
         replica.record(entry(0)).unwrap();
-        replica.adopt(&m.encode(0).unwrap(), 300, true).unwrap();
+        replica
+            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), true)
+            .unwrap();
         assert_eq!(replica.entries().len(), 3);
-        let published = Offloaded::decode(&m.encode(0).unwrap()).unwrap();
+        let published = Offloaded::decode(&m.encode(0, &none()).unwrap()).unwrap();
         assert_eq!(published, m.entries());
-        replica.adopt(&m.encode(0).unwrap(), 300, false).unwrap();
+        replica
+            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+            .unwrap();
         assert!(replica.get(0).is_none());
         m.forget(&[100, 200]).unwrap();
         let m = Offloaded::load(dir.path(), 100).unwrap();
@@ -435,7 +446,7 @@ mod tests {
         for start in starts {
             m.record(entry(*start)).unwrap();
         }
-        m.encode(epoch).unwrap()
+        m.encode(epoch, &none()).unwrap()
     }
 
     #[test]
@@ -444,7 +455,9 @@ mod tests {
         let slave = Offloaded::load(dir.path(), 100).unwrap();
         assert_eq!(Offloaded::decode_epoch(&published(3, &[0])).unwrap(), 3);
         assert_eq!(
-            slave.adopt(&published(3, &[0, 100]), 500, false).unwrap(),
+            slave
+                .adopt(&published(3, &[0, 100]), 500, &none(), false)
+                .unwrap(),
             Adopted::Changed
         );
         // A deposed master of epoch 2 wrote over the new master's copy.
@@ -453,61 +466,101 @@ mod tests {
             published: 2,
             seen: 3,
         };
-        assert_eq!(slave.adopt(&stale, 500, false).unwrap(), ignored);
+        assert_eq!(slave.adopt(&stale, 500, &none(), false).unwrap(), ignored);
         // Durably: a restart ignores it too.
         let slave = Offloaded::load(dir.path(), 100).unwrap();
         assert_eq!(slave.epoch(), 3);
-        assert_eq!(slave.adopt(&stale, 500, false).unwrap(), ignored);
+        assert_eq!(slave.adopt(&stale, 500, &none(), false).unwrap(), ignored);
         assert_eq!(slave.entries().len(), 2);
         slave.note_epoch(4).unwrap();
         slave.note_epoch(1).unwrap();
         assert_eq!(Offloaded::load(dir.path(), 100).unwrap().epoch(), 4);
     }
 
+    /// A manifest of `starts` published under `epoch` by a master whose
+    /// epoch file holds `lineage`.
+    fn published_by(epoch: i32, lineage: &[(i32, i64)], starts: &[i64]) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Offloaded::load(dir.path(), 100).unwrap();
+        for start in starts {
+            m.record(entry(*start)).unwrap();
+        }
+        m.encode(epoch, &epochs(lineage)).unwrap()
+    }
+
+    fn starts(m: &Offloaded) -> Vec<i64> {
+        m.entries().iter().map(|e| e.start).collect()
+    }
+
+    /// A master of epoch 4, deposed while its log forked from the new
+    /// master's (epoch 5) at 150, seals [100, 200) and [200, 300) and
+    /// publishes them before the new master publishes: neither the new
+    /// master nor a slave of its takes them (they upload their own).
     #[test]
-    fn copies_past_a_cut_wait_for_a_newer_epoch() {
+    fn a_deposed_masters_copy_past_the_fork_is_not_taken() {
+        let zombie = published_by(4, &[(1, 0), (4, 100)], &[0, 100, 200]);
+        let new_master = epochs(&[(1, 0), (4, 100), (5, 150)]);
+        for keep_own in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let m = Offloaded::load(dir.path(), 100).unwrap();
+            m.record(entry(300)).unwrap();
+            m.adopt(&zombie, 600, &new_master, keep_own).unwrap();
+            let own = if keep_own { vec![0, 300] } else { vec![0] };
+            assert_eq!(starts(&m), own, "keep_own {keep_own}");
+        }
+        // The same copy, to a replica whose log is the deposed master's
+        // (it never followed the new one): taken as far as it reaches.
+        let dir = tempfile::tempdir().unwrap();
+        let m = Offloaded::load(dir.path(), 100).unwrap();
+        m.adopt(&zombie, 250, &epochs(&[(1, 0), (4, 100)]), false)
+            .unwrap();
+        assert_eq!(starts(&m), vec![0, 100]);
+        // Outside controller mode (no lineage): up to the end, as before.
+        m.adopt(
+            &published_by(0, &[(1, 0)], &[0, 100, 200]),
+            300,
+            &none(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(starts(&m), vec![0, 100, 200]);
+    }
+
+    /// A deposed master of a higher epoch (4) than any of the slave's bytes
+    /// (epoch 3, the slave's log cut back to 400 or not): its copies past
+    /// where epoch 4 began (150) are not taken.
+    #[test]
+    fn a_higher_epoch_past_the_slaves_bytes_is_not_taken() {
         let dir = tempfile::tempdir().unwrap();
         let slave = Offloaded::load(dir.path(), 100).unwrap();
-        slave.adopt(&published(1, &[0, 100]), 200, false).unwrap();
-        // Cut at 150 (a fork point; its bytes were of epoch 1): [100, 200)
-        // is forgotten and the cut kept, durably.
-        assert_eq!(slave.forget_from(150, 1).unwrap().len(), 1);
-        let slave = Offloaded::load(dir.path(), 100).unwrap();
-        assert_eq!(
-            slave.cut(),
-            Some(Cut {
-                offset: 150,
-                epoch: 1
-            })
-        );
-        // The old master's manifest (epoch 1) still names [100, 300): the
-        // log holds the new master's bytes there now, and takes nothing
-        // past the cut from it.
+        let zombie = published_by(4, &[(1, 0), (3, 100), (4, 150)], &[0, 100, 200, 300]);
         slave
-            .adopt(&published(1, &[0, 100, 200]), 400, false)
+            .adopt(&zombie, 400, &epochs(&[(1, 0), (3, 100)]), false)
             .unwrap();
-        assert_eq!(slave.entries(), vec![entry(0)]);
-        // The new master's (epoch 2) is taken whole, and lifts the cut.
-        slave
-            .adopt(&published(2, &[0, 100, 200]), 400, false)
-            .unwrap();
-        assert_eq!(slave.entries().len(), 3);
-        assert_eq!(slave.cut(), None);
-        // Outside controller mode (epoch 0) no cut is kept.
-        slave.forget_from(150, 0).unwrap();
-        assert_eq!(slave.cut(), None);
-        slave
-            .adopt(&published(2, &[0, 100, 200]), 400, false)
-            .unwrap();
-        assert_eq!(slave.entries().len(), 3);
-        // A manifest of epoch 0 (a set out of controller mode) is taken as
-        // before, past a cut too; the epoch and the cut stay.
-        slave.forget_from(150, 2).unwrap();
-        slave
-            .adopt(&published(0, &[0, 100, 200]), 400, false)
-            .unwrap();
-        assert_eq!(slave.entries().len(), 3);
-        let kept = (slave.epoch(), slave.cut().map(|c| c.offset));
-        assert_eq!(kept, (2, Some(150)));
+        assert_eq!(starts(&slave), vec![0]);
+        // Once the slave holds epoch 4's bytes (it follows that master).
+        let follows = epochs(&[(1, 0), (3, 100), (4, 150)]);
+        slave.adopt(&zombie, 400, &follows, false).unwrap();
+        assert_eq!(starts(&slave), vec![0, 100, 200, 300]);
+    }
+
+    /// Recovery cut a torn tail at 150 (the slave's log, then copied from
+    /// the same master again): the master's copies are taken again once
+    /// the log holds those bytes again, in the same term.
+    #[test]
+    fn a_torn_tail_keeps_nothing_from_being_taken_again() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(super::super::TIER_DIR);
+        let lineage = [(1, 0), (3, 100)];
+        let master = published_by(3, &lineage, &[0, 100, 200]);
+        let slave = Offloaded::load(&dir, 100).unwrap();
+        slave.adopt(&master, 300, &epochs(&lineage), false).unwrap();
+        assert_eq!(super::super::forget_past(root.path(), 100, 150).unwrap(), 2);
+        let slave = Offloaded::load(&dir, 100).unwrap();
+        assert_eq!(starts(&slave), vec![0]);
+        slave.adopt(&master, 250, &epochs(&lineage), false).unwrap();
+        assert_eq!(starts(&slave), vec![0, 100]);
+        slave.adopt(&master, 300, &epochs(&lineage), false).unwrap();
+        assert_eq!(starts(&slave), vec![0, 100, 200]);
     }
 }

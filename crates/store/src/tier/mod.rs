@@ -7,6 +7,7 @@
 mod cache;
 mod config;
 mod expiry;
+mod lineage;
 mod manifest;
 mod uploader;
 
@@ -18,7 +19,8 @@ use futures_channel::{mpsc, oneshot};
 
 pub use config::*;
 pub use expiry::REMOTE_DELETE_PER_PASS_MAX;
-pub use manifest::{Adopted, Cut, OffloadEntry, Offloaded, MANIFEST_FILE};
+pub use lineage::{consistent_point, Lineage, LineageEpoch};
+pub use manifest::{Adopted, OffloadEntry, Offloaded, MANIFEST_FILE};
 pub use uploader::UPLOADER_FILE;
 
 /// Directory of the tier's files under the store root.
@@ -37,40 +39,25 @@ pub const UNRESTORED_REASON: &str =
      names nothing of this broker (a lost disk is restored at the next start)";
 
 /// The CommitLog of the store at `root` now ends at `end` (cut back, the
-/// store closed): the manifest, when there is one, durably forgets every
-/// remote copy reaching past it (whether or not tiering is on now: a
-/// replica keeps the manifest of its time as master), and keeps the cut
-/// with the newest epoch of the bytes cut ([`Offloaded::forget_from`]):
-/// `cut_epoch` for a fork point in controller mode; `None` for recovery
-/// cutting a torn tail, which keeps a cut (at the highest epoch adopted or
-/// published) only when it took recorded segments. Returns how many copies
-/// were forgotten.
+/// store closed: a fork point, or recovery cutting a torn tail): the
+/// manifest, when there is one, durably forgets every remote copy reaching
+/// past it (whether or not tiering is on now: a replica keeps the manifest
+/// of its time as master). Returns how many copies were forgotten.
 pub fn forget_past(
     root: &std::path::Path,
     segment_bytes: u64,
     end: i64,
-    cut_epoch: Option<i32>,
 ) -> Result<usize, crate::StoreError> {
     let dir = root.join(TIER_DIR);
     if !dir.exists() {
         return Ok(0);
     }
     let manifest = Offloaded::load(&dir, segment_bytes)?;
-    let forgotten = match cut_epoch {
-        Some(epoch) => manifest.forget_from(end, epoch)?,
-        None => {
-            let forgotten = manifest.forget_from(end, 0)?;
-            if !forgotten.is_empty() {
-                manifest.forget_from(end, manifest.epoch())?;
-            }
-            forgotten
-        }
-    };
-    if !forgotten.is_empty() || manifest.cut().is_some_and(|cut| cut.offset == end) {
+    let forgotten = manifest.forget_from(end)?;
+    if !forgotten.is_empty() {
         tracing::warn!(
             end,
             segments = forgotten.len(),
-            cut = ?manifest.cut(),
             "tiered storage: the CommitLog was cut back; remote copies past the cut are forgotten"
         );
     }
@@ -133,6 +120,9 @@ pub struct TierShared {
     /// The controller epoch this broker is master of (0 outside controller
     /// mode, and on a slave): what it publishes its manifest under.
     master_epoch: AtomicI32,
+    /// Controller mode: this broker's epoch file (the lineage it publishes
+    /// and adopts by).
+    epoch_file: OnceLock<std::path::PathBuf>,
     cache: Mutex<cache::ChunkCache>,
     fetcher: OnceLock<mpsc::UnboundedSender<FetchRequest>>,
 }
@@ -152,6 +142,7 @@ impl TierShared {
             offloaded,
             status: TierStatus::default(),
             master_epoch: AtomicI32::new(0),
+            epoch_file: OnceLock::new(),
             fetcher: OnceLock::new(),
         })
     }
@@ -169,6 +160,19 @@ impl TierShared {
     /// The epoch this broker publishes its manifest under.
     pub fn master_epoch(&self) -> i32 {
         self.master_epoch.load(Ordering::Acquire)
+    }
+
+    /// Controller mode: where this broker's epoch file is (once, at start).
+    pub fn set_epoch_file(&self, path: std::path::PathBuf) {
+        let _ = self.epoch_file.set(path);
+    }
+
+    /// This broker's epochs (empty outside controller mode).
+    pub fn epochs(&self) -> Result<crate::epoch::EpochCache, crate::StoreError> {
+        match self.epoch_file.get() {
+            Some(path) => crate::epoch::file::EpochFile::at(path.clone()).read(),
+            None => Ok(crate::epoch::EpochCache::new()),
+        }
     }
 
     /// Connects the fetcher (once, at start).
