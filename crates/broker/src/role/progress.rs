@@ -79,7 +79,10 @@ mod tests {
             written: 42,
             followers: vec![],
         });
-        assert_eq!(progress.fresh(Duration::from_secs(60)).map(|p| p.written), Some(42));
+        assert_eq!(
+            progress.fresh(Duration::from_secs(60)).map(|p| p.written),
+            Some(42)
+        );
         std::thread::sleep(Duration::from_millis(20));
         assert!(progress.fresh(Duration::from_millis(10)).is_none());
         assert_eq!(progress.written(), Some(42));
