@@ -53,101 +53,94 @@ pub struct ProxyArgs {
     settings: Vec<String>,
 }
 
+/// The proxy's own names of `tls.*` keys, as RocketMQ's proxy copies them.
+const TLS_ALIASES: [(&str, &str); 3] = [
+    ("tlsTestModeEnable", "tls.test.mode.enable"),
+    ("tlsCertPath", "tls.server.certPath"),
+    ("tlsKeyPath", "tls.server.keyPath"),
+];
+
+/// Splits `--set KEY=VALUE`: the key trimmed, the value as given.
+fn split_pair(pair: &str) -> Result<(&str, &str), String> {
+    pair.split_once('=')
+        .map(|(key, value)| (key.trim(), value))
+        .ok_or_else(|| format!("--set {pair}: expected KEY=VALUE"))
+}
+
+/// Whether a declared table (ACL 2.0, limits, auto-renew) takes `key`.
+fn declared(key: &str) -> bool {
+    ferrocket_grpc::AUTH_SETTINGS.find(key).is_some()
+        || ferrocket_grpc::GRPC_SETTINGS.find(key).is_some()
+        || ferrocket_grpc::RENEW_SETTINGS.find(key).is_some()
+}
+
+/// Every key `--set` takes, for "did you mean".
+fn known_keys() -> Vec<&'static str> {
+    let mut keys = ferrocket_grpc::AUTH_SETTINGS.keys();
+    keys.extend(ferrocket_grpc::GRPC_SETTINGS.keys());
+    keys.extend(ferrocket_grpc::RENEW_SETTINGS.keys());
+    keys.extend(TLS_ALIASES.iter().map(|(alias, _)| *alias));
+    for decl in &ferrocket_tls::TLS_SETTINGS {
+        keys.push(decl.name);
+        keys.extend(decl.aliases.iter().copied());
+    }
+    keys
+}
+
+/// The refusal of a key the proxy does not take, with the known key it
+/// most resembles.
+fn unknown_key(pair: &str, key: &str) -> String {
+    let hint = match ferrocket_runtime::suggest::closest(key, &known_keys()) {
+        Some(meant) => format!(": did you mean `{meant}`?"),
+        None => String::new(),
+    };
+    format!(
+        "--set {pair}: the proxy takes only TLS, ACL 2.0, grpc* limit and auto-renew keys \
+         here{hint}"
+    )
+}
+
 /// The proxy's TLS settings from `--set` (its own key names map onto the
-/// `tls.*` ones, as RocketMQ's proxy copies them).
+/// `tls.*` ones); any other key must be a declared one.
 fn tls_settings(settings: &[String]) -> Result<ferrocket_tls::TlsSettings, String> {
     let mut tls = ferrocket_tls::TlsSettings::default();
     for pair in settings {
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("--set {pair}: expected KEY=VALUE"))?;
-        if AUTH_KEYS.contains(&key.trim())
-            || ferrocket_grpc::GRPC_SETTINGS.find(key.trim()).is_some()
-            || ferrocket_grpc::renew::settings::KEYS.contains(&key.trim())
-        {
+        let (key, value) = split_pair(pair)?;
+        if declared(key) {
             continue;
         }
-        let key = match key.trim() {
-            "tlsTestModeEnable" => "tls.test.mode.enable",
-            "tlsCertPath" => "tls.server.certPath",
-            "tlsKeyPath" => "tls.server.keyPath",
-            other => other,
-        };
+        let key = TLS_ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == key)
+            .map_or(key, |(_, name)| *name);
         match tls.set(key, value) {
             Ok(true) => {}
-            Ok(false) => {
-                return Err(format!(
-                    "--set {pair}: the proxy takes only TLS, ACL 2.0, grpc* limit and auto-renew \
-                     keys here"
-                ))
-            }
+            Ok(false) => return Err(unknown_key(pair, key)),
             Err(e) => return Err(format!("--set {pair}: {e}")),
         }
     }
     Ok(tls)
 }
 
-/// The endpoint's limits from `--set` (`grpcMaxConcurrentStreams`, ...).
-fn grpc_limits(settings: &[String]) -> Result<ferrocket_grpc::GrpcLimits, String> {
-    let mut limits = ferrocket_grpc::GrpcLimits::default();
+/// Applies every `--set` pair `table` takes onto its default config.
+fn from_table<C: Default>(
+    table: &ferrocket_runtime::settings::Table<C>,
+    settings: &[String],
+) -> Result<C, String> {
+    let mut config = C::default();
     for pair in settings {
-        if let Some((key, value)) = pair.split_once('=') {
-            limits.set(key.trim(), value, &format!("--set {pair}"))?;
-        }
+        let (key, value) = split_pair(pair)?;
+        let setting =
+            ferrocket_runtime::settings::Setting::from_flag(value.into(), format!("--set {pair}"));
+        table.apply(&mut config, key, &setting)?;
     }
-    Ok(limits)
+    Ok(config)
 }
-
-/// The auto-renew settings from `--set`.
-fn renew_settings(settings: &[String]) -> Result<ferrocket_grpc::RenewSettings, String> {
-    let mut renew = ferrocket_grpc::RenewSettings::default();
-    for pair in settings {
-        if let Some((key, value)) = pair.split_once('=') {
-            renew
-                .set(key, value)
-                .map_err(|e| format!("--set {pair}: {e}"))?;
-        }
-    }
-    Ok(renew)
-}
-
-/// ACL 2.0's keys the proxy takes.
-const AUTH_KEYS: [&str; 4] = [
-    "authenticationEnabled",
-    "authorizationEnabled",
-    "authenticationWhitelist",
-    "authorizationWhitelist",
-];
 
 /// ACL 2.0's settings from `--set`; `None` when both checks are off.
 fn auth_settings(settings: &[String]) -> Result<Option<ferrocket_grpc::AuthSettings>, String> {
-    let mut auth = ferrocket_grpc::AuthSettings::default();
-    let list = |value: &str| -> Vec<String> {
-        value
-            .split(',')
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    for pair in settings {
-        let Some((key, value)) = pair.split_once('=') else {
-            continue;
-        };
-        let flag = || match value.trim().to_ascii_lowercase().as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(format!("--set {pair}: expected true or false")),
-        };
-        match key.trim() {
-            "authenticationEnabled" => auth.authentication = flag()?,
-            "authorizationEnabled" => auth.authorization = flag()?,
-            "authenticationWhitelist" => auth.authentication_whitelist = list(value),
-            "authorizationWhitelist" => auth.authorization_whitelist = list(value),
-            _ => {}
-        }
-    }
-    Ok(Some(auth).filter(|a| a.authentication || a.authorization))
+    let auth = from_table(&ferrocket_grpc::AUTH_SETTINGS, settings)?;
+    Ok(Some(auth).filter(|a: &ferrocket_grpc::AuthSettings| a.authentication || a.authorization))
 }
 
 /// With ACL 2.0 on: the users and ACLs to check v5 clients against.
@@ -208,7 +201,7 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     let mut security = security(args.acl_home.as_deref(), credentials)?;
     security.client_tls = client_tls;
     security.access.users = broker_users(auth_settings(&args.settings)?);
-    security.renew = renew_settings(&args.settings)?;
+    security.renew = from_table(&ferrocket_grpc::RENEW_SETTINGS, &args.settings)?;
     let _tls_reloader = match &tls {
         Some(tls) => Some(
             tls.watch(Arc::clone(&stop))
@@ -221,7 +214,7 @@ pub fn run(args: ProxyArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
         namesrv_addr: args.namesrv_addr.clone(),
         security,
         tls,
-        limits: grpc_limits(&args.settings)?,
+        limits: from_table(&ferrocket_grpc::GRPC_SETTINGS, &args.settings)?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -337,4 +330,51 @@ pub fn in_broker(
         })
         .map_err(|e| format!("cannot start the gRPC endpoint's thread: {e}"))?;
     Ok((handoff, thread))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sets(pairs: &[&str]) -> Vec<String> {
+        pairs.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn set_keys_reach_their_tables_and_a_typo_gets_a_suggestion() {
+        let settings = sets(&[
+            "authenticationEnabled=true",
+            "authorizationWhitelist=a,b",
+            "grpcConnectionsMax=9",
+            "renewAheadTimeMillis=2000",
+            "tlsTestModeEnable=false",
+        ]);
+        assert!(tls_settings(&settings).is_ok());
+        let auth = auth_settings(&settings).unwrap().unwrap();
+        assert!(auth.authentication && !auth.authorization);
+        assert_eq!(auth.authorization_whitelist, ["a", "b"]);
+        let limits = from_table(&ferrocket_grpc::GRPC_SETTINGS, &settings).unwrap();
+        assert_eq!(limits.connections_max, 9);
+        let renew = from_table(&ferrocket_grpc::RENEW_SETTINGS, &settings).unwrap();
+        assert_eq!(renew.ahead_ms, 2_000);
+        assert!(auth_settings(&sets(&["authorizationEnabled=false"]))
+            .unwrap()
+            .is_none());
+        let typo = tls_settings(&sets(&["authenticationEnable=true"])).unwrap_err();
+        assert!(
+            typo.ends_with("did you mean `authenticationEnabled`?"),
+            "{typo}"
+        );
+        let typo = tls_settings(&sets(&["renewAheadTimeMilis=1"])).unwrap_err();
+        assert!(
+            typo.ends_with("did you mean `renewAheadTimeMillis`?"),
+            "{typo}"
+        );
+        let bad = auth_settings(&sets(&["authenticationEnabled=yes"])).unwrap_err();
+        assert!(
+            bad.starts_with("--set authenticationEnabled=yes: invalid value"),
+            "{bad}"
+        );
+        assert!(tls_settings(&sets(&["novalue"])).is_err());
+    }
 }

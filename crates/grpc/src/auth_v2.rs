@@ -16,6 +16,9 @@ use ferrocket_protocol::RemotingCommand;
 
 use crate::backend::Backend;
 
+mod settings;
+pub use settings::AUTH_SETTINGS;
+
 /// How often the users and ACLs are fetched again.
 pub const REFRESH_INTERVAL_MS: u64 = 5_000;
 /// Longest one fetch may take.

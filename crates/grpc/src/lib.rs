@@ -58,11 +58,11 @@ pub mod pb {
 }
 
 pub use auth::Access;
-pub use auth_v2::{AuthSettings, BrokerUsers};
+pub use auth_v2::{AuthSettings, BrokerUsers, AUTH_SETTINGS};
 pub use backend::Backend;
 pub use limits::{GrpcLimits, GRPC_SETTINGS};
 pub use local::{BrokerRequests, LocalAnswer, LocalBroker};
-pub use renew::RenewSettings;
+pub use renew::{RenewSettings, RENEW_SETTINGS};
 pub use service::{serve, serve_incoming, ProxyConfig, Security};
 
 /// Default gRPC port of RocketMQ's proxy (`grpcServerPort`).

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-pub use settings::RenewSettings;
+pub use settings::{RenewSettings, RENEW_SETTINGS};
 
 use crate::convert::now_ms;
 
