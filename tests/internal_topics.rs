@@ -2,7 +2,9 @@
 //! batch sends to the timer, delay-level, half, template and other system
 //! topics are refused with NO_PERMISSION, and nothing is written outside
 //! the store (the timer once copied a batch item with REAL_TOPIC=../../x
-//! beside the store root).
+//! beside the store root). The cluster and broker name topics take sends,
+//! as Java's do (mqadmin sendMsgStatus and clusterRT send there), unless
+//! `clusterTopicEnable` / `brokerTopicEnable` are off.
 
 mod harness;
 
@@ -15,7 +17,7 @@ use ferrocket_protocol::RemotingCommand;
 use harness::requests::{send_header, send_request};
 use harness::{unique_name, Broker, BrokerOpts, Namesrv};
 
-const INTERNAL_TOPICS: [&str; 10] = [
+const INTERNAL_TOPICS: [&str; 9] = [
     "rmq_sys_wheel_timer",
     "SCHEDULE_TOPIC_XXXX",
     "RMQ_SYS_TRANS_HALF_TOPIC",
@@ -24,9 +26,11 @@ const INTERNAL_TOPICS: [&str; 10] = [
     "SELF_TEST_TOPIC",
     "OFFSET_MOVED_EVENT",
     "TBW102",
-    "DefaultCluster",
     "rmq_sys_other",
 ];
+
+/// The harness broker's cluster and broker name topics.
+const NAME_TOPICS: [&str; 2] = ["DefaultCluster", "broker-a"];
 
 /// A property string that would send a timer copy outside the store.
 fn escaping_properties(escape: &str) -> Properties {
@@ -110,12 +114,25 @@ fn sends_to_internal_topics_are_refused_and_nothing_escapes_the_store() {
             assert!(remark.contains("forbidden"), "{kind} {topic}: {remark}");
         }
     }
-    // The trace topic stays open to clients, as in Java.
-    let trace = conn.request(send_request(
-        &send_header("InternalPG", "RMQ_SYS_TRACE_TOPIC", 0),
-        "trace",
-    ));
-    assert_eq!(trace.code, response_code::SUCCESS, "{trace:?}");
+    // The trace topic stays open to clients, as in Java, and so do the name
+    // topics: what is sent there stays there, the escaping properties too.
+    for topic in ["RMQ_SYS_TRACE_TOPIC"].into_iter().chain(NAME_TOPICS) {
+        for (kind, request) in [
+            (
+                "V1",
+                send_request(&send_header("InternalPG", topic, 0), "x"),
+            ),
+            ("V2", v2_request(topic, &props)),
+            ("batch", batch_request(topic, &props)),
+        ] {
+            let answer = conn.request(request);
+            assert_eq!(
+                answer.code,
+                response_code::SUCCESS,
+                "{kind} {topic}: {answer:?}"
+            );
+        }
+    }
 
     // Give a timer that slipped through time to fire, then look around.
     std::thread::sleep(Duration::from_millis(2_500));
@@ -128,6 +145,32 @@ fn sends_to_internal_topics_are_refused_and_nothing_escapes_the_store() {
             "{} appeared",
             dir.join(&escape).display()
         );
+    }
+}
+
+#[test]
+fn the_name_topics_refuse_sends_when_their_settings_are_off() {
+    let namesrv = Namesrv::start();
+    let broker = Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            extra_args: ["clusterTopicEnable=false", "brokerTopicEnable=false"]
+                .iter()
+                .flat_map(|kv| ["--set".to_string(), kv.to_string()])
+                .collect(),
+            ..Default::default()
+        },
+    );
+    let mut conn = broker.connect();
+    for topic in NAME_TOPICS {
+        let answer = conn.request(send_request(&send_header("InternalPG", topic, 0), "x"));
+        assert_eq!(
+            answer.code,
+            response_code::NO_PERMISSION,
+            "{topic}: {answer:?}"
+        );
+        let remark = answer.remark.unwrap_or_default();
+        assert!(remark.contains("forbidden"), "{topic}: {remark}");
     }
 }
 

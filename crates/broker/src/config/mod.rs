@@ -119,6 +119,10 @@ pub struct BrokerConfig {
     pub write_mode: CommitLogWriteMode,
     /// `autoCreateTopicEnable`.
     pub auto_create_topic_enable: bool,
+    /// `clusterTopicEnable`: the cluster name topic takes sends and pulls.
+    pub cluster_topic_enable: bool,
+    /// `brokerTopicEnable`: the broker name topic takes sends and pulls.
+    pub broker_topic_enable: bool,
     /// `defaultTopicQueueNums`.
     pub default_topic_queue_nums: i32,
     /// `mappedFileSizeCommitLog`.
@@ -275,6 +279,8 @@ impl Default for BrokerConfig {
             sync_flush_timeout_ms: ferrocket_store::SYNC_FLUSH_TIMEOUT_MS_DEFAULT,
             write_mode: CommitLogWriteMode::Buffered,
             auto_create_topic_enable: true,
+            cluster_topic_enable: true,
+            broker_topic_enable: true,
             default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS,
             mapped_file_size_commit_log: ferrocket_store::SEGMENT_BYTES_DEFAULT,
             max_message_size: MESSAGE_BODY_BYTES_MAX_DEFAULT,

@@ -87,16 +87,14 @@ pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
 
 /// Topics no client may send to, by any send request: Java's
-/// `TopicValidator.isNotAllowedSendTopic` set, plus the templates
-/// (`TBW102`, the cluster and broker name topics) and every `rmq_sys_`
-/// topic. Messages stored in the timer, delay-level and half topics are
-/// copied by the broker to their REAL_TOPIC, so one a client put there
-/// would be a message the broker trusts. The trace topic stays open.
-pub fn is_send_forbidden(topic: &str, config: &BrokerConfig) -> bool {
-    topic != TRACE_TOPIC
-        && (is_system_topic(topic)
-            || topic == config.broker_cluster_name
-            || topic == config.broker_name)
+/// `TopicValidator.isNotAllowedSendTopic` set, plus `TBW102` and every
+/// `rmq_sys_` topic. Messages stored in the timer, delay-level and half
+/// topics are copied by the broker to their REAL_TOPIC, so one a client
+/// put there would be a message the broker trusts. The trace topic stays
+/// open; the cluster and broker name topics take sends as in Java, unless
+/// their setting took their write perm away (see [`default_table`]).
+pub fn is_send_forbidden(topic: &str) -> bool {
+    topic != TRACE_TOPIC && is_system_topic(topic)
 }
 
 /// Topics an admin may not create or delete (`TopicValidator.isSystemTopic`).
@@ -136,6 +134,31 @@ fn system_config(name: &str, queues: i32, topic_perm: i32) -> TopicConfig {
     }
 }
 
+/// The cluster and broker name topics (`TopicConfigManager.init`): their
+/// queues, and whether `clusterTopicEnable` / `brokerTopicEnable` open
+/// them to sends and pulls (mqadmin's `sendMsgStatus` and `clusterRT` send
+/// to the broker name topic).
+fn name_topics(config: &BrokerConfig) -> [(&str, i32, bool); 2] {
+    [
+        (&config.broker_cluster_name, 16, config.cluster_topic_enable),
+        (&config.broker_name, 1, config.broker_topic_enable),
+    ]
+}
+
+/// Sets the name topics' perm as Java does: always a template (INHERIT),
+/// readable and writable only while their setting is on.
+fn apply_name_topic_perms(table: &mut TopicTable, config: &BrokerConfig) {
+    for (name, _, enabled) in name_topics(config) {
+        if let Some(topic) = table.topic_config_table.get_mut(name) {
+            topic.perm = if enabled {
+                perm::INHERIT | perm::READ_WRITE
+            } else {
+                perm::INHERIT
+            };
+        }
+    }
+}
+
 /// The table a fresh broker starts with.
 pub fn default_table(config: &BrokerConfig) -> TopicTable {
     let mut table = TopicTable::default();
@@ -158,8 +181,9 @@ pub fn default_table(config: &BrokerConfig) -> TopicTable {
         config.default_topic_queue_nums,
         template_perm,
     ));
-    put(system_config(&config.broker_cluster_name, 16, inherit));
-    put(system_config(&config.broker_name, 1, inherit));
+    for (name, queues, _) in name_topics(config) {
+        put(system_config(name, queues, inherit));
+    }
     // Clients send replies here; without it a replier finds no route and
     // falls back on the template's (or fails where there is none).
     put(system_config(
@@ -167,6 +191,7 @@ pub fn default_table(config: &BrokerConfig) -> TopicTable {
         1,
         perm::READ_WRITE,
     ));
+    apply_name_topic_perms(&mut table, config);
     table
 }
 
@@ -182,6 +207,8 @@ pub fn load_table(dir: &ConfigDir, config: &BrokerConfig) -> Result<TopicTable, 
             }
         }
         table.data_version = stored.data_version;
+        // The settings decide, not a perm stored under other settings.
+        apply_name_topic_perms(&mut table, config);
     }
     // A new version at every start: name servers take the table afresh.
     table.data_version.next(crate::clock::now_ms());
@@ -398,7 +425,7 @@ mod tests {
             (reply.read_queue_nums, reply.write_queue_nums, reply.perm),
             (1, 1, perm::READ_WRITE)
         );
-        assert!(!is_send_forbidden("C1_REPLY_TOPIC", &config));
+        assert!(!is_send_forbidden("C1_REPLY_TOPIC"));
     }
 
     #[test]
@@ -414,14 +441,51 @@ mod tests {
             "RMQ_SYS_TRANS_OP_HALF_TOPIC",
             "SELF_TEST_TOPIC",
             "OFFSET_MOVED_EVENT",
+        ] {
+            assert!(is_send_forbidden(topic), "{topic}");
+        }
+        // The name topics are left to their perm (Java's TopicConfigManager).
+        let names = [
             config.broker_cluster_name.as_str(),
             config.broker_name.as_str(),
-        ] {
-            assert!(is_send_forbidden(topic, &config), "{topic}");
+        ];
+        for topic in ["TopicTest", TRACE_TOPIC, "%RETRY%g", "%DLQ%g", "rmq_sys"]
+            .into_iter()
+            .chain(names)
+        {
+            assert!(!is_send_forbidden(topic), "{topic}");
         }
-        for topic in ["TopicTest", TRACE_TOPIC, "%RETRY%g", "%DLQ%g", "rmq_sys"] {
-            assert!(!is_send_forbidden(topic, &config), "{topic}");
-        }
+    }
+
+    #[test]
+    fn the_name_topics_are_writable_templates_while_their_settings_are_on() {
+        let perms = |config: &BrokerConfig| {
+            let table = default_table(config);
+            let of = |name: &str| table.topic_config_table[name].perm;
+            (of(&config.broker_cluster_name), of(&config.broker_name))
+        };
+        let open = perm::INHERIT | perm::READ_WRITE;
+        assert_eq!(perms(&BrokerConfig::default()), (open, open));
+        let closed = BrokerConfig {
+            cluster_topic_enable: false,
+            broker_topic_enable: false,
+            ..BrokerConfig::default()
+        };
+        assert_eq!(perms(&closed), (perm::INHERIT, perm::INHERIT));
+        let broker_only = BrokerConfig {
+            cluster_topic_enable: false,
+            ..BrokerConfig::default()
+        };
+        assert_eq!(perms(&broker_only), (perm::INHERIT, open));
+        // A topics.json written under other settings does not reopen them.
+        let dir = tempfile::tempdir().unwrap();
+        let stored = ConfigDir::open(dir.path()).unwrap();
+        stored
+            .write_json(TOPICS_FILE, &default_table(&BrokerConfig::default()))
+            .unwrap();
+        let loaded = load_table(&stored, &closed).unwrap();
+        let name = &closed.broker_name;
+        assert_eq!(loaded.topic_config_table[name].perm, perm::INHERIT);
     }
 
     #[test]

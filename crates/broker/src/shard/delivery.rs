@@ -28,7 +28,7 @@ impl Shard {
                 "real topic {topic:?} queue {queue_id}: {why}"
             )))
         };
-        if let Err(why) = check_real_name(topic, &self.config()) {
+        if let Err(why) = check_real_name(topic) {
             return invalid(why);
         }
         let create =

@@ -12,6 +12,22 @@ pub(super) static LIMITS: &[Decl<BrokerConfig>] = &[
         |c| yes(c.auto_create_topic_enable),
     ),
     decl!(
+        "clusterTopicEnable",
+        "`true`",
+        start,
+        "the cluster name topic takes sends and pulls; `false`: only a template",
+        |c, k, s| c.cluster_topic_enable = parse_bool(k, s)?,
+        |c| yes(c.cluster_topic_enable),
+    ),
+    decl!(
+        "brokerTopicEnable",
+        "`true`",
+        start,
+        "the broker name topic takes sends and pulls (mqadmin `sendMsgStatus`, `clusterRT`); `false`: only a template",
+        |c, k, s| c.broker_topic_enable = parse_bool(k, s)?,
+        |c| yes(c.broker_topic_enable),
+    ),
+    decl!(
         "defaultTopicQueueNums",
         "8",
         start,

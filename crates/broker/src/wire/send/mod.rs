@@ -53,20 +53,6 @@ impl SendTopic {
     }
 }
 
-/// Java's words for a send into an internal topic; for the cluster and
-/// broker name topics (which Java takes sends into, and mqadmin's
-/// sendMsgStatus and clusterRT send to) also why and what to use instead.
-fn forbidden_remark(topic: &str, config: &crate::config::BrokerConfig) -> String {
-    if topic == config.broker_cluster_name || topic == config.broker_name {
-        return format!(
-            "Sending message to topic[{topic}] is forbidden. Ferrocket keeps its cluster and \
-             broker name topics (templates) free of messages, so mqadmin sendMsgStatus and \
-             clusterRT are not supported; checkMsgSendRT -t TOPIC measures sends to a topic"
-        );
-    }
-    format!("Sending message to topic[{topic}] is forbidden.")
-}
-
 /// Finds the topic for a send (named `header.topic`), auto-creating it
 /// from its template when allowed, and checks that it takes writes
 /// (`msgCheck`).
@@ -77,10 +63,10 @@ async fn topic_for_send(
     let topic = header.topic;
     validate_topic(topic)
         .map_err(|e| Reject::new(response_code::MESSAGE_ILLEGAL, e.to_string()))?;
-    if topics::is_send_forbidden(topic, &shard.config()) {
+    if topics::is_send_forbidden(topic) {
         return Err(Reject::new(
             response_code::NO_PERMISSION,
-            forbidden_remark(topic, &shard.config()),
+            format!("Sending message to topic[{topic}] is forbidden."),
         ));
     }
     let config = match shard.with_topic(topic, SendTopic::of) {

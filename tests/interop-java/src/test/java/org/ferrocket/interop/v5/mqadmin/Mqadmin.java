@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.tools.command.MQAdminStartup;
@@ -32,9 +33,12 @@ import org.apache.rocketmq.tools.command.MQAdminStartup;
  *     manager, where the JVM still allows one, turns that into a failed run
  *     instead of the end of the test JVM.</li>
  * <li>When a command shuts its client down, the client's Netty event
- *     thread may sit out a 3 s poll before it notices (a race in the client,
- *     not the server): the thread is woken so the suite does not spend a
- *     third of its time there. Nothing is sent to the server any more then.</li>
+ *     thread may sit out a 3 s poll before it notices (in the client, not
+ *     the server: rocketmq-remoting 5.5.0 NettyRemotingClient.java:393 stops
+ *     the NettyEventExecutor, which waits in eventQueue.poll(3000 ms) at
+ *     NettyRemotingAbstract.java:786): the thread is woken so the suite does
+ *     not spend a third of its time there. Nothing is sent to the server any
+ *     more then.</li>
  * </ul>
  */
 public final class Mqadmin extends MQAdminStartup {
@@ -72,6 +76,20 @@ public final class Mqadmin extends MQAdminStartup {
 
     /** Runs {@code mqadmin ARGS}; {@code hook} signs its requests (ACL). */
     public static Result run(RPCHook hook, String... args) throws InterruptedException {
+        return run(hook, null, args);
+    }
+
+    /**
+     * Runs a command that loops until it is stopped ({@code clusterRT}
+     * sleeps between rounds, forever): once what it printed matches
+     * {@code until} its thread is interrupted, which ends the sleep and so
+     * the command (with a stack trace of the interruption).
+     */
+    public static Result runUntil(Pattern until, String... args) throws InterruptedException {
+        return run(null, until, args);
+    }
+
+    private static Result run(RPCHook hook, Pattern until, String... args) throws InterruptedException {
         synchronized (LOCK) {
             guardExit();
             SUB_COMMANDS.clear();
@@ -94,7 +112,7 @@ public final class Mqadmin extends MQAdminStartup {
             boolean hung;
             try {
                 runner.start();
-                hung = !awaitWakingLingerers(runner);
+                hung = !awaitWakingLingerers(runner, buffer, until);
             } finally {
                 System.setOut(out);
                 System.setErr(err);
@@ -114,13 +132,19 @@ public final class Mqadmin extends MQAdminStartup {
      * Waits for the run to end; while its thread waits in the client's
      * shutdown for the Netty event thread, wakes that thread. False on a hang.
      */
-    private static boolean awaitWakingLingerers(Thread runner) throws InterruptedException {
+    private static boolean awaitWakingLingerers(Thread runner, ByteArrayOutputStream buffer, Pattern until)
+        throws InterruptedException {
         long deadline = System.nanoTime() + DEADLINE.toNanos();
+        boolean stopped = false;
         while (runner.isAlive()) {
             if (System.nanoTime() > deadline) {
                 return false;
             }
             runner.join(20);
+            if (!stopped && until != null && until.matcher(buffer.toString(StandardCharsets.UTF_8)).find()) {
+                runner.interrupt();
+                stopped = true;
+            }
             if (runner.isAlive() && inClientShutdown(runner)) {
                 for (Thread thread : Thread.getAllStackTraces().keySet()) {
                     if (thread.getName().equals("NettyEventExecutor")) {

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -356,9 +357,17 @@ class MqadminTest {
     }
 
     @Test
-    void sendsToTheBrokerNameTopicAreRefused() throws Exception {
-        refused(16, printing("topic[" + BROKER + "] is forbidden", "sendMsgStatus and clusterRT are not supported"),
+    void sendsToTheBrokerNameTopicWork() throws Exception {
+        // brokerTopicEnable (on by default, as in Java) opens the topic.
+        Mqadmin.Result status = works(printing("rt=", "topic=" + BROKER + ", brokerName=" + BROKER),
             "sendMsgStatus", "-n", ns, "-b", BROKER, "-s", "16", "-c", "2");
+        assertEquals(2, status.output.split("sendStatus=SEND_OK", -1).length - 1, status::toString);
+        // clusterRT sends -a messages to each broker's name topic per round,
+        // prints a row, and sleeps -i s: stopped after the first row.
+        Mqadmin.Result rt = Mqadmin.runUntil(Pattern.compile(BROKER + " .*\\n"), "clusterRT", "-n", ns,
+            "-c", CLUSTER, "-a", "3", "-s", "16", "-i", "5");
+        Pattern row = Pattern.compile(CLUSTER + " +" + BROKER + " +[0-9.]+ +3 +0 ");
+        assertTrue(row.matcher(rt.output).find(), rt::toString);
     }
 
     @Test
