@@ -5,6 +5,7 @@ import static org.ferrocket.interop.Clients.bytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,15 +19,18 @@ import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** Concurrent push consumers: tag subscription, broadcasting, retry, delay level. */
+/** Concurrent push consumers: tag subscription, broadcasting, retry, %DLQ%, delay level. */
 @ExtendWith(FerrocketExtension.class)
 class PushConsumerTest {
     private static final long WAIT_S = Clients.RECEIVE_TIMEOUT.toSeconds();
@@ -145,6 +149,54 @@ class PushConsumerTest {
             for (String id : sent.keySet()) {
                 assertEquals(List.of(0, 1), deliveries.get(id).subList(0, 2), "deliveries of " + id);
             }
+        }
+    }
+
+    /**
+     * Past the group's maxReconsumeTimes the client's CONSUMER_SEND_MSG_BACK
+     * puts the message into the group's dead-letter topic, `%DLQ%{group}`,
+     * whole: its id, key, tag and body, RETRY_TOPIC naming where it came
+     * from, and a plain consumer can read it there.
+     */
+    @Test
+    void deadLetterAfterMaxReconsumeTimes(Ferrocket server) throws Exception {
+        String topic = server.createTopic(Names.unique("DlqT"), 1);
+        String group = Names.unique("DlqCG");
+        try (Clients clients = new Clients(server)) {
+            SendResult sent = clients.producer().send(new Message(topic, "TagD", "dlq-key", bytes("dead")));
+            assertEquals(SendStatus.SEND_OK, sent.getSendStatus(), sent.toString());
+            List<Integer> tries = new CopyOnWriteArrayList<>();
+            DefaultMQPushConsumer consumer = clients.pushConsumer(group);
+            consumer.subscribe(topic, "*");
+            consumer.setMaxReconsumeTimes(1);
+            consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
+                messages.forEach(m -> tries.add(m.getReconsumeTimes()));
+                context.setDelayLevelWhenNextConsume(1); // 1 s
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+            });
+            consumer.start();
+            String dlq = MixAll.getDLQTopic(group);
+            List<MessageExt> dead = List.of();
+            long deadline = System.nanoTime() + Clients.RECEIVE_TIMEOUT.toNanos();
+            while (dead.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(500);
+                try {
+                    dead = clients.readAll(dlq, "*", 1, Duration.ZERO);
+                } catch (MQClientException noRouteYet) {
+                    // The DLQ topic is made by the second failure.
+                }
+            }
+            assertEquals(1, dead.size(), "tries " + tries + ", in " + dlq + ": " + dead);
+            MessageExt message = dead.get(0);
+            assertEquals(dlq, message.getTopic());
+            assertEquals(sent.getMsgId(), message.getMsgId());
+            assertEquals("dead", body(message));
+            assertEquals("dlq-key", message.getKeys());
+            assertEquals("TagD", message.getTags());
+            assertEquals(topic, message.getProperty(MessageConst.PROPERTY_RETRY_TOPIC));
+            // Tried once, retried once; never delivered again.
+            Thread.sleep(3_000);
+            assertEquals(List.of(0, 1), tries);
         }
     }
 

@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.QueryResult;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
@@ -37,7 +38,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * RMQ_SYS_TRACE_TOPIC. Read back with the plain pull consumer and decoded
  * with the client's TraceDataEncoder, the topic holds a Pub record for every
  * message id sent, SubBefore and SubAfter records for every one consumed,
- * and each id among the trace messages' keys.
+ * and each id among the trace messages' keys; a trace query by message id
+ * (QUERY_MESSAGE on the trace topic) finds the message's Pub record.
  */
 @ExtendWith(FerrocketExtension.class)
 class TraceTest {
@@ -118,7 +120,32 @@ class TraceTest {
             }
             assertTrue(traces.pub.containsAll(sent.keySet()), "Pub records " + traces.pub + "; " + traces);
             assertTrue(traces.keys.containsAll(sent.keySet()), "trace message keys " + traces.keys);
+            // The trace query: QUERY_MESSAGE on the trace topic by the message
+            // id as key, as mqadmin queryMsgTraceById and the dashboard do.
+            DefaultMQProducer querier = clients.producer();
+            for (String msgId : sent.keySet()) {
+                assertEquals(Set.of(msgId), queryPubTraces(querier, producerGroup, msgId), "trace of " + msgId);
+            }
         }
+    }
+
+    /** The ids of the Pub records that a trace query for {@code msgId} finds. */
+    @SuppressWarnings("deprecation")
+    private static Set<String> queryPubTraces(DefaultMQProducer querier, String producerGroup, String msgId)
+        throws Exception {
+        QueryResult found = querier.queryMessage(TRACE_TOPIC, msgId, 64, 0, Long.MAX_VALUE);
+        Set<String> ids = new HashSet<>();
+        for (MessageExt trace : found.getMessageList()) {
+            for (TraceContext context : TraceDataEncoder.decoderFromTraceDataString(Clients.body(trace))) {
+                for (TraceBean bean : context.getTraceBeans()) {
+                    if (context.getTraceType() == TraceType.Pub && producerGroup.equals(context.getGroupName())
+                        && msgId.equals(bean.getMsgId())) {
+                        ids.add(bean.getMsgId());
+                    }
+                }
+            }
+        }
+        return ids;
     }
 
     @Test
