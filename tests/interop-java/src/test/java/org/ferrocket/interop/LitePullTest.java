@@ -85,8 +85,13 @@ class LitePullTest {
             // A new group starts at offset 0 (the messages are in memory, as
             // Java's broker answers QUERY_CONSUMER_OFFSET). Read them all
             // first: a seek while the assign's first pull is in flight races
-            // inside the client (the old task may queue offsets 0.. after the
-            // seek), so the seek comes while the client waits at the end.
+            // inside the client, so the seek comes while the client waits at
+            // the end. The race (DefaultLitePullConsumerImpl.java, 5.5.0
+            // lines 979-988, 4.9.8 lines 946-955): the old pull task checks
+            // isCancelled() before it takes the queue's lock; seek() cancels
+            // it and sets the seek offset, the new task takes that offset
+            // (nextPullOffset resets it to -1), and the old task, let in
+            // after, finds -1 and queues its messages from offset 0.
             List<String> all = new ArrayList<>();
             pollFor(first, 10).forEach(m -> all.add(body(m)));
             assertEquals(10, all.size(), all.toString());
