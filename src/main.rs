@@ -74,11 +74,24 @@ const CONTROLLER_DEFAULTS: &str = "Unset, it is a group of one listening on 127.
 controllerDLegerPeers=n0-HOST:PORT;n1-HOST:PORT;n2-HOST:PORT and its own \
 controllerDLegerSelfId=n0 (or n1, n2); it then listens on its own peer address.";
 
+/// The log filter: `RUST_LOG` (unset: `info`), with openraft held to
+/// warnings unless `RUST_LOG` names it: Raft's own INFO lines (elections,
+/// snapshots, one of 1,182 characters) drowned the controller's, also
+/// under a plain `RUST_LOG=info`; `RUST_LOG=info,openraft=info` shows them.
+fn log_directives(rust_log: Option<&str>) -> String {
+    let given = rust_log.map(str::trim).filter(|s| !s.is_empty());
+    let base = given.unwrap_or("info");
+    if base.contains("openraft") {
+        base.to_string()
+    } else {
+        format!("{base},openraft=warn")
+    }
+}
+
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        // Raft's own INFO lines (elections, snapshots, shutdown) drown the
-        // controller's; RUST_LOG=info,openraft=info shows them.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
+    let filter = tracing_subscriber::EnvFilter::new(log_directives(
+        std::env::var("RUST_LOG").ok().as_deref(),
+    ));
     // Colours only for a person at a terminal, never in a log file.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("NO_COLOR").is_none();

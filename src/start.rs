@@ -138,14 +138,46 @@ fn check_ports(args: &StartArgs) -> Result<(), String> {
 /// Most directory entries looked at to size the data directory.
 const DATA_DIR_ENTRIES_MAX: usize = 100_000;
 
+/// The value of a broker key as `start` hands it to its broker: the last
+/// `--broker-set`, else the `-c` file's, else none (the broker's default).
+/// A file that does not load is left to the broker, which names the error.
+fn broker_setting(args: &StartArgs, key: &str) -> Option<String> {
+    let set = args.broker_settings.iter().rev().find_map(|s| {
+        let (k, value) = s.split_once('=')?;
+        (k.trim() == key).then(|| value.trim().to_string())
+    });
+    set.or_else(|| {
+        let file = crate::properties::load(args.broker_config.as_ref()?).ok()?;
+        file.get(key).map(|setting| setting.value.clone())
+    })
+}
+
 /// `start` is for a laptop: says where the data goes, how much is there,
-/// and that it stays until deleted or expired.
-fn say_what_the_store_takes(dir: &std::path::Path) {
-    let megabytes = dir_bytes(dir, DATA_DIR_ENTRIES_MAX) / (1024 * 1024);
+/// what the CommitLog allocates (whole segments, 1 GiB by default, before
+/// the first message) and that it stays until deleted or expired.
+fn say_what_the_store_takes(args: &StartArgs) {
+    let dir = &args.data_dir;
+    let mib = 1024 * 1024;
+    let megabytes = dir_bytes(dir, DATA_DIR_ENTRIES_MAX) / mib;
+    let number = |key: &str, default: u64| {
+        broker_setting(args, key)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(default)
+    };
+    let segment = number(
+        "mappedFileSizeCommitLog",
+        ferrocket_store::SEGMENT_BYTES_DEFAULT,
+    );
+    let segment_mib = segment.div_ceil(mib);
+    let hours = number("fileReservedTime", 72);
+    let forcibly = number("diskSpaceCleanForciblyRatio", 85);
     tracing::info!(
-        "data under {} ({megabytes} MiB now): the broker keeps every message sent (a 10 s \
-         `ferrocket-bench produce` can write gigabytes) until fileReservedTime (72 h) passes or \
-         the disk is 75% full; delete the directory to reclaim the space",
+        "data under {} ({megabytes} MiB now): the CommitLog allocates each {segment_mib} MiB \
+         segment whole (mappedFileSizeCommitLog), the first as the broker starts and the next \
+         once one is half written, and keeps every message at least fileReservedTime ({hours} h) \
+         unless the disk is {forcibly}% full (diskSpaceCleanForciblyRatio): a 10 s `ferrocket-bench \
+         produce` can leave gigabytes; delete the directory to reclaim the space, or start with \
+         --broker-set mappedFileSizeCommitLog=BYTES for smaller segments",
         dir.display()
     );
 }
@@ -177,7 +209,7 @@ pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     check_ports(&args)?;
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", args.data_dir.display()))?;
-    say_what_the_store_takes(&args.data_dir);
+    say_what_the_store_takes(&args);
     let namesrv_addr = format!("{}:{}", args.listen_addr, args.namesrv_port);
     let namesrv_args = vec![
         "namesrv".to_string(),

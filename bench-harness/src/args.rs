@@ -61,7 +61,9 @@ pub enum HeaderEncoding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CompareWorkload {
+    /// As the produce mode: send latency and throughput.
     Produce,
+    /// As the e2e mode: send-to-receive latency at --rate.
     E2e,
 }
 
@@ -121,6 +123,7 @@ pub struct WorkloadArgs {
     /// Requests in flight per producer connection (pipelining depth).
     #[arg(long, default_value_t = 64)]
     pub inflight: usize,
+    /// How each message is sent.
     #[arg(long, value_enum, default_value_t = SendMode::Sync)]
     pub send_mode: SendMode,
     /// Producer implementation.
@@ -146,10 +149,13 @@ pub struct WorkloadArgs {
     /// Per-request timeout, ms.
     #[arg(long, default_value_t = 5_000)]
     pub timeout_ms: u64,
+    /// Encoding of the request headers.
     #[arg(long, value_enum, default_value_t = HeaderEncoding::Json)]
     pub header_encoding: HeaderEncoding,
+    /// Producer group the sends name.
     #[arg(long, default_value = "ferrocket_bench_producer")]
     pub producer_group: String,
+    /// Consumer group of the pulls (consume and e2e modes).
     #[arg(long, default_value = "ferrocket_bench_consumer")]
     pub consumer_group: String,
     /// Consumer connections per broker (consume and e2e modes).
@@ -262,9 +268,10 @@ pub struct CompareArgs {
     /// Count child processes of the broker pids too.
     #[arg(long)]
     pub broker_pid_children: bool,
-    /// Broker configuration files of A and B to copy into the report.
+    /// Broker configuration file of A to copy into the report.
     #[arg(long)]
     pub broker_config_a: Option<PathBuf>,
+    /// Broker configuration file of B to copy into the report.
     #[arg(long)]
     pub broker_config_b: Option<PathBuf>,
     /// Connect to A over TLS (taking any certificate).
@@ -273,6 +280,7 @@ pub struct CompareArgs {
     /// Connect to B over TLS.
     #[arg(long)]
     pub tls_b: bool,
+    /// The workload of each round.
     #[arg(long, value_enum, default_value_t = CompareWorkload::Produce)]
     pub workload: CompareWorkload,
     /// Rounds per system (run A, B, A, B, ...).
@@ -410,6 +418,27 @@ mod tests {
 
     fn parse(args: &[&str]) -> Cli {
         Cli::try_parse_from(args).unwrap()
+    }
+
+    /// Options of `command` and its subcommands without a description.
+    fn undescribed(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in command.get_arguments() {
+            if arg.get_help().is_none() && arg.get_id() != "help" && arg.get_id() != "version" {
+                missing.push(format!("{path} --{}", arg.get_id()));
+            }
+        }
+        for sub in command.get_subcommands() {
+            undescribed(sub, &format!("{path} {}", sub.get_name()), missing);
+        }
+    }
+
+    #[test]
+    fn every_option_says_what_it_is() {
+        let mut command = <Cli as clap::CommandFactory>::command();
+        command.build();
+        let mut missing = Vec::new();
+        undescribed(&command, "ferrocket-bench", &mut missing);
+        assert!(missing.is_empty(), "no description: {missing:?}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub struct GrpcArgs {
     /// Concurrent receive+ack loops.
     #[arg(long, default_value_t = 8)]
     pub consumers: usize,
+    /// Message body size in bytes.
     #[arg(long, default_value_t = 1024)]
     pub body_bytes: usize,
     /// Processes whose CPU is measured (broker, proxy).

@@ -265,7 +265,7 @@ impl Controller {
                 .with_body(body.clone());
             request.ext_fields = notify.to_ext();
             if let Err(e) = self.brokers.invoke_oneway(&address, request).await {
-                tracing::warn!("controller: cannot notify {address} of the new master: {e}");
+                log_unnotified(&address, &e);
             }
         }
     }
@@ -291,5 +291,25 @@ impl Controller {
                 self.trigger_election(&name).await;
             }
         }
+    }
+}
+
+/// A notice of a new master that did not reach a live broker. A broker
+/// registers (and a new set's first broker is elected) before it listens,
+/// so a refused connection is what a starting broker gives: not an alarm,
+/// since it learns the master at its next check (`syncBrokerMetadataPeriod`).
+fn log_unnotified(address: &str, error: &ferrocket_client::ClientError) {
+    let refused = matches!(
+        error,
+        ferrocket_client::ClientError::Connect { source, .. }
+            if source.kind() == std::io::ErrorKind::ConnectionRefused
+    );
+    if refused {
+        tracing::info!(
+            "controller: {address} does not listen yet (a starting broker registers first): it \
+             learns of the new master at its next check"
+        );
+    } else {
+        tracing::warn!("controller: cannot notify {address} of the new master: {error}");
     }
 }
