@@ -229,6 +229,19 @@ pub(crate) async fn adopt(
             Step::Done
         }
         Ok(Adopted::Same) => Step::Done,
+        Ok(Adopted::Unproven { epoch }) => {
+            let why = format!(
+                "the replica set's published manifest (controller epoch {epoch}) carries no \
+                 lineage (a Ferrocket before lineages published it) and this broker's log holds \
+                 no bytes of that epoch: none of its entries is taken, since nothing tells where \
+                 the two logs agree; they are taken once its publisher (upgraded) publishes again"
+            );
+            if tier.status.last_error() != why {
+                tracing::warn!(epoch, "tiered storage: {why}");
+            }
+            tier.status.set_error(Some(why));
+            Step::Done
+        }
         Ok(Adopted::Stale { published, seen }) => {
             tracing::debug!(
                 published,

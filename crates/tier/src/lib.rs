@@ -18,6 +18,7 @@ mod expire;
 mod fetch;
 mod follow;
 mod restore;
+mod succession;
 mod upload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -195,6 +196,10 @@ async fn master_pass(
             Step::Done => {}
             Step::Retry => return,
             Step::Fenced(by) => return fence(tier, state, by),
+        }
+        // Nothing is published or swept until the set's history is ours.
+        if succession::history_taken(tier, backend, reader).await != Step::Done {
+            return;
         }
         state.adopted = true;
         state.unpublished = true;

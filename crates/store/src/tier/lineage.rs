@@ -90,6 +90,35 @@ pub fn consistent_point(own: &EpochCache, own_end: i64, published: &Lineage) -> 
     point.min(own_end).min(published.end).max(0)
 }
 
+/// How far an adopter whose epochs are `own` and whose log ends at
+/// `own_end` may take a published manifest of `epoch` carrying `lineage`:
+/// up to the consistent point with the publisher's lineage. Without one:
+/// up to `own_end` outside controller mode (epoch 0); a copy of epoch
+/// E > 0 without a lineage (published by a Ferrocket before lineages)
+/// could be a deposed master's copy past the fork, so it is taken only as
+/// far as this log holds epoch E's bytes (they came from E's master, and
+/// below them the two logs agree: the fork-point cut before following
+/// it), and not at all (`None`) when this log holds no bytes of epoch E.
+pub fn agreed_point(
+    own: &EpochCache,
+    own_end: i64,
+    epoch: i32,
+    lineage: Option<&Lineage>,
+) -> Option<i64> {
+    if let Some(lineage) = lineage {
+        return Some(consistent_point(own, own_end, lineage).min(own_end));
+    }
+    if epoch <= 0 {
+        return Some(own_end);
+    }
+    let entries = own.entries();
+    let at = entries.iter().position(|e| e.epoch == epoch)?;
+    let span_end = entries
+        .get(at + 1)
+        .map_or(own_end, |next| next.start_offset);
+    (span_end > entries[at].start_offset).then_some(span_end.min(own_end))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +155,24 @@ mod tests {
         assert_eq!(consistent_point(&same, 900, &damaged), 0);
         // Epochs past the entries' end are left out of a lineage.
         assert_eq!(Lineage::of(&new, 120).epochs.len(), 2);
+    }
+
+    /// A copy without a lineage: outside controller mode up to the end; of
+    /// epoch 4, as far as this log holds epoch 4's bytes; of an epoch this
+    /// log holds no bytes of, nothing.
+    #[test]
+    fn a_copy_without_a_lineage_is_taken_only_within_its_epoch() {
+        let new = cache(&[(1, 0), (4, 100), (5, 150)]);
+        assert_eq!(agreed_point(&new, 600, 0, None), Some(600));
+        assert_eq!(agreed_point(&new, 600, 4, None), Some(150));
+        assert_eq!(agreed_point(&new, 600, 5, None), Some(600));
+        assert_eq!(agreed_point(&new, 120, 4, None), Some(120));
+        assert_eq!(agreed_point(&new, 600, 3, None), None);
+        assert_eq!(agreed_point(&new, 600, 6, None), None);
+        assert_eq!(agreed_point(&EpochCache::new(), 600, 2, None), None);
+        // Epoch 5 began where this log ends: no bytes of it.
+        assert_eq!(agreed_point(&new, 150, 5, None), None);
+        let zombie = Lineage::of(&cache(&[(1, 0), (4, 100)]), 400);
+        assert_eq!(agreed_point(&new, 600, 4, Some(&zombie)), Some(150));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::lineage::{consistent_point, Lineage};
+use super::lineage::{agreed_point, Lineage};
 use crate::epoch::EpochCache;
 use crate::error::{IoContext, StoreError};
 
@@ -76,6 +76,10 @@ pub enum Adopted {
     /// Ignored: published under an epoch older than one already adopted or
     /// published here (a deposed master's, written over the new one's).
     Stale { published: i32, seen: i32 },
+    /// Ignored: published under `epoch` without a lineage (a Ferrocket
+    /// before lineages) while this log holds no bytes of that epoch, so
+    /// nothing tells where the two logs agree ([`agreed_point`]).
+    Unproven { epoch: i32 },
 }
 
 /// The manifest in memory, shared by the uploader, the appender (which
@@ -237,8 +241,9 @@ impl Offloaded {
     /// exactly those; a master keeps its own entries below `end` as well
     /// (recorded, maybe dropped locally, before a crash kept them from
     /// being published). A manifest of an epoch older than one seen here is
-    /// ignored. One without a lineage (epoch 0, outside controller mode, or
-    /// written before lineages) is taken up to `end`.
+    /// ignored. One without a lineage is taken up to `end` outside
+    /// controller mode (epoch 0), and in it (written before lineages) only
+    /// within its epoch's bytes here, or not at all ([`agreed_point`]).
     pub fn adopt(
         &self,
         bytes: &[u8],
@@ -255,9 +260,8 @@ impl Offloaded {
                 seen: current.epoch,
             });
         }
-        let agreed = match &file.lineage {
-            Some(lineage) => consistent_point(epochs, end, lineage).min(end),
-            None => end,
+        let Some(agreed) = agreed_point(epochs, end, file.epoch, file.lineage.as_ref()) else {
+            return Ok(Adopted::Unproven { epoch: file.epoch });
         };
         let seg = self.segment_bytes as i64;
         let below = |e: &OffloadEntry, limit: i64| {
@@ -439,14 +443,10 @@ mod tests {
     }
 
     /// The published manifests of a set in controller mode: `entries` of
-    /// segment starts, published under `epoch`.
+    /// segment starts, published under `epoch` by a master whose epochs
+    /// began at 0.
     fn published(epoch: i32, starts: &[i64]) -> Vec<u8> {
-        let dir = tempfile::tempdir().unwrap();
-        let m = Offloaded::load(dir.path(), 100).unwrap();
-        for start in starts {
-            m.record(entry(*start)).unwrap();
-        }
-        m.encode(epoch, &none()).unwrap()
+        published_by(epoch, &[(epoch, 0)], starts)
     }
 
     #[test]
@@ -454,9 +454,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let slave = Offloaded::load(dir.path(), 100).unwrap();
         assert_eq!(Offloaded::decode_epoch(&published(3, &[0])).unwrap(), 3);
+        // Without a lineage (a Ferrocket before lineages), in a log that
+        // holds no bytes of epoch 3: not taken.
+        let bare = br#"{"epoch":3,"segments":[{"start":0,"size":100,"crc32":7,"key":"k/0","uploadedMs":1}]}"#;
+        let unproven = Adopted::Unproven { epoch: 3 };
+        assert_eq!(slave.adopt(bare, 500, &none(), false).unwrap(), unproven);
+        assert_eq!(
+            slave.adopt(bare, 500, &epochs(&[(3, 0)]), false).unwrap(),
+            Adopted::Changed
+        );
         assert_eq!(
             slave
-                .adopt(&published(3, &[0, 100]), 500, &none(), false)
+                .adopt(&published(3, &[0, 100]), 500, &epochs(&[(3, 0)]), false)
                 .unwrap(),
             Adopted::Changed
         );

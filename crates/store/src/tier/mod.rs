@@ -19,7 +19,7 @@ use futures_channel::{mpsc, oneshot};
 
 pub use config::*;
 pub use expiry::REMOTE_DELETE_PER_PASS_MAX;
-pub use lineage::{consistent_point, Lineage, LineageEpoch};
+pub use lineage::{agreed_point, consistent_point, Lineage, LineageEpoch};
 pub use manifest::{Adopted, OffloadEntry, Offloaded, MANIFEST_FILE};
 pub use uploader::UPLOADER_FILE;
 

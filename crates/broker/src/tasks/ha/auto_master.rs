@@ -117,9 +117,11 @@ async fn push(
     // A slave with nothing copies from the master's first byte, offloaded
     // segments included (served from object storage, `frame_body`): a lost
     // disk comes back from its master rather than restored from the object
-    // store, with ConsumeQueues for everything the master's cover.
+    // store, with ConsumeQueues for everything the master's cover. An
+    // offloaded segment object storage does not serve now is skipped
+    // (`first_copy`).
     let mut next = match reported {
-        0 => reader.logical_min_offset(),
+        0 => super::first_copy::empty_slave_start(shard).await,
         reported => start_offset(shard, reported)?,
     };
     let heartbeat = Duration::from_millis(ha_config.ha_heartbeat_interval_ms);

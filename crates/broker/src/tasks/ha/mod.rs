@@ -25,6 +25,7 @@
 pub(crate) mod assemble;
 pub(crate) mod auto_master;
 pub(crate) mod auto_slave;
+pub(crate) mod first_copy;
 pub(crate) mod gate;
 pub(crate) mod master;
 pub(crate) mod metadata;
