@@ -176,7 +176,13 @@ impl Offloaded {
         let end = segments.last().map_or(0, |last| last.start + seg);
         let file = ManifestFile {
             epoch,
-            lineage: (epoch > 0 && !epochs.is_empty()).then(|| Lineage::of(epochs, end)),
+            // No epoch of the list starts at or below `end` (the epoch
+            // file was cut back to one entry when the controller's epochs
+            // started again): none vouches for those bytes, and an empty
+            // lineage would have adopters take nothing.
+            lineage: (epoch > 0)
+                .then(|| Lineage::of(epochs, end))
+                .filter(|lineage| !lineage.epochs.is_empty()),
             segments,
         };
         serde_json::to_vec_pretty(&file)
@@ -350,22 +356,12 @@ impl Offloaded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::epoch::EpochEntry;
 
     fn none() -> EpochCache {
         EpochCache::new()
     }
 
-    fn epochs(entries: &[(i32, i64)]) -> EpochCache {
-        let entries: Vec<EpochEntry> = entries
-            .iter()
-            .map(|&(epoch, start_offset)| EpochEntry {
-                epoch,
-                start_offset,
-            })
-            .collect();
-        EpochCache::from_entries(&entries).unwrap()
-    }
+    use crate::tier::test_epochs as epochs;
 
     fn entry(start: i64) -> OffloadEntry {
         OffloadEntry {
@@ -562,5 +558,21 @@ mod tests {
         assert_eq!(starts(&slave), vec![0, 100]);
         slave.adopt(&master, 300, &epochs(&lineage), false).unwrap();
         assert_eq!(starts(&slave), vec![0, 100, 200]);
+    }
+
+    /// After the controller's epochs started again, the new master's epoch
+    /// file holds one entry, from its log's end on: its copy carries no
+    /// (empty) lineage, and a slave takes its entries up to its end.
+    #[test]
+    fn a_master_whose_epochs_start_past_the_entries_is_taken() {
+        let copy = published_by(8, &[(1, 500)], &[0, 100]);
+        let file: ManifestFile = serde_json::from_slice(&copy).unwrap();
+        assert!(file.lineage.is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let slave = Offloaded::load(dir.path(), 100).unwrap();
+        slave
+            .adopt(&copy, 600, &epochs(&[(1, 500)]), false)
+            .unwrap();
+        assert_eq!(starts(&slave), vec![0, 100]);
     }
 }
