@@ -144,8 +144,9 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
 
 /// How far the store's clock may be behind this broker's: an object
 /// written up to this long before the sweep's check started counts as
-/// written after it (kept until a later sweep).
-const CLOCK_SLACK_MS: u64 = 60_000;
+/// written after it (kept until a later sweep: a crash's leftover just
+/// made is deleted this much later).
+const CLOCK_SLACK_MS: u64 = 10_000;
 
 /// Whether the object at `key` was last written before `check_ms` (ms
 /// since the epoch, by the store's clock): `Some(false)` when written
