@@ -12,42 +12,12 @@ use std::time::Duration;
 
 use harness::failover;
 use harness::tier::{self, info_number, runtime_info, send_range, SEGMENT_BYTES};
-use harness::{unique_name, wait_for, Broker, BrokerOpts, Namesrv, RemotingConn};
+use harness::{unique_name, wait_for, Broker, Namesrv, RemotingConn};
 
 /// A broker of the failover set in controller mode, offloading to
-/// `backend` (the keys of [`tier::start_broker`], one shard).
+/// `backend` ([`tier::controller_broker`]).
 fn controller_broker(namesrv: &Namesrv, controllers: &str, backend: &[String]) -> Broker {
-    let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
-    let mut keys = vec![
-        "tieredStorageLevel=NOT_IN_DISK".to_string(),
-        "tieredStoreUploadIntervalMs=100".to_string(),
-        format!("tieredStoreLocalMaxBytes={}", 4 * SEGMENT_BYTES),
-        "cleanResourceInterval=200".to_string(),
-        format!("deleteWhen={}", every_hour.join(";")),
-        "diskMaxUsedSpaceRatio=100".to_string(),
-        "diskSpaceCleanForciblyRatio=100".to_string(),
-        "enableControllerMode=true".to_string(),
-        format!("controllerAddr={controllers}"),
-        format!("haListenPort={}", harness::process::free_port()),
-        "allAckInSyncStateSet=true".into(),
-        "syncBrokerMetadataPeriod=1000".into(),
-        "checkSyncStateSetPeriod=1000".into(),
-        "slaveTimeout=3000".into(),
-    ];
-    keys.extend(backend.iter().cloned());
-    Broker::start(
-        &namesrv.addr(),
-        BrokerOpts {
-            broker_name: Some(failover::SET.into()),
-            shards: Some(1),
-            commit_log_segment_bytes: Some(SEGMENT_BYTES),
-            extra_args: keys
-                .into_iter()
-                .flat_map(|kv| ["--set".to_string(), kv])
-                .collect(),
-            ..BrokerOpts::default()
-        },
-    )
+    tier::controller_broker(namesrv, controllers, backend, &[])
 }
 
 /// The set's directory in the object store whose root directory is `root`.
@@ -90,7 +60,7 @@ fn a_newer_copy_fences_the_old_master(backend: &[String], store_root: &Path) {
     let controllers = failover::controllers(dir.path(), 1);
     let addrs = failover::controller_addr(&controllers);
     let namesrv = Namesrv::start();
-    let master = controller_broker(&namesrv, &addrs, backend);
+    let mut master = controller_broker(&namesrv, &addrs, backend);
     let elected = wait_for(Duration::from_secs(60), || {
         failover::sync_state(&addrs).filter(|s| s.master == Some(1))
     });
@@ -127,6 +97,27 @@ fn a_newer_copy_fences_the_old_master(backend: &[String], store_root: &Path) {
         failover::commit_log_end(&master).map(|end| end > 0),
         Some(true)
     );
+    // The way out when the controller's epochs started again (its
+    // metadata lost; the copy's epoch is then another history's): the
+    // broker restarts with tieredStoreEpochBase at the copy's epoch, and
+    // publishes above it; what it uploads is named by that epoch.
+    drop(conn);
+    master.set_on_restart(&[&format!("tieredStoreEpochBase={}", epoch + 1)]);
+    master.restart();
+    let above = wait_for(Duration::from_secs(60), || {
+        let copy = read_json(&manifest)?;
+        (copy["epoch"].as_i64()? > i64::from(epoch) + 1).then_some(copy)
+    });
+    let above = above.unwrap_or_else(|| {
+        panic!(
+            "not published above epoch {}: {}",
+            epoch + 1,
+            runtime_info(&mut master.connect())
+        )
+    });
+    let suffix = format!(".e{}", above["epoch"]);
+    let keys = above["segments"].to_string();
+    assert!(keys.contains(&suffix), "no key ends {suffix}: {keys}");
 }
 
 #[test]

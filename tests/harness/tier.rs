@@ -80,31 +80,78 @@ pub fn s3(port: u16, bucket: &str) -> Vec<String> {
     ]
 }
 
-/// Starts a two-shard broker offloading to `backend`: uploads every
-/// 100 ms, two sealed segments kept locally (older offloaded ones go),
-/// broker-wide retention off; `extra` keys are added last (they win).
-pub fn start_broker(namesrv: &Namesrv, backend: &[String], extra: &[&str]) -> Broker {
+/// The keys of a tiered test broker offloading to `backend`: uploads every
+/// 100 ms, `local_segments` segments' bytes kept locally (older offloaded
+/// ones go), broker-wide retention off.
+fn tier_keys(backend: &[String], local_segments: u64) -> Vec<String> {
     let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
     let mut keys = vec![
         "tieredStorageLevel=NOT_IN_DISK".to_string(),
         "tieredStoreUploadIntervalMs=100".to_string(),
-        format!("tieredStoreLocalMaxBytes={}", 3 * SEGMENT_BYTES),
+        format!(
+            "tieredStoreLocalMaxBytes={}",
+            local_segments * SEGMENT_BYTES
+        ),
         "cleanResourceInterval=200".to_string(),
         format!("deleteWhen={}", every_hour.join(";")),
         "diskMaxUsedSpaceRatio=100".to_string(),
         "diskSpaceCleanForciblyRatio=100".to_string(),
     ];
     keys.extend(backend.iter().cloned());
+    keys
+}
+
+fn as_args(keys: Vec<String>) -> Vec<String> {
+    keys.into_iter()
+        .flat_map(|kv| ["--set".to_string(), kv])
+        .collect()
+}
+
+/// Starts a two-shard broker offloading to `backend`: uploads every
+/// 100 ms, two sealed segments kept locally (older offloaded ones go),
+/// broker-wide retention off; `extra` keys are added last (they win).
+pub fn start_broker(namesrv: &Namesrv, backend: &[String], extra: &[&str]) -> Broker {
+    let mut keys = tier_keys(backend, 3);
     keys.extend(extra.iter().map(|s| s.to_string()));
     Broker::start(
         &namesrv.addr(),
         BrokerOpts {
             shards: Some(2),
             commit_log_segment_bytes: Some(SEGMENT_BYTES),
-            extra_args: keys
-                .into_iter()
-                .flat_map(|kv| ["--set".to_string(), kv])
-                .collect(),
+            extra_args: as_args(keys),
+            ..BrokerOpts::default()
+        },
+    )
+}
+
+/// A one-shard broker of the failover set ([`super::failover::SET`]) in
+/// controller mode (the controllers at `controllers`), offloading to
+/// `backend` as [`start_broker`]'s do, four segments kept locally; `extra`
+/// keys are added last.
+pub fn controller_broker(
+    namesrv: &Namesrv,
+    controllers: &str,
+    backend: &[String],
+    extra: &[&str],
+) -> Broker {
+    let mut keys = tier_keys(backend, 4);
+    keys.extend([
+        "enableControllerMode=true".to_string(),
+        format!("controllerAddr={controllers}"),
+        format!("haListenPort={}", super::process::free_port()),
+        "allAckInSyncStateSet=true".into(),
+        "syncBrokerMetadataPeriod=1000".into(),
+        "checkSyncStateSetPeriod=1000".into(),
+        "slaveTimeout=3000".into(),
+    ]);
+    keys.extend(extra.iter().map(|s| s.to_string()));
+    Broker::start(
+        &namesrv.addr(),
+        BrokerOpts {
+            broker_name: Some(super::failover::SET.into()),
+            shards: Some(1),
+            commit_log_segment_bytes: Some(SEGMENT_BYTES),
+            extra_args: as_args(keys),
             ..BrokerOpts::default()
         },
     )

@@ -52,6 +52,17 @@ impl Backend {
         self.segment_dir().child(name)
     }
 
+    /// Whether `key` is an object of the segment at `start` that
+    /// `uploader` uploaded, under any epoch ([`uploader_tag`]).
+    pub fn uploaded_by(&self, key: &str, start: i64, uploader: &str) -> bool {
+        let own = self.segment_key(start, uploader);
+        let own = own.as_ref();
+        key == own
+            || key
+                .strip_prefix(own)
+                .is_some_and(|rest| rest.starts_with(".e"))
+    }
+
     fn with_owner(mut self, owner: &str) -> Self {
         let owner = owner.trim_matches('/');
         if !owner.is_empty() {
@@ -72,6 +83,20 @@ impl Backend {
             true => ObjectPath::from(name),
             false => ObjectPath::from(format!("{}/{name}", self.prefix)),
         }
+    }
+}
+
+/// What a store's uploads are named by ([`Backend::segment_key`]): its
+/// uploader id and, in controller mode, `.e{epoch}`, the epoch it is master
+/// of. A block-level clone of a disk keeps the directory's device and
+/// inode, so two stores can share an uploader id; two masters of a set
+/// never share an epoch, so they still write different objects. Keys
+/// written before (`{start:020}.{uploader}`) stay readable: manifest
+/// entries name their keys.
+pub fn uploader_tag(uploader: &str, epoch: i32) -> String {
+    match epoch {
+        0 => uploader.to_string(),
+        epoch => format!("{uploader}.e{epoch}"),
     }
 }
 
@@ -175,7 +200,7 @@ pub fn explain(error: &object_store::Error) -> String {
 
 /// An error and its causes on one line (the HTTP client's own error
 /// says only "error sending request"; its cause says why).
-fn with_causes(error: &dyn std::error::Error) -> String {
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(inner) = cause {
@@ -269,6 +294,30 @@ mod tests {
             "c1/broker-a/commitlog/00000000000000000000.00ff00ff00ff00ff"
         );
         assert_eq!(backend.segment_dir().to_string(), "c1/broker-a/commitlog");
+    }
+
+    #[test]
+    fn uploads_are_named_by_uploader_and_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = TierConfig::new(TierBackend::Posix {
+            path: dir.path().to_path_buf(),
+        });
+        let backend = open_backend(&config).unwrap();
+        let id = "00ff00ff00ff00ff";
+        assert_eq!(uploader_tag(id, 0), id);
+        let at = |epoch| backend.segment_key(65536, &uploader_tag(id, epoch));
+        assert_eq!(
+            at(3).to_string(),
+            "commitlog/00000000000000065536.00ff00ff00ff00ff.e3"
+        );
+        assert_ne!(at(3), at(4), "two masters sharing an id (a disk clone)");
+        assert_eq!(at(3).filename().and_then(segment_start), Some(65536));
+        for key in [at(0), at(3), at(12)] {
+            assert!(backend.uploaded_by(key.as_ref(), 65536, id), "{key}");
+        }
+        let other = backend.segment_key(65536, "00ff00ff00ff00fe");
+        assert!(!backend.uploaded_by(other.as_ref(), 65536, id));
+        assert!(!backend.uploaded_by(at(3).as_ref(), 0, id));
     }
 
     #[test]

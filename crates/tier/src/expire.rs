@@ -111,6 +111,9 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
     let Some(leftovers) = leftovers(tier, backend, reader).await else {
         return Step::Retry;
     };
+    // What is written from here on may be another uploader's, named by a
+    // manifest published after the read below: never deleted now.
+    let check_ms = now_ms().saturating_sub(CLOCK_SLACK_MS) as i64;
     let named = match crate::follow::published_keys(tier, backend).await {
         Ok(named) => named,
         Err(step) => return step,
@@ -121,7 +124,11 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
     let doomed = unnamed(leftovers, &named);
     let mut all = true;
     for key in &doomed {
-        all &= delete(tier, backend, key).await;
+        all &= match written_before(tier, backend, key, check_ms).await {
+            Some(true) => delete(tier, backend, key).await,
+            Some(false) => false,
+            None => true,
+        };
     }
     if !doomed.is_empty() {
         tracing::info!(
@@ -132,6 +139,40 @@ pub(crate) async fn sweep(tier: &TierHandle, backend: &Backend, reader: &CommitL
     match all {
         true => Step::Done,
         false => Step::Retry,
+    }
+}
+
+/// How far the store's clock may be behind this broker's: an object
+/// written up to this long before the sweep's check started counts as
+/// written after it (kept until a later sweep: a crash's leftover just
+/// made is deleted this much later).
+const CLOCK_SLACK_MS: u64 = 10_000;
+
+/// Whether the object at `key` was last written before `check_ms` (ms
+/// since the epoch, by the store's clock): `Some(false)` when written
+/// since or when the store cannot say now (kept; the sweep runs again),
+/// `None` when it is gone already.
+async fn written_before(
+    tier: &TierHandle,
+    backend: &Backend,
+    key: &ObjectPath,
+    check_ms: i64,
+) -> Option<bool> {
+    match backend.store.head(key).await {
+        Ok(meta) if meta.last_modified.timestamp_millis() < check_ms => Some(true),
+        Ok(_) => {
+            tracing::info!(key = %key,
+                "tiered storage: an object the manifest does not name was written during the \
+                 sweep's check; kept for now");
+            Some(false)
+        }
+        Err(object_store::Error::NotFound { .. }) => None,
+        Err(e) => {
+            let why = explain(&e);
+            tracing::warn!(key = %key, error = %why, "tiered storage: cannot look at an object to sweep");
+            tier.status.set_error(Some(why));
+            Some(false)
+        }
     }
 }
 
@@ -179,8 +220,7 @@ async fn leftovers(
         // A segment this store uploaded itself: another object of its
         // start (a deposed master's copy, which may diverge) is never
         // read through this manifest.
-        let own = entry
-            .is_some_and(|entry| entry.key == backend.segment_key(start, &tier.uploader).as_ref());
+        let own = entry.is_some_and(|entry| backend.uploaded_by(&entry.key, start, &tier.uploader));
         if (stale || own) && !named {
             leftovers.push(meta.location);
         }
@@ -202,6 +242,17 @@ mod tests {
             r#"{{"epoch":{epoch},"segments":[{{"start":{start},"size":1,"crc32":0,"key":"{key}","uploadedMs":1}}]}}"#
         );
         PutPayload::from(json.into_bytes())
+    }
+
+    /// Backdates the object at `key` of the directory store at `root`
+    /// by ten minutes.
+    fn backdate(root: &std::path::Path, key: &ObjectPath) {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(root.join(key.as_ref()))
+            .unwrap();
+        let then = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+        file.set_modified(then).unwrap();
     }
 
     async fn exists(backend: &Backend, key: &ObjectPath) -> bool {
@@ -234,6 +285,8 @@ mod tests {
                 .put(key, PutPayload::from_static(b"x"))
                 .await
                 .unwrap();
+            // Written well before the sweep (a fresh write is spared).
+            backdate(remote.path(), key);
         }
         let published = backend.manifest_key();
         backend
@@ -254,5 +307,48 @@ mod tests {
             exists(&backend, &newer).await,
             "a published key was deleted"
         );
+    }
+
+    /// Between the sweep's read of the published manifest and its
+    /// deletes, another uploader (a disk clone sharing the uploader id)
+    /// writes an object the sweep listed as a leftover: it is kept; an
+    /// older leftover goes.
+    #[tokio::test]
+    async fn a_sweep_keeps_what_is_written_during_its_check() {
+        let store_dir = tempfile::tempdir().unwrap();
+        let remote = tempfile::tempdir().unwrap();
+        let tier_config = TierConfig::new(TierBackend::Posix {
+            path: remote.path().to_path_buf(),
+        });
+        let mut backend = crate::open_backend(&tier_config).unwrap();
+        let mut config = StoreConfig::new(store_dir.path());
+        config.tier = Some(tier_config);
+        let (store, _parts) = MessageStore::open(config).unwrap();
+        let (tier, reader) = (store.tier().unwrap(), store.reader());
+        tier.set_master_epoch(3);
+        let seg = tier.offloaded.segment_bytes() as i64;
+        let old = backend.segment_key(0, "0000000000000001");
+        let raced = backend.segment_key(seg, "0000000000000001");
+        for key in [&old, &raced] {
+            backend
+                .store
+                .put(key, PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
+            backdate(remote.path(), key);
+        }
+        let published = backend.manifest_key();
+        let other = backend.segment_key(2 * seg, "0000000000000002");
+        backend
+            .store
+            .put(&published, manifest(3, 2 * seg, &other))
+            .await
+            .unwrap();
+        let odd = crate::testing::Odd::new(std::sync::Arc::clone(&backend.store));
+        *odd.write_on_read.lock().unwrap() = Some((published, raced.clone()));
+        backend.store = std::sync::Arc::new(odd);
+        assert_eq!(sweep(&tier, &backend, &reader).await, Step::Retry);
+        assert!(!exists(&backend, &old).await, "the old leftover stayed");
+        assert!(exists(&backend, &raced).await, "a fresh write was deleted");
     }
 }

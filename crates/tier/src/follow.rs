@@ -21,9 +21,9 @@
 use std::collections::HashSet;
 
 use bytes::Bytes;
-use object_store::{PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{PutMode, PutPayload, UpdateVersion};
 
-use ferrocket_store::tier::{Adopted, Offloaded, TierHandle};
+use ferrocket_store::tier::{Adopted, Offloaded, TierHandle, TierStatus};
 use ferrocket_store::CommitLogReader;
 
 use crate::backend::{explain, Backend};
@@ -130,6 +130,10 @@ pub(crate) async fn publish(tier: &TierHandle, backend: &Backend) -> Step {
     if let Some(prior) = prior.as_ref().filter(|prior| fences(tier, prior.epoch)) {
         return Step::Fenced(prior.epoch);
     }
+    // Replicas that took a copy of a higher epoch would ignore this one.
+    if fences(tier, tier.offloaded.epoch()) {
+        return Step::Fenced(tier.offloaded.epoch());
+    }
     let bytes = match tier
         .epochs()
         .and_then(|epochs| tier.offloaded.encode(epoch, &epochs))
@@ -140,7 +144,8 @@ pub(crate) async fn publish(tier: &TierHandle, backend: &Backend) -> Step {
             return Step::Retry;
         }
     };
-    match put_manifest(backend, bytes, prior.map(|prior| prior.version)).await {
+    let prior = prior.map(|prior| prior.version);
+    match put_manifest(&tier.status, backend, bytes, prior).await {
         Ok(()) => {
             if let Err(e) = tier.offloaded.note_epoch(epoch) {
                 tracing::warn!(error = %e, "tiered storage: cannot note the published epoch");
@@ -166,14 +171,15 @@ pub(crate) async fn publish(tier: &TierHandle, backend: &Backend) -> Step {
 
 /// Writes the manifest's copy: only over the version read (`prior`), or
 /// only where none is (`None`). A store without conditional writes (a
-/// local directory: `NotImplemented`) takes a plain write.
+/// local directory, or an S3-compatible store refusing them: `status`
+/// says so) takes a plain write ([`crate::conditional::put`]).
 async fn put_manifest(
+    status: &TierStatus,
     backend: &Backend,
     bytes: Vec<u8>,
     prior: Option<UpdateVersion>,
 ) -> Result<(), object_store::Error> {
     let key = backend.manifest_key();
-    let payload = PutPayload::from(bytes);
     let mode = match prior {
         None => PutMode::Create,
         Some(version) if version.e_tag.is_some() || version.version.is_some() => {
@@ -182,18 +188,7 @@ async fn put_manifest(
         // A store that names no version of what it served.
         Some(_) => PutMode::Overwrite,
     };
-    let unconditional = matches!(mode, PutMode::Overwrite);
-    match backend
-        .store
-        .put_opts(&key, payload.clone(), PutOptions::from(mode))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(object_store::Error::NotImplemented) if !unconditional => {
-            backend.store.put(&key, payload).await.map(|_| ())
-        }
-        Err(e) => Err(e),
-    }
+    crate::conditional::put(status, backend, &key, PutPayload::from(bytes), mode).await
 }
 
 /// Adopts the set's published manifest up to this replica's CommitLog
@@ -217,7 +212,7 @@ pub(crate) async fn adopt(
     let end = reader.written_offset();
     let taken = tier.epochs().and_then(|epochs| {
         tier.offloaded
-            .adopt(&published.bytes, end, &epochs, as_master)
+            .adopt(&published.bytes, end, &epochs, tier.config.epoch_base, as_master)
     });
     match taken {
         Ok(Adopted::Changed) => {
@@ -231,16 +226,22 @@ pub(crate) async fn adopt(
         Ok(Adopted::Same) => Step::Done,
         Ok(Adopted::Unproven { epoch }) => {
             let why = format!(
-                "the replica set's published manifest (controller epoch {epoch}) carries no \
-                 lineage (a Ferrocket before lineages published it) and this broker's log holds \
-                 no bytes of that epoch: none of its entries is taken, since nothing tells where \
-                 the two logs agree; they are taken once its publisher (upgraded) publishes again"
+                "the replica set's published manifest (epoch {epoch}) carries no lineage (a \
+                 Ferrocket before lineages, or a master whose epochs started again, published \
+                 it) and this broker's log holds no bytes of that epoch: none of its entries is \
+                 taken, since nothing tells where the two logs agree; check that every broker of \
+                 the set has the same tieredStoreEpochBase"
             );
             if tier.status.last_error() != why {
                 tracing::warn!(epoch, "tiered storage: {why}");
             }
             tier.status.set_error(Some(why));
             Step::Done
+        }
+        // A master below an epoch it took itself (controller epochs went
+        // backwards): publishing would put a copy every replica ignores.
+        Ok(Adopted::Stale { seen, .. }) if as_master && seen > tier.master_epoch() => {
+            Step::Fenced(seen)
         }
         Ok(Adopted::Stale { published, seen }) => {
             tracing::debug!(
@@ -291,16 +292,23 @@ mod tests {
             path: dir.path().to_path_buf(),
         });
         let backend = crate::open_backend(&config).unwrap();
-        put_manifest(&backend, b"one".to_vec(), None).await.unwrap();
-        let again = put_manifest(&backend, b"two".to_vec(), None).await;
+        put_manifest(&TierStatus::default(), &backend, b"one".to_vec(), None)
+            .await
+            .unwrap();
+        let again = put_manifest(&TierStatus::default(), &backend, b"two".to_vec(), None).await;
         assert!(
             matches!(again, Err(object_store::Error::AlreadyExists { .. })),
             "{again:?}"
         );
         let stale = version_of(&backend).await;
-        put_manifest(&backend, b"three".to_vec(), Some(stale.clone()))
-            .await
-            .unwrap();
+        put_manifest(
+            &TierStatus::default(),
+            &backend,
+            b"three".to_vec(),
+            Some(stale.clone()),
+        )
+        .await
+        .unwrap();
         assert_eq!(published(&backend).await, b"three");
     }
 
@@ -360,19 +368,31 @@ mod tests {
     }
 
     async fn s3_checks(backend: &Backend) -> Result<(), String> {
-        put_manifest(backend, b"one".to_vec(), None)
+        put_manifest(&TierStatus::default(), backend, b"one".to_vec(), None)
             .await
             .map_err(|e| e.to_string())?;
-        match put_manifest(backend, b"two".to_vec(), None).await {
+        match put_manifest(&TierStatus::default(), backend, b"two".to_vec(), None).await {
             Err(object_store::Error::AlreadyExists { .. }) => {}
             other => return Err(format!("a second create: {other:?}")),
         }
         let read = version_of(backend).await;
         // Another master writes meanwhile.
-        put_manifest(backend, b"newer".to_vec(), Some(read.clone()))
-            .await
-            .map_err(|e| e.to_string())?;
-        match put_manifest(backend, b"older".to_vec(), Some(read)).await {
+        put_manifest(
+            &TierStatus::default(),
+            backend,
+            b"newer".to_vec(),
+            Some(read.clone()),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        match put_manifest(
+            &TierStatus::default(),
+            backend,
+            b"older".to_vec(),
+            Some(read),
+        )
+        .await
+        {
             Err(object_store::Error::Precondition { .. }) => {}
             other => return Err(format!("a write over a changed copy: {other:?}")),
         }

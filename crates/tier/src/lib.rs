@@ -14,12 +14,18 @@
 //! next one ahead, into the store's bounded cache.
 
 mod backend;
+mod conditional;
 mod expire;
 mod fetch;
 mod follow;
 mod restore;
 mod succession;
 mod upload;
+
+#[cfg(test)]
+mod epoch_reset;
+#[cfg(test)]
+mod testing;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -166,9 +172,11 @@ fn still_fenced(tier: &TierHandle, state: &mut MasterState) -> bool {
 fn fence(tier: &TierHandle, state: &mut MasterState, by: i32) {
     let epoch = tier.master_epoch();
     let why = format!(
-        "the replica set's published manifest carries controller epoch {by}, above this \
-         master's epoch {epoch}: a newer master publishes it; this broker uploads, publishes \
-         and deletes nothing more"
+        "the replica set's published manifest (or one this broker took) carries controller \
+         epoch {by}, above this master's epoch {epoch}: a newer master publishes it; this broker \
+         uploads, publishes and deletes nothing more. If instead the controller's metadata was \
+         lost (its epochs started again), set tieredStoreEpochBase={by} on every broker of the \
+         set and restart them"
     );
     tracing::error!(published = by, epoch, "tiered storage: fenced: {why}");
     tier.status.set_error(Some(why));

@@ -14,7 +14,7 @@ use object_store::{MultipartUpload, PutPayload, WriteMultipart};
 use ferrocket_store::tier::{OffloadEntry, TierHandle};
 use ferrocket_store::CommitLogReader;
 
-use crate::backend::{explain, Backend};
+use crate::backend::{explain, uploader_tag, Backend};
 
 /// Bytes read from a segment file and sent at a time.
 const PART_BYTES: usize = 8 << 20;
@@ -47,7 +47,8 @@ pub(crate) async fn pass(
             return recorded;
         }
         let size = tier.offloaded.segment_bytes();
-        match upload_segment(backend, &tier.uploader, *start, path, size).await {
+        let tag = uploader_tag(&tier.uploader, tier.master_epoch());
+        match upload_segment(backend, &tag, *start, path, size).await {
             Ok(_) if reader.is_replica() => return recorded,
             Ok(entry) => {
                 if let Err(e) = tier.offloaded.record(entry) {

@@ -27,6 +27,8 @@ pub struct TierKeys {
     pub upload_interval_ms: Option<u64>,
     pub read_ahead_bytes: Option<usize>,
     pub read_cache_bytes: Option<usize>,
+    /// `tieredStoreEpochBase` (controller epochs started again).
+    pub epoch_base: Option<i32>,
 }
 
 /// The replica set's sub-prefix in object storage: `cluster/brokerName`
@@ -87,6 +89,13 @@ impl TierKeys {
             .unwrap_or(config.read_ahead_bytes)
             .max(4096);
         config.read_cache_bytes = self.read_cache_bytes.unwrap_or(config.read_cache_bytes);
+        config.epoch_base = self.epoch_base.unwrap_or(0);
+        if config.epoch_base < 0 {
+            return Err(format!(
+                "tieredStoreEpochBase {} must not be negative",
+                config.epoch_base
+            ));
+        }
         if config.read_cache_bytes < 2 * config.read_ahead_bytes {
             return Err(format!(
                 "tieredStoreReadCacheBytes {} must hold two read-ahead chunks of {} bytes",
@@ -153,5 +162,10 @@ mod tests {
         assert!(matches!(config.backend, TierBackend::S3(ref s3) if s3.region == "us-east-1"));
         assert!(keys.apply("tieredStoreReadAheadBytes", "x").is_err());
         assert!(!keys.apply("other", "1").unwrap());
+        assert_eq!(keys.store_config().unwrap().unwrap().epoch_base, 0);
+        keys.apply("tieredStoreEpochBase", "7").unwrap();
+        assert_eq!(keys.store_config().unwrap().unwrap().epoch_base, 7);
+        keys.apply("tieredStoreEpochBase", "-1").unwrap();
+        assert!(keys.store_config().is_err());
     }
 }

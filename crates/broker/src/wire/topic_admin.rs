@@ -4,6 +4,7 @@
 //! (`AdminBrokerProcessor`).
 
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
 use ferrocket_protocol::body::{encode_json, KvTable, TopicConfig, TopicList};
 use ferrocket_protocol::codes::response_code;
@@ -134,6 +135,11 @@ impl ShardCall<Shard> for ForgetTopic {
     }
 }
 
+/// Said after `tieredStoreStatus` when the S3 store refuses conditional
+/// writes (the manifest is then written after a read's check only).
+const CONDITIONAL_WRITES_UNSUPPORTED: &str =
+    "; conditional writes unsupported by the object store (the set's manifest is checked by a read before each write)";
+
 /// Tiered storage's state (Ferrocket's own keys), when it is on.
 fn tier_info(reader: &ferrocket_store::CommitLogReader, put: &mut impl FnMut(&str, String)) {
     let Some(tier) = reader.tier() else {
@@ -161,13 +167,17 @@ fn tier_info(reader: &ferrocket_store::CommitLogReader, put: &mut impl FnMut(&st
         put(key, TierStatus::get(counter).to_string());
     }
     let error = status.last_error();
-    put(
-        "tieredStoreStatus",
-        match error.is_empty() {
-            true => "ok".to_string(),
-            false => format!("segments stay local: {error}"),
-        },
-    );
+    let mut said = match error.is_empty() {
+        true => "ok".to_string(),
+        false => format!("segments stay local: {error}"),
+    };
+    if status
+        .conditional_writes_unsupported
+        .load(Ordering::Relaxed)
+    {
+        said.push_str(CONDITIONAL_WRITES_UNSUPPORTED);
+    }
+    put("tieredStoreStatus", said);
 }
 
 /// GET_BROKER_RUNTIME_INFO: a few counters summed over the shards.

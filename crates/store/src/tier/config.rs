@@ -73,6 +73,12 @@ pub struct TierConfig {
     pub upload_interval_ms: u64,
     pub read_ahead_bytes: usize,
     pub read_cache_bytes: usize,
+    /// `tieredStoreEpochBase`: added to the controller epoch a master
+    /// publishes and fences by. 0 normally; after the controller's metadata
+    /// was lost (its epochs start again at 1) the operator sets it, on every
+    /// broker of the set, to the epoch the set's published manifest carries
+    /// (README, "Tiered storage").
+    pub epoch_base: i32,
 }
 
 impl TierConfig {
@@ -86,6 +92,7 @@ impl TierConfig {
             upload_interval_ms: UPLOAD_INTERVAL_MS_DEFAULT,
             read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
             read_cache_bytes: READ_CACHE_BYTES_DEFAULT,
+            epoch_base: 0,
         }
     }
 

@@ -123,16 +123,7 @@ pub fn agreed_point(
 mod tests {
     use super::*;
 
-    fn cache(entries: &[(i32, i64)]) -> EpochCache {
-        let entries: Vec<EpochEntry> = entries
-            .iter()
-            .map(|&(epoch, start_offset)| EpochEntry {
-                epoch,
-                start_offset,
-            })
-            .collect();
-        EpochCache::from_entries(&entries).unwrap()
-    }
+    use crate::tier::test_epochs as cache;
 
     #[test]
     fn the_point_is_where_the_newest_shared_epoch_ends_first() {

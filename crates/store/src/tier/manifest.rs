@@ -180,7 +180,13 @@ impl Offloaded {
         let end = segments.last().map_or(0, |last| last.start + seg);
         let file = ManifestFile {
             epoch,
-            lineage: (epoch > 0 && !epochs.is_empty()).then(|| Lineage::of(epochs, end)),
+            // No epoch of the list starts at or below `end` (the epoch
+            // file was cut back to one entry when the controller's epochs
+            // started again): none vouches for those bytes, and an empty
+            // lineage would have adopters take nothing.
+            lineage: (epoch > 0)
+                .then(|| Lineage::of(epochs, end))
+                .filter(|lineage| !lineage.epochs.is_empty()),
             segments,
         };
         serde_json::to_vec_pretty(&file)
@@ -249,6 +255,7 @@ impl Offloaded {
         bytes: &[u8],
         end: i64,
         epochs: &EpochCache,
+        epoch_base: i32,
         keep_own: bool,
     ) -> Result<Adopted, StoreError> {
         let file: ManifestFile = serde_json::from_slice(bytes)
@@ -260,7 +267,10 @@ impl Offloaded {
                 seen: current.epoch,
             });
         }
-        let Some(agreed) = agreed_point(epochs, end, file.epoch, file.lineage.as_ref()) else {
+        // A copy's epoch carries the set's `tieredStoreEpochBase`; the
+        // epoch file's entries do not.
+        let controller_epoch = file.epoch.saturating_sub(epoch_base.max(0));
+        let Some(agreed) = agreed_point(epochs, end, controller_epoch, file.lineage.as_ref()) else {
             return Ok(Adopted::Unproven { epoch: file.epoch });
         };
         let seg = self.segment_bytes as i64;
@@ -354,22 +364,12 @@ impl Offloaded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::epoch::EpochEntry;
 
     fn none() -> EpochCache {
         EpochCache::new()
     }
 
-    fn epochs(entries: &[(i32, i64)]) -> EpochCache {
-        let entries: Vec<EpochEntry> = entries
-            .iter()
-            .map(|&(epoch, start_offset)| EpochEntry {
-                epoch,
-                start_offset,
-            })
-            .collect();
-        EpochCache::from_entries(&entries).unwrap()
-    }
+    use crate::tier::test_epochs as epochs;
 
     fn entry(start: i64) -> OffloadEntry {
         OffloadEntry {
@@ -406,20 +406,20 @@ mod tests {
         let replica = Offloaded::load(other.path(), 100).unwrap();
         assert_eq!(
             replica
-                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), 0, false)
                 .unwrap(),
             Adopted::Changed
         );
         assert_eq!(replica.entries().len(), 2);
         assert_eq!(
             replica
-                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+                .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), 0, false)
                 .unwrap(),
             Adopted::Same
         );
         assert_eq!(
             replica
-                .adopt(&m.encode(0, &none()).unwrap(), 250, &none(), false)
+                .adopt(&m.encode(0, &none()).unwrap(), 250, &none(), 0, false)
                 .unwrap(),
             Adopted::Changed
         );
@@ -427,13 +427,13 @@ mod tests {
         // A master keeps its own entries (recorded, not yet published).
         replica.record(entry(0)).unwrap();
         replica
-            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), true)
+            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), 0, true)
             .unwrap();
         assert_eq!(replica.entries().len(), 3);
         let published = Offloaded::decode(&m.encode(0, &none()).unwrap()).unwrap();
         assert_eq!(published, m.entries());
         replica
-            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), false)
+            .adopt(&m.encode(0, &none()).unwrap(), 300, &none(), 0, false)
             .unwrap();
         assert!(replica.get(0).is_none());
         m.forget(&[100, 200]).unwrap();
@@ -458,14 +458,14 @@ mod tests {
         // holds no bytes of epoch 3: not taken.
         let bare = br#"{"epoch":3,"segments":[{"start":0,"size":100,"crc32":7,"key":"k/0","uploadedMs":1}]}"#;
         let unproven = Adopted::Unproven { epoch: 3 };
-        assert_eq!(slave.adopt(bare, 500, &none(), false).unwrap(), unproven);
+        assert_eq!(slave.adopt(bare, 500, &none(), 0, false).unwrap(), unproven);
         assert_eq!(
-            slave.adopt(bare, 500, &epochs(&[(3, 0)]), false).unwrap(),
+            slave.adopt(bare, 500, &epochs(&[(3, 0)]), 0, false).unwrap(),
             Adopted::Changed
         );
         assert_eq!(
             slave
-                .adopt(&published(3, &[0, 100]), 500, &epochs(&[(3, 0)]), false)
+                .adopt(&published(3, &[0, 100]), 500, &epochs(&[(3, 0)]), 0, false)
                 .unwrap(),
             Adopted::Changed
         );
@@ -475,11 +475,11 @@ mod tests {
             published: 2,
             seen: 3,
         };
-        assert_eq!(slave.adopt(&stale, 500, &none(), false).unwrap(), ignored);
+        assert_eq!(slave.adopt(&stale, 500, &none(), 0, false).unwrap(), ignored);
         // Durably: a restart ignores it too.
         let slave = Offloaded::load(dir.path(), 100).unwrap();
         assert_eq!(slave.epoch(), 3);
-        assert_eq!(slave.adopt(&stale, 500, &none(), false).unwrap(), ignored);
+        assert_eq!(slave.adopt(&stale, 500, &none(), 0, false).unwrap(), ignored);
         assert_eq!(slave.entries().len(), 2);
         slave.note_epoch(4).unwrap();
         slave.note_epoch(1).unwrap();
@@ -513,7 +513,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let m = Offloaded::load(dir.path(), 100).unwrap();
             m.record(entry(300)).unwrap();
-            m.adopt(&zombie, 600, &new_master, keep_own).unwrap();
+            m.adopt(&zombie, 600, &new_master, 0, keep_own).unwrap();
             let own = if keep_own { vec![0, 300] } else { vec![0] };
             assert_eq!(starts(&m), own, "keep_own {keep_own}");
         }
@@ -521,7 +521,7 @@ mod tests {
         // (it never followed the new one): taken as far as it reaches.
         let dir = tempfile::tempdir().unwrap();
         let m = Offloaded::load(dir.path(), 100).unwrap();
-        m.adopt(&zombie, 250, &epochs(&[(1, 0), (4, 100)]), false)
+        m.adopt(&zombie, 250, &epochs(&[(1, 0), (4, 100)]), 0, false)
             .unwrap();
         assert_eq!(starts(&m), vec![0, 100]);
         // Outside controller mode (no lineage): up to the end, as before.
@@ -529,6 +529,7 @@ mod tests {
             &published_by(0, &[(1, 0)], &[0, 100, 200]),
             300,
             &none(),
+            0,
             false,
         )
         .unwrap();
@@ -544,12 +545,12 @@ mod tests {
         let slave = Offloaded::load(dir.path(), 100).unwrap();
         let zombie = published_by(4, &[(1, 0), (3, 100), (4, 150)], &[0, 100, 200, 300]);
         slave
-            .adopt(&zombie, 400, &epochs(&[(1, 0), (3, 100)]), false)
+            .adopt(&zombie, 400, &epochs(&[(1, 0), (3, 100)]), 0, false)
             .unwrap();
         assert_eq!(starts(&slave), vec![0]);
         // Once the slave holds epoch 4's bytes (it follows that master).
         let follows = epochs(&[(1, 0), (3, 100), (4, 150)]);
-        slave.adopt(&zombie, 400, &follows, false).unwrap();
+        slave.adopt(&zombie, 400, &follows, 0, false).unwrap();
         assert_eq!(starts(&slave), vec![0, 100, 200, 300]);
     }
 
@@ -563,13 +564,33 @@ mod tests {
         let lineage = [(1, 0), (3, 100)];
         let master = published_by(3, &lineage, &[0, 100, 200]);
         let slave = Offloaded::load(&dir, 100).unwrap();
-        slave.adopt(&master, 300, &epochs(&lineage), false).unwrap();
+        slave.adopt(&master, 300, &epochs(&lineage), 0, false).unwrap();
         assert_eq!(super::super::forget_past(root.path(), 100, 150).unwrap(), 2);
         let slave = Offloaded::load(&dir, 100).unwrap();
         assert_eq!(starts(&slave), vec![0]);
-        slave.adopt(&master, 250, &epochs(&lineage), false).unwrap();
+        slave.adopt(&master, 250, &epochs(&lineage), 0, false).unwrap();
         assert_eq!(starts(&slave), vec![0, 100]);
-        slave.adopt(&master, 300, &epochs(&lineage), false).unwrap();
+        slave.adopt(&master, 300, &epochs(&lineage), 0, false).unwrap();
         assert_eq!(starts(&slave), vec![0, 100, 200]);
+    }
+
+    /// After the controller's epochs started again, the new master's epoch
+    /// file holds one entry, from its log's end on: its copy carries no
+    /// (empty) lineage. A slave given the same `tieredStoreEpochBase` (7:
+    /// the copy's epoch 8 is controller epoch 1) takes its entries up to
+    /// its end; one without the base finds no epoch 8 and takes nothing.
+    #[test]
+    fn a_master_whose_epochs_start_past_the_entries_is_taken() {
+        let copy = published_by(8, &[(1, 500)], &[0, 100]);
+        let file: ManifestFile = serde_json::from_slice(&copy).unwrap();
+        assert!(file.lineage.is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let slave = Offloaded::load(dir.path(), 100).unwrap();
+        let own = epochs(&[(1, 500)]);
+        let unproven = Adopted::Unproven { epoch: 8 };
+        assert_eq!(slave.adopt(&copy, 600, &own, 0, false).unwrap(), unproven);
+        assert!(starts(&slave).is_empty());
+        slave.adopt(&copy, 600, &own, 7, false).unwrap();
+        assert_eq!(starts(&slave), vec![0, 100]);
     }
 }

@@ -89,6 +89,10 @@ pub struct TierStatus {
     pub remote_read_failures: AtomicU64,
     /// The last error talking to the store, empty when the last try worked.
     pub last_error: Mutex<String>,
+    /// The S3-compatible store refused a conditional write (`If-Match` /
+    /// `If-None-Match`): the manifest is written plainly after a read's
+    /// check, as in a directory (said once in the log, and in the status).
+    pub conditional_writes_unsupported: std::sync::atomic::AtomicBool,
 }
 
 impl TierStatus {
@@ -157,9 +161,14 @@ impl TierShared {
         self.master_epoch.store(epoch, Ordering::Release);
     }
 
-    /// The epoch this broker publishes its manifest under.
+    /// The epoch this broker publishes its manifest under, fences by and
+    /// names its uploads with: the controller epoch it is master of plus
+    /// [`TierConfig::epoch_base`] (0 outside controller mode and on a slave).
     pub fn master_epoch(&self) -> i32 {
-        self.master_epoch.load(Ordering::Acquire)
+        match self.master_epoch.load(Ordering::Acquire) {
+            0 => 0,
+            epoch => epoch.saturating_add(self.config.epoch_base.max(0)),
+        }
     }
 
     /// Controller mode: where this broker's epoch file is (once, at start).
@@ -258,3 +267,16 @@ impl TierShared {
 
 /// The handle the broker keeps: cheap to clone.
 pub type TierHandle = Arc<TierShared>;
+
+/// Tests: an epoch list of `(epoch, start offset)` pairs.
+#[cfg(test)]
+pub(crate) fn test_epochs(entries: &[(i32, i64)]) -> crate::epoch::EpochCache {
+    let entries: Vec<crate::epoch::EpochEntry> = entries
+        .iter()
+        .map(|&(epoch, start_offset)| crate::epoch::EpochEntry {
+            epoch,
+            start_offset,
+        })
+        .collect();
+    crate::epoch::EpochCache::from_entries(&entries).unwrap()
+}

@@ -143,4 +143,11 @@ pub(super) static TIER: &[Decl<BrokerConfig>] = &[
         "bound of the read-through cache",
         |c, k, s| c.tier.read_cache_bytes = Some(number(k, s)?),
     ),
+    decl!(
+        "tieredStoreEpochBase",
+        "0",
+        start,
+        "controller mode, after the controller's metadata was lost (epochs start again at 1): the epoch the set's published manifest carries, on every broker of the set; added to the epoch its tier publishes and fences by",
+        |c, k, s| c.tier.epoch_base = Some(number(k, s)?),
+    ),
 ];
