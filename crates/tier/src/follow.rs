@@ -211,8 +211,13 @@ pub(crate) async fn adopt(
     }
     let end = reader.written_offset();
     let taken = tier.epochs().and_then(|epochs| {
-        tier.offloaded
-            .adopt(&published.bytes, end, &epochs, tier.config.epoch_base, as_master)
+        tier.offloaded.adopt(
+            &published.bytes,
+            end,
+            &epochs,
+            tier.config.epoch_base,
+            as_master,
+        )
     });
     match taken {
         Ok(Adopted::Changed) => {
