@@ -181,9 +181,8 @@ enum ClusterCommand {
     List,
 }
 
-/// Runs one admin command to completion; the error is the message to print.
-/// `describe`, saying in words that a topic the name server does not know
-/// may not exist.
+/// `describe_error`, saying in words that a topic the name server does not
+/// know may not exist.
 fn describe_for_topic(admin: &Admin, topic: &str, error: ClientError) -> String {
     match ferrocket_client::namesrv::is_topic_not_exist(&error) {
         true => format!("topic `{topic}` has no route on the name server (does it exist?)"),
@@ -191,6 +190,7 @@ fn describe_for_topic(admin: &Admin, topic: &str, error: ClientError) -> String 
     }
 }
 
+/// Runs one admin command to completion; the error is the message to print.
 pub fn run(args: AdminArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -249,7 +249,14 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
         AdminCommand::Cluster(ClusterCommand::List) => cluster_list(&admin).await.map_err(describe),
         AdminCommand::Broker(command) => broker::run(&admin, command).await.map_err(describe),
         AdminCommand::Message(command) => {
-            if message::run(&admin, command).await.map_err(describe)? {
+            let topic = command.topic().map(str::to_string);
+            let found = message::run(&admin, command)
+                .await
+                .map_err(|error| match &topic {
+                    Some(topic) => describe_for_topic(&admin, topic, error),
+                    None => describe_error(&admin, error),
+                })?;
+            if found {
                 Ok(())
             } else {
                 Err("no message found (QUERY_NOT_FOUND)".to_string())
@@ -258,9 +265,12 @@ async fn execute(args: AdminArgs) -> Result<(), String> {
         AdminCommand::Consumer(command) => consumer::run_consumer(&admin, command)
             .await
             .map_err(describe),
-        AdminCommand::Offset(command) => consumer::run_offset(&admin, command)
-            .await
-            .map_err(describe),
+        AdminCommand::Offset(command) => {
+            let topic = command.topic().to_string();
+            consumer::run_offset(&admin, command)
+                .await
+                .map_err(|error| describe_for_topic(&admin, &topic, error))
+        }
         AdminCommand::Producer(command) => producer::run(&admin, command).await.map_err(describe),
         AdminCommand::Controller(command) => {
             let timeout = Duration::from_millis(ADMIN_REQUEST_TIMEOUT_MS);

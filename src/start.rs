@@ -207,8 +207,9 @@ fn dir_bytes(dir: &std::path::Path, limit: usize) -> u64 {
 
 pub fn run(args: StartArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     check_ports(&args)?;
-    std::fs::create_dir_all(&args.data_dir)
-        .map_err(|e| format!("cannot create data dir {}: {e}", args.data_dir.display()))?;
+    // Before either server starts: a path that is a file, or a directory
+    // this user may not write, is said once, in words.
+    ferrocket_runtime::lock::prepare_data_dir(&args.data_dir).map_err(|e| e.to_string())?;
     say_what_the_store_takes(&args);
     let namesrv_addr = format!("{}:{}", args.listen_addr, args.namesrv_port);
     let namesrv_args = vec![

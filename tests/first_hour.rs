@@ -231,6 +231,10 @@ fn admin_pointed_at_a_broker_says_to_give_the_name_server() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("give the name server"), "{stderr}");
+    assert!(
+        stderr.contains("(request type 206 (GET_ALL_TOPIC_LIST_FROM_NAMESERVER) not supported"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -482,6 +486,54 @@ fn admin_says_what_is_wrong_in_words() {
         "{err}"
     );
     assert!(!err.contains("code 17"), "{err}");
+    // Every command that names a topic says so in the same words.
+    for args in [
+        &["message", "query-by-key", "-t", "NoSuchTopicY", "-k", "k"][..],
+        &[
+            "message",
+            "query-by-id",
+            "-t",
+            "NoSuchTopicY",
+            "-i",
+            "AC11000200002A9F0000000000000000",
+        ],
+        &[
+            "offset",
+            "reset-by-time",
+            "-g",
+            "G",
+            "-t",
+            "NoSuchTopicY",
+            "-s",
+            "now",
+        ],
+    ] {
+        let (ok, _, err) = admin(&ns, args);
+        assert!(!ok, "{args:?}");
+        assert!(
+            err.contains("topic `NoSuchTopicY` has no route on the name server (does it exist?)")
+                && !err.contains("code 17"),
+            "{args:?}: {err}"
+        );
+    }
+    // An offset message id of a host the name server does not list.
+    let (ok, _, err) = admin(
+        &ns,
+        &[
+            "message",
+            "query-by-id",
+            "-i",
+            "0A0000010000271100000000000001F4",
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "names the store host 10.0.0.1:10001, which is not a broker the name server lists"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("invalid argument").count(), 1, "{err}");
 
     // A web server where a name server was expected.
     let web = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -48,6 +48,21 @@ pub fn collect() -> HostFacts {
     }
 }
 
+impl HostFacts {
+    /// The chart's line about the host and what ran: the git revision, or
+    /// outside a checkout (none) the harness's version.
+    pub fn subtitle(&self) -> String {
+        let built = match &self.git_revision {
+            Some(revision) => format!("git {revision}"),
+            None => format!("ferrocket-bench {}", self.harness_version),
+        };
+        format!(
+            "{} | {} CPUs | kernel {} | {built}",
+            self.cpu_model, self.cpus_online, self.kernel
+        )
+    }
+}
+
 fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
@@ -124,6 +139,20 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outside_a_checkout_the_subtitle_names_the_version() {
+        let mut host = collect();
+        host.git_revision = None;
+        let line = host.subtitle();
+        assert!(
+            line.ends_with(&format!("| ferrocket-bench {}", env!("CARGO_PKG_VERSION"))),
+            "{line}"
+        );
+        assert!(!line.contains("git"), "{line}");
+        host.git_revision = Some("abc123".into());
+        assert!(host.subtitle().ends_with("| git abc123"));
+    }
 
     #[test]
     fn cpu_model_and_memory_come_from_proc_text() {

@@ -427,16 +427,7 @@ fn write_outputs(
         .map_err(|e| BenchError::io(json_path.display().to_string(), e))?;
     let labels: Vec<&str> = report.targets.iter().map(|t| t.label.as_str()).collect();
     let title = format!("ferrocket-bench {mode}: {}", labels.join(" vs "));
-    // Outside a checkout there is no revision: the harness's version says
-    // what ran.
-    let built = match &report.host.git_revision {
-        Some(revision) => format!("git {revision}"),
-        None => format!("ferrocket-bench {}", report.host.harness_version),
-    };
-    let subtitle = format!(
-        "{} | {} CPUs | kernel {} | {built}",
-        report.host.cpu_model, report.host.cpus_online, report.host.kernel,
-    );
+    let subtitle = report.host.subtitle();
     let targets: Vec<&TargetReport> = report.targets.iter().collect();
     let mut header = vec![subtitle, workload.to_string()];
     header.extend(targets.iter().map(|t| crate::report::headline_line(t)));

@@ -4,9 +4,12 @@
 
 use std::fmt::Write as _;
 
+mod time_axis;
+
 use crate::hist::CurvePoint;
 use crate::recorder::Sample;
 use crate::report::{Headline, TargetReport};
+use time_axis::TimeAxis;
 
 const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 845.0;
@@ -315,8 +318,8 @@ fn throughput_panel(out: &mut String, targets: &[&TargetReport]) {
         top,
         bottom,
     );
-    let (x_axis, x_step, y_axis, y_step) = throughput_axes(targets, top, bottom);
-    throughput_grid(out, (&x_axis, x_step), (&y_axis, y_step), bottom);
+    let (time, x_axis, y_axis, y_step) = throughput_axes(targets, top, bottom);
+    throughput_grid(out, (&time, &x_axis), (&y_axis, y_step), bottom);
     let mut entries = Vec::new();
     for (i, report) in targets.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -338,13 +341,13 @@ fn throughput_panel(out: &mut String, targets: &[&TargetReport]) {
     legend(out, &entries, top);
 }
 
-/// Time and rate axes over all targets' timelines, with their tick steps.
-fn throughput_axes(targets: &[&TargetReport], top: f64, bottom: f64) -> (Axis, f64, Axis, f64) {
-    let t_max = targets
-        .iter()
-        .flat_map(|r| r.timeline.iter())
-        .map(|s| s.t_s)
-        .fold(1.0f64, f64::max);
+/// Time and rate axes over all targets' timelines, with the rate's tick step.
+fn throughput_axes(
+    targets: &[&TargetReport],
+    top: f64,
+    bottom: f64,
+) -> (TimeAxis, Axis, Axis, f64) {
+    let time = TimeAxis::of(targets.iter().flat_map(|r| r.timeline.iter()));
     let rate_max = targets
         .iter()
         .flat_map(|r| {
@@ -360,20 +363,18 @@ fn throughput_axes(targets: &[&TargetReport], top: f64, bottom: f64) -> (Axis, f
         from: bottom,
         to: top,
     };
-    let x_step = nice_step(t_max, 10);
     let x_axis = Axis {
         lo: 0.0,
-        // The run's own end, not the next round tick past it.
-        hi: t_max,
+        hi: time.hi,
         from: LEFT,
         to: RIGHT,
     };
-    (x_axis, x_step, y_axis, y_step)
+    (time, x_axis, y_axis, y_step)
 }
 
 /// Rate lines, time ticks and the axis caption.
-fn throughput_grid(out: &mut String, x: (&Axis, f64), y: (&Axis, f64), bottom: f64) {
-    let ((x_axis, x_step), (y_axis, y_step)) = (x, y);
+fn throughput_grid(out: &mut String, x: (&TimeAxis, &Axis), y: (&Axis, f64), bottom: f64) {
+    let ((time, x_axis), (y_axis, y_step)) = (x, y);
     let mut value = 0.0;
     while value <= y_axis.hi + 1e-9 {
         let y = y_axis.map(value);
@@ -386,21 +387,20 @@ fn throughput_grid(out: &mut String, x: (&Axis, f64), y: (&Axis, f64), bottom: f
         );
         value += y_step;
     }
-    let mut t = 0.0;
-    while t <= x_axis.hi + 1e-9 {
-        let x = x_axis.map(t);
+    for (at, label) in time.ticks() {
+        let x = x_axis.map(at);
         let _ = writeln!(
             out,
-            r#"<text x="{x:.1}" y="{}" font-size="11" text-anchor="middle">{t}</text>"#,
+            r#"<text x="{x:.1}" y="{}" font-size="11" text-anchor="middle">{label}</text>"#,
             bottom + 16.0
         );
-        t += x_step;
     }
     let _ = writeln!(
         out,
-        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">seconds since start (faded: warm-up)</text>"#,
+        r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">{}</text>"#,
         (LEFT + RIGHT) / 2.0,
-        bottom + 34.0
+        bottom + 34.0,
+        time.caption()
     );
 }
 

@@ -65,6 +65,15 @@ pub enum OffsetCommand {
     },
 }
 
+impl OffsetCommand {
+    /// The topic the command names (a missing one is said in words).
+    pub fn topic(&self) -> &str {
+        match self {
+            OffsetCommand::ResetByTime { topic, .. } => topic,
+        }
+    }
+}
+
 /// Where a group command applies.
 #[derive(Debug, Args)]
 pub struct GroupTarget {

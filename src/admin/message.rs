@@ -56,6 +56,18 @@ pub enum MessageCommand {
     },
 }
 
+impl MessageCommand {
+    /// The topic the command names, if any (a missing one is said in words).
+    pub fn topic(&self) -> Option<&str> {
+        match self {
+            MessageCommand::QueryById { topic, .. } => topic.as_deref(),
+            MessageCommand::QueryByKey { topic, .. }
+            | MessageCommand::QueryByUniqueKey { topic, .. }
+            | MessageCommand::QueryByOffset { topic, .. } => Some(topic),
+        }
+    }
+}
+
 /// Runs one message command; `Ok(false)` when nothing was found.
 pub async fn run(admin: &Admin, command: MessageCommand) -> Result<bool, ClientError> {
     let found: Vec<MessageExt> = match command {

@@ -103,6 +103,29 @@ fn reserve_fast_port(
     reserve_port(SocketAddr::new(listen.ip(), port), "fastListenPortEnable").map(Some)
 }
 
+/// The other ports the broker binds as it starts, its HA port (a master's)
+/// and the Prometheus endpoint's: each is bound once and let go here, so a
+/// busy one fails the start, in the words of the bind that would have
+/// failed later, before the store directory is created.
+fn check_other_ports(config: &BrokerConfig, listen: SocketAddr) -> Result<(), BrokerError> {
+    if !config.replication.broker_role.is_slave() {
+        let port = config.replication.ha_port(listen.port())?;
+        reserve_port(SocketAddr::new(config.listen_addr, port), "haListenPort")?;
+    }
+    if config.metrics.enabled() {
+        let addr = config
+            .metrics
+            .listen(
+                &config.broker_ip1,
+                config.listen_addr,
+                crate::config::METRICS_PROM_PORT_DEFAULT,
+            )
+            .map_err(BrokerError::Config)?;
+        reserve_port(addr, "metricsPromExporterPort")?;
+    }
+    Ok(())
+}
+
 /// Bytes of physical memory, if the system says.
 // `c_long` is `i64` here but `i32` on 32-bit targets.
 #[allow(clippy::useless_conversion)]
@@ -164,6 +187,7 @@ pub fn run_in_role(
         "listenPort",
     )?;
     let (fast, fast_holder) = reserve_fast_port(&config, listen)?.unzip();
+    check_other_ports(&config, listen)?;
     // Before anything in the store is read or written: one broker per store.
     let _store_lock = ProcessLock::acquire_dir(&config.store_path_root_dir)?;
     if config.namesrv_addr.trim().is_empty() {

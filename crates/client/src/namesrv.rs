@@ -118,7 +118,8 @@ impl NameServerClient {
                         "{addr} does not support request code {} ({}); if it is a broker, \
                          give the name server instead (-n / namesrvAddr, port 9876 by default)",
                         request.code,
-                        response.remark.as_deref().unwrap_or("no remark")
+                        // Java's remark starts with a space.
+                        response.remark.as_deref().map_or("no remark", str::trim)
                     )));
                 }
                 Ok(response) => {

@@ -125,8 +125,14 @@ impl Admin {
             Err(err) => err,
         };
         let Some(topic) = topic else {
+            // The reason alone: its own "invalid argument:" would be said twice.
+            let reason = match as_offset {
+                ClientError::InvalidArgument(reason) => reason,
+                ClientError::Protocol(error) => error.to_string(),
+                other => other.to_string(),
+            };
             return Err(ClientError::InvalidArgument(format!(
-                "{as_offset}; if {id} is a producer's message id (unique key), \
+                "{reason}; if {id} is a producer's message id (unique key), \
                  give its topic (-t TOPIC) to search for it"
             )));
         };

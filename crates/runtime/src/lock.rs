@@ -60,13 +60,31 @@ pub struct ProcessLock {
     _file: File,
 }
 
+/// Creates the data directory `dir` when missing and checks that this
+/// process may create files in it: a path that is (or lies under) a file,
+/// or a directory this user may not create or write, is named with what is
+/// wrong before anything is written there.
+pub fn prepare_data_dir(dir: &Path) -> Result<(), LockError> {
+    let dir_error = |source| LockError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(dir_error)?;
+    let c_path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|e| dir_error(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+    // SAFETY: `c_path` is a NUL-terminated string that outlives the call;
+    // access(2) only reads it.
+    if unsafe { libc::access(c_path.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(dir_error(io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 impl ProcessLock {
-    /// Locks `dir/lock`, creating `dir` and the file when missing.
+    /// Locks `dir/lock`, creating `dir` ([`prepare_data_dir`]) and the file
+    /// when missing.
     pub fn acquire_dir(dir: &Path) -> Result<Self, LockError> {
-        std::fs::create_dir_all(dir).map_err(|source| LockError::Dir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        prepare_data_dir(dir)?;
         Self::acquire(&dir.join(LOCK_FILE))
     }
 
