@@ -24,8 +24,6 @@ const ONLINE_ORIGIN: &str = "UPDATE_BROKER_CONFIG";
 /// two it always adds).
 pub const BLACK_LIST: &[&str] = &["brokerConfigPath", "rocketmqHome", "configBlackList"];
 
-pub use ferrocket_protocol::body::BLACK_LIST_REMARK;
-
 /// Where online changes are written back: present, the broker answers
 /// GET/UPDATE_BROKER_CONFIG from `BROKER_SETTINGS`; absent, both answer
 /// NOT_SUPPORTED.
