@@ -66,7 +66,7 @@ fn killing_the_master_elects_the_in_sync_slave_and_keeps_every_acknowledged_mess
         acked.insert(body);
     }
 
-    confirm_offset_holds_back_what_the_slave_lacks(&mut first, &mut second, &topic);
+    confirm_offset_holds_back_what_the_slave_lacks(&addrs, &mut first, &mut second, &topic);
     acked.insert(CONFIRM_PROBE.to_string());
 
     // The slave stops (SIGSTOP: its connections stay open, so the
@@ -182,10 +182,6 @@ const CONFIRM_PROBE: &str = "confirm-probe";
 /// Longest the probe's pull is held: it must be woken before.
 const PROBE_SUSPEND: Duration = Duration::from_secs(40);
 
-/// With the in-sync slave paused, a message the master wrote is not
-/// consumable there (its queue ends before it) and a pull for it is held;
-/// once the slave resumes and acknowledges it, the confirm offset moves and
-/// the held pull is answered with it, long before its suspend timeout.
 /// `ferrocket admin controller sync-state-set` (mqadmin's
 /// `getSyncStateSet`), by broker name and by cluster: master 1, both in
 /// sync, printed in mqadmin's layout; an unknown set is an error.
@@ -229,11 +225,22 @@ fn admin_shows_the_sync_state_set(addrs: &str, namesrv: &Namesrv) {
     );
 }
 
+/// With the in-sync slave paused, a message the master wrote is not
+/// consumable there (its queue ends before it) and a pull for it is held;
+/// once the slave resumes and acknowledges it, the confirm offset moves and
+/// the held pull is answered with it, long before its suspend timeout.
 fn confirm_offset_holds_back_what_the_slave_lacks(
+    addrs: &str,
     first: &mut Broker,
     second: &mut Broker,
     topic: &str,
 ) {
+    // The probe is held back only while the slave is in the in-sync set;
+    // under load it may drop out for a moment and come back, so wait for
+    // it rather than assume it.
+    wait_state(addrs, "the slave is in sync before the probe", |s| {
+        s.master == Some(1) && s.in_sync == BTreeSet::from([1, 2])
+    });
     let queue_id = (MESSAGES % QUEUES as usize) as i32;
     let mut conn = first.connect();
     let before = queue_max_offset(&mut conn, topic, queue_id);

@@ -19,10 +19,11 @@
 //!   offset or id, which both apply.
 //!
 //! What a server does with a refusal (the answer's code and remark) is the
-//! caller's; this crate only decides. It depends on `ferrocket-protocol`
-//! only.
+//! caller's; this crate only decides. It depends on `ferrocket-protocol`,
+//! and on `ferrocket-settings` for the admin ACL's keys ([`admin`]).
 
 mod address;
+pub mod admin;
 pub mod auth;
 mod config;
 mod grpc;
@@ -37,6 +38,7 @@ pub mod stored;
 mod validator;
 
 pub use address::AddressPattern;
+pub use admin::{AdminAclSettings, ADMIN_ACL_SETTINGS};
 pub use config::{acl_files, Account, AclConfig, ACL_DIR, PLAIN_ACL_FILE};
 pub use grpc::{grpc_authorization, parse_authorization, GrpcCredential};
 pub use perm::{parse_perm, Perm, ANY, PUB, SUB};

@@ -21,25 +21,14 @@ use crate::config::{ConfigError, ControllerConfig};
 
 /// The ACL files under the RocketMQ home, when `aclEnable=true`.
 pub fn open_acl(config: &ControllerConfig) -> Result<Option<Arc<AclStore>>, ConfigError> {
-    if !config.acl_enable {
-        return Ok(None);
-    }
-    let home = config.rocketmq_home().ok_or_else(|| {
-        ConfigError::Security(
-            "aclEnable=true needs rocketmqHome (or $ROCKETMQ_HOME): the directory whose \
-             conf/plain_acl.yml lists the accounts"
-                .into(),
-        )
-    })?;
-    let store = AclStore::open(&home).map_err(|e| ConfigError::Security(format!("ACL: {e}")))?;
-    if config.peers.len() > 1 && config.inner_credentials.is_none() {
+    let store = (config.acl.open("every controller request")).map_err(ConfigError::Security)?;
+    if store.is_some() && config.peers.len() > 1 && config.inner_credentials.is_none() {
         tracing::warn!(
             "aclEnable=true in a group of controllers without innerClientAuthenticationCredentials: \
              Raft between them goes unsigned and is refused unless their addresses are white-listed"
         );
     }
-    tracing::info!(home = %home.display(), "controller: ACL 1.0 enabled for every request");
-    Ok(Some(Arc::new(store)))
+    Ok(store)
 }
 
 /// The answer to a request the ACL refuses; `None` to go on.

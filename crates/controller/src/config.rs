@@ -51,15 +51,10 @@ pub struct ControllerConfig {
     /// log entries; the log up to a tenth of it before the snapshot is kept,
     /// the rest purged.
     pub snapshot_logs: u64,
-    /// `aclEnable`: every request needs a white-listed address or an admin
-    /// account's signature (module `auth`), as the name server's writes do.
-    pub acl_enable: bool,
-    /// `aclAdminSignatureWindowMs` (Ferrocket's; 0 is off): requests must
-    /// carry a fresh stamp of their code (`ferrocket_acl::stamp`).
-    pub acl_admin_signature_window_ms: u64,
-    /// `rocketmqHome`: where `conf/plain_acl.yml` is; unset:
-    /// `$ROCKETMQ_HOME`.
-    pub rocketmq_home: Option<PathBuf>,
+    /// `aclEnable`, `aclAdminSignatureWindowMs`, `rocketmqHome`: every
+    /// request needs a white-listed address or an admin account's
+    /// signature (module `auth`), as the name server's writes do.
+    pub acl: ferrocket_acl::AdminAclSettings,
     /// `innerClientAuthenticationCredentials` (`{"accessKey": ..,
     /// "secretKey": ..}`): what this controller signs its own requests with
     /// (Raft to its peers, role notices to brokers).
@@ -87,9 +82,7 @@ impl Default for ControllerConfig {
             elect_master_max_retry_count: 3,
             election_timeout_ms: ELECTION_TIMEOUT_MS_DEFAULT,
             snapshot_logs: SNAPSHOT_LOGS_DEFAULT,
-            acl_enable: false,
-            acl_admin_signature_window_ms: 0,
-            rocketmq_home: None,
+            acl: Default::default(),
             inner_credentials: None,
             tls: Default::default(),
         }
@@ -145,15 +138,6 @@ pub fn peers_text(peers: &[Peer]) -> String {
 }
 
 impl ControllerConfig {
-    /// The RocketMQ home (`rocketmqHome`, else `$ROCKETMQ_HOME`), if any.
-    pub fn rocketmq_home(&self) -> Option<PathBuf> {
-        self.rocketmq_home.clone().or_else(|| {
-            std::env::var_os("ROCKETMQ_HOME")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-    }
-
     /// Checks the settings; returns this controller's index in the peers.
     pub fn validate(&self) -> Result<usize, ConfigError> {
         if self.peers.is_empty() {
@@ -230,7 +214,10 @@ mod tests {
         assert!(config
             .apply("rocketmqHome", "/opt/rocketmq", "test")
             .unwrap());
-        assert_eq!(config.rocketmq_home(), Some(PathBuf::from("/opt/rocketmq")));
+        assert_eq!(
+            config.acl.rocketmq_home(),
+            Some(PathBuf::from("/opt/rocketmq"))
+        );
         let inner = r#"{"accessKey":"ak","secretKey":"sk"}"#;
         assert!(config
             .apply("innerClientAuthenticationCredentials", inner, "test")

@@ -42,7 +42,7 @@ impl Service for Controller {
         connection: u64,
         peer: IpAddr,
     ) -> Option<RemotingCommand> {
-        let window = self.config.acl_admin_signature_window_ms;
+        let window = self.config.acl.signature_window_ms;
         if let Some(refused) = crate::auth::refusal(self.acl.as_deref(), &request, peer, window) {
             return Some(refused);
         }

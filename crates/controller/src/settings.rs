@@ -12,10 +12,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use ferrocket_protocol::body::{parse_update, show_text, UpdateRefusal, BLACK_LIST_REMARK};
-use ferrocket_protocol::codes::response_code as rc;
+use ferrocket_protocol::body::show_text;
 
-use ferrocket_settings::Setting;
+use ferrocket_settings::Online;
 
 use crate::config::ControllerConfig;
 use crate::keys::CONTROLLER_SETTINGS;
@@ -92,42 +91,29 @@ pub fn show(config: &ControllerConfig, live: &LiveSettings) -> Reply {
     reply
 }
 
-/// UPDATE_CONTROLLER_CONFIG: applies every line, or none.
+/// UPDATE_CONTROLLER_CONFIG: applies every line, or none (only keys
+/// declared online may change).
 pub fn update(config: &ControllerConfig, live: &LiveSettings, body: &[u8]) -> Reply {
-    let pairs = match parse_update(body, BLACK_LIST) {
-        Ok(pairs) => pairs,
-        Err(UpdateRefusal::Malformed(why)) => return Reply::error(rc::INVALID_PARAMETER, why),
-        Err(UpdateRefusal::BlackListed) => {
-            return Reply::error(rc::NO_PERMISSION, BLACK_LIST_REMARK)
-        }
+    let to = Online {
+        server: "controller",
+        file: "the controller's config",
+        origin: "UPDATE_CONTROLLER_CONFIG",
+        black_list: BLACK_LIST,
     };
-    let mut next = live.overlay(config);
-    for (key, value) in &pairs {
-        if let Err(why) = apply_live(&mut next, key, value) {
-            return Reply::error(rc::INVALID_PARAMETER, why);
+    match CONTROLLER_SETTINGS.update_online(&live.overlay(config), body, &to) {
+        Ok((next, pairs)) => {
+            live.install(&next);
+            tracing::info!(?pairs, "controller settings updated");
+            Reply::ok(Default::default())
         }
-    }
-    live.install(&next);
-    tracing::info!(?pairs, "controller settings updated");
-    Reply::ok(Default::default())
-}
-
-/// One change to a live key (one declared `online`), checked.
-fn apply_live(next: &mut ControllerConfig, key: &str, value: &str) -> Result<(), String> {
-    match CONTROLLER_SETTINGS.find(key) {
-        Some(decl) if decl.online => {
-            let setting = Setting::from_flag(value.to_string(), "UPDATE_CONTROLLER_CONFIG".into());
-            (decl.apply)(next, key, &setting)
-        }
-        Some(_) => Err(format!(
-            "{key} is read at start only: change it in the controller's config and restart"
-        )),
-        None => Err(format!("{key} is not a controller setting")),
+        Err(refusal) => Reply::error(refusal.code, refusal.remark),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use ferrocket_protocol::codes::response_code as rc;
+
     use super::*;
 
     fn text(reply: &Reply) -> String {

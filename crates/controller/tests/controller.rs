@@ -577,6 +577,9 @@ async fn settings_are_shown_and_the_live_ones_change() {
     assert_eq!(answer.code, rc::NO_PERMISSION);
     let answer = update(&conn, b"controllerDLegerSelfId=n1\n").await;
     assert_eq!(answer.code, rc::INVALID_PARAMETER);
-    assert!(answer.remark.unwrap().contains("read at start only"));
+    assert!(answer
+        .remark
+        .unwrap()
+        .contains("`controllerDLegerSelfId` is read at start"));
     handle.stop();
 }

@@ -8,14 +8,10 @@
 //! lookups stay open, as clients send them unsigned.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
 
 use ferrocket_acl::AclStore;
 use ferrocket_protocol::codes::request_code::*;
 use ferrocket_protocol::RemotingCommand;
-
-use crate::error::NamesrvError;
 
 /// REGISTER_TOPIC_IN_NAMESRV and UPDATE_NAMESRV_CONFIG.
 const REGISTER_TOPIC_IN_NAMESRV: i32 = 217;
@@ -38,26 +34,6 @@ pub(crate) fn is_write(code: i32) -> bool {
             | REGISTER_TOPIC_IN_NAMESRV
             | UPDATE_NAMESRV_CONFIG
     )
-}
-
-/// The ACL files under the RocketMQ home, when `aclEnable=true`.
-pub(crate) fn open(
-    enabled: bool,
-    home: Option<PathBuf>,
-) -> Result<Option<Arc<AclStore>>, NamesrvError> {
-    if !enabled {
-        return Ok(None);
-    }
-    let home = home.ok_or_else(|| {
-        NamesrvError::Config(
-            "aclEnable=true needs rocketmqHome (or $ROCKETMQ_HOME): the directory whose \
-             conf/plain_acl.yml lists the accounts"
-                .into(),
-        )
-    })?;
-    let store = AclStore::open(&home).map_err(|e| NamesrvError::Config(format!("ACL: {e}")))?;
-    tracing::info!(home = %home.display(), "ACL 1.0 enabled for write requests");
-    Ok(Some(Arc::new(store)))
 }
 
 /// The answer to a write request the ACL refuses; `None` to go on.

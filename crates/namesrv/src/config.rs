@@ -39,14 +39,9 @@ pub struct NamesrvConfig {
     pub kv_config_path: Option<PathBuf>,
     /// `kvConfigEntriesMax` and `kvConfigBytesMax` (Ferrocket's own).
     pub kv_limits: crate::kv::KvLimits,
-    /// `aclEnable`: write requests need an admin account (`crate::acl`).
-    pub acl_enable: bool,
-    /// `aclAdminSignatureWindowMs` (Ferrocket's; 0 is off): admin requests
-    /// must carry a fresh stamp of their code (`ferrocket_acl::stamp`).
-    pub acl_admin_signature_window_ms: u64,
-    /// `rocketmqHome`: where `conf/plain_acl.yml` is; unset:
-    /// `$ROCKETMQ_HOME`.
-    pub rocketmq_home: Option<PathBuf>,
+    /// `aclEnable`, `aclAdminSignatureWindowMs`, `rocketmqHome`: write
+    /// requests need an admin account (`crate::acl`).
+    pub acl: ferrocket_acl::AdminAclSettings,
     /// The Prometheus endpoint (`metricsExporterType=PROM` and the broker's
     /// other `metrics*` keys; default port 5558).
     pub metrics: ferrocket_metrics::config::MetricsConfig,
@@ -68,9 +63,7 @@ impl Default for NamesrvConfig {
             limits: ServerLimits::default(),
             kv_config_path: None,
             kv_limits: crate::kv::KvLimits::default(),
-            acl_enable: false,
-            acl_admin_signature_window_ms: 0,
-            rocketmq_home: None,
+            acl: Default::default(),
             metrics: Default::default(),
             tls: Default::default(),
         }
@@ -78,15 +71,6 @@ impl Default for NamesrvConfig {
 }
 
 impl NamesrvConfig {
-    /// The RocketMQ home (`rocketmqHome`, else `$ROCKETMQ_HOME`), if any.
-    pub fn rocketmq_home(&self) -> Option<PathBuf> {
-        self.rocketmq_home.clone().or_else(|| {
-            std::env::var_os("ROCKETMQ_HOME")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-    }
-
     pub fn listen_socket_addr(&self) -> SocketAddr {
         SocketAddr::new(self.listen_addr, self.listen_port)
     }

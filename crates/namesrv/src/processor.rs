@@ -78,7 +78,7 @@ impl NamesrvHandler {
             kv: RefCell::new(kv),
             config: config.clone(),
             live: Cell::new(LiveSettings::of(config)),
-            acl: crate::acl::open(config.acl_enable, config.rocketmq_home())?,
+            acl: (config.acl.open("write requests")).map_err(NamesrvError::Config)?,
             rpc: RefCell::default(),
         })
     }
@@ -401,7 +401,7 @@ impl NamesrvHandler {
 impl RequestHandler for NamesrvHandler {
     fn handle(self: Rc<Self>, conn: Rc<Connection>, request: RemotingCommand) -> HandlerFuture {
         let started = std::time::Instant::now();
-        let window = self.config.acl_admin_signature_window_ms;
+        let window = self.config.acl.signature_window_ms;
         let refusal = (self.acl.as_deref())
             .and_then(|acl| crate::acl::refusal(acl, &request, conn.peer_addr().ip(), window));
         let response = refusal.unwrap_or_else(|| self.process(Some(conn.id()), &request));

@@ -12,18 +12,15 @@
 //! black-listed keys answer NO_PERMISSION with Java's remark; any other key
 //! or a bad value answers INVALID_PARAMETER naming it, and nothing changes.
 
-use ferrocket_protocol::body::{parse_update, show_text, UpdateRefusal, BLACK_LIST_REMARK};
-use ferrocket_protocol::codes::response_code as rc;
+use ferrocket_protocol::body::show_text;
 
-use ferrocket_runtime::settings::{Online, OnlineRefusal};
+use ferrocket_runtime::settings::{Online, Refusal};
 
-use crate::keys::NAMESRV_SETTINGS;
+use crate::keys::{NAMESRV_SETTINGS, ONLINE_ORIGIN};
 use crate::NamesrvConfig;
 
 /// Keys no update may touch (Java's name server `configBlackList` default).
 pub const BLACK_LIST: &[&str] = &["configBlackList", "configStorePath", "kvConfigPath"];
-/// Where an online change's errors say it came from.
-pub(crate) const ONLINE_ORIGIN: &str = "UPDATE_NAMESRV_CONFIG";
 
 /// The settings read while running, as an update leaves them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,22 +34,6 @@ impl LiveSettings {
         Self {
             delete_topic_with_broker_registration: config.delete_topic_with_broker_registration,
             unregister_on_disconnect: config.unregister_on_disconnect,
-        }
-    }
-}
-
-/// A refused update: the response code and remark.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: i32,
-    pub remark: String,
-}
-
-impl Refusal {
-    fn invalid(remark: impl Into<String>) -> Self {
-        Self {
-            code: rc::INVALID_PARAMETER,
-            remark: remark.into(),
         }
     }
 }
@@ -83,34 +64,20 @@ pub fn update(
     live: LiveSettings,
     body: &[u8],
 ) -> Result<LiveSettings, Refusal> {
-    let pairs = parse_update(body, BLACK_LIST).map_err(|refusal| match refusal {
-        UpdateRefusal::Malformed(why) => Refusal::invalid(why),
-        UpdateRefusal::BlackListed => black_listed(),
-    })?;
     let to = Online {
         server: "name server",
         file: "the name server's config",
         origin: ONLINE_ORIGIN,
         black_list: BLACK_LIST,
     };
-    let updated = NAMESRV_SETTINGS
-        .apply_online(&in_force(config, live), &pairs, &to)
-        .map_err(|refusal| match refusal {
-            OnlineRefusal::BlackListed => black_listed(),
-            OnlineRefusal::Invalid(why) => Refusal::invalid(why),
-        })?;
+    let (updated, _) = NAMESRV_SETTINGS.update_online(&in_force(config, live), body, &to)?;
     Ok(LiveSettings::of(&updated))
-}
-
-fn black_listed() -> Refusal {
-    Refusal {
-        code: rc::NO_PERMISSION,
-        remark: BLACK_LIST_REMARK.into(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use ferrocket_protocol::codes::response_code as rc;
+
     use super::*;
 
     #[test]

@@ -15,7 +15,7 @@ mod online;
 pub mod suggest;
 mod values;
 
-pub use online::{Online, OnlineRefusal};
+pub use online::{Online, Refusal};
 
 pub use values::{
     core_list, invalid, non_empty, parse_bool, parse_port, parse_value, percent, positive,
@@ -25,8 +25,9 @@ pub use values::{
 /// Parses one value into the config; the key is passed as written (an
 /// alias stays an alias in error messages).
 pub type Apply<C> = fn(&mut C, &str, &Setting) -> Result<(), String>;
-/// The value in force, as a properties file would set it.
-pub type Show<C> = fn(&C) -> String;
+/// The value in force, as a properties file would set it; the key is the
+/// declared name (so a nested key finds its declaration in the part).
+pub type Show<C> = fn(&C, &str) -> String;
 
 /// One setting, declared once.
 pub struct Decl<C: 'static> {
@@ -54,20 +55,32 @@ impl<C> Clone for Decl<C> {
 impl<C> Copy for Decl<C> {}
 
 /// A part of a config with settings of its own, declared in the crate that
-/// owns the part (TLS's `tls.*` keys, over `TlsSettings`): a server whose
-/// config holds the part in a field takes them with [`nest`].
+/// owns the part (TLS's `tls.*` keys, over `TlsSettings`; ACL 1.0's admin
+/// keys): a server whose config holds the part in a field takes them with
+/// [`nest`] or [`nest_printed`].
 pub trait Part<C: 'static>: 'static {
     type Of: 'static;
     /// The part's declarations.
     const DECLS: &'static [Decl<Self::Of>];
     /// Where the config holds the part.
     fn part(config: &mut C) -> &mut Self::Of;
+    /// The same, to read (to print a key).
+    fn part_ref(config: &C) -> &Self::Of;
 }
 
 /// The part's declarations as the config's own (same names, aliases,
-/// defaults and descriptions), for a section of its [`Table`]. A part's
-/// keys are not printed by GET_*_CONFIG: each must have no `show`.
+/// defaults and descriptions), for a section of its [`Table`]; not
+/// printed by GET_*_CONFIG.
 pub const fn nest<C: 'static, P: Part<C>, const N: usize>() -> [Decl<C>; N] {
+    nest_with::<C, P, N>(false)
+}
+
+/// As [`nest`], and GET_*_CONFIG prints the keys the part prints.
+pub const fn nest_printed<C: 'static, P: Part<C>, const N: usize>() -> [Decl<C>; N] {
+    nest_with::<C, P, N>(true)
+}
+
+const fn nest_with<C: 'static, P: Part<C>, const N: usize>(printed: bool) -> [Decl<C>; N] {
     assert!(P::DECLS.len() == N, "N is the part's key count");
     let mut out = [Decl {
         name: "",
@@ -81,7 +94,9 @@ pub const fn nest<C: 'static, P: Part<C>, const N: usize>() -> [Decl<C>; N] {
     let mut i = 0;
     while i < N {
         let decl = &P::DECLS[i];
-        assert!(decl.show.is_none(), "a nested key is not printed");
+        if printed && decl.show.is_some() {
+            out[i].show = Some(show_part::<C, P>);
+        }
         out[i].name = decl.name;
         out[i].aliases = decl.aliases;
         out[i].default = decl.default;
@@ -107,6 +122,15 @@ fn apply_part<C: 'static, P: Part<C>>(
             "{}: {key} is not a key of this part",
             setting.origin
         )),
+    }
+}
+
+/// Prints a nested key: its declaration in the part, of the config's part.
+fn show_part<C: 'static, P: Part<C>>(config: &C, key: &str) -> String {
+    let shown = P::DECLS.iter().find(|decl| decl.name == key);
+    match shown.and_then(|decl| decl.show) {
+        Some(show) => show(P::part_ref(config), key),
+        None => String::new(),
     }
 }
 
@@ -154,7 +178,10 @@ impl<C> Table<C> {
     /// Every printed key and its value in force.
     pub fn render(&self, config: &C) -> Vec<(String, String)> {
         self.decls()
-            .filter_map(|decl| decl.show.map(|show| (decl.name.to_string(), show(config))))
+            .filter_map(|decl| {
+                decl.show
+                    .map(|show| (decl.name.to_string(), show(config, decl.name)))
+            })
             .collect()
     }
 
@@ -242,5 +269,34 @@ macro_rules! decl {
     (@when online) => { true };
     (@when start) => { false };
     (@show) => { None };
-    (@show |$sc:pat_param| $show:expr) => { Some(|$sc| $show) };
+    (@show |$sc:pat_param| $show:expr) => { Some(|$sc, _| $show) };
+}
+
+/// A part's declarations nested into a server's table (see [`Part`]):
+/// `nested!(Config, field: Of = DECLS)` (not printed, [`nest`]) or
+/// `nested!(printed Config, field: Of = DECLS)` ([`nest_printed`]), the
+/// value of a `static [Decl<Config>; DECLS.len()]`; the part is
+/// `config.field`.
+#[macro_export]
+macro_rules! nested {
+    (printed $config:ty, $field:ident: $of:ty = $decls:expr) => {
+        $crate::nested!(@nest nest_printed, $config, $field, $of, $decls)
+    };
+    ($config:ty, $field:ident: $of:ty = $decls:expr) => {
+        $crate::nested!(@nest nest, $config, $field, $of, $decls)
+    };
+    (@nest $how:ident, $config:ty, $field:ident, $of:ty, $decls:expr) => {{
+        struct NestedPart;
+        impl $crate::Part<$config> for NestedPart {
+            type Of = $of;
+            const DECLS: &'static [$crate::Decl<$of>] = &$decls;
+            fn part(config: &mut $config) -> &mut $of {
+                &mut config.$field
+            }
+            fn part_ref(config: &$config) -> &$of {
+                &config.$field
+            }
+        }
+        $crate::$how::<$config, NestedPart, { $decls.len() }>()
+    }};
 }

@@ -1,3 +1,5 @@
+use ferrocket_protocol::codes::response_code as rc;
+
 use super::*;
 
 #[derive(Default, Clone)]
@@ -18,7 +20,8 @@ static INNER: [Decl<Inner>; 1] = [crate::decl!(
     "0",
     start,
     "a nested key",
-    |c, k, s| c.level = percent(k, s)?
+    |c, k, s| c.level = percent(k, s)?,
+    |c| c.level.to_string(),
 )];
 
 struct InnerPart;
@@ -28,6 +31,9 @@ impl Part<Toy> for InnerPart {
     const DECLS: &'static [Decl<Inner>] = &INNER;
     fn part(config: &mut Toy) -> &mut Inner {
         &mut config.inner
+    }
+    fn part_ref(config: &Toy) -> &Inner {
+        &config.inner
     }
 }
 
@@ -46,7 +52,7 @@ static TOY: Table<Toy> = Table {
                     c.port = parse_port(k, s)?;
                     Ok(())
                 },
-                show: Some(|c| c.port.to_string()),
+                show: Some(|c, _| c.port.to_string()),
             },
             crate::decl!("on", "`false`", online, "a switch", |c, k, s| c.on =
                 parse_bool(k, s)?),
@@ -82,6 +88,24 @@ fn a_table_applies_by_name_alias_and_group() {
     assert!(TOY.help().contains("[false] a switch"), "{}", TOY.help());
 }
 
+static PRINTED: [Decl<Toy>; 1] = crate::nested!(printed Toy, inner: Inner = INNER);
+
+static PRINTING: Table<Toy> = Table {
+    sections: &[&PRINTED],
+};
+
+/// A part nested with `nested!(printed ..)` prints its keys as the part does,
+/// of the config's part; `nest` prints none (above).
+#[test]
+fn a_printed_part_shows_its_keys() {
+    let mut toy = Toy::default();
+    toy.inner.level = 42;
+    assert_eq!(
+        PRINTING.render(&toy),
+        vec![("inner.level".to_string(), "42".to_string())]
+    );
+}
+
 #[test]
 fn online_changes_take_online_keys_only_and_all_or_nothing() {
     let toy = Toy::default();
@@ -101,13 +125,44 @@ fn online_changes_take_online_keys_only_and_all_or_nothing() {
         .unwrap();
     assert!(on.on);
     let start = TOY.apply_online(&toy, &pairs(&[("on", "true"), ("port", "1")]), &to);
-    assert!(
-        matches!(start, Err(OnlineRefusal::Invalid(why)) if why.contains("`port` is read at start"))
-    );
+    let invalid = |refused: Result<Toy, Refusal>, words: &str| {
+        let refusal = refused.err().expect("refused");
+        assert_eq!(refusal.code, rc::INVALID_PARAMETER, "{refusal:?}");
+        assert!(refusal.remark.contains(words), "{refusal:?}");
+    };
+    invalid(start, "`port` is read at start");
     let typo = TOY.apply_online(&toy, &pairs(&[("onn", "true")]), &to);
-    assert!(matches!(typo, Err(OnlineRefusal::Invalid(why)) if why.contains("did you mean `on`?")));
+    invalid(typo, "did you mean `on`?");
     let bad = TOY.apply_online(&toy, &pairs(&[("on", "maybe")]), &to);
-    assert!(matches!(bad, Err(OnlineRefusal::Invalid(why)) if why.starts_with("UPDATE: ")));
+    invalid(bad, "UPDATE: ");
     let black = TOY.apply_online(&toy, &pairs(&[("secret", "1")]), &to);
-    assert_eq!(black.err(), Some(OnlineRefusal::BlackListed));
+    assert_eq!(black.err(), Some(Refusal::black_listed()));
+}
+
+/// An UPDATE_*_CONFIG body: its lines applied together, or the refusal
+/// Java answers (a black-listed key NO_PERMISSION, a body that is not
+/// UTF-8 INVALID_PARAMETER).
+#[test]
+fn an_update_body_is_parsed_and_applied_or_refused() {
+    let to = Online {
+        server: "toy",
+        file: "toy.conf",
+        origin: "UPDATE",
+        black_list: &["secret"],
+    };
+    let toy = Toy::default();
+    let (on, pairs) = TOY
+        .update_online(&toy, b"# admin\non: true\n", &to)
+        .unwrap();
+    assert!(on.on);
+    assert_eq!(pairs, vec![("on".to_string(), "true".to_string())]);
+    let black = TOY.update_online(&toy, b"on=true\nsecret=1", &to);
+    assert_eq!(black.err().map(|r| r.code), Some(rc::NO_PERMISSION));
+    let garbled = TOY.update_online(&toy, b"\xff=1", &to).err().unwrap();
+    assert_eq!(garbled.code, rc::INVALID_PARAMETER);
+    let start = TOY
+        .update_online(&toy, b"on=true\nport=1", &to)
+        .err()
+        .unwrap();
+    assert!(start.remark.contains("`port`"), "{start:?}");
 }

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use ferrocket_protocol::body::parse_properties;
 
 use super::BrokerConfig;
-use ferrocket_runtime::settings::{Online, OnlineRefusal, Table};
+use ferrocket_runtime::settings::{Online, Table};
+
+pub use ferrocket_runtime::settings::Refusal;
 
 /// Where an online change's errors say it came from.
 const ONLINE_ORIGIN: &str = "UPDATE_BROKER_CONFIG";
@@ -21,8 +23,6 @@ const ONLINE_ORIGIN: &str = "UPDATE_BROKER_CONFIG";
 /// Keys never changed online (Java's `configBlackList` default and the
 /// two it always adds).
 pub const BLACK_LIST: &[&str] = &["brokerConfigPath", "rocketmqHome", "configBlackList"];
-
-pub use ferrocket_protocol::body::BLACK_LIST_REMARK;
 
 /// Where online changes are written back: present, the broker answers
 /// GET/UPDATE_BROKER_CONFIG from `BROKER_SETTINGS`; absent, both answer
@@ -32,13 +32,6 @@ pub struct ConfigKeys {
     /// The broker.conf the broker was started with (`-c`): rewritten with
     /// each online change, so a restart keeps it (Java rewrites it too).
     pub file: Option<PathBuf>,
-}
-
-/// Why an update was refused: the answer code and Java-style words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: i32,
-    pub remark: String,
 }
 
 /// Applies `pairs` to a copy of `config` by `table`'s declarations (the
@@ -51,14 +44,11 @@ pub fn apply_online(
     config: &BrokerConfig,
     pairs: &[(String, String)],
 ) -> Result<BrokerConfig, Refusal> {
-    use ferrocket_protocol::codes::response_code::{INVALID_PARAMETER, NO_PERMISSION};
-    let refuse = |code, remark: String| Refusal { code, remark };
     // broker.conf would read a trailing `\` as joining the next line.
     if let Some((key, _)) = pairs.iter().find(|(_, value)| value.ends_with('\\')) {
-        return Err(refuse(
-            INVALID_PARAMETER,
-            format!("the value of `{key}` ends with `\\`, which broker.conf reads as a line join"),
-        ));
+        return Err(Refusal::invalid(format!(
+            "the value of `{key}` ends with `\\`, which broker.conf reads as a line join"
+        )));
     }
     let to = Online {
         server: "broker",
@@ -66,15 +56,10 @@ pub fn apply_online(
         origin: ONLINE_ORIGIN,
         black_list: BLACK_LIST,
     };
-    let updated = table
-        .apply_online(config, pairs, &to)
-        .map_err(|refusal| match refusal {
-            OnlineRefusal::BlackListed => refuse(NO_PERMISSION, BLACK_LIST_REMARK.into()),
-            OnlineRefusal::Invalid(why) => refuse(INVALID_PARAMETER, why),
-        })?;
+    let updated = table.apply_online(config, pairs, &to)?;
     updated
         .validate()
-        .map_err(|e| refuse(INVALID_PARAMETER, e.to_string()))?;
+        .map_err(|e| Refusal::invalid(e.to_string()))?;
     Ok(updated)
 }
 

@@ -8,13 +8,14 @@
 
 use std::path::PathBuf;
 
-use ferrocket_settings::{decl, invalid, parse_bool, parse_value, Decl, Part, Setting, Table};
+use ferrocket_acl::{AdminAclSettings, ADMIN_ACL_SETTINGS};
+use ferrocket_settings::{decl, invalid, parse_bool, parse_value, Decl, Setting, Table};
 
 use crate::config::{parse_peers, peers_text, ControllerConfig};
 
 /// Every key the controller takes.
 pub static CONTROLLER_SETTINGS: Table<ControllerConfig> = Table {
-    sections: &[GROUP, ELECTION, SECURITY, NO_EFFECT, &TLS],
+    sections: &[GROUP, ELECTION, &ACL, SECURITY, NO_EFFECT, &TLS],
 };
 
 impl ControllerConfig {
@@ -28,18 +29,17 @@ impl ControllerConfig {
 
 /// The `tls.*` keys, declared in `ferrocket_tls`, on the controller's
 /// `tls`.
-struct TlsPart;
+static TLS: [Decl<ControllerConfig>; ferrocket_tls::TLS_SETTINGS.len()] = ferrocket_settings::nested!(
+    ControllerConfig, tls: ferrocket_tls::TlsSettings = ferrocket_tls::TLS_SETTINGS
+);
 
-impl Part<ControllerConfig> for TlsPart {
-    type Of = ferrocket_tls::TlsSettings;
-    const DECLS: &'static [Decl<Self::Of>] = &ferrocket_tls::TLS_SETTINGS;
-    fn part(config: &mut ControllerConfig) -> &mut Self::Of {
-        &mut config.tls
-    }
-}
-
-static TLS: [Decl<ControllerConfig>; ferrocket_tls::TLS_SETTINGS.len()] =
-    ferrocket_settings::nest::<ControllerConfig, TlsPart, { ferrocket_tls::TLS_SETTINGS.len() }>();
+/// ACL 1.0, as the name server's: its keys (`aclEnable`,
+/// `aclAdminSignatureWindowMs`, `rocketmqHome`), declared in
+/// `ferrocket_acl`, on the controller's `acl` (not printed by
+/// GET_CONTROLLER_CONFIG).
+static ACL: [Decl<ControllerConfig>; ADMIN_ACL_SETTINGS.len()] = ferrocket_settings::nested!(
+    ControllerConfig, acl: AdminAclSettings = ADMIN_ACL_SETTINGS
+);
 
 /// The Raft group: who its members are, where this one keeps its log.
 static GROUP: &[Decl<ControllerConfig>] = &[
@@ -137,39 +137,14 @@ static ELECTION: &[Decl<ControllerConfig>] = &[
     ),
 ];
 
-/// ACL 1.0, as the name server's, and what this controller signs with.
-static SECURITY: &[Decl<ControllerConfig>] = &[
-    decl!(
-        "aclEnable",
-        "`false`",
-        start,
-        "every request needs a white-listed address or an admin account's signature",
-        |c, k, s| c.acl_enable = parse_bool(k, s)?
-    ),
-    decl!(
-        "aclAdminSignatureWindowMs",
-        "0",
-        start,
-        "ms a signed admin request stays valid (Ferrocket key; 0: no check)",
-        |c, k, s| c.acl_admin_signature_window_ms = parse_value(k, s)?
-    ),
-    decl!(
-        "rocketmqHome",
-        "",
-        start,
-        "where conf/plain_acl.yml is; unset: $ROCKETMQ_HOME",
-        |c, _, s| c.rocketmq_home = Some(s.value.trim())
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    ),
-    decl!(
-        "innerClientAuthenticationCredentials",
-        "",
-        start,
-        r#"{"accessKey":..,"secretKey":..} this controller signs its own requests with"#,
-        |c, k, s| c.inner_credentials = credentials(k, s)?
-    ),
-];
+/// What this controller signs its own requests with.
+static SECURITY: &[Decl<ControllerConfig>] = &[decl!(
+    "innerClientAuthenticationCredentials",
+    "",
+    start,
+    r#"{"accessKey":..,"secretKey":..} this controller signs its own requests with"#,
+    |c, k, s| c.inner_credentials = credentials(k, s)?
+)];
 
 /// Java keys with no meaning here: the Raft library is ours.
 static NO_EFFECT: &[Decl<ControllerConfig>] = &[

@@ -32,7 +32,7 @@ fn the_declared_defaults_are_the_configs() {
         (decl.apply)(&mut config, decl.name, &setting).unwrap();
         assert_eq!(config, default, "{} = {value}", decl.name);
         if let Some(show) = decl.show {
-            assert_eq!(show(&default), value, "{}", decl.name);
+            assert_eq!(show(&default, decl.name), value, "{}", decl.name);
         }
         checked += 1;
     }

@@ -6,19 +6,26 @@
 
 use ferrocket_runtime::decl;
 use ferrocket_runtime::settings::{
-    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Part, Setting,
-    Table,
+    invalid, parse_bool, parse_port, parse_value, positive, positive_count, Decl, Setting, Table,
 };
+
+use ferrocket_acl::{AdminAclSettings, ADMIN_ACL_SETTINGS};
 
 use ferrocket_metrics::config::{MetricsExporter, NAMESRV_METRICS_PROM_PORT_DEFAULT};
 
 use crate::NamesrvConfig;
 
+/// Where an online change (UPDATE_NAMESRV_CONFIG) says its values came
+/// from; `orderMessageEnable` tells an online `false` by it.
+pub(crate) const ONLINE_ORIGIN: &str = "UPDATE_NAMESRV_CONFIG";
+
 /// Every key the name server takes.
 pub static NAMESRV_SETTINGS: Table<NamesrvConfig> = Table {
     sections: &[
         OWN,
-        KV_AND_ACL,
+        KV,
+        &ACL,
+        PATHS,
         METRICS,
         ferrocket_runtime::server_limit_settings!(limits),
         ferrocket_metrics::prom_settings!(metrics, NAMESRV_METRICS_PROM_PORT_DEFAULT, "5558"),
@@ -30,7 +37,7 @@ pub static NAMESRV_SETTINGS: Table<NamesrvConfig> = Table {
 /// taken (and changes nothing); an online change to `false` is refused, as
 /// it could not be honoured.
 fn order_message_enable(key: &str, setting: &Setting) -> Result<(), String> {
-    if !parse_bool(key, setting)? && setting.origin == crate::settings::ONLINE_ORIGIN {
+    if !parse_bool(key, setting)? && setting.origin == ONLINE_ORIGIN {
         return Err("orderMessageEnable cannot be turned off: Ferrocket always \
                     serves a topic's order config (ORDER_TOPIC_CONFIG) with its route"
             .into());
@@ -40,22 +47,17 @@ fn order_message_enable(key: &str, setting: &Setting) -> Result<(), String> {
 
 /// The `tls.*` keys, declared in `ferrocket_tls`, on the name server's
 /// `tls`.
-struct TlsPart;
+static TLS: [Decl<NamesrvConfig>; ferrocket_tls::TLS_SETTINGS.len()] = ferrocket_runtime::settings::nested!(
+    NamesrvConfig, tls: ferrocket_tls::TlsSettings = ferrocket_tls::TLS_SETTINGS
+);
 
-impl Part<NamesrvConfig> for TlsPart {
-    type Of = ferrocket_tls::TlsSettings;
-    const DECLS: &'static [Decl<Self::Of>] = &ferrocket_tls::TLS_SETTINGS;
-    fn part(config: &mut NamesrvConfig) -> &mut Self::Of {
-        &mut config.tls
-    }
-}
-
-static TLS: [Decl<NamesrvConfig>; ferrocket_tls::TLS_SETTINGS.len()] =
-    ferrocket_runtime::settings::nest::<
-        NamesrvConfig,
-        TlsPart,
-        { ferrocket_tls::TLS_SETTINGS.len() },
-    >();
+/// The admin ACL's keys (`aclEnable`, `aclAdminSignatureWindowMs`,
+/// `rocketmqHome`), declared in `ferrocket_acl` (the controller takes
+/// them too), on the name server's `acl`; GET_NAMESRV_CONFIG prints
+/// `aclEnable` and `rocketmqHome`.
+static ACL: [Decl<NamesrvConfig>; ADMIN_ACL_SETTINGS.len()] = ferrocket_runtime::settings::nested!(
+    printed NamesrvConfig, acl: AdminAclSettings = ADMIN_ACL_SETTINGS
+);
 
 /// Where it listens, how it keeps brokers, acting master.
 static OWN: &[Decl<NamesrvConfig>] = &[
@@ -132,8 +134,8 @@ static OWN: &[Decl<NamesrvConfig>] = &[
     ),
 ];
 
-/// The KV config, ACL and RocketMQ's paths.
-static KV_AND_ACL: &[Decl<NamesrvConfig>] = &[
+/// The KV config and the order config.
+static KV: &[Decl<NamesrvConfig>] = &[
     decl!(
         "kvConfigPath",
         "`~/namesrv/kvConfig.json` (`start`: `DATA_DIR/namesrv/kvConfig.json`)",
@@ -168,39 +170,16 @@ static KV_AND_ACL: &[Decl<NamesrvConfig>] = &[
         |_, k, s| order_message_enable(k, s)?,
         |_| "true".to_string(),
     ),
-    decl!(
-        "aclEnable",
-        "`false`",
-        start,
-        "write requests need an ACL 1.0 admin account",
-        |c, k, s| c.acl_enable = parse_bool(k, s)?,
-        |c| c.acl_enable.to_string(),
-    ),
-    decl!(
-        "aclAdminSignatureWindowMs",
-        "0",
-        start,
-        "ms a signed admin request stays valid (Ferrocket key; 0: no check)",
-        |c, k, s| c.acl_admin_signature_window_ms = parse_value(k, s)?
-    ),
-    decl!(
-        "rocketmqHome",
-        "",
-        start,
-        "where conf/plain_acl.yml is; unset: $ROCKETMQ_HOME",
-        |c, _, s| c.rocketmq_home = Some(s.value.as_str())
-            .filter(|v| !v.is_empty())
-            .map(Into::into),
-        |c| path_text(c.rocketmq_home().as_deref()),
-    ),
-    decl!(
-        "configStorePath",
-        "",
-        start,
-        "no effect (Java's namesrv.properties path)",
-        |_, _, _| {}
-    ),
 ];
+
+/// RocketMQ's paths Ferrocket has no use for.
+static PATHS: &[Decl<NamesrvConfig>] = &[decl!(
+    "configStorePath",
+    "",
+    start,
+    "no effect (Java's namesrv.properties path)",
+    |_, _, _| {}
+)];
 
 /// The exporter: the name server serves PROM only.
 static METRICS: &[Decl<NamesrvConfig>] = &[decl!(
@@ -226,9 +205,12 @@ static METRICS: &[Decl<NamesrvConfig>] = &[decl!(
 /// to print, in declaration order (the shared limits and exporter keys
 /// are not shown, as Java's name server does not have them).
 pub(crate) fn render_own(config: &NamesrvConfig) -> Vec<(String, String)> {
-    let own = OWN.iter().chain(KV_AND_ACL).chain(METRICS);
-    own.filter_map(|decl| decl.show.map(|show| (decl.name.to_string(), show(config))))
-        .collect()
+    let own = OWN.iter().chain(KV).chain(&ACL).chain(PATHS).chain(METRICS);
+    own.filter_map(|decl| {
+        decl.show
+            .map(|show| (decl.name.to_string(), show(config, decl.name)))
+    })
+    .collect()
 }
 
 fn path_text(path: Option<&std::path::Path>) -> String {

@@ -19,7 +19,7 @@ mod tier;
 use ferrocket_runtime::decl;
 use ferrocket_runtime::settings::{
     core_list, invalid, non_empty, parse_bool, parse_port, parse_value, percent, positive,
-    positive_count, ratio_percent, Decl, Part, Setting, Table,
+    positive_count, ratio_percent, Decl, Setting, Table,
 };
 
 use super::{BrokerConfig, BrokerRole, CommitLogWriteMode, FlushDiskType, MetricsConfig};
@@ -49,19 +49,9 @@ pub static BROKER_SETTINGS: Table<BrokerConfig> = Table {
 };
 
 /// The `tls.*` keys, declared in `ferrocket_tls`, on the broker's `tls`.
-struct TlsPart;
-
-impl Part<BrokerConfig> for TlsPart {
-    type Of = ferrocket_tls::TlsSettings;
-    const DECLS: &'static [Decl<Self::Of>] = &ferrocket_tls::TLS_SETTINGS;
-    fn part(config: &mut BrokerConfig) -> &mut Self::Of {
-        &mut config.tls
-    }
-}
-
-static TLS: [Decl<BrokerConfig>; ferrocket_tls::TLS_SETTINGS.len()] =
-    ferrocket_runtime::settings::nest::<BrokerConfig, TlsPart, { ferrocket_tls::TLS_SETTINGS.len() }>(
-    );
+static TLS: [Decl<BrokerConfig>; ferrocket_tls::TLS_SETTINGS.len()] = ferrocket_runtime::settings::nested!(
+    BrokerConfig, tls: ferrocket_tls::TlsSettings = ferrocket_tls::TLS_SETTINGS
+);
 
 /// RocketMQ settings with no effect here, taken so a Java broker.conf
 /// loads without noise.

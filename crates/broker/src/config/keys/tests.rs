@@ -141,8 +141,8 @@ fn declared_defaults_are_the_defaults() {
             continue;
         }
         assert_eq!(
-            show(&set),
-            show(&default),
+            show(&set, decl.name),
+            show(&default, decl.name),
             "{}: declared default {text}",
             decl.name
         );
