@@ -25,6 +25,7 @@ pub mod processor;
 pub mod route;
 mod server;
 pub mod settings;
+mod unsupported;
 
 pub use config::{
     kv_config_path_under, NamesrvConfig, BROKER_EXPIRY_MS_DEFAULT, LISTEN_PORT_DEFAULT,

@@ -140,7 +140,7 @@ impl NamesrvHandler {
             extra_request_code::GET_NAMESRV_CONFIG => Ok(success(request)
                 .with_body(settings::show(&self.config, self.live.get()).into_bytes())),
             extra_request_code::UPDATE_NAMESRV_CONFIG => Ok(self.update_settings(request)),
-            _ => Ok(RemotingCommand::not_supported(request)),
+            _ => Ok(crate::unsupported::answer(request)),
         };
         self.send_notices();
         outcome.unwrap_or_else(|e| {

@@ -7,8 +7,9 @@
 use ferrocket_protocol::codes::{request_code_name, response_code};
 use ferrocket_protocol::RemotingCommand;
 
-/// The requests mqadmin (RocketMQ 5.5.0) sends that the broker refuses, by
-/// RocketMQ `RequestCode`, with their name and why.
+/// The requests Java's broker (RocketMQ 5.5.0) handles that Ferrocket's
+/// refuses, by RocketMQ `RequestCode`, with their name and why
+/// (tests/java_request_codes.rs checks every Java code is served or here).
 const REFUSED: &[(i32, &str, &str)] = &[
     (
         61,
@@ -18,10 +19,34 @@ const REFUSED: &[(i32, &str, &str)] = &[
          Java slave keeps its own timer metrics",
     ),
     (
+        223,
+        "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
+        "the broker does not collect offset tables from a group's clients; read the \
+         group's progress with GET_CONSUME_STATS (mqadmin consumerProgress)",
+    ),
+    (
+        303,
+        "QUERY_CONSUME_TIME_SPAN",
+        "per-queue consume time spans are not computed; use GET_CONSUME_STATS (mqadmin \
+         consumerProgress) and SEARCH_OFFSET_BY_TIMESTAMP",
+    ),
+    (
         306,
         "CLEAN_EXPIRED_CONSUMEQUEUE",
         "Ferrocket deletes a ConsumeQueue's expired files itself, with the CommitLog \
          segments they index (checked every cleanResourceInterval ms); there is no manual clean",
+    ),
+    (
+        308,
+        "QUERY_CORRECTION_OFFSET",
+        "the lowest offset over a list of groups (correction offsets) is not computed; \
+         query each group's offsets with GET_CONSUME_STATS",
+    ),
+    (
+        314,
+        "CLONE_GROUP_OFFSET",
+        "copying one group's offsets to another is not supported; set the new group's \
+         offsets with INVOKE_BROKER_TO_RESET_OFFSET (mqadmin resetOffsetByTime)",
     ),
     (
         316,
@@ -30,10 +55,29 @@ const REFUSED: &[(i32, &str, &str)] = &[
          (DELETE_TOPIC_IN_BROKER), so no unused topic's files remain to clean",
     ),
     (
+        323,
+        "RESUME_CHECK_HALF_MESSAGE",
+        "a half message is not re-checked on request: the broker checks half messages \
+         itself every transactionCheckInterval ms",
+    ),
+    (
         329,
         "DELETE_EXPIRED_COMMITLOG",
         "Ferrocket deletes expired CommitLog segments itself (fileReservedTime, deleteWhen, \
          diskMaxUsedSpaceRatio, checked every cleanResourceInterval ms); there is no manual trigger",
+    ),
+    (
+        345,
+        "QUERY_SUBSCRIPTION_BY_CONSUMER",
+        "one group's subscription to one topic is not answered alone; \
+         GET_CONSUMER_CONNECTION_LIST (mqadmin consumerConnection) lists the group's \
+         subscriptions",
+    ),
+    (
+        353,
+        "UPDATE_AND_GET_GROUP_FORBIDDEN",
+        "per-topic read bans of groups (forbidden groups) are not supported; deny a group \
+         with ACL instead",
     ),
     (
         354,
@@ -61,6 +105,13 @@ const REFUSED: &[(i32, &str, &str)] = &[
         903,
         "REMOVE_BROKER",
         "Ferrocket has no broker container: stop the broker's own process",
+    ),
+    (
+        906,
+        "EXCHANGE_BROKER_HA_INFO",
+        "Ferrocket brokers do not exchange HA addresses by request: a slave learns its \
+         master from the controller (controller mode), from the name server's answer \
+         to its registration, or from haMasterAddress",
     ),
     (
         908,

@@ -1,4 +1,4 @@
-package org.ferrocket.interop.v5;
+package org.ferrocket.interop;
 
 import static org.ferrocket.interop.Clients.bytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -28,10 +28,6 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.remoting.RPCHook;
-import org.ferrocket.interop.Clients;
-import org.ferrocket.interop.Ferrocket;
-import org.ferrocket.interop.FerrocketExtension;
-import org.ferrocket.interop.Names;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -40,8 +36,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Java client's `AclClientRPCHook(new SessionCredentials(ak, sk))`: a
  * permitted account sends and consumes; a wrong secret key and a topic the
  * account may only SUB are refused with SYSTEM_ERROR (1) and Java's
- * AclException words. In v5/: 4.9.8 has `AclClientRPCHook` only in
- * `rocketmq-acl`, not a dependency of the rocketmq4 profile; 5.x has it in
+ * AclException words. Both lines: 4.9.8 has `AclClientRPCHook` in
+ * `rocketmq-acl` (a dependency of the rocketmq4 profile), 5.x in
  * `rocketmq-client`.
  */
 @ExtendWith(FerrocketExtension.class)
