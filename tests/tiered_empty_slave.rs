@@ -285,3 +285,55 @@ fn a_new_master_that_did_not_take_the_history_holds() {
     let now = read_json(&manifest).unwrap();
     assert_eq!(now["epoch"], unproven["epoch"], "{now}");
 }
+
+/// Object storage is down when an empty slave joins: the master cannot
+/// tell whether its offloaded segments are still there, so it skips none
+/// (one it dropped before its manifest was published could be lost after
+/// a failover). The copy waits at the log's start; once the store is back
+/// the slave copies everything, and nothing was skipped.
+#[test]
+fn an_empty_slave_skips_nothing_while_the_store_is_down() {
+    let Some(binary) = tier::s3s_fs_binary() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("tier-bucket")).unwrap();
+    let port = harness::process::free_port();
+    let mut s3 = tier::start_s3(&binary, root.path(), port);
+    let controllers = failover::controllers(dir.path(), 1);
+    let addrs = failover::controller_addr(&controllers);
+    let namesrv = Namesrv::start();
+    let backend = tier::s3(port, "tier-bucket");
+    let first = controller_broker(&namesrv, &addrs, &backend);
+    let elected = wait_for(Duration::from_secs(60), || {
+        failover::sync_state(&addrs).filter(|s| s.master == Some(1))
+    });
+    assert!(elected.is_some(), "{:?}", failover::sync_state(&addrs));
+    let topic = unique_name("TierStoreDown");
+    let mut conn = first.connect();
+    harness::requests::create_topic(&mut conn, &topic, 1);
+    send_range(&mut conn, &topic, 0, 400);
+    tier::wait_offloaded_and_dropped(&mut conn, &first);
+    s3.kill();
+    let second = controller_broker(&namesrv, &addrs, &backend);
+    std::thread::sleep(Duration::from_secs(10));
+    let end = failover::commit_log_end(&first);
+    assert!(end.is_some());
+    assert_ne!(
+        failover::commit_log_end(&second),
+        end,
+        "the slave copied past offloaded segments the store could not serve"
+    );
+    let mut s3 = tier::start_s3(&binary, root.path(), port);
+    assert!(
+        wait_caught_up(&first, &second),
+        "the empty slave never caught up: master {:?}, slave {:?}\n{}",
+        failover::commit_log_end(&first),
+        failover::commit_log_end(&second),
+        first.process.output()
+    );
+    let said = first.process.output();
+    assert!(!said.contains("skipped offloaded"), "{said}");
+    s3.stop();
+}

@@ -10,11 +10,11 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::StreamExt;
 use object_store::path::Path as ObjectPath;
 
-use ferrocket_store::tier::{FetchRequest, OffloadEntry, TierHandle};
+use ferrocket_store::tier::{FetchFailure, FetchRequest, OffloadEntry, TierHandle};
 
 use crate::backend::{explain, Backend};
 
-type Waiters = Arc<Mutex<HashMap<i64, Vec<oneshot::Sender<Result<(), String>>>>>>;
+type Waiters = Arc<Mutex<HashMap<i64, Vec<oneshot::Sender<Result<(), FetchFailure>>>>>>;
 
 /// Serves requests until every sender is gone.
 pub(crate) async fn serve(
@@ -56,14 +56,16 @@ pub(crate) async fn serve(
     }
 }
 
-/// One ranged GET into the cache.
+/// One ranged GET into the cache. An object the store does not have, or
+/// one shorter than the range, is [`FetchFailure::Gone`]; any other error
+/// [`FetchFailure::Failed`].
 async fn fetch_chunk(
     tier: &TierHandle,
     backend: &Backend,
     entry: &OffloadEntry,
     start: i64,
     len: usize,
-) -> Result<(), String> {
+) -> Result<(), FetchFailure> {
     let from = (start - entry.start) as u64;
     let key = ObjectPath::from(entry.key.as_str());
     match backend.store.get_range(&key, from..from + len as u64).await {
@@ -79,10 +81,10 @@ async fn fetch_chunk(
             tier.status
                 .remote_read_failures
                 .fetch_add(1, Ordering::Relaxed);
-            Err(format!(
+            Err(FetchFailure::Gone(format!(
                 "{key} [{from}, +{len}) came back with {} bytes",
                 bytes.len()
-            ))
+            )))
         }
         Err(e) => {
             tier.status
@@ -90,8 +92,18 @@ async fn fetch_chunk(
                 .fetch_add(1, Ordering::Relaxed);
             let why = explain(&e);
             tracing::warn!(key = %key, error = %why, "tiered storage: read from the object store failed");
-            Err(why)
+            Err(failure(&e, why))
         }
+    }
+}
+
+/// What a failed GET says of the object: gone only when the store said it
+/// has no such object; anything else (unreachable, 5xx, a timeout, a
+/// refusal) may pass.
+fn failure(error: &object_store::Error, why: String) -> FetchFailure {
+    match error {
+        object_store::Error::NotFound { .. } => FetchFailure::Gone(why),
+        _ => FetchFailure::Failed(why),
     }
 }
 
@@ -109,5 +121,40 @@ async fn read_ahead(tier: &TierHandle, backend: &Backend, entry: &OffloadEntry, 
     let (start, len) = tier.chunk_at(next);
     if !tier.has_chunk(start) {
         let _ = fetch_chunk(tier, backend, &entry, start, len).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a store's "no such object" proves an object gone: an S3 5xx,
+    /// a refused connection or a timeout does not.
+    #[test]
+    fn only_not_found_is_gone() {
+        let missing = object_store::Error::NotFound {
+            path: "a/b".into(),
+            source: "404".into(),
+        };
+        assert!(matches!(
+            failure(&missing, "x".into()),
+            FetchFailure::Gone(_)
+        ));
+        for other in [
+            crate::testing::s3_status_error("503 Service Unavailable"),
+            object_store::Error::Generic {
+                store: "S3",
+                source: "error sending request: connection refused".into(),
+            },
+            object_store::Error::PermissionDenied {
+                path: "a/b".into(),
+                source: "403".into(),
+            },
+        ] {
+            assert!(
+                matches!(failure(&other, "x".into()), FetchFailure::Failed(_)),
+                "{other}"
+            );
+        }
     }
 }

@@ -72,7 +72,18 @@ pub struct FetchRequest {
     /// The segment's verified remote copy.
     pub entry: OffloadEntry,
     /// `Ok` once the chunk is in the cache.
-    pub reply: oneshot::Sender<Result<(), String>>,
+    pub reply: oneshot::Sender<Result<(), FetchFailure>>,
+}
+
+/// Why a chunk of an offloaded segment was not fetched.
+#[derive(Clone, Debug)]
+pub enum FetchFailure {
+    /// The object is definitely missing (the store answered not found) or
+    /// damaged (it holds fewer bytes than the segment): retrying cannot help.
+    Gone(String),
+    /// Anything else (store unreachable, a timeout, a 5xx, a permission):
+    /// the bytes may well still be there.
+    Failed(String),
 }
 
 /// What the uploader tells the broker (runtime info, metrics, logs).
@@ -252,7 +263,10 @@ impl TierShared {
             .map_err(|_| unavailable("the tier fetcher stopped".into()))?;
         match answer.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(why)) => Err(unavailable(format!(
+            Ok(Err(FetchFailure::Gone(why))) => Err(crate::StoreError::OffloadedGone(format!(
+                "offloaded CommitLog offset {chunk_start}: {why}"
+            ))),
+            Ok(Err(FetchFailure::Failed(why))) => Err(unavailable(format!(
                 "reading offloaded CommitLog offset {chunk_start} from object storage failed: {why}"
             ))),
             Err(_) => Err(unavailable("the tier fetcher stopped".into())),

@@ -266,7 +266,15 @@ async fn frame_body(shard: &Shard, next: i64, end: i64) -> io::Result<bytes::Byt
             .store()
             .fetch_offloaded(next, len)
             .await
-            .map_err(|e| io::Error::other(format!("serving a slave from object storage: {e}")))?;
+            .map_err(|e| {
+                // NotFound only for an object definitely missing or damaged
+                // (`first_copy` skips those and nothing else).
+                let kind = match e {
+                    ferrocket_store::StoreError::OffloadedGone(_) => io::ErrorKind::NotFound,
+                    _ => io::ErrorKind::Other,
+                };
+                io::Error::new(kind, format!("serving a slave from object storage: {e}"))
+            })?;
     }
     Err(io::Error::other(format!(
         "CommitLog bytes [{next}, {end}) are not readable"
