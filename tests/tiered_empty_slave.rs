@@ -286,6 +286,79 @@ fn a_new_master_that_did_not_take_the_history_holds() {
     assert_eq!(now["epoch"], unproven["epoch"], "{now}");
 }
 
+/// A controller-mode master offloading to an `s3s-fs` bucket, with 400
+/// messages sent and the oldest segments offloaded and dropped locally.
+struct S3Set {
+    binary: PathBuf,
+    root: tempfile::TempDir,
+    port: u16,
+    s3: harness::process::ServerProcess,
+    addrs: String,
+    namesrv: Namesrv,
+    first: Broker,
+    _controllers: Vec<harness::process::ServerProcess>,
+    _dir: tempfile::TempDir,
+}
+
+impl S3Set {
+    fn start(binary: PathBuf) -> S3Set {
+        let dir = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("tier-bucket")).unwrap();
+        let port = harness::process::free_port();
+        let s3 = tier::start_s3(&binary, root.path(), port);
+        let controllers = failover::controllers(dir.path(), 1);
+        let addrs = failover::controller_addr(&controllers);
+        let namesrv = Namesrv::start();
+        let first = controller_broker(&namesrv, &addrs, &tier::s3(port, "tier-bucket"));
+        let elected = wait_for(Duration::from_secs(60), || {
+            failover::sync_state(&addrs).filter(|s| s.master == Some(1))
+        });
+        assert!(elected.is_some(), "{:?}", failover::sync_state(&addrs));
+        let topic = unique_name("TierStoreDown");
+        let mut conn = first.connect();
+        harness::requests::create_topic(&mut conn, &topic, 1);
+        send_range(&mut conn, &topic, 0, 400);
+        tier::wait_offloaded_and_dropped(&mut conn, &first);
+        S3Set {
+            binary,
+            root,
+            port,
+            s3,
+            addrs,
+            namesrv,
+            first,
+            _controllers: controllers,
+            _dir: dir,
+        }
+    }
+
+    /// An empty slave joins; `hold` later it has not copied everything;
+    /// once `back` brings the store back it has, and nothing was skipped.
+    fn slave_waits_for_the_store(&mut self, hold: Duration, back: impl FnOnce(&mut S3Set)) {
+        let backend = tier::s3(self.port, "tier-bucket");
+        let second = controller_broker(&self.namesrv, &self.addrs, &backend);
+        std::thread::sleep(hold);
+        let end = failover::commit_log_end(&self.first);
+        assert!(end.is_some());
+        assert_ne!(
+            failover::commit_log_end(&second),
+            end,
+            "the slave copied past offloaded segments the store could not serve"
+        );
+        back(self);
+        assert!(
+            wait_caught_up(&self.first, &second),
+            "the empty slave never caught up: master {:?}, slave {:?}\n{}",
+            failover::commit_log_end(&self.first),
+            failover::commit_log_end(&second),
+            self.first.process.output()
+        );
+        let said = self.first.process.output();
+        assert!(!said.contains("skipped offloaded"), "{said}");
+    }
+}
+
 /// Object storage is down when an empty slave joins: the master cannot
 /// tell whether its offloaded segments are still there, so it skips none
 /// (one it dropped before its manifest was published could be lost after
@@ -296,44 +369,32 @@ fn an_empty_slave_skips_nothing_while_the_store_is_down() {
     let Some(binary) = tier::s3s_fs_binary() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(root.path().join("tier-bucket")).unwrap();
-    let port = harness::process::free_port();
-    let mut s3 = tier::start_s3(&binary, root.path(), port);
-    let controllers = failover::controllers(dir.path(), 1);
-    let addrs = failover::controller_addr(&controllers);
-    let namesrv = Namesrv::start();
-    let backend = tier::s3(port, "tier-bucket");
-    let first = controller_broker(&namesrv, &addrs, &backend);
-    let elected = wait_for(Duration::from_secs(60), || {
-        failover::sync_state(&addrs).filter(|s| s.master == Some(1))
+    let mut set = S3Set::start(binary);
+    set.s3.kill();
+    set.slave_waits_for_the_store(Duration::from_secs(10), |set| {
+        set.s3 = tier::start_s3(&set.binary, set.root.path(), set.port);
     });
-    assert!(elected.is_some(), "{:?}", failover::sync_state(&addrs));
-    let topic = unique_name("TierStoreDown");
-    let mut conn = first.connect();
-    harness::requests::create_topic(&mut conn, &topic, 1);
-    send_range(&mut conn, &topic, 0, 400);
-    tier::wait_offloaded_and_dropped(&mut conn, &first);
-    s3.kill();
-    let second = controller_broker(&namesrv, &addrs, &backend);
-    std::thread::sleep(Duration::from_secs(10));
-    let end = failover::commit_log_end(&first);
-    assert!(end.is_some());
-    assert_ne!(
-        failover::commit_log_end(&second),
-        end,
-        "the slave copied past offloaded segments the store could not serve"
-    );
-    let mut s3 = tier::start_s3(&binary, root.path(), port);
-    assert!(
-        wait_caught_up(&first, &second),
-        "the empty slave never caught up: master {:?}, slave {:?}\n{}",
-        failover::commit_log_end(&first),
-        failover::commit_log_end(&second),
-        first.process.output()
-    );
-    let said = first.process.output();
-    assert!(!said.contains("skipped offloaded"), "{said}");
-    s3.stop();
+    set.s3.stop();
+}
+
+/// Object storage hangs (a frozen server: connections open, no answer)
+/// when an empty slave joins: each probe is cut off at the probing budget
+/// (a quarter of `haHousekeepingInterval`, 5 s), not the object client's
+/// own timeout, and a probe cut off skips nothing.
+#[test]
+fn a_hanging_store_cuts_the_probe_short_and_skips_nothing() {
+    let Some(binary) = tier::s3s_fs_binary() else {
+        return;
+    };
+    let mut set = S3Set::start(binary);
+    set.s3.signal(libc::SIGSTOP);
+    set.slave_waits_for_the_store(Duration::from_secs(15), |set| {
+        let said = set.first.process.output();
+        assert!(
+            said.contains("not proved gone") && said.contains("probing an offloaded segment"),
+            "the probe was not cut short at its budget: {said}"
+        );
+        set.s3.signal(libc::SIGCONT);
+    });
+    set.s3.stop();
 }
