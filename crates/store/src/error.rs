@@ -37,7 +37,7 @@ pub enum StoreError {
     Corrupt(String),
     /// An offloaded segment's object is definitely missing from object
     /// storage or damaged there (not a store that is down or slow).
-    #[error("an offloaded segment's object is missing or damaged: {0}")]
+    #[error("an offloaded segment's object is missing from object storage or damaged: {0}")]
     OffloadedGone(String),
     #[error("queue {topic}/{queue_id} is owned by shard {owner}, not shard {shard}")]
     NotOwner {
