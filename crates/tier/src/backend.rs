@@ -110,6 +110,16 @@ pub fn segment_start(name: &str) -> Option<i64> {
     }
 }
 
+/// The epoch a segment object's file name is tagged with
+/// (`{start:020}.{uploader}.e{epoch}`, [`uploader_tag`]); `None` for an
+/// untagged name.
+pub fn segment_epoch(name: &str) -> Option<i32> {
+    let mut parts = name.splitn(3, '.');
+    segment_start(parts.next()?)?;
+    let _uploader = parts.next()?;
+    parts.next()?.strip_prefix('e')?.parse().ok()
+}
+
 /// Opens the configured store under the replica set's own prefix (no
 /// network yet).
 pub fn open_backend(config: &TierConfig) -> Result<Backend, TierError> {
@@ -305,6 +315,11 @@ mod tests {
         let backend = open_backend(&config).unwrap();
         let id = "00ff00ff00ff00ff";
         assert_eq!(uploader_tag(id, 0), id);
+        let name = |tag: &str| format!("{:020}.{tag}", 65536);
+        assert_eq!(segment_epoch(&name(&uploader_tag(id, 7))), Some(7));
+        assert_eq!(segment_epoch(&name(id)), None);
+        assert_eq!(segment_epoch(&format!("{:020}", 65536)), None);
+        assert_eq!(segment_epoch("manifest.json.e3"), None);
         let at = |epoch| backend.segment_key(65536, &uploader_tag(id, epoch));
         assert_eq!(
             at(3).to_string(),

@@ -1,6 +1,6 @@
 //! Conditional writes of the set's manifest, and the fallback for an
 //! S3-compatible store that refuses them: some answer `If-Match` or
-//! `If-None-Match: *` with 400 or 501 (`NotImplemented`), which
+//! `If-None-Match: *` with 501 or a 400 naming `NotImplemented` or the header, which
 //! `object_store` reports as a generic error. Retrying would fail forever
 //! (nothing would be published again), so the write goes through plainly,
 //! after the read's check (as with a directory), and the broker says so
@@ -60,16 +60,23 @@ pub(crate) async fn put(
 }
 
 /// Whether a conditional put failed because the store does not do
-/// conditional puts: 501 (`NotImplemented`) or 400 (a header it does not
-/// take). A 400 for another reason fails the plain write too.
+/// conditional puts: 501 or `NotImplemented`, or a 400 whose body names the
+/// `If-Match` / `If-None-Match` header it does not take. Any other 400 (S3's
+/// `RequestTimeout`, `IncompleteBody`, ...) is a failure to retry: writing
+/// plainly then could overwrite a newer master's copy.
 fn refuses_conditions(error: &object_store::Error) -> bool {
     match error {
         object_store::Error::NotImplemented => true,
         object_store::Error::Generic { .. } => {
             let text = with_causes(error);
-            ["status code: 501", "status code: 400", "NotImplemented"]
-                .iter()
-                .any(|said| text.contains(said))
+            if text.contains("status code: 501") || text.contains("NotImplemented") {
+                return true;
+            }
+            // object_store puts a 4xx answer's body after the status.
+            match text.split_once("status code: 400") {
+                Some((_, body)) => body.contains("If-Match") || body.contains("If-None-Match"),
+                None => false,
+            }
         }
         _ => false,
     }
@@ -134,8 +141,61 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_store_answering_400_gets_plain_writes() {
-        publishes_despite("400 Bad Request").await;
+    async fn a_store_answering_400_not_implemented_gets_plain_writes() {
+        publishes_despite(
+            "400 Bad Request: <Error><Code>NotImplemented</Code><Message>A header you \
+             provided implies functionality that is not implemented</Message></Error>",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_store_answering_400_naming_the_header_gets_plain_writes() {
+        publishes_despite(
+            "400 Bad Request: <Error><Code>InvalidArgument</Code><Message>Unsupported \
+             header</Message><ArgumentName>If-None-Match</ArgumentName></Error>",
+        )
+        .await;
+    }
+
+    /// A 400 for a transient reason (S3's `RequestTimeout`, `IncompleteBody`)
+    /// is retried: no plain write (it could overwrite a newer master's
+    /// copy), and the store is not marked as refusing conditions.
+    #[tokio::test]
+    async fn a_transient_400_is_retried_not_written_plainly() {
+        for status in [
+            "400 Bad Request: <Error><Code>RequestTimeout</Code><Message>Your socket \
+             connection to the server was not read from or written to within the timeout \
+             period.</Message></Error>",
+            "400 Bad Request: <Error><Code>IncompleteBody</Code><Message>You did not provide \
+             the number of bytes specified by the Content-Length HTTP header</Message></Error>",
+            "400 Bad Request: ",
+        ] {
+            let store_dir = tempfile::tempdir().unwrap();
+            let remote = tempfile::tempdir().unwrap();
+            let tier_config = TierConfig::new(TierBackend::Posix {
+                path: remote.path().to_path_buf(),
+            });
+            let mut backend = crate::open_backend(&tier_config).unwrap();
+            let mut odd = Odd::new(Arc::clone(&backend.store));
+            odd.refuse_conditions = Some(status);
+            backend.store = Arc::new(odd);
+            let mut config = StoreConfig::new(store_dir.path());
+            config.tier = Some(tier_config);
+            let (store, _parts) = MessageStore::open(config).unwrap();
+            let tier = store.tier().unwrap();
+            tier.set_master_epoch(2);
+            let step = crate::follow::publish(&tier, &backend).await;
+            assert_eq!(step, crate::follow::Step::Retry, "{status}");
+            assert!(
+                backend.store.head(&backend.manifest_key()).await.is_err(),
+                "{status}: written plainly"
+            );
+            assert!(!tier
+                .status
+                .conditional_writes_unsupported
+                .load(Ordering::Relaxed));
+        }
     }
 
     /// A directory's missing conditional update is expected: not flagged.

@@ -16,7 +16,7 @@ use object_store::path::Path as ObjectPath;
 use ferrocket_store::tier::TierHandle;
 use ferrocket_store::CommitLogReader;
 
-use crate::backend::{explain, segment_start, Backend};
+use crate::backend::{explain, segment_epoch, segment_start, Backend};
 use crate::follow::Step;
 
 fn now_ms() -> u64 {
@@ -93,7 +93,9 @@ async fn delete(tier: &TierHandle, backend: &Backend, key: &ObjectPath) -> bool 
 /// at or past the CommitLog's end (copies of a tail cut back by a fork
 /// point or recovery, forgotten then), and in between at the starts this
 /// store uploaded and recorded itself (another uploader's object there:
-/// a deposed master's copy of that segment). Other objects in between may
+/// a deposed master's copy of that segment). Never an object tagged with
+/// an epoch above this master's (a newer master's upload, perhaps in
+/// flight: this one is the deposed). Other objects in between may
 /// be uploads about to be recorded: never touched (and none is in
 /// flight: the sweep runs between upload passes). Whoever uploaded them: an object of
 /// another uploader (a former master of the set, or a deposed one still
@@ -208,9 +210,19 @@ async fn leftovers(
                 return None;
             }
         };
-        let Some(start) = meta.location.filename().and_then(segment_start) else {
+        let Some(name) = meta.location.filename() else {
             continue;
         };
+        let Some(start) = segment_start(name) else {
+            continue;
+        };
+        // A master of a later epoch (a disk clone sharing the uploader id
+        // too) uploads it: never this store's to delete. The check's
+        // timestamp cannot tell: an S3 multipart upload's Last-Modified is
+        // when it began.
+        if segment_epoch(name).is_some_and(|epoch| epoch > tier.master_epoch()) {
+            continue;
+        }
         let seg_end = start + tier.offloaded.segment_bytes() as i64;
         let stale = seg_end <= local_min || start >= end;
         let entry = tier.offloaded.get(start);
@@ -350,5 +362,47 @@ mod tests {
         assert_eq!(sweep(&tier, &backend, &reader).await, Step::Retry);
         assert!(!exists(&backend, &old).await, "the old leftover stayed");
         assert!(exists(&backend, &raced).await, "a fresh write was deleted");
+    }
+
+    /// A deposed master (epoch 3) sweeping while a newer master (epoch 4)
+    /// uploads: the newer master's object is kept though its timestamp is
+    /// old (an S3 multipart upload's Last-Modified is when it began); an
+    /// older epoch's leftover goes.
+    #[tokio::test]
+    async fn a_sweep_keeps_a_newer_epochs_object_whatever_its_time() {
+        let store_dir = tempfile::tempdir().unwrap();
+        let remote = tempfile::tempdir().unwrap();
+        let tier_config = TierConfig::new(TierBackend::Posix {
+            path: remote.path().to_path_buf(),
+        });
+        let backend = crate::open_backend(&tier_config).unwrap();
+        let mut config = StoreConfig::new(store_dir.path());
+        config.tier = Some(tier_config);
+        let (store, _parts) = MessageStore::open(config).unwrap();
+        let (tier, reader) = (store.tier().unwrap(), store.reader());
+        tier.set_master_epoch(3);
+        let seg = tier.offloaded.segment_bytes() as i64;
+        let older = backend.segment_key(0, &crate::backend::uploader_tag("zombie", 2));
+        let newer = backend.segment_key(seg, &crate::backend::uploader_tag(&tier.uploader, 4));
+        for key in [&older, &newer] {
+            backend
+                .store
+                .put(key, PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
+            backdate(remote.path(), key);
+        }
+        let other = backend.segment_key(2 * seg, "elsewhere");
+        backend
+            .store
+            .put(&backend.manifest_key(), manifest(3, 2 * seg, &other))
+            .await
+            .unwrap();
+        assert_eq!(sweep(&tier, &backend, &reader).await, Step::Done);
+        assert!(!exists(&backend, &older).await, "the older leftover stayed");
+        assert!(
+            exists(&backend, &newer).await,
+            "a newer epoch's object was deleted"
+        );
     }
 }

@@ -56,9 +56,10 @@ pub(crate) async fn history_taken(
     let why = format!(
         "holding uploads, publishing and deletes: the replica set's published manifest names \
          {} segments below this master's local start {local_start} (from {first} to {last}) \
-         that its own manifest does not (they were not adopted: see earlier messages); \
+         that its own manifest does not (they were not adopted: {}); \
          publishing without them would drop the set's history from object storage",
-        missing.len()
+        missing.len(),
+        cause(&entries, &missing, tier.offloaded.segment_bytes()),
     );
     if tier.status.last_error() != why {
         tracing::error!(
@@ -70,6 +71,23 @@ pub(crate) async fn history_taken(
     }
     tier.status.set_error(Some(why));
     Step::Retry
+}
+
+/// Why the `missing` starts of `published` were not adopted, as far as
+/// this master can tell: entries of another segment size never are.
+fn cause(published: &[OffloadEntry], missing: &[i64], segment_bytes: u64) -> String {
+    let other = published
+        .iter()
+        .find(|entry| entry.size != segment_bytes && missing.contains(&entry.start));
+    match other {
+        Some(entry) => format!(
+            "they are segments of {} bytes, this store's mappedFileSizeCommitLog is \
+             {segment_bytes}, and entries of another size are never adopted: set the size they \
+             were uploaded with again on every broker of the set",
+            entry.size
+        ),
+        None => "see earlier messages".to_string(),
+    }
 }
 
 /// The published manifest's bytes (`None`: none published).
@@ -122,5 +140,15 @@ mod tests {
         assert!(untaken(&published, 50, own).is_empty());
         // Another segment size: still history this master lacks.
         assert_eq!(untaken(&[entry(0, 50)], 100, |_| None), vec![0]);
+    }
+
+    #[test]
+    fn the_cause_names_another_segment_size() {
+        let published = [entry(0, 50), entry(50, 50)];
+        let said = cause(&published, &[0, 50], 100);
+        assert!(said.contains("segments of 50 bytes"), "{said}");
+        assert!(said.contains("mappedFileSizeCommitLog is 100"), "{said}");
+        let same = [entry(0, 100)];
+        assert_eq!(cause(&same, &[0], 100), "see earlier messages");
     }
 }

@@ -249,7 +249,9 @@ impl Offloaded {
     /// being published). A manifest of an epoch older than one seen here is
     /// ignored. One without a lineage is taken up to `end` outside
     /// controller mode (epoch 0), and in it (written before lineages) only
-    /// within its epoch's bytes here, or not at all ([`agreed_point`]).
+    /// within its epoch's bytes here, or not at all ([`agreed_point`]). A
+    /// copy of an epoch at or below `epoch_base` (from before the
+    /// controller's epochs started again) is not taken at all.
     pub fn adopt(
         &self,
         bytes: &[u8],
@@ -270,8 +272,15 @@ impl Offloaded {
         // A copy's epoch carries the set's `tieredStoreEpochBase`; the
         // epoch file's entries do not.
         let controller_epoch = file.epoch.saturating_sub(epoch_base.max(0));
-        let Some(agreed) = agreed_point(epochs, end, controller_epoch, file.lineage.as_ref())
-        else {
+        // A copy of an epoch at or below the base was published before the
+        // controller's epochs started again: no entry of this epoch file
+        // is of its epoch (nor is it one outside controller mode).
+        let before_reset = epoch_base > 0 && file.epoch > 0 && file.epoch <= epoch_base;
+        let agreed = match before_reset {
+            true => None,
+            false => agreed_point(epochs, end, controller_epoch, file.lineage.as_ref()),
+        };
+        let Some(agreed) = agreed else {
             // Its entries are not taken, but its epoch is newer than any seen
             // here: a later copy of an older epoch is still ignored.
             if file.epoch > current.epoch {

@@ -246,3 +246,31 @@ fn a_master_whose_epochs_start_past_the_entries_is_taken() {
     slave.adopt(&copy, 600, &own, 7, false).unwrap();
     assert_eq!(starts(&slave), vec![0, 100]);
 }
+
+/// With `tieredStoreEpochBase` 7 (the epoch the set's copy carried when
+/// the controller's epochs started again), a copy of epoch 7 or below is
+/// from before the reset: its epoch names no entry of this epoch file, and
+/// it is not one published outside controller mode, so nothing is taken;
+/// its epoch is kept as seen.
+#[test]
+fn a_copy_from_before_the_epoch_reset_is_not_taken() {
+    let bare =
+        br#"{"epoch":7,"segments":[{"start":0,"size":100,"crc32":7,"key":"k/0","uploadedMs":1}]}"#;
+    let with_lineage = published_by(5, &[(1, 0), (5, 100)], &[0, 100]);
+    let own = epochs(&[(1, 500)]);
+    for (copy, epoch) in [(&bare[..], 7), (&with_lineage[..], 5)] {
+        for keep_own in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let taker = Offloaded::load(dir.path(), 100).unwrap();
+            let unproven = Adopted::Unproven { epoch };
+            assert_eq!(taker.adopt(copy, 600, &own, 7, keep_own).unwrap(), unproven);
+            assert!(starts(&taker).is_empty());
+            assert_eq!(taker.epoch(), epoch);
+        }
+    }
+    // Without a base the bare copy of epoch 7 finds no epoch 7 here either.
+    let dir = tempfile::tempdir().unwrap();
+    let taker = Offloaded::load(dir.path(), 100).unwrap();
+    let unproven = Adopted::Unproven { epoch: 7 };
+    assert_eq!(taker.adopt(bare, 600, &own, 0, false).unwrap(), unproven);
+}
