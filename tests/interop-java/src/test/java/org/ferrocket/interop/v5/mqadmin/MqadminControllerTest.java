@@ -77,7 +77,7 @@ class MqadminControllerTest {
             "updateControllerConfig", "-n", ns, "-a", controller, "-k", "electMasterMaxRetryCount", "-v", "4");
         works(printing("electMasterMaxRetryCount                          =  4"),
             "getControllerConfig", "-n", ns, "-a", controller);
-        refused(29, printing("jRaftElectionTimeoutMs is read at start only"),
+        refused(29, printing("`jRaftElectionTimeoutMs` is read at start and cannot change while the controller runs"),
             "updateControllerConfig", "-n", ns, "-a", controller, "-k", "jRaftElectionTimeoutMs", "-v", "10");
     }
 
