@@ -444,10 +444,15 @@ fn a_store_path_that_is_a_file_is_named_as_such() {
     let file = dir.path().join("store");
     std::fs::write(&file, b"a file").unwrap();
     let port = free_port().to_string();
+    // The HA port (listenPort + 1 unless set) is checked before the store:
+    // a free one of its own, so a neighbour's port cannot answer first.
+    let ha_port = format!("haListenPort={}", free_port());
     let stderr = refused(&[
         "broker",
         "--listen-port",
         &port,
+        "--set",
+        &ha_port,
         "--store-path-root-dir",
         &file.display().to_string(),
     ]);
